@@ -1,0 +1,75 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "pushpipe",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pushpipe", targets: ["pushpipe"]),
+        .library(name: "PushPipe", targets: ["PushPipe"]),
+        .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
+        .library(name: "PushPayloads", targets: ["PushPayloads"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+    ],
+    targets: [
+        .target(
+            name: "PushPipe",
+            dependencies: [
+                "Yams",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .target(
+            name: "PushPipeStages",
+            dependencies: [
+                "PushPipe",
+                .product(name: "Mustache", package: "swift-mustache"),
+            ]
+        ),
+        .target(name: "PushPayloads"),
+        .target(
+            name: "PushPipeTesting",
+            dependencies: [
+                "PushPipe",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .executableTarget(
+            name: "pushpipe",
+            dependencies: [
+                "PushPipe",
+                "PushPipeStages",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "PushPipeTests",
+            dependencies: ["PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PushPipeStagesTests",
+            dependencies: ["PushPipe", "PushPipeStages", "PushPipeTesting"]
+        ),
+        .testTarget(name: "PushPayloadsTests", dependencies: ["PushPayloads"]),
+    ]
+)

@@ -1,0 +1,75 @@
+import Foundation
+
+extension JSON: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSON].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSON].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// Parses JSON text; throws `JSONParseError` with a readable reason.
+    public static func parse(_ data: some DataProtocol) throws -> JSON {
+        do {
+            return try JSONDecoder().decode(JSON.self, from: Data(data))
+        } catch let DecodingError.dataCorrupted(context) {
+            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            throw JSONParseError(reason: underlying ?? context.debugDescription)
+        }
+    }
+
+    public static func parse(_ text: String) throws -> JSON {
+        try parse(Data(text.utf8))
+    }
+
+    /// Deterministic serialisation: sorted keys, no escaped slashes, so that
+    /// a dry run, a pipeline test and the wire all show the same bytes.
+    public func serialized(pretty: Bool = false) -> Data {
+        var output = Data()
+        write(to: &output, pretty: pretty, indent: 0)
+        return output
+    }
+
+    public var compactText: String { String(decoding: serialized(), as: UTF8.self) }
+    public var prettyText: String { String(decoding: serialized(pretty: true), as: UTF8.self) }
+
+    /// Decodes a `Decodable` type from this value.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: serialized())
+    }
+
+    /// Encodes an `Encodable` value into a JSON value.
+    public init(encoding value: some Encodable) throws {
+        self = try JSON.parse(JSONEncoder().encode(value))
+    }
+}
+
+public struct JSONParseError: Error, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "malformed JSON: \(reason)" }
+}

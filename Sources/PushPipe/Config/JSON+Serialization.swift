@@ -1,0 +1,63 @@
+import Foundation
+
+extension JSON {
+    func write(to output: inout Data, pretty: Bool, indent: Int) {
+        switch self {
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .int(let value): output.append(contentsOf: String(value).utf8)
+        case .double(let value):
+            output.append(contentsOf: (value.isFinite ? JSON.format(value) : "null").utf8)
+        case .string(let value): JSON.writeString(value, to: &output)
+        case .array(let elements):
+            if elements.isEmpty { output.append(contentsOf: "[]".utf8); return }
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSON.newline(&output, pretty: pretty, indent: indent + 1)
+                element.write(to: &output, pretty: pretty, indent: indent + 1)
+            }
+            JSON.newline(&output, pretty: pretty, indent: indent)
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            if members.isEmpty { output.append(contentsOf: "{}".utf8); return }
+            output.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSON.newline(&output, pretty: pretty, indent: indent + 1)
+                JSON.writeString(key, to: &output)
+                output.append(contentsOf: (pretty ? ": " : ":").utf8)
+                members[key]!.write(to: &output, pretty: pretty, indent: indent + 1)
+            }
+            JSON.newline(&output, pretty: pretty, indent: indent)
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func newline(_ output: inout Data, pretty: Bool, indent: Int) {
+        guard pretty else { return }
+        output.append(UInt8(ascii: "\n"))
+        output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func writeString(_ string: String, to output: inout Data) {
+        output.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
+            case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
+            case 0x0A: output.append(contentsOf: "\\n".utf8)
+            case 0x0D: output.append(contentsOf: "\\r".utf8)
+            case 0x09: output.append(contentsOf: "\\t".utf8)
+            case 0..<0x20:
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0xF)])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Serves every route the running pipelines declare, plus `GET /healthz`.
+///
+/// Routing is done here, not by Hummingbird's router, because the table changes on reload
+/// without restarting the server, and because a path that exists with another method must
+/// answer 405, not 404.
+public final class HTTPHost: Sendable {
+    public static let maxBodyBytes = 64 * 1024
+    private let table = Mutex(RouteTable())
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func replaceRoutes(_ routes: RouteTable) {
+        table.withLock { $0 = routes }
+    }
+
+    public var routes: RouteTable { table.withLock { $0 } }
+
+    /// The Hummingbird application; a `Service` to run in the daemon's service group.
+    public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
+        -> some Service
+    {
+        Application(
+            responder: Responder(host: self),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "pushpipe"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+    }
+
+    struct Responder: HTTPResponder {
+        let host: HTTPHost
+
+        func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+            do {
+                let (status, body) = try await host.handle(request)
+                return HTTPHost.response(status: status, body: body)
+            } catch let error as HTTPError {
+                return HTTPHost.response(status: error.status, body: error.body)
+            } catch {
+                host.logger.error("route failed", metadata: ["path": .string(request.uri.path), "error": .string("\(error)")])
+                return HTTPHost.response(status: 500, body: HTTPError(500, "internal error").body)
+            }
+        }
+    }
+
+    func handle(_ request: Request) async throws -> (Int, JSON) {
+        let method = request.method.rawValue
+        let path = request.uri.path
+        if path == "/healthz" && (method == "GET" || method == "HEAD") { return (200, ["status": "ok"]) }
+        let entry: RouteTable.Entry
+        let parameters: [String: String]
+        switch routes.lookup(method: method, path: path) {
+        case .notFound:
+            throw HTTPError.notFound("no route for \(path)", field: "path")
+        case .methodNotAllowed(let allowed):
+            throw HTTPError(405, "method \(method) not allowed here; allowed: \(allowed.joined(separator: ", "))", field: "method")
+        case .found(let found, let foundParameters):
+            entry = found
+            parameters = foundParameters
+        }
+        let user = try await entry.route.authentication.authenticate(authorization: request.headers[.authorization])
+        let body = try await Self.parseBody(request)
+        var query: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
+        let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user)
+        let response = try await entry.route.handler(routeRequest, entry.context)
+        return (response.status, response.body)
+    }
+
+    /// Size limit, content type and JSON syntax are checked here so no stage ever sees a bad body.
+    static func parseBody(_ request: Request) async throws -> JSON? {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            throw HTTPError(413, "request body is larger than \(maxBodyBytes) bytes", field: "body")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: maxBodyBytes)
+        } catch {
+            throw HTTPError(413, "request body is larger than \(maxBodyBytes) bytes", field: "body")
+        }
+        guard buffer.readableBytes > 0 else { return nil }
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/json") || contentType.hasPrefix("application/") && contentType.contains("+json") else {
+            throw HTTPError(415, "content type must be application/json", field: "content-type")
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(Data(buffer.readableBytesView))
+        } catch {
+            throw HTTPError.badRequest("\(error)", field: "body")
+        }
+        guard case .object = json else {
+            throw HTTPError.unprocessable("request body must be a JSON object, found \(json.typeName)", field: "body")
+        }
+        return json
+    }
+
+    static func response(status: Int, body: JSON) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(data: body.serialized())))
+    }
+}

@@ -1,0 +1,28 @@
+/// How a route checks a token before storing it.
+enum TokenFormat: String, Sendable {
+    /// APNs tokens: even-length hex, 32 to 400 characters, stored lower-case. Apple warns
+    /// against assuming 64 characters; Live Activity tokens of 160 are common.
+    case hex
+    /// FCM registration tokens and other opaque strings: 1 to 4096 visible characters.
+    case opaque
+
+    func normalize(_ value: JSON?, field: String) throws -> String {
+        guard let value, value != .null else { throw HTTPError.badRequest("missing field '\(field)'", field: field) }
+        guard case .string(let raw) = value else {
+            throw HTTPError.unprocessable("'\(field)' must be a string, found \(value.typeName)", field: field)
+        }
+        let token = raw.trimmingCharacters(in: .whitespaces)
+        switch self {
+        case .hex:
+            guard (32...400).contains(token.count), token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+                throw HTTPError.badRequest("'\(field)' must be an even number (32 to 400) of hex characters", field: field)
+            }
+            return token.lowercased()
+        case .opaque:
+            guard (1...4096).contains(token.count), !token.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+                throw HTTPError.badRequest("'\(field)' must be 1 to 4096 characters without spaces", field: field)
+            }
+            return token
+        }
+    }
+}

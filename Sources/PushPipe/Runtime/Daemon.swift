@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `pushpipe run`: the pipelines, the HTTP host and the store under one service group.
+/// SIGTERM/SIGINT drain and stop; SIGHUP reloads, keeping the old configuration when the
+/// new one has any error.
+public final class Daemon: Sendable {
+    public struct Options: Sendable {
+        public var pipelinePaths: [String]
+        public var pluginsDirectory: String
+        public var statePath: String
+        public var host: String
+        public var port: Int
+        public var mode: RunMode
+        public var environment: [String: String]
+
+        public init(pipelinePaths: [String], pluginsDirectory: String, statePath: String, host: String, port: Int, mode: RunMode,
+                    environment: [String: String]) {
+            self.pipelinePaths = pipelinePaths
+            self.pluginsDirectory = pluginsDirectory
+            self.statePath = statePath
+            self.host = host
+            self.port = port
+            self.mode = mode
+            self.environment = environment
+        }
+    }
+
+    let options: Options
+    let builtins: [StageDescriptor]
+    let logger: Logger
+
+    public init(options: Options, builtins: [StageDescriptor], logger: Logger) {
+        self.options = options
+        self.builtins = builtins
+        self.logger = logger
+    }
+
+    var loader: ConfigLoader {
+        ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: options.environment,
+                                                                                  allowsUndefined: options.mode == .dryRun))
+    }
+
+    public func load() async -> ConfigLoader.Result {
+        await loader.load(pipelineFiles: ConfigLoader.pipelineFiles(in: options.pipelinePaths), pluginsDirectory: options.pluginsDirectory)
+    }
+
+    public func run() async throws {
+        let initial = await load()
+        for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
+        guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
+        let store = try SQLiteStore(path: options.statePath)
+        let host = HTTPHost(logger: logger)
+        let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode)
+        let logger = self.logger
+        let options = self.options
+        let application = host.application(host: options.host, port: options.port) { port in
+            logger.notice("listening on http://\(options.host):\(port)", metadata: [
+                "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
+                "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
+            ])
+        }
+        let reloader = ReloadService(daemon: self, supervisor: supervisor)
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: application),
+                .init(service: reloader, successTerminationBehavior: .ignore),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
+        logger.notice("stopped; store closed")
+    }
+
+    /// Loads and validates everything; applies it only when there is no error.
+    func reload(supervisor: PipelineSupervisor) async {
+        logger.notice("reloading configuration")
+        let result = await load()
+        guard !result.diagnostics.hasErrors else {
+            for diagnostic in result.diagnostics { logger.error("\(diagnostic)") }
+            logger.error("reload rejected: \(result.diagnostics.errors.count) error(s); the previous configuration keeps running")
+            return
+        }
+        await supervisor.apply(result.pipelines)
+        logger.notice("reloaded: \(result.pipelines.map(\.name).joined(separator: ", "))")
+    }
+}
+
+/// Turns SIGHUP into reloads for as long as the daemon runs.
+struct ReloadService: Service {
+    let daemon: Daemon
+    let supervisor: PipelineSupervisor
+
+    func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in hangups.cancelOnGracefulShutdown() {
+            await daemon.reload(supervisor: supervisor)
+        }
+    }
+}

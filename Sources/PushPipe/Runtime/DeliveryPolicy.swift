@@ -1,0 +1,45 @@
+/// The `delivery:` key of a pipeline: how many events are in flight and how retries back off.
+///
+/// Keys:
+/// - `concurrency` (integer, 32): events processed at once; also the bound on memory.
+/// - `attempts` (integer, 5): tries per notification on `retry-after` outcomes.
+/// - `backoff` (duration, 500ms): first retry delay; doubles each attempt, with jitter.
+/// - `max_backoff` (duration, 30s): largest retry delay.
+/// - `drain_timeout` (duration, 10s): how long a stopping pipeline waits for in-flight events.
+public struct DeliveryPolicy: Sendable, Decodable, Equatable {
+    public var concurrency: Int
+    public var attempts: Int
+    public var backoff: Double
+    public var maxBackoff: Double
+    public var drainTimeout: Double
+
+    public static let schema = Schema([
+        SchemaKey("concurrency", .integer, default: 32, "Events processed at once; also the bound on memory."),
+        SchemaKey("attempts", .integer, default: 5, "Tries per notification on `retry-after` outcomes."),
+        SchemaKey("backoff", .duration, default: 0.5, "First retry delay; doubles each attempt, with jitter."),
+        SchemaKey("max_backoff", .duration, default: 30, "Largest retry delay."),
+        SchemaKey("drain_timeout", .duration, default: 10, "How long a stopping pipeline waits for in-flight events."),
+    ])
+
+    public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10)
+
+    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double) {
+        self.concurrency = concurrency
+        self.attempts = attempts
+        self.backoff = backoff
+        self.maxBackoff = maxBackoff
+        self.drainTimeout = drainTimeout
+    }
+
+    /// Exponential backoff with jitter, never sooner than the provider asked.
+    public func delay(afterAttempt attempt: Int, hint: Double?) -> Double {
+        let exponential = min(maxBackoff, backoff * Double(1 << min(attempt - 1, 20)))
+        let jittered = exponential * Double.random(in: 0.5...1.0)
+        return max(jittered, min(hint ?? 0, maxBackoff * 4))
+    }
+
+    var json: JSON {
+        ["concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
+         "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout)]
+    }
+}

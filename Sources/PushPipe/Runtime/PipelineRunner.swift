@@ -1,0 +1,139 @@
+import AsyncAlgorithms
+import Logging
+import Synchronization
+
+/// Runs one pipeline: its long-running stages, its sources, and `delivery.concurrency`
+/// workers pulling events from a rendezvous channel. A source's `submit` suspends until a
+/// worker is free, so a slow transport slows the sources and memory stays bounded.
+public final class PipelineRunner: EventSink, Sendable {
+    public let definition: PipelineDefinition
+    let processor: EventProcessor
+    let logger: Logger
+    private let channel = AsyncChannel<Job>()
+    private let state = Mutex(State())
+    private let stopSignal: AsyncStream<Void>
+    private let stopContinuation: AsyncStream<Void>.Continuation
+
+    struct Job: Sendable {
+        var event: Event
+    }
+
+    struct State {
+        var accepting = true
+        /// Submits that passed the `accepting` check and are waiting for a worker.
+        var submitting = 0
+        var submitsDrained: CheckedContinuation<Void, Never>?
+    }
+
+    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput) {
+        self.definition = definition
+        var logger = logger
+        logger[metadataKey: "pipeline"] = .string(definition.name)
+        self.logger = logger
+        processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output)
+        (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
+    }
+
+    public func submit(_ event: Event) async throws {
+        let admitted = state.withLock { state -> Bool in
+            guard state.accepting else { return false }
+            state.submitting += 1
+            return true
+        }
+        guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
+        await channel.send(Job(event: event))
+        let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.submitting -= 1
+            guard state.submitting == 0, !state.accepting else { return nil }
+            defer { state.submitsDrained = nil }
+            return state.submitsDrained
+        }
+        drained?.resume()
+    }
+
+    public func submitAndWait(_ event: Event) async throws -> EventReport {
+        var event = event
+        let (reports, continuation) = AsyncStream<EventReport>.makeStream()
+        let previous = event.onComplete
+        event.onComplete = { report in
+            await previous?(report)
+            continuation.yield(report)
+            continuation.finish()
+        }
+        try await submit(event)
+        for await report in reports { return report }
+        throw HTTPError(503, "pipeline \(definition.name) stopped before the event completed", field: nil)
+    }
+
+    /// Asks `run` to stop: sources first, then the queue drains, then stages stop.
+    public func stop() {
+        stopContinuation.yield()
+        stopContinuation.finish()
+    }
+
+    public func run(store: any Store, mode: RunMode) async {
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+        await withTaskGroup(of: Void.self) { stages in
+            for (id, stage) in definition.longRunningStages {
+                stages.addTask { try? await stage.run(context: context.forStage(id)) }
+            }
+            await withTaskGroup(of: Bool.self) { workers in
+                let workerCount = definition.delivery.concurrency
+                for _ in 0..<workerCount {
+                    workers.addTask {
+                        for await job in self.channel { _ = await self.processor.process(job.event) }
+                        return false
+                    }
+                }
+                await withTaskGroup(of: Void.self) { sources in
+                    for source in definition.sources {
+                        sources.addTask {
+                            do {
+                                try await source.stage.run(into: self, context: context.forStage(source.id))
+                            } catch is CancellationError {
+                            } catch {
+                                self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")
+                            }
+                        }
+                    }
+                    logger.info("pipeline started", metadata: ["file": .string(definition.file)])
+                    for await _ in stopSignal { break }
+                    sources.cancelAll()
+                }
+                await closeAdmission()
+                // Workers finish the queued events; past the deadline they are cancelled.
+                let deadline = definition.delivery.drainTimeout
+                workers.addTask {
+                    try? await Task.sleep(for: .seconds(deadline))
+                    return !Task.isCancelled
+                }
+                var finished = 0
+                while let timedOut = await workers.next() {
+                    if timedOut {
+                        logger.warning("drain timeout of \(deadline)s reached; cancelling in-flight deliveries")
+                        workers.cancelAll()
+                        continue
+                    }
+                    finished += 1
+                    if finished == workerCount { workers.cancelAll() }
+                }
+            }
+            stages.cancelAll()
+        }
+        logger.info("pipeline stopped")
+    }
+
+    /// Refuses new events, lets admitted ones reach a worker, then closes the channel.
+    private func closeAdmission() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                state.accepting = false
+                if state.submitting == 0 { return true }
+                state.submitsDrained = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        channel.finish()
+    }
+}

@@ -1,0 +1,96 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Owns the running pipelines. Applying a new set of definitions restarts only the
+/// pipelines whose fingerprint changed; graceful shutdown stops and drains them all.
+public final class PipelineSupervisor: Service, Sendable {
+    let store: any Store
+    let host: HTTPHost
+    let logger: Logger
+    let mode: RunMode
+    let output: OutputSink
+    private let commands: AsyncStream<Command>
+    private let commandContinuation: AsyncStream<Command>.Continuation
+    private let running = Mutex<[String: Running]>([:])
+
+    struct Command: Sendable {
+        var definitions: [PipelineDefinition]
+        var done: @Sendable () -> Void
+    }
+
+    struct Running: Sendable {
+        var runner: PipelineRunner
+        var finished: AsyncStream<Void>
+        var finish: AsyncStream<Void>.Continuation
+    }
+
+    /// - Parameter initial: the pipelines started as soon as `run` begins.
+    public init(initial: [PipelineDefinition], store: any Store, host: HTTPHost, logger: Logger, mode: RunMode,
+                output: OutputSink = .standardOutput) {
+        self.store = store
+        self.host = host
+        self.logger = logger
+        self.mode = mode
+        self.output = output
+        (commands, commandContinuation) = AsyncStream<Command>.makeStream()
+        commandContinuation.yield(Command(definitions: initial, done: {}))
+    }
+
+    /// Replaces the running set with `definitions`; returns once changed pipelines restarted.
+    public func apply(_ definitions: [PipelineDefinition]) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let result = commandContinuation.yield(Command(definitions: definitions, done: { continuation.resume() }))
+            if case .terminated = result { continuation.resume() }
+        }
+    }
+
+    public var runningPipelines: [String] { running.withLock { Array($0.keys).sorted() } }
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            await withGracefulShutdownHandler {
+                for await command in commands {
+                    await apply(command.definitions, in: &group)
+                    command.done()
+                }
+            } onGracefulShutdown: {
+                self.commandContinuation.finish()
+            }
+            logger.info("stopping pipelines")
+            let all = running.withLock { $0.values.map(\.runner) }
+            for runner in all { runner.stop() }
+        }
+    }
+
+    private func apply(_ definitions: [PipelineDefinition], in group: inout DiscardingTaskGroup) async {
+        let current = running.withLock { $0 }
+        let wanted = Dictionary(definitions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let stale = current.filter { name, entry in wanted[name]?.fingerprint != entry.runner.definition.fingerprint }
+        for (name, entry) in stale {
+            logger.info("stopping pipeline \(name) (\(wanted[name] == nil ? "removed" : "changed"))")
+            entry.runner.stop()
+            for await _ in entry.finished {}
+            running.withLock { _ = $0.removeValue(forKey: name) }
+        }
+        for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
+            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output)
+            let (finished, finish) = AsyncStream<Void>.makeStream()
+            running.withLock { $0[definition.name] = Running(runner: runner, finished: finished, finish: finish) }
+            group.addTask { [store, mode] in
+                await runner.run(store: store, mode: mode)
+                finish.finish()
+            }
+        }
+        host.replaceRoutes(routeTable())
+    }
+
+    func routeTable() -> RouteTable {
+        var table = RouteTable()
+        for entry in running.withLock({ $0.values.sorted { $0.runner.definition.name < $1.runner.definition.name } }) {
+            let context = RouteContext(pipeline: entry.runner.definition.name, store: store, sink: entry.runner)
+            for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
+        }
+        return table
+    }
+}

@@ -1,0 +1,28 @@
+/// A push token of one kind. Kinds are named per pipeline (`device`, `push-to-start`,
+/// `fcm`, ...) so that a token registered for one purpose is never used for another.
+public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
+    public var user: String
+    public var kind: String
+    public var value: String
+    /// For kinds with one token per scope (a Live Activity's update token per activity id).
+    public var scope: String
+    public var updatedAt: Double
+
+    public init(user: String, kind: String, value: String, scope: String = "", updatedAt: Double = 0) {
+        self.user = user
+        self.kind = kind
+        self.value = value
+        self.scope = scope
+        self.updatedAt = updatedAt
+    }
+
+    /// Safe for logs: the first 8 characters and an ellipsis.
+    public var masked: String { TokenMask.mask(value) }
+    public var description: String { "\(kind) token \(masked) of user \(user)" }
+}
+
+public enum TokenMask {
+    public static func mask(_ token: String, keep: Int = 8) -> String {
+        token.count <= keep ? String(repeating: "•", count: token.count) : token.prefix(keep) + "…"
+    }
+}

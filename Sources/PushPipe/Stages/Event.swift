@@ -1,0 +1,57 @@
+import Foundation
+
+/// Something that happened, on its way through a pipeline.
+///
+/// The body is plain JSON so that built-in stages and plugins see the same thing; the
+/// metadata is what the runtime itself needs (who it is for, when, which pipeline).
+public struct Event: Sendable {
+    public var id: String
+    public var pipeline: String
+    /// The recipient user, when the event is for one user; `nil` means "every registered user".
+    public var user: String?
+    public var time: Date
+    public var body: JSON
+    /// State writes to apply only once every delivery of this event was accepted
+    /// (watermarks advance after delivery, never before).
+    public var commitOnDelivery: [StateWrite] = []
+    /// Called once with the event's final report: how a source learns its event is done.
+    public var onComplete: (@Sendable (EventReport) async -> Void)?
+
+    public init(id: String = Event.makeID(), pipeline: String, user: String?, time: Date = Date(), body: JSON) {
+        self.id = id
+        self.pipeline = pipeline
+        self.user = user
+        self.time = time
+        self.body = body
+    }
+
+    /// 24 lower-case hex characters, like the ids Pong's original backend used.
+    public static func makeID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// The event as plugins and templates see it.
+    public var json: JSON {
+        .object([
+            "id": .string(id),
+            "pipeline": .string(pipeline),
+            "user": user.map(JSON.string) ?? .null,
+            "time": .double(time.timeIntervalSince1970),
+            "body": body,
+        ])
+    }
+}
+
+/// A write to a stage's durable state, keyed per pipeline, stage and key.
+public struct StateWrite: Sendable, Hashable {
+    public var stage: String
+    public var key: String
+    public var value: JSON
+
+    public init(stage: String, key: String, value: JSON) {
+        self.stage = stage
+        self.key = key
+        self.value = value
+    }
+}

@@ -1,0 +1,53 @@
+/// What became of one event: filtered, or rendered and delivered (or not) per token.
+public struct EventReport: Sendable, Codable {
+    public enum Status: String, Sendable, Codable {
+        case delivered, filtered, failed, partial, noRecipients = "no-recipients"
+    }
+
+    public var eventID: String
+    public var pipeline: String
+    public var user: String?
+    public var status: Status
+    public var reason: String?
+    public var deliveries: [DeliveryReport]
+
+    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, deliveries: [DeliveryReport] = []) {
+        self.eventID = eventID
+        self.pipeline = pipeline
+        self.user = user
+        self.status = status
+        self.reason = reason
+        self.deliveries = deliveries
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case eventID = "event_id", pipeline, user, status, reason, deliveries
+    }
+}
+
+public struct DeliveryReport: Sendable, Codable {
+    public var user: String
+    public var tokenKind: String
+    /// Masked: reports end up in HTTP responses and logs.
+    public var token: String
+    public var outcome: String
+    public var reason: String?
+    public var providerID: String?
+    public var attempts: Int
+    public var payload: JSON
+
+    public init(user: String, tokenKind: String, token: String, outcome: String, reason: String?, providerID: String?, attempts: Int, payload: JSON) {
+        self.user = user
+        self.tokenKind = tokenKind
+        self.token = token
+        self.outcome = outcome
+        self.reason = reason
+        self.providerID = providerID
+        self.attempts = attempts
+        self.payload = payload
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case user, tokenKind = "token_kind", token, outcome, reason, providerID = "provider_id", attempts, payload
+    }
+}

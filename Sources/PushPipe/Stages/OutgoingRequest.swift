@@ -1,0 +1,46 @@
+import Foundation
+
+/// The exact request a transport would send: what dry runs print and pipeline tests compare.
+public struct OutgoingRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: JSON
+    public var token: DeviceToken
+
+    public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, token: DeviceToken) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.token = token
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// Headers and body for comparison, with no secret removed (used only in memory).
+    public var json: JSON {
+        var headerObject: [String: JSON] = [:]
+        for header in headers { headerObject[header.name.lowercased()] = .string(header.value) }
+        return ["method": .string(method), "url": .string(url), "headers": .object(headerObject), "body": body]
+    }
+
+    /// A printable form: the authorization header and the device token are masked.
+    public var printable: String {
+        var lines = ["\(method) \(url.replacingOccurrences(of: token.value, with: token.masked))"]
+        for header in headers {
+            let value = header.name.lowercased() == "authorization" ? Self.maskAuthorization(header.value) : header.value
+            lines.append("\(header.name): \(value)")
+        }
+        lines.append("")
+        lines.append(body.prettyText)
+        return lines.joined(separator: "\n")
+    }
+
+    static func maskAuthorization(_ value: String) -> String {
+        let parts = value.split(separator: " ", maxSplits: 1)
+        return parts.count == 2 ? "\(parts[0]) \(TokenMask.mask(String(parts[1])))" : TokenMask.mask(value)
+    }
+}

@@ -1,0 +1,20 @@
+/// Produces events: a poller, a folder watcher, an HTTP route.
+///
+/// `run` lasts until the task is cancelled (that is how a pipeline stops its sources
+/// before draining); `sink.submit` suspends while the pipeline is busy, which is the
+/// backpressure that keeps memory bounded.
+public protocol Source: Sendable {
+    func run(into sink: EventSink, context: StageContext) async throws
+    /// Routes this source serves, e.g. the POST route of `http.event`.
+    var routes: [RouteDefinition] { get }
+}
+
+extension Source {
+    public var routes: [RouteDefinition] { [] }
+}
+
+/// Stages that hold resources for their whole life (plugin processes, connection pools).
+/// The runtime runs them next to the pipeline and cancels them after it drained.
+public protocol LongRunningStage: Sendable {
+    func run(context: StageContext) async throws
+}

@@ -1,0 +1,30 @@
+/// Every stage type pushpipe knows, by kind and type name: built-ins and plugins alike.
+public struct StageRegistry: Sendable {
+    private var descriptors: [StageKind: [String: StageDescriptor]] = [:]
+
+    public init(_ descriptors: [StageDescriptor] = []) {
+        for descriptor in descriptors { self.descriptors[descriptor.kind, default: [:]][descriptor.type] = descriptor }
+    }
+
+    public func descriptor(kind: StageKind, type: String) -> StageDescriptor? {
+        descriptors[kind]?[type]
+    }
+
+    /// Adds a stage type; returns the existing descriptor instead when the name is taken.
+    @discardableResult
+    public mutating func register(_ descriptor: StageDescriptor) -> StageDescriptor? {
+        if let existing = descriptors[descriptor.kind]?[descriptor.type] { return existing }
+        descriptors[descriptor.kind, default: [:]][descriptor.type] = descriptor
+        return nil
+    }
+
+    public func all(kind: StageKind) -> [StageDescriptor] {
+        (descriptors[kind] ?? [:]).values.sorted { $0.type < $1.type }
+    }
+
+    /// The schema of "a stage of this kind": its `type` chooses the variant.
+    public func stageType(kind: StageKind) -> ValueType {
+        let variants = (descriptors[kind] ?? [:]).mapValues(\.schema)
+        return .tagged(Tagged(discriminator: "type", noun: "\(kind.rawValue) type", variants: variants))
+    }
+}

@@ -1,0 +1,75 @@
+import GRDB
+
+extension SQLiteStore {
+    /// Versioned schema. Never edit a shipped migration: add the next one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-registrations-settings-state") { db in
+            try db.execute(sql: """
+                CREATE TABLE registrations (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    token_kind TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, token_kind, token)
+                );
+                CREATE INDEX registrations_by_token ON registrations (pipeline, token);
+                CREATE TABLE settings (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, key)
+                );
+                CREATE TABLE stage_state (
+                    pipeline TEXT NOT NULL,
+                    stage TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, stage, key)
+                );
+                """)
+        }
+        migrator.registerMigration("v2-history-deliveries") { db in
+            try db.execute(sql: """
+                CREATE TABLE history (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    record TEXT NOT NULL
+                );
+                CREATE INDEX history_by_user ON history (pipeline, user_id, id);
+                CREATE TABLE deliveries (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    token_kind TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    reason TEXT,
+                    provider_id TEXT,
+                    attempts INTEGER NOT NULL,
+                    created_at DOUBLE NOT NULL
+                );
+                CREATE INDEX deliveries_by_user ON deliveries (pipeline, user_id, id);
+                """)
+        }
+        migrator.registerMigration("v3-token-scope-environment") { db in
+            // Live Activity update tokens are one per activity: the scope is the activity id.
+            try db.execute(sql: """
+                ALTER TABLE registrations ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+                ALTER TABLE registrations ADD COLUMN environment TEXT;
+                """)
+        }
+        return migrator
+    }
+
+    public static var migrationNames: [String] { migrator.migrations }
+}

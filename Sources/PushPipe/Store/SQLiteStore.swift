@@ -1,0 +1,193 @@
+import Foundation
+import GRDB
+
+/// The embedded store: one SQLite file in WAL mode, written through GRDB.
+public final class SQLiteStore: Store {
+    let database: DatabasePool
+    public let path: String
+
+    /// Opens (creating folders and the file as needed) and migrates to the latest version.
+    public init(path: String) throws {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // WAL with NORMAL sync: a crash keeps every committed transaction but the last
+            // few milliseconds' ones on power loss; a killed process loses nothing committed.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        database = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(database)
+    }
+
+    public func appliedMigrations() throws -> [String] {
+        try database.read { db in try Self.migrator.appliedMigrations(db) }
+    }
+
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        let now = Date().timeIntervalSince1970
+        try await database.write { db in
+            if replace {
+                try db.execute(
+                    sql: "DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND scope = ? AND token <> ?",
+                    arguments: [pipeline, token.user, token.kind, token.scope, token.value])
+            }
+            try db.execute(sql: """
+                INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (pipeline, user_id, token_kind, token)
+                DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
+                """, arguments: [pipeline, token.user, token.kind, token.value, token.scope, environment, now, now])
+        }
+    }
+
+    public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        try await database.read { db in
+            let rows: [Row]
+            if let user {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                    WHERE pipeline = ? AND user_id = ? AND token_kind = ? ORDER BY updated_at DESC
+                    """, arguments: [pipeline, user, kind])
+            } else {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                    WHERE pipeline = ? AND token_kind = ? ORDER BY user_id, updated_at DESC
+                    """, arguments: [pipeline, kind])
+            }
+            return rows.map { row in
+                DeviceToken(user: row["user_id"], kind: row["token_kind"], value: row["token"], scope: row["scope"], updatedAt: row["updated_at"])
+            }
+        }
+    }
+
+    public func users(pipeline: String) async throws -> [String] {
+        try await database.read { db in
+            try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? ORDER BY user_id", arguments: [pipeline])
+        }
+    }
+
+    public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
+        try await database.read { db in
+            if let kind {
+                return try String.fetchAll(db, sql: """
+                    SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND token = ? AND token_kind = ? ORDER BY user_id
+                    """, arguments: [pipeline, token, kind])
+            }
+            return try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND token = ? ORDER BY user_id",
+                                       arguments: [pipeline, token])
+        }
+    }
+
+    public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
+        try await database.write { db in
+            try db.execute(sql: """
+                DELETE FROM registrations WHERE pipeline = ? AND token_kind = ? AND token = ? AND updated_at <= ?
+                """, arguments: [pipeline, kind, token, unlessUpdatedAfter ?? Double.greatestFiniteMagnitude])
+            return db.changesCount > 0
+        }
+    }
+
+    public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
+        let text = try await database.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE pipeline = ? AND user_id = ? AND key = ?", arguments: [pipeline, user, key])
+        }
+        return try text.map { try JSON.parse($0) }
+    }
+
+    public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
+        let rows: [(String, String)] = try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, value FROM settings WHERE pipeline = ? AND user_id = ?", arguments: [pipeline, user])
+                .map { ($0["key"], $0["value"]) }
+        }
+        var result: [String: JSON] = [:]
+        for (key, value) in rows { result[key] = try JSON.parse(value) }
+        return result
+    }
+
+    public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
+        let now = Date().timeIntervalSince1970
+        try await database.write { db in
+            for (key, value) in values {
+                try db.execute(sql: """
+                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, arguments: [pipeline, user, key, value.compactText, now])
+            }
+        }
+    }
+
+    public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
+        let text = try await database.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM stage_state WHERE pipeline = ? AND stage = ? AND key = ?", arguments: [pipeline, stage, key])
+        }
+        return try text.map { try JSON.parse($0) }
+    }
+
+    public func setState(_ writes: [StateWrite], pipeline: String) async throws {
+        guard !writes.isEmpty else { return }
+        let now = Date().timeIntervalSince1970
+        try await database.write { db in
+            for write in writes {
+                try db.execute(sql: """
+                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, arguments: [pipeline, write.stage, write.key, write.value.compactText, now])
+            }
+        }
+    }
+
+    public func appendHistory(_ entry: HistoryEntry) async throws {
+        try await database.write { db in
+            try db.execute(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt, entry.record.compactText])
+        }
+    }
+
+    public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
+        let rows: [(Int64, String, Double, String)] = try await database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, event_id, created_at, record FROM history
+                WHERE pipeline = ? AND user_id = ? AND id < ? ORDER BY id DESC LIMIT ?
+                """, arguments: [pipeline, user, before ?? Int64.max, limit])
+                .map { ($0["id"], $0["event_id"], $0["created_at"], $0["record"]) }
+        }
+        return try rows.map { id, eventID, createdAt, record in
+            HistoryEntry(id: id, pipeline: pipeline, user: user, eventID: eventID, createdAt: createdAt, record: try JSON.parse(record))
+        }
+    }
+
+    public func recordDelivery(_ record: DeliveryRecord) async throws {
+        try await database.write { db in
+            try db.execute(sql: """
+                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [record.pipeline, record.eventID, record.user, record.tokenKind, record.token, record.outcome,
+                                 record.reason, record.providerID, record.attempts, record.createdAt])
+        }
+    }
+
+    public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {
+        try await database.read { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT * FROM deliveries WHERE pipeline = ? AND user_id = ? AND outcome = 'delivered' ORDER BY id DESC LIMIT 1
+                """, arguments: [pipeline, user]) else { return nil }
+            return DeliveryRecord(pipeline: pipeline, eventID: row["event_id"], user: user, tokenKind: row["token_kind"], token: row["token"],
+                                  outcome: row["outcome"], reason: row["reason"], providerID: row["provider_id"], attempts: row["attempts"],
+                                  createdAt: row["created_at"])
+        }
+    }
+
+    /// A consistent copy of the database at `path` (dry runs work on one, so nothing durable changes).
+    public func snapshot(to path: String) throws {
+        try database.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
+    }
+
+    public func close() async throws {
+        try database.close()
+    }
+}

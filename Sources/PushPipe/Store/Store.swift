@@ -1,0 +1,76 @@
+import Foundation
+
+/// Durable state shared by routes and stages. Every method is one transaction, so a killed
+/// process leaves either the whole change or none of it. The SQLite store is the default;
+/// a PostgreSQL store implements the same protocol without touching any stage.
+public protocol Store: Sendable {
+    /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the user.
+    func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws
+    /// Tokens of one kind: of one user, or of every user when `user` is nil.
+    func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
+    func users(pipeline: String) async throws -> [String]
+    func users(pipeline: String, token: String, kind: String?) async throws -> [String]
+    /// Removes a dead token unless it was registered again after `unlessUpdatedAfter` (UNIX seconds).
+    /// Returns whether anything was removed.
+    func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool
+
+    func setting(pipeline: String, user: String, key: String) async throws -> JSON?
+    func settings(pipeline: String, user: String) async throws -> [String: JSON]
+    func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
+
+    func state(pipeline: String, stage: String, key: String) async throws -> JSON?
+    func setState(_ writes: [StateWrite], pipeline: String) async throws
+
+    func appendHistory(_ entry: HistoryEntry) async throws
+    func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
+    func recordDelivery(_ record: DeliveryRecord) async throws
+    func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
+
+    func close() async throws
+}
+
+public struct HistoryEntry: Sendable, Equatable {
+    /// Assigned by the store; the `before` cursor of history pagination.
+    public var id: Int64?
+    public var pipeline: String
+    public var user: String
+    public var eventID: String
+    public var createdAt: Double
+    public var record: JSON
+
+    public init(id: Int64? = nil, pipeline: String, user: String, eventID: String, createdAt: Double, record: JSON) {
+        self.id = id
+        self.pipeline = pipeline
+        self.user = user
+        self.eventID = eventID
+        self.createdAt = createdAt
+        self.record = record
+    }
+}
+
+public struct DeliveryRecord: Sendable, Equatable {
+    public var pipeline: String
+    public var eventID: String
+    public var user: String
+    public var tokenKind: String
+    public var token: String
+    public var outcome: String
+    public var reason: String?
+    public var providerID: String?
+    public var attempts: Int
+    public var createdAt: Double
+
+    public init(pipeline: String, eventID: String, user: String, tokenKind: String, token: String, outcome: String,
+                reason: String?, providerID: String?, attempts: Int, createdAt: Double) {
+        self.pipeline = pipeline
+        self.eventID = eventID
+        self.user = user
+        self.tokenKind = tokenKind
+        self.token = token
+        self.outcome = outcome
+        self.reason = reason
+        self.providerID = providerID
+        self.attempts = attempts
+        self.createdAt = createdAt
+    }
+}

@@ -1,0 +1,11 @@
+import PushPipe
+
+extension BuiltinStages {
+    static var filters: [StageDescriptor] {
+        [
+            .filter("settings.enabled", SettingsEnabledFilter.summary, SettingsEnabledFilter.Configuration.self) { configuration, _ in
+                SettingsEnabledFilter(configuration: configuration)
+            },
+        ]
+    }
+}

@@ -1,0 +1,28 @@
+import PushPipe
+
+/// Drops events for users who switched notifications off through a `settings` route.
+/// Nothing is queued for later: a disabled user simply gets nothing.
+struct SettingsEnabledFilter: Filter {
+    static let summary = "Drops events for users whose boolean setting (default `enabled`) is false."
+
+    /// Keys:
+    /// - `key` (string; `enabled`): the setting to read.
+    /// - `default` (boolean; true): the value for users who never set it.
+    struct Configuration: StageConfiguration {
+        var key: String
+        var `default`: Bool
+
+        static let schema = Schema([
+            SchemaKey("key", .string, default: "enabled", "The boolean setting to read."),
+            SchemaKey("default", .boolean, default: true, "Value for users who never changed it."),
+        ])
+    }
+
+    let configuration: Configuration
+
+    func apply(to event: Event, context: StageContext) async throws -> FilterResult {
+        guard let user = event.user else { return .pass(event) }
+        let value = try await context.store.setting(pipeline: context.pipeline, user: user, key: configuration.key)
+        return (value?.boolValue ?? configuration.default) ? .pass(event) : .drop(reason: "user \(user) has '\(configuration.key)' off")
+    }
+}

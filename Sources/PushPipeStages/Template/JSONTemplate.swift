@@ -1,0 +1,94 @@
+import Foundation
+import Mustache
+import PushPipe
+
+/// A JSON skeleton from YAML whose strings may be Mustache templates.
+///
+/// - A string containing `{{` is rendered as text (no HTML escaping: this is JSON, not HTML).
+/// - `{$from: path}` copies the value at `path` keeping its JSON type (a number stays a
+///   number); `$default` gives the value when the path is missing, otherwise the key is omitted.
+/// - Everything else is copied as it is.
+public indirect enum JSONTemplate: Sendable {
+    case literal(JSON)
+    case text(MustacheTemplate)
+    case reference(path: String, defaultValue: JSON?)
+    case array([JSONTemplate])
+    case object([(key: String, value: JSONTemplate)])
+
+    public init(compiling json: JSON, keyPath: String) throws {
+        switch json {
+        case .string(let string) where string.contains("{{"):
+            do {
+                self = .text(try MustacheTemplate(string: "{{% CONTENT_TYPE: TEXT}}" + string))
+            } catch {
+                throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error)", expected: "a Mustache template")
+            }
+        case .object(let members) where members["$from"] != nil:
+            guard let path = members["$from"]?.stringValue, !path.isEmpty else {
+                throw ConfigurationValueError(keyPath: "\(keyPath).$from", "'$from' must name a field", expected: "a path such as games[0].id")
+            }
+            let unknown = members.keys.filter { $0 != "$from" && $0 != "$default" }
+            guard unknown.isEmpty else {
+                throw ConfigurationValueError(keyPath: "\(keyPath).\(unknown.sorted()[0])", "unknown key next to '$from'", expected: "$from, $default")
+            }
+            self = .reference(path: path, defaultValue: members["$default"])
+        case .object(let members):
+            self = .object(try members.sorted { $0.key < $1.key }.map { key, value in
+                (key, try JSONTemplate(compiling: value, keyPath: keyPath.isEmpty ? key : "\(keyPath).\(key)"))
+            })
+        case .array(let elements):
+            self = .array(try elements.enumerated().map { try JSONTemplate(compiling: $1, keyPath: "\(keyPath)[\($0)]") })
+        default:
+            self = .literal(json)
+        }
+    }
+
+    /// `nil` means "leave this key out".
+    public func render(_ context: TemplateContext) -> JSON? {
+        switch self {
+        case .literal(let json):
+            return json
+        case .text(let template):
+            return .string(template.render(context.foundation))
+        case .reference(let path, let defaultValue):
+            guard let value = context.json.value(at: path) else { return defaultValue }
+            return value
+        case .array(let elements):
+            return .array(elements.map { $0.render(context) ?? .null })
+        case .object(let members):
+            var result: [String: JSON] = [:]
+            for (key, template) in members {
+                if let value = template.render(context) { result[key] = value }
+            }
+            return .object(result)
+        }
+    }
+}
+
+/// What templates see: the event body's fields at the top level, and `event` with the
+/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`).
+public struct TemplateContext: @unchecked Sendable {
+    public let json: JSON
+    let foundation: Any
+
+    public init(event: Event) {
+        var members = event.body.objectValue ?? ["body": event.body]
+        let seconds = event.time.timeIntervalSince1970
+        members["event"] = [
+            "id": .string(event.id),
+            "user": event.user.map(JSON.string) ?? .null,
+            "pipeline": .string(event.pipeline),
+            "time": .int(Int64(seconds.rounded(.down))),
+            "time_ms": .int(Int64((seconds * 1000).rounded(.down))),
+            "time_iso": .string(TemplateContext.isoFormatter.string(from: event.time)),
+        ]
+        json = .object(members)
+        foundation = json.foundationValue
+    }
+
+    nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+}

@@ -1,0 +1,32 @@
+import Foundation
+import PushPipe
+
+/// Prints each notification instead of sending it: for trying pipelines locally and for
+/// pipelines whose consumer reads pushpipe's output.
+struct StdoutTransport: Transport {
+    static let summary = "Prints each notification as JSON on standard output; always delivered."
+
+    /// Keys:
+    /// - `format` (one of pretty, compact; `pretty`): how the JSON is printed.
+    struct Configuration: StageConfiguration {
+        var format: String
+        static let schema = Schema([
+            SchemaKey("format", .oneOf(["pretty", "compact"]), default: "pretty", "How the JSON is printed."),
+        ])
+    }
+
+    let configuration: Configuration
+    var output: OutputSink = .standardOutput
+
+    func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
+        let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
+        return OutgoingRequest(method: "POST", url: "stdout://\(context.pipeline)/\(notification.token.kind)/\(notification.token.value)",
+                               headers: headers, body: notification.payload, token: notification.token)
+    }
+
+    func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
+        let body = configuration.format == "pretty" ? request.body.prettyText : request.body.compactText
+        output.print("[\(context.pipeline)] to \(request.token.kind) \(request.token.masked) of \(request.token.user): \(body)")
+        return .delivered(providerID: UUID().uuidString.lowercased())
+    }
+}

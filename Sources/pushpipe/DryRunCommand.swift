@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import PushPipe
+
+struct DryRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dry-run", abstract: "Feed one event through a pipeline and print what each stage produced. Nothing is sent or stored.")
+
+    @Argument(help: "Pipeline file, or the name of a pipeline in --pipelines.")
+    var pipeline: String
+
+    @Option(name: .long, help: "Event JSON file ({\"user\", \"body\", \"id\", \"time\"}), or - for standard input.")
+    var event: String
+
+    @Option(name: .long, help: "Folder of pipeline files.")
+    var pipelines = "pipelines"
+
+    @Option(name: .long, help: "SQLite state file to read registrations and settings from (a copy is used).")
+    var state = "var/pushpipe.sqlite"
+
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        let logger = options.makeLogger()
+        let file = FileManager.default.fileExists(atPath: pipeline) ? pipeline : "\(pipelines)/\(pipeline).yaml"
+        let result = await options.loader(dryRun: true).load(pipelineFiles: [file], pluginsDirectory: options.plugins)
+        guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
+            printDiagnostics(result.diagnostics)
+            throw ExitCode(1)
+        }
+        let data = event == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: event)
+        guard let data else { throw ValidationError("cannot read \(event)") }
+        let input = try EventInput.event(from: try JSON.parse(data), pipeline: definition.name)
+
+        // Work on a copy of the state so nothing durable changes.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-dry-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let copy = "\(directory)/state.sqlite"
+        if FileManager.default.fileExists(atPath: state) {
+            let original = try SQLiteStore(path: state)
+            try original.snapshot(to: copy)
+            try await original.close()
+        }
+        let store = try SQLiteStore(path: copy)
+        print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
+        let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)
+        let report = await withTaskGroup(of: EventReport?.self) { group in
+            let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: .dryRun)
+            for (id, stage) in definition.longRunningStages {
+                group.addTask { try? await stage.run(context: context.forStage(id)); return nil }
+            }
+            let report = await processor.process(input)
+            group.cancelAll()
+            return report
+        }
+        print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
+        for delivery in report.deliveries {
+            print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
+        }
+        try await store.close()
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushPipe
+import PushPipeStages
+
+@main
+struct PushPipeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushpipe",
+        abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
+        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self],
+        defaultSubcommand: RunCommand.self)
+}
+
+/// Options every command that reads configuration shares.
+struct ConfigurationOptions: ParsableArguments {
+    @Option(name: .long, help: "Folder of plugin folders (each with a plugin.yaml).")
+    var plugins = "plugins.d"
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    func makeLogger(label: String = "pushpipe") -> Logger {
+        Logging.bootstrapOnce()
+        var logger = Logger(label: label)
+        let level = logLevel ?? ProcessInfo.processInfo.environment["PUSHPIPE_LOG_LEVEL"] ?? "info"
+        logger.logLevel = Logger.Level(rawValue: level) ?? .info
+        return logger
+    }
+
+    func loader(dryRun: Bool) -> ConfigLoader {
+        ConfigLoader(builtins: BuiltinStages.all,
+                     interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun))
+    }
+}
+
+enum Logging {
+    nonisolated(unsafe) private static var bootstrapped = false
+    static func bootstrapOnce() {
+        guard !bootstrapped else { return }
+        bootstrapped = true
+        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+    }
+}
+
+func printDiagnostics(_ diagnostics: [Diagnostic]) {
+    for diagnostic in diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
+}

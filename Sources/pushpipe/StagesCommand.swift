@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+import PushPipe
+
+struct StagesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stages", abstract: "List stage types and route actions with their keys.")
+
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.plugins)
+        printDiagnostics(result.diagnostics)
+        for kind in StageKind.allCases {
+            print("\(kind.rawValue)s:")
+            for descriptor in result.registry.all(kind: kind) {
+                let origin = if case .plugin(let directory) = descriptor.origin { " (plugin: \(directory))" } else { "" }
+                print("  \(descriptor.type)\(origin) — \(descriptor.summary)")
+                printKeys(descriptor.schema)
+            }
+            print("")
+        }
+        print("route actions (routes: [{action: ..., path: ..., method: ..., auth: ...}]):")
+        for action in RouteAction.builtins {
+            print("  \(action.name) (default \(action.defaultMethod)) — \(action.summary)")
+            printKeys(action.schema)
+        }
+    }
+
+    func printKeys(_ schema: Schema) {
+        for key in schema.keys {
+            let requirement = key.required ? "required" : key.defaultValue.map { "default \($0.compactText)" } ?? "optional"
+            print("      \(key.name) (\(key.type.name); \(requirement)): \(key.doc)")
+        }
+    }
+}
