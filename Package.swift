@@ -8,7 +8,6 @@ let package = Package(
         .executable(name: "pushpipe", targets: ["pushpipe"]),
         .library(name: "PushPipe", targets: ["PushPipe"]),
         .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
-        .library(name: "PushPayloads", targets: ["PushPayloads"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -45,12 +44,12 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
             ]
         ),
-        .target(name: "PushPayloads"),
         .target(
             name: "PushPipeTesting",
             dependencies: [
                 "PushPipe",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),
         .executableTarget(
@@ -63,13 +62,16 @@ let package = Package(
         ),
         .testTarget(
             name: "PushPipeTests",
-            dependencies: ["PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe"],
+            dependencies: [
+                "PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "PushPipeStagesTests",
             dependencies: ["PushPipe", "PushPipeStages", "PushPipeTesting"]
         ),
-        .testTarget(name: "PushPayloadsTests", dependencies: ["PushPayloads"]),
     ]
 )

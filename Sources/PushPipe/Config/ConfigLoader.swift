@@ -60,6 +60,9 @@ public struct ConfigLoader: Sendable {
             if !diagnostics.hasErrors { result.validFiles.append(file) }
         }
         result.diagnostics += Self.crossFileDiagnostics(result.pipelines)
+        let failing = Set(result.diagnostics.errors.map(\.location.file))
+        result.pipelines.removeAll { failing.contains($0.file) }
+        result.validFiles.removeAll { failing.contains($0) }
         return result
     }
 
@@ -121,7 +124,8 @@ public struct ConfigLoader: Sendable {
         switch error {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
-            let detail = context.map { "\(problem) \($0.text)" } ?? problem
+            var detail = context.map { "\(problem) \($0.text)" } ?? problem
+            if let context, context.mark.line != mark.line { detail += " (which started at \(context.mark.line):\(context.mark.column))" }
             return Diagnostic(.yamlSyntax, at: SourceLocation(file: file, line: mark.line, column: mark.column), keyPath: "", detail)
         case .duplicatedKeysInMapping(let duplicates, let context):
             return Diagnostic(.duplicateKey, at: SourceLocation(file: file, line: context.mark.line, column: context.mark.column),

@@ -18,6 +18,11 @@ public enum JSON: Sendable, Hashable {
         return nil
     }
 
+    public subscript(index: Int) -> JSON? {
+        if case .array(let elements) = self, elements.indices.contains(index) { return elements[index] }
+        return nil
+    }
+
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil

@@ -89,6 +89,11 @@ struct PipelineBuilder {
             report(.invalidValue, at: "\(keyPath).path", "'\(path)' is not a route path", expected: "a path starting with '/', e.g. /register")
             return nil
         }
+        if let secret = routeJSON["auth"]?["secret"]?.stringValue, secret.utf8.count < RouteAuthentication.minimumSecretBytes,
+           !(secret.isEmpty && validator.interpolation.allowsUndefined) {
+            report(.invalidValue, at: "\(keyPath).auth.secret", "the JWT secret is \(secret.utf8.count) bytes long",
+                   expected: "at least \(RouteAuthentication.minimumSecretBytes) bytes (HS256)")
+        }
         do {
             let handler = try action.make(routeJSON)
             let method = routeJSON["method"]?.stringValue ?? action.defaultMethod

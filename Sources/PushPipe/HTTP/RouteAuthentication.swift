@@ -10,9 +10,15 @@ public enum RouteAuthentication: Sendable {
     /// HS256 JWT signed with `secret`; the user is the value of `userClaim`.
     case jwt(keys: JWTKeyCollection, userClaim: String)
 
+    /// HS256 needs a key at least as long as its 32-byte digest (RFC 7518 §3.2). Validation
+    /// rejects shorter secrets; one that still gets here (an unset variable in a dry run) is
+    /// replaced by a random key, so no token verifies instead of any token verifying.
+    public static let minimumSecretBytes = 32
+
     public static func jwt(secret: String, userClaim: String) async -> RouteAuthentication {
         let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        let key = secret.utf8.count >= minimumSecretBytes ? HMACKey(from: secret) : HMACKey(key: SymmetricKey(size: .bits256))
+        await keys.add(hmac: key, digestAlgorithm: .sha256)
         return .jwt(keys: keys, userClaim: userClaim)
     }
 

@@ -15,11 +15,18 @@ public indirect enum JSONTemplate: Sendable {
     case array([JSONTemplate])
     case object([(key: String, value: JSONTemplate)])
 
+    /// Templates render JSON strings, not HTML: no escaping of `<`, `&` or quotes.
+    static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
+
     public init(compiling json: JSON, keyPath: String) throws {
         switch json {
         case .string(let string) where string.contains("{{"):
             do {
-                self = .text(try MustacheTemplate(string: "{{% CONTENT_TYPE: TEXT}}" + string))
+                self = .text(try MustacheTemplate(string: Self.textPragma + string))
+            } catch let error as MustacheTemplate.ParserError {
+                let column = max(1, error.context.columnNumber - Self.textPragma.count)
+                throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error.error) near character \(column)",
+                                              expected: "a Mustache template, e.g. \"It's your turn in {{game_name}}\"")
             } catch {
                 throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error)", expected: "a Mustache template")
             }

@@ -1,0 +1,176 @@
+import Foundation
+import Subprocess
+import Synchronization
+#if canImport(System)
+import System
+#else
+import SystemPackage
+#endif
+
+/// The real `pushpipe` binary as a child process, for tests that need real signals, real
+/// crashes and a real listening socket. Output lines are collected so tests wait for what
+/// the daemon says instead of sleeping. The process lives exactly as long as `run`'s body
+/// (it is killed if still running), and it is spawned and reaped by swift-subprocess like
+/// every other child of the test process.
+public final class DaemonProcess: Sendable {
+    struct State {
+        var stdout: [String] = []
+        var stderr: [String] = []
+        var pid: pid_t?
+        var exitStatus: Int32?
+        /// Bumped on every change, so a waiter never misses one between looking and sleeping.
+        var version = 0
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// The `pushpipe` binary next to the test bundle (or `$PUSHPIPE_BINARY`).
+    public static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["PUSHPIPE_BINARY"] { return path }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        #if os(Linux)
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        }
+        #endif
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("pushpipe").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return "pushpipe"
+    }
+
+    /// Starts the daemon, runs `body` with it, and makes sure it is gone afterwards.
+    public static func run<T: Sendable>(
+        arguments: [String], directory: String, environment: [String: String] = [:],
+        _ body: @Sendable (DaemonProcess) async throws -> T
+    ) async throws -> T {
+        let daemon = DaemonProcess()
+        var overrides: [Environment.Key: String?] = ["PUSHPIPE_LOG_LEVEL": ProcessInfo.processInfo.environment["PUSHPIPE_LOG_LEVEL"] ?? "debug"]
+        for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
+        let processEnvironment = Environment.inherit.updating(overrides)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                let result = try await Subprocess.run(
+                    .path(FilePath(binary)), arguments: Arguments(arguments), environment: processEnvironment,
+                    workingDirectory: FilePath(directory), input: .none, output: .sequence, error: .sequence
+                ) { execution in
+                    daemon.changed { $0.pid = execution.processIdentifier.value }
+                    try await withThrowingTaskGroup(of: Void.self) { streams in
+                        streams.addTask { for try await line in execution.standardOutput.strings() { daemon.append(line, error: false) } }
+                        streams.addTask { for try await line in execution.standardError.strings() { daemon.append(line, error: true) } }
+                        try await streams.waitForAll()
+                    }
+                }
+                let status: Int32 = switch result.terminationStatus {
+                case .exited(let code): code
+                case .signaled(let signal): 128 + signal
+                }
+                daemon.changed { $0.exitStatus = status }
+                return nil
+            }
+            defer { group.cancelAll() }
+            do {
+                let value = try await body(daemon)
+                daemon.signal(SIGKILL)
+                return value
+            } catch {
+                daemon.signal(SIGKILL)
+                throw error
+            }
+        }
+    }
+
+    private func append(_ line: String, error: Bool) {
+        changed { if error { $0.stderr.append(line) } else { $0.stdout.append(line) } }
+    }
+
+    private func changed(_ update: (inout State) -> Void) {
+        let waiters = state.withLock { state in
+            update(&state)
+            state.version += 1
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns after the next change past `version`, or at the deadline.
+    private func nextChange(after version: Int, deadline: ContinuousClock.Instant) async {
+        let id = UUID()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let current = state.withLock { state -> Bool in
+                    guard state.version == version else { return false }
+                    state.waiters[id] = continuation
+                    return true
+                }
+                if !current { continuation.resume() }
+            }
+            group.cancelAll()
+        }
+    }
+
+    public var standardOutput: [String] { state.withLock { $0.stdout } }
+    public var standardError: [String] { state.withLock { $0.stderr } }
+
+    /// Waits until a line of output (stdout or stderr) contains `text`; returns that line.
+    @discardableResult
+    public func waitForLine(containing text: String, after skip: Int = 0, timeout: Double = 30) async throws -> String {
+        try await waitFor("'\(text)'", timeout: timeout) { state in
+            (state.stderr + state.stdout).filter { $0.contains(text) }.dropFirst(skip).first
+        }
+    }
+
+    /// The port from the daemon's `listening on http://host:port` line.
+    public func port() async throws -> Int {
+        let line = try await waitForLine(containing: "listening on http://")
+        guard let range = line.range(of: #"listening on http://[^:]+:(\d+)"#, options: .regularExpression),
+              let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
+        return port
+    }
+
+    public func signal(_ number: Int32) {
+        if let pid = state.withLock({ $0.exitStatus == nil ? $0.pid : nil }) { kill(pid, number) }
+    }
+
+    /// Waits for the process to exit and returns its status (128 + signal when killed).
+    public func waitForExit(timeout: Double = 30) async throws -> Int32 {
+        try await waitFor("exit", timeout: timeout, exitIsFailure: false) { $0.exitStatus }
+    }
+
+    private func waitFor<T>(_ what: String, timeout: Double, exitIsFailure: Bool = true, _ check: (State) -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while true {
+            let snapshot = state.withLock { $0 }
+            if let value = check(snapshot) { return value }
+            if exitIsFailure, let status = snapshot.exitStatus {
+                throw DaemonProcessError.exited(status: status, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
+            }
+            if ContinuousClock.now >= deadline {
+                throw DaemonProcessError.timedOut(waitingFor: what, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
+            }
+            await nextChange(after: snapshot.version, deadline: deadline)
+        }
+    }
+}
+
+public enum DaemonProcessError: Error, CustomStringConvertible {
+    case exited(status: Int32, output: String)
+    case timedOut(waitingFor: String, output: String)
+    case noPort(String)
+
+    public var description: String {
+        switch self {
+        case .exited(let status, let output): "daemon exited with \(status):\n\(output)"
+        case .timedOut(let text, let output): "timed out waiting for \(text):\n\(output)"
+        case .noPort(let line): "no port in '\(line)'"
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import PushPipe
+import PushPipeStages
+import PushPipeTesting
+import Testing
+
+@Suite struct ConfigLoaderTests {
+    func load(_ files: [String: String], environment: [String: String] = [:]) async throws -> ConfigLoader.Result {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var paths: [String] = []
+        for (name, text) in files.sorted(by: { $0.key < $1.key }) { paths.append(try directory.write(name, text)) }
+        let loader = ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: environment))
+        return await loader.load(pipelineFiles: paths, pluginsDirectory: nil)
+    }
+
+    static func pipeline(_ name: String, routePath: String = "/register", eventPath: String = "/events") -> String {
+        """
+        pipeline: \(name)
+        routes:
+          - {action: register, path: \(routePath), user_field: user_id, token_kind: device, token_field: device_token}
+        sources:
+          - {type: http.event, path: \(eventPath)}
+        renderer: {type: json.template, payload: {title: "{{title}}"}}
+        transport: {type: stdout}
+        """
+    }
+
+    @Test func validPipelineLoadsWithDefaults() async throws {
+        let result = try await load(["a.yaml": Self.pipeline("a")])
+        #expect(result.diagnostics.isEmpty)
+        let pipeline = try #require(result.pipelines.first)
+        #expect(pipeline.delivery == .defaults)
+        #expect(pipeline.routes.map(\.route.path) == ["/register", "/events"])
+        #expect(pipeline.routes.map(\.route.method) == ["POST", "POST"])
+    }
+
+    @Test func duplicateRoutesAcrossFilesAreReportedWithBothPlaces() async throws {
+        let result = try await load(["a.yaml": Self.pipeline("a"), "b.yaml": Self.pipeline("b", eventPath: "/b/events")])
+        let duplicate = try #require(result.diagnostics.first { $0.code == .duplicateRoute })
+        #expect(duplicate.location.file.hasSuffix("b.yaml"))
+        #expect(duplicate.message.contains("pipeline 'a'"))
+        #expect(duplicate.message.contains("a.yaml:3:5"))
+    }
+
+    @Test func parameterSegmentsCollideWithLiterals() async throws {
+        let result = try await load(["a.yaml": Self.pipeline("a", routePath: "/users/:id"),
+                                     "b.yaml": Self.pipeline("b", routePath: "/users/me", eventPath: "/b/events")])
+        #expect(result.diagnostics.contains { $0.code == .duplicateRoute })
+    }
+
+    @Test func sameNameInTwoFilesIsAnError() async throws {
+        let result = try await load(["a.yaml": Self.pipeline("same"), "b.yaml": Self.pipeline("same", routePath: "/b", eventPath: "/b/events")])
+        #expect(result.diagnostics.contains { $0.code == .duplicatePipeline })
+    }
+
+    @Test func strictKeysNameTheAllowedKeys() async throws {
+        let text = Self.pipeline("a").replacingOccurrences(of: "transport: {type: stdout}", with: "transport: {type: stdout, formatt: compact}")
+        let result = try await load(["a.yaml": text])
+        let diagnostic = try #require(result.diagnostics.first)
+        #expect(diagnostic.code == .unknownKey)
+        #expect(diagnostic.keyPath == "transport.formatt")
+        #expect(diagnostic.expected == "one of: type, format")
+    }
+
+    @Test func interpolatedValuesAreTypedAfterInterpolation() async throws {
+        let text = Self.pipeline("a") + "\ndelivery:\n  concurrency: \"${WORKERS:-4}\"\n  drain_timeout: ${DRAIN}"
+        let result = try await load(["a.yaml": text], environment: ["DRAIN": "250ms"])
+        #expect(result.diagnostics.isEmpty, "\(result.diagnostics)")
+        #expect(result.pipelines.first?.delivery.concurrency == 4)
+        #expect(result.pipelines.first?.delivery.drainTimeout == 0.25)
+    }
+
+    @Test func environmentValuesCannotInjectStructure() async throws {
+        let result = try await load(["a.yaml": Self.pipeline("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
+                                    environment: ["EVIL": "/x}\ntransport: {type: nope"])
+        #expect(result.diagnostics.isEmpty)
+        #expect(result.pipelines.first?.routes.last?.route.path == "/x}\ntransport: {type: nope")
+    }
+}

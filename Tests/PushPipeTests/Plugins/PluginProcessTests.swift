@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// Plugins run as real child processes: a crash restarts them, a hang times out one event.
+@Suite struct PluginProcessTests {
+    /// A filter plugin that crashes on `{"crash": true}` and hangs on `{"hang": true}`.
+    static let script = """
+        import json, sys, time
+        print("test plugin started", file=sys.stderr, flush=True)
+        for line in sys.stdin:
+            request = json.loads(line)
+            body = (request.get("event") or {}).get("body") or {}
+            if body.get("crash"):
+                sys.exit(3)
+            if body.get("hang"):
+                time.sleep(1.5)
+            event = request.get("event")
+            if event is not None:
+                event["body"]["seen_by_plugin"] = True
+            print(json.dumps({"id": request["id"], "result": {"event": event}}), flush=True)
+        """
+
+    func withFilter(_ body: (any Filter, StageContext, PluginManifest) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("flaky/plugin.py", Self.script)
+        let manifestFile = try directory.write("flaky/plugin.yaml", """
+            name: flaky
+            kind: filter
+            command: [python3, plugin.py]
+            timeout: 500ms
+            """)
+        let manifest = try PluginManifest.load(file: manifestFile, interpolation: EnvironmentInterpolation(environment: [:])).get()
+        let stage = try manifest.descriptor.make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]", baseDirectory: directory.path))
+        guard case .filter(let filter) = stage, let longRunning = stage.longRunning else {
+            Issue.record("a filter plugin must build a long-running filter")
+            return
+        }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "test"), mode: .live)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await longRunning.run(context: context) }
+            try await body(filter, context, manifest)
+            group.cancelAll()
+        }
+        try await store.close()
+    }
+
+    func event(_ body: JSON) -> Event { Event(pipeline: "p", user: "u", body: body) }
+
+    @Test func answersAreMatchedToRequests() async throws {
+        try await withFilter { filter, context, _ in
+            let results = try await withThrowingTaskGroup(of: (Int64, JSON?).self) { group in
+                for index in Int64(0)..<20 {
+                    group.addTask {
+                        guard case .pass(let passed) = try await filter.apply(to: self.event(["n": .int(index)]), context: context) else { return (index, nil) }
+                        return (index, passed.body)
+                    }
+                }
+                return try await group.reduce(into: [Int64: JSON]()) { $0[$1.0] = $1.1 }
+            }
+            for index in Int64(0)..<20 { #expect(results[index] == ["n": .int(index), "seen_by_plugin": true]) }
+        }
+    }
+
+    @Test func crashedPluginIsRestartedAndTheNextEventPasses() async throws {
+        try await withFilter { filter, context, _ in
+            _ = try await filter.apply(to: event(["warm": true]), context: context)
+            await #expect(throws: StageError.self) { try await filter.apply(to: event(["crash": true]), context: context) }
+            // The next event waits for the restarted process instead of failing.
+            guard case .pass(let passed) = try await filter.apply(to: event(["after": "crash"]), context: context) else {
+                Issue.record("the event after a crash must pass through the restarted plugin")
+                return
+            }
+            #expect(passed.body["seen_by_plugin"] == true)
+        }
+    }
+
+    @Test func unansweredEventTimesOutAndThePipelineGoesOn() async throws {
+        try await withFilter { filter, context, manifest in
+            #expect(manifest.timeout == 0.5)
+            do {
+                _ = try await filter.apply(to: event(["hang": true]), context: context)
+                Issue.record("a hanging plugin must time out")
+            } catch let error as StageError {
+                #expect(error.code == .pluginTimeout)
+            }
+            // Once the plugin is done with the slow event it answers the next one again.
+            var passed = false
+            for _ in 0..<5 where !passed {
+                if case .pass = try? await filter.apply(to: event(["after": "timeout"]), context: context) { passed = true }
+            }
+            #expect(passed)
+        }
+    }
+}

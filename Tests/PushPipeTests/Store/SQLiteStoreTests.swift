@@ -1,0 +1,79 @@
+import Foundation
+import GRDB
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+@Suite struct SQLiteStoreTests {
+    @Test func registrationsAreIdempotentAndReplaceable() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let alice = DeviceToken(user: "alice", kind: "device", value: "aa11")
+        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
+        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
+        try await store.register(DeviceToken(user: "alice", kind: "device", value: "bb22"), pipeline: "p", environment: nil, replace: false)
+        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
+        // Another kind never overwrites, and `replace` keeps only the newest token of its kind.
+        try await store.register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), pipeline: "p", environment: nil, replace: true)
+        try await store.register(DeviceToken(user: "alice", kind: "device", value: "dd44"), pipeline: "p", environment: nil, replace: true)
+        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value) == ["dd44"])
+        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "push-to-start").map(\.value) == ["cc33"])
+        #expect(try await store.tokens(pipeline: "other", user: "alice", kind: "device").isEmpty)
+        try await store.close()
+    }
+
+    @Test func deadTokenIsKeptWhenReRegisteredAfterTheProviderSawItDead() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let token = DeviceToken(user: "u", kind: "device", value: "ab12")
+        try await store.register(token, pipeline: "p", environment: nil, replace: false)
+        let registeredAt = try #require(try await store.tokens(pipeline: "p", user: "u", kind: "device").first?.updatedAt)
+        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt - 60) == false)
+        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").count == 1)
+        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt + 1) == true)
+        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").isEmpty)
+        try await store.close()
+    }
+
+    @Test func historyPagesNewestFirst() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        for index in 1...5 {
+            try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e\(index)", createdAt: Double(index), record: ["n": .int(Int64(index))]))
+        }
+        let first = try await store.history(pipeline: "p", user: "u", limit: 2, before: nil)
+        #expect(first.map(\.record) == [["n": 5], ["n": 4]])
+        let second = try await store.history(pipeline: "p", user: "u", limit: 2, before: first.last?.id)
+        #expect(second.map(\.record) == [["n": 3], ["n": 2]])
+        #expect(try await store.history(pipeline: "p", user: "other", limit: 2, before: nil).isEmpty)
+        try await store.close()
+    }
+
+    @Test func oldVersionDatabaseIsMigratedKeepingItsData() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("old.sqlite")
+        // A database as the first release left it: only the v1 tables, with data.
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteStore.migrator.migrate(queue, upTo: "v1-registrations-settings-state")
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO registrations (pipeline, user_id, token_kind, token, created_at, updated_at) VALUES ('p', 'u', 'device', 'ab12', 1, 1)")
+                try db.execute(sql: "INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES ('p', 'filters[0]', 'u', '1758474319701', 1)")
+            }
+            #expect(try await queue.read { db in try db.tableExists("history") } == false)
+            try queue.close()
+        }
+        let store = try SQLiteStore(path: path)
+        #expect(try store.appliedMigrations() == SQLiteStore.migrationNames)
+        let tokens = try await store.tokens(pipeline: "p", user: "u", kind: "device")
+        #expect(tokens.map(\.value) == ["ab12"])
+        #expect(tokens.first?.scope == "")
+        #expect(try await store.state(pipeline: "p", stage: "filters[0]", key: "u") == .int(1758474319701))
+        try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 2, record: ["ok": true]))
+        try await store.close()
+    }
+}
