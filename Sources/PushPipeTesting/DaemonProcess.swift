@@ -1,6 +1,5 @@
 import Foundation
 import Subprocess
-import Synchronization
 #if canImport(System)
 import System
 #else
@@ -18,12 +17,9 @@ public final class DaemonProcess: Sendable {
         var stderr: [String] = []
         var pid: pid_t?
         var exitStatus: Int32?
-        /// Bumped on every change, so a waiter never misses one between looking and sleeping.
-        var version = 0
-        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = ObservedState(State())
 
     /// The `pushpipe` binary next to the test bundle (or `$PUSHPIPE_BINARY`).
     public static var binary: String {
@@ -87,38 +83,12 @@ public final class DaemonProcess: Sendable {
         changed { if error { $0.stderr.append(line) } else { $0.stdout.append(line) } }
     }
 
-    private func changed(_ update: (inout State) -> Void) {
-        let waiters = state.withLock { state in
-            update(&state)
-            state.version += 1
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
+    private func changed(_ change: (inout State) -> Void) {
+        state.update(change)
     }
 
-    /// Returns after the next change past `version`, or at the deadline.
-    private func nextChange(after version: Int, deadline: ContinuousClock.Instant) async {
-        let id = UUID()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-            }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let current = state.withLock { state -> Bool in
-                    guard state.version == version else { return false }
-                    state.waiters[id] = continuation
-                    return true
-                }
-                if !current { continuation.resume() }
-            }
-            group.cancelAll()
-        }
-    }
-
-    public var standardOutput: [String] { state.withLock { $0.stdout } }
-    public var standardError: [String] { state.withLock { $0.stderr } }
+    public var standardOutput: [String] { state.value.stdout }
+    public var standardError: [String] { state.value.stderr }
 
     /// Waits until a line of output (stdout or stderr) contains `text`; returns that line.
     @discardableResult
@@ -137,7 +107,8 @@ public final class DaemonProcess: Sendable {
     }
 
     public func signal(_ number: Int32) {
-        if let pid = state.withLock({ $0.exitStatus == nil ? $0.pid : nil }) { kill(pid, number) }
+        let current = state.value
+        if current.exitStatus == nil, let pid = current.pid { kill(pid, number) }
     }
 
     /// Waits for the process to exit and returns its status (128 + signal when killed).
@@ -145,19 +116,16 @@ public final class DaemonProcess: Sendable {
         try await waitFor("exit", timeout: timeout, exitIsFailure: false) { $0.exitStatus }
     }
 
-    private func waitFor<T>(_ what: String, timeout: Double, exitIsFailure: Bool = true, _ check: (State) -> T?) async throws -> T {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while true {
-            let snapshot = state.withLock { $0 }
+    private func waitFor<T>(_ what: String, timeout: Double, exitIsFailure: Bool = true, _ check: @escaping (State) -> T?) async throws -> T {
+        try await state.wait(timeout: timeout, { snapshot in
             if let value = check(snapshot) { return value }
             if exitIsFailure, let status = snapshot.exitStatus {
                 throw DaemonProcessError.exited(status: status, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
             }
-            if ContinuousClock.now >= deadline {
-                throw DaemonProcessError.timedOut(waitingFor: what, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
-            }
-            await nextChange(after: snapshot.version, deadline: deadline)
-        }
+            return nil
+        }, failure: { snapshot in
+            DaemonProcessError.timedOut(waitingFor: what, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
+        })
     }
 }
 

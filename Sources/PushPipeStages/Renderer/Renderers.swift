@@ -6,6 +6,9 @@ extension BuiltinStages {
             .renderer("json.template", JSONTemplateRenderer.summary, JSONTemplateRenderer.Configuration.self) { configuration, _ in
                 try JSONTemplateRenderer(configuration: configuration)
             },
+            .renderer("apns.alert", APNsAlertRenderer.summary, APNsAlertRenderer.Configuration.self) { configuration, _ in
+                try APNsAlertRenderer(configuration: configuration)
+            },
         ]
     }
 }

@@ -90,7 +90,17 @@ public struct TemplateContext: @unchecked Sendable {
             "time_iso": .string(TemplateContext.isoFormatter.string(from: event.time)),
         ]
         json = .object(members)
-        foundation = json.foundationValue
+        foundation = Self.templateValue(json)
+    }
+
+    /// Foundation values for Mustache, with strings wrapped so template functions apply.
+    static func templateValue(_ json: JSON) -> Any {
+        switch json {
+        case .string(let value): TemplateText(value: value)
+        case .array(let elements): elements.map(templateValue)
+        case .object(let members): members.mapValues(templateValue)
+        default: json.foundationValue
+        }
     }
 
     nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {

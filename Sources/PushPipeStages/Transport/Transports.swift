@@ -6,6 +6,9 @@ extension BuiltinStages {
             .transport("stdout", StdoutTransport.summary, StdoutTransport.Configuration.self) { configuration, _ in
                 StdoutTransport(configuration: configuration)
             },
+            .transport("apns", APNsTransport.summary, APNsTransport.Configuration.self) { configuration, context in
+                try APNsTransport(configuration: configuration, context: context)
+            },
         ]
     }
 }

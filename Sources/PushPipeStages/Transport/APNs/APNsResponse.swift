@@ -1,0 +1,46 @@
+import Foundation
+import PushPipe
+
+/// One APNs answer, and what it means for the delivery (protocols.md, the outcome table).
+struct APNsResponse: Sendable {
+    var status: Int
+    var apnsID: String?
+    var body: Data
+
+    var reason: String? { (try? JSON.parse(body))?["reason"]?.stringValue }
+    /// 410 answers carry the time APNs last saw the token valid, in milliseconds.
+    var timestamp: Double? { (try? JSON.parse(body))?["timestamp"]?.doubleValue.map { $0 / 1000 } }
+
+    /// What the connection pool must do besides reporting the outcome.
+    enum ConnectionAction { case keep, reconnect, refreshToken }
+
+    var outcome: (TransportOutcome, ConnectionAction) {
+        let reason = self.reason ?? "HTTP \(status)"
+        switch (status, self.reason) {
+        case (200, _):
+            return (.delivered(providerID: apnsID), .keep)
+        case (400, "BadDeviceToken"):
+            return (.dropToken(reason: "BadDeviceToken (check that the sandbox/production host matches the token)", since: nil), .keep)
+        case (410, _):
+            return (.dropToken(reason: reason, since: timestamp), .keep)
+        case (400, "IdleTimeout"):
+            return (.retryAfter(seconds: 0, reason: reason), .reconnect)
+        case (403, "ExpiredProviderToken"):
+            return (.retryAfter(seconds: 0, reason: reason), .refreshToken)
+        case (403, "UnrelatedKeyIdInToken"):
+            return (.retryAfter(seconds: 0, reason: reason), .reconnect)
+        case (429, "TooManyProviderTokenUpdates"):
+            return (.configError(reason: "TooManyProviderTokenUpdates: the provider token was rotated too often"), .keep)
+        case (429, _):
+            return (.retryAfter(seconds: nil, reason: reason), .keep)
+        case (500..., "Shutdown"):
+            return (.retryAfter(seconds: nil, reason: reason), .reconnect)
+        case (500..., _):
+            return (.retryAfter(seconds: nil, reason: reason), .keep)
+        default:
+            // DeviceTokenNotForTopic, TopicDisallowed, BadTopic, InvalidProviderToken,
+            // PayloadTooLarge, ...: the request or the credentials are wrong; retrying cannot help.
+            return (.configError(reason: "\(status) \(reason)"), .keep)
+        }
+    }
+}

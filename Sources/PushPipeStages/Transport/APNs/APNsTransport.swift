@@ -1,0 +1,179 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOSSL
+import PushPipe
+import Synchronization
+
+/// Apple Push Notification service over HTTP/2 with token (.p8) authentication.
+final class APNsTransport: Transport, LongRunningStage, Sendable {
+    static let summary = "Delivers to APNs over HTTP/2 (token auth, pooled connections, many streams each)."
+
+    /// Keys:
+    /// - `team_id` (string, required), `key_id` (string, required): the provider token's issuer and key.
+    /// - `key_path` (string, required): the `.p8` file; relative paths start at the working directory.
+    /// - `bundle_id` (string, required): topic base; Live Activities use `<bundle>.push-type.liveactivity`.
+    /// - `sandbox` (boolean; false): the development host instead of production.
+    /// - `base_url` (string; empty): overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in.
+    /// - `ca_file` (string; empty): PEM file of extra CAs to trust (verification stays on).
+    /// - `connections` (integer; 1): pooled connections.
+    /// - `timeout` (duration; 10s): per request.
+    /// - `token_lifetime` (duration; 50m): how long one provider token is reused (20 to 60 minutes).
+    struct Configuration: StageConfiguration {
+        var teamId: String
+        var keyId: String
+        var keyPath: String
+        var bundleId: String
+        var sandbox: Bool
+        var baseUrl: String
+        var caFile: String
+        var connections: Int
+        var timeout: Double
+        var tokenLifetime: Double
+
+        static let schema = Schema([
+            .required("team_id", .string, "Apple developer team id (the provider token's issuer)."),
+            .required("key_id", .string, "The 10-character id of the .p8 key."),
+            .required("key_path", .string, "Path of the .p8 key file (relative to the working directory)."),
+            .required("bundle_id", .string, "App bundle id: the topic of alerts."),
+            SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
+            SchemaKey("base_url", .string, default: "", "Overrides the host (stand-ins, proxies)."),
+            SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
+            SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
+            SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
+            SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
+        ])
+    }
+
+    static let maximumPayloadBytes = 4096
+    static let maximumVoIPPayloadBytes = 5120
+
+    let configuration: Configuration
+    let baseURL: URL
+    let keyPath: String
+    private let state = Mutex<Resources?>(nil)
+
+    struct Resources: Sendable {
+        var pool: APNsConnectionPool
+        var token: APNsProviderToken
+    }
+
+    init(configuration: Configuration, context: StageBuildContext) throws {
+        self.configuration = configuration
+        let base = configuration.baseUrl.isEmpty
+            ? (configuration.sandbox ? "https://api.sandbox.push.apple.com" : "https://api.push.apple.com") : configuration.baseUrl
+        guard let url = URL(string: base), url.scheme == "https", url.host != nil else {
+            throw ConfigurationValueError(keyPath: "base_url", "'\(base)' is not an https URL", expected: "https://host[:port]")
+        }
+        baseURL = url
+        keyPath = configuration.keyPath
+        guard (1...64).contains(configuration.connections) else {
+            throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
+        }
+        guard (1200...3600).contains(configuration.tokenLifetime) else {
+            throw ConfigurationValueError(keyPath: "token_lifetime", "APNs accepts a token for at most an hour and a new one every 20 minutes at most",
+                                          expected: "20m to 60m")
+        }
+    }
+
+    func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
+        let options = notification.options
+        let pushType = options["push_type"]?.stringValue ?? "alert"
+        let topic = switch pushType {
+        case "liveactivity": configuration.bundleId + ".push-type.liveactivity"
+        case "voip": configuration.bundleId + ".voip"
+        case "complication": configuration.bundleId + ".complication"
+        default: configuration.bundleId
+        }
+        let priority = options["priority"]?.intValue ?? (pushType == "background" ? 5 : 10)
+        if pushType == "background" && priority != 5 {
+            throw StageError(.invalidEvent, stage: context.stage, "background pushes must use priority 5, not \(priority)")
+        }
+        var headers: [(name: String, value: String)] = [
+            ("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
+            ("apns-id", UUID().uuidString.lowercased()),
+        ]
+        if let expiration = options["expiration"]?.intValue { headers.append(("apns-expiration", String(expiration))) }
+        if let collapse = options["collapse_id"]?.textValue, !collapse.isEmpty {
+            guard collapse.utf8.count <= 64 else {
+                throw StageError(.invalidEvent, stage: context.stage, "apns-collapse-id is \(collapse.utf8.count) bytes; APNs allows 64")
+            }
+            headers.append(("apns-collapse-id", collapse))
+        }
+        let size = notification.payload.serialized().count
+        let limit = pushType == "voip" ? Self.maximumVoIPPayloadBytes : Self.maximumPayloadBytes
+        guard size <= limit else {
+            throw StageError(.payloadTooLarge, stage: context.stage, "payload is \(size) bytes; APNs accepts \(limit) for \(pushType)")
+        }
+        let url = baseURL.appendingPathComponent("3/device/\(notification.token.value)").absoluteString
+        return OutgoingRequest(method: "POST", url: url, headers: headers, body: notification.payload, token: notification.token)
+    }
+
+    func run(context: StageContext) async throws {
+        // Connections and the key live as long as the pipeline; nothing to do until then.
+        do {
+            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        } catch {}
+        if let resources = state.withLock({ $0 }) { await resources.pool.shutdown() }
+    }
+
+    func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
+        let resources: Resources
+        do {
+            resources = try await self.resources()
+        } catch {
+            return .configError(reason: "APNs credentials: \(error)")
+        }
+        let connection: APNsConnection
+        do {
+            connection = try await resources.pool.connection()
+        } catch {
+            return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
+        }
+        do {
+            var headers = HPACKHeaders([
+                (":method", "POST"), (":scheme", "https"), (":authority", baseURL.host ?? ""),
+                (":path", URL(string: request.url)?.path ?? ""),
+                ("authorization", "bearer \(try await resources.token.token())"),
+                ("content-type", "application/json"),
+            ])
+            for header in request.headers { headers.add(name: header.name, value: header.value) }
+            let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.body.serialized()),
+                                                     timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            let (outcome, action) = response.outcome
+            switch action {
+            case .keep: break
+            case .reconnect: resources.pool.retire(connection)
+            case .refreshToken:
+                if !resources.token.invalidate() {
+                    return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
+                }
+            }
+            return outcome
+        } catch {
+            if !connection.isUsable { resources.pool.retire(connection) }
+            return .retryAfter(seconds: nil, reason: "\(error)")
+        }
+    }
+
+    /// The key is read and the pool created on first use, so validation and dry runs never need credentials.
+    private func resources() async throws -> Resources {
+        if let existing = state.withLock({ $0 }) { return existing }
+        guard let data = FileManager.default.contents(atPath: keyPath), let pem = String(data: data, encoding: .utf8) else {
+            throw StageError(.unavailable, stage: "transport", "cannot read the .p8 key at key_path")
+        }
+        let token = try await APNsProviderToken(pem: pem, keyID: configuration.keyId, teamID: configuration.teamId,
+                                                lifetime: configuration.tokenLifetime)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
+        let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, size: configuration.connections,
+                                      tls: try NIOSSLContext(configuration: tls))
+        return state.withLock { current in
+            if let current { return current }
+            current = Resources(pool: pool, token: token)
+            return current!
+        }
+    }
+}

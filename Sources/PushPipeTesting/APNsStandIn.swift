@@ -1,0 +1,239 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import PushPipe
+
+/// An in-process APNs: HTTP/2 over TLS on 127.0.0.1, checking requests by Apple's rules and
+/// answering the way APNs does (including with the errors a test scripts).
+public final class APNsStandIn: Sendable {
+    public struct Request: Sendable {
+        public var path: String
+        public var token: String
+        public var headers: [String: String]
+        public var body: JSON?
+        public var bodySize: Int
+        /// The provider token's `iat`, when the token verified.
+        public var tokenIssuedAt: Int?
+        public var authorization: String
+        /// What was wrong with the request, in APNs reasons; empty when it was valid.
+        public var rejection: String?
+    }
+
+    /// How to answer the next request(s).
+    public indirect enum Answer: Sendable {
+        case accept
+        case reject(status: Int, reason: String, timestamp: Int64? = nil)
+        /// GOAWAY on the connection with `{"reason": ...}`, then close it (the stream is unanswered).
+        case goAway(reason: String)
+        /// Answer after a delay (slow APNs).
+        case delayed(seconds: Double, Answer)
+    }
+
+    public struct Credentials: Sendable {
+        public var teamID: String
+        public var keyID: String
+        public var publicKey: P256.Signing.PublicKey
+        public init(teamID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.publicKey = publicKey
+        }
+    }
+
+    struct State: Sendable {
+        var requests: [Request] = []
+        var script: [Answer] = []
+        var connections = 0
+    }
+
+    public let port: Int
+    let credentials: Credentials
+    let state = ObservedState(State())
+    private let channel: any Channel
+
+    private init(port: Int, credentials: Credentials, channel: any Channel) {
+        self.port = port
+        self.credentials = credentials
+        self.channel = channel
+    }
+
+    public static func start(credentials: Credentials, authority: TestCertificateAuthority, maxConcurrentStreams: Int = 100) async throws -> APNsStandIn {
+        let tls = try authority.serverContext()
+        let box = StandInBox()
+        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    box.standIn?.state.update { $0.connections += 1 }
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: tls))
+                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    connection.initialSettings = settings
+                    _ = try sync.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(StandInStreamHandler(box: box))
+                        }
+                    }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let standIn = APNsStandIn(port: channel.localAddress?.port ?? 0, credentials: credentials, channel: channel)
+        box.standIn = standIn
+        return standIn
+    }
+
+    public var baseURL: String { "https://localhost:\(port)" }
+    public var requests: [Request] { state.value.requests }
+    public var connections: Int { state.value.connections }
+
+    /// Answers for the next requests, in order; afterwards requests are accepted.
+    public func script(_ answers: Answer...) {
+        state.update { $0.script += answers }
+    }
+
+    /// Waits until at least `count` requests arrived.
+    @discardableResult
+    public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Request] {
+        try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
+                             failure: { WaitTimedOut("expected \(count) APNs requests, got \($0.requests.count)") })
+    }
+
+    public func stop() async {
+        try? await channel.close()
+    }
+
+    /// Checks a request as APNs would and decides the answer.
+    func receive(headers: HPACKHeaders, body: ByteBuffer) -> (Request, Answer) {
+        var fields: [String: String] = [:]
+        for header in headers { fields[header.name] = header.value }
+        let path = fields[":path"] ?? ""
+        let token = path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
+        let json = try? JSON.parse(body.readableBytesView)
+        let (issuedAt, tokenProblem) = verifyProviderToken(fields["authorization"] ?? "")
+        let rejection = tokenProblem ?? check(fields, token: token, body: body, json: json)
+        let request = Request(path: path, token: token, headers: fields, body: json, bodySize: body.readableBytes,
+                              tokenIssuedAt: issuedAt, authorization: fields["authorization"] ?? "", rejection: rejection)
+        let answer = state.update { state -> Answer in
+            state.requests.append(request)
+            if let rejection {
+                let status = rejection == "PayloadTooLarge" ? 413 : rejection.hasSuffix("ProviderToken") ? 403 : 400
+                return .reject(status: status, reason: rejection)
+            }
+            return state.script.isEmpty ? .accept : state.script.removeFirst()
+        }
+        return (request, answer)
+    }
+
+    func check(_ fields: [String: String], token: String, body: ByteBuffer, json: JSON?) -> String? {
+        guard fields[":method"] == "POST" else { return "MethodNotAllowed" }
+        guard !token.isEmpty, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else { return token.isEmpty ? "MissingDeviceToken" : "BadDeviceToken" }
+        guard let topic = fields["apns-topic"] else { return "MissingTopic" }
+        let pushType = fields["apns-push-type"] ?? ""
+        guard ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk", "widgets"]
+            .contains(pushType) else { return "InvalidPushType" }
+        let liveActivityTopic = topic.hasSuffix(".push-type.liveactivity")
+        if (pushType == "liveactivity") != liveActivityTopic || (pushType == "voip") != topic.hasSuffix(".voip") { return "DeviceTokenNotForTopic" }
+        if let priority = fields["apns-priority"] {
+            guard ["1", "5", "10"].contains(priority) else { return "BadPriority" }
+            if pushType == "background" && priority != "5" { return "BadPriority" }
+        }
+        if let id = fields["apns-id"], UUID(uuidString: id) == nil || id != id.lowercased() { return "BadMessageId" }
+        if let collapse = fields["apns-collapse-id"], collapse.utf8.count > 64 { return "BadCollapseId" }
+        if let expiration = fields["apns-expiration"], Int(expiration) == nil { return "BadExpirationDate" }
+        guard body.readableBytes > 0 else { return "PayloadEmpty" }
+        guard body.readableBytes <= (pushType == "voip" ? 5120 : 4096) else { return "PayloadTooLarge" }
+        guard let json, json["aps"]?.objectValue != nil else { return "BadPayload" }
+        return nil
+    }
+
+    /// Verifies `bearer <jwt>`: ES256 with the team's key, raw r||s signature, numeric `iat` younger than an hour.
+    func verifyProviderToken(_ authorization: String) -> (Int?, String?) {
+        guard authorization.lowercased().hasPrefix("bearer ") else { return (nil, "MissingProviderToken") }
+        let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Self.base64URL(parts[0]), let claimsData = Self.base64URL(parts[1]),
+              let signatureData = Self.base64URL(parts[2]),
+              let header = try? JSON.parse(headerData), let claims = try? JSON.parse(claimsData) else { return (nil, "InvalidProviderToken") }
+        guard header["alg"] == "ES256" else { return (nil, "InvalidProviderToken") }
+        guard header["kid"]?.stringValue == credentials.keyID else { return (nil, "InvalidProviderToken") }
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
+              credentials.publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)) else { return (nil, "InvalidProviderToken") }
+        guard claims["iss"]?.stringValue == credentials.teamID else { return (nil, "InvalidProviderToken") }
+        guard case .int(let issuedAt)? = claims["iat"] else { return (nil, "InvalidProviderToken") }
+        guard Date().timeIntervalSince1970 - Double(issuedAt) < 3600 else { return (Int(issuedAt), "ExpiredProviderToken") }
+        return (Int(issuedAt), nil)
+    }
+
+    static func base64URL(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// Lets channel initializers reach the stand-in created after the server is bound.
+final class StandInBox: @unchecked Sendable {
+    // Written once before the first connection is accepted, then only read.
+    var standIn: APNsStandIn?
+}
+
+final class StandInStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    let box: StandInBox
+    var headers = HPACKHeaders()
+    var body = ByteBuffer()
+
+    init(box: StandInBox) { self.box = box }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            headers.add(contentsOf: frame.headers)
+            if frame.endStream { finish(context: context) }
+        case .data(let frame):
+            if case .byteBuffer(var buffer) = frame.data { body.writeBuffer(&buffer) }
+            if frame.endStream { finish(context: context) }
+        default:
+            break
+        }
+    }
+
+    func finish(context: ChannelHandlerContext) {
+        guard let standIn = box.standIn else { return }
+        let (_, answer) = standIn.receive(headers: headers, body: body)
+        respond(answer, context: context)
+    }
+
+    func respond(_ answer: APNsStandIn.Answer, context: ChannelHandlerContext) {
+        switch answer {
+        case .accept:
+            let id = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
+            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: [":status": "200", "apns-id": id], endStream: true))), promise: nil)
+        case .reject(let status, let reason, let timestamp):
+            var json: [String: JSON] = ["reason": .string(reason)]
+            if let timestamp { json["timestamp"] = .int(timestamp) }
+            let responseHeaders: HPACKHeaders = [":status": String(status), "content-type": "application/json",
+                                                 "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
+            context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: JSON.object(json).serialized())), endStream: true))), promise: nil)
+        case .goAway(let reason):
+            guard let parent = context.channel.parent else { return }
+            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .rootStream, errorCode: .noError,
+                                                                           opaqueData: ByteBuffer(string: "{\"reason\":\"\(reason)\"}")))
+            parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+        case .delayed(let seconds, let then):
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+                let (handler, context) = loopBound.value
+                handler.respond(then, context: context)
+            }
+        }
+    }
+}

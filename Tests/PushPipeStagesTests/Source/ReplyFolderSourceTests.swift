@@ -1,0 +1,142 @@
+import Foundation
+import Logging
+import PushPipe
+import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// The reply folder with real inotify: what is emitted, when, and where files end up.
+@Suite struct ReplyFolderSourceTests {
+    /// Records events and completes them with a chosen status, as a pipeline would.
+    final class RecordingSink: EventSink {
+        let events = ObservedState([Event]())
+        let status: EventReport.Status
+        init(status: EventReport.Status) { self.status = status }
+
+        /// Records after the completion callback, so a test that saw the event also sees its file moved.
+        func submit(_ event: Event) async throws {
+            await event.onComplete?(EventReport(eventID: event.id, pipeline: event.pipeline, user: nil, status: status))
+            events.update { $0.append(event) }
+        }
+
+        func submitAndWait(_ event: Event) async throws -> EventReport {
+            try await submit(event)
+            return EventReport(eventID: event.id, pipeline: event.pipeline, user: nil, status: status)
+        }
+
+        func waitFor(_ count: Int) async throws -> [Event] {
+            try await events.wait(timeout: 20, { $0.count >= count ? $0 : nil }, failure: { WaitTimedOut("expected \(count) events, got \($0.count)") })
+        }
+    }
+
+    func withSource(status: EventReport.Status = .delivered, _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
+                    _ body: @Sendable (TemporaryDirectory, RecordingSink) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory("replies")
+        defer { directory.remove() }
+        try prepare(directory)
+        let file = try directory.write("pipeline.yaml", """
+            pipeline: replies
+            sources: [{type: reply.folder, path: \(directory.path)}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """)
+        let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        let source = try #require(result.pipelines.first?.sources.first?.stage)
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let sink = RecordingSink(status: status)
+        let context = StageContext(pipeline: "replies", stage: "sources[0]", store: store, logger: Logger(label: "replies"), mode: .live)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await source.run(into: sink, context: context) }
+            defer { group.cancelAll() }
+            try await body(directory, sink)
+        }
+        try await store.close()
+    }
+
+    @Test func filesPresentAtStartupAreSentOnceAndMalformedOnesRejected() async throws {
+        try await withSource({ directory in
+            // Scanned in name order: the valid file last, so its event means the others were handled.
+            try directory.write("z.json", #"{"message_id": "m1", "text": "one"}"#)
+            try directory.write("broken.json", #"{"message_id": "m2""#)
+            try directory.write("no-text.json", #"{"message_id": "m3"}"#)
+            try directory.write(".partial.tmp", #"{"message_id": "m4", "text": "hidden"}"#)
+            // They arrived while the daemon was down, not a moment ago.
+            for name in ["z.json", "broken.json", "no-text.json"] {
+                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: directory.file(name))
+            }
+        }) { directory, sink in
+            let events = try await sink.waitFor(1)
+            #expect(events.map(\.id) == ["m1"])
+            #expect(events.first?.body["text"] == "one")
+            #expect(events.first?.user == nil, "a reply goes to every registered install")
+            #expect(FileManager.default.fileExists(atPath: directory.file("sent/z.json")))
+            #expect(!FileManager.default.fileExists(atPath: directory.file("z.json")))
+            #expect(FileManager.default.fileExists(atPath: directory.file("rejected/broken.json")))
+            #expect(FileManager.default.fileExists(atPath: directory.file("rejected/no-text.json")))
+            #expect(FileManager.default.fileExists(atPath: directory.file(".partial.tmp")))
+        }
+    }
+
+    @Test func halfWrittenFilesAreNotReadUntilClosed() async throws {
+        try await withSource { directory, sink in
+            // One open(2) for the whole write, as a writer process would do it.
+            let descriptor = open(directory.file("slow.json"), O_CREAT | O_WRONLY, 0o644)
+            #expect(descriptor >= 0)
+            let slow = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            try slow.write(contentsOf: Data(#"{"message_id": "slow", "te"#.utf8))
+            try directory.write("later.json", #"{"message_id": "later", "text": "complete"}"#)
+            // inotify reports in order: had the open file been taken, it would come first.
+            #expect(try await sink.waitFor(1).map(\.id) == ["later"])
+            #expect(!FileManager.default.fileExists(atPath: directory.file("rejected/slow.json")))
+            try slow.write(contentsOf: Data(#"xt": "finally done"}"#.utf8))
+            try slow.close()
+            let events = try await sink.waitFor(2)
+            #expect(events.map(\.id) == ["later", "slow"])
+            #expect(events.last?.body["text"] == "finally done")
+        }
+    }
+
+    @Test func aFileStillBeingWrittenAtStartupIsLeftForItsWriter() async throws {
+        try await withSource({ directory in
+            try directory.write("fresh.json", #"{"message_id": "fresh", "te"#)
+        }) { directory, sink in
+            try directory.write("other.json", #"{"message_id": "other", "text": "x"}"#)
+            #expect(try await sink.waitFor(1).map(\.id) == ["other"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("fresh.json")))
+            try directory.write("fresh.json", #"{"message_id": "fresh", "text": "now complete"}"#)
+            #expect(try await sink.waitFor(2).map(\.id) == ["other", "fresh"])
+        }
+    }
+
+    @Test func emptyFilesAreLeftForTheirWriter() async throws {
+        try await withSource { directory, sink in
+            // Created and closed empty (touch, or a writer that reopens to write): not complete yet.
+            FileManager.default.createFile(atPath: directory.file("empty.json"), contents: nil)
+            try directory.write("full.json", #"{"message_id": "full", "text": "x"}"#)
+            #expect(try await sink.waitFor(1).map(\.id) == ["full"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("empty.json")))
+            #expect(!FileManager.default.fileExists(atPath: directory.file("rejected/empty.json")))
+        }
+    }
+
+    @Test func filesRenamedIntoTheFolderAreSent() async throws {
+        try await withSource { directory, sink in
+            let outside = try TemporaryDirectory("outside")
+            defer { outside.remove() }
+            let staged = try outside.write("reply.json", #"{"message_id": "moved", "text": "hello"}"#)
+            try FileManager.default.moveItem(atPath: staged, toPath: directory.file("reply.json"))
+            #expect(try await sink.waitFor(1).map(\.id) == ["moved"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("sent/reply.json")))
+        }
+    }
+
+    @Test func undeliveredRepliesStayForTheNextStart() async throws {
+        try await withSource(status: .failed) { directory, sink in
+            try directory.write("a.json", #"{"message_id": "m1", "text": "one"}"#)
+            _ = try await sink.waitFor(1)
+            #expect(FileManager.default.fileExists(atPath: directory.file("a.json")))
+            #expect(!FileManager.default.fileExists(atPath: directory.file("sent/a.json")))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import Logging
+import PushPipe
+import PushPipeStages
+import PushPipeTesting
+
+/// A pipeline with the real `apns` transport talking to the in-process stand-in, a real
+/// SQLite store, and throwaway credentials made for this test.
+struct APNsHarness {
+    let directory: TemporaryDirectory
+    let standIn: APNsStandIn
+    let store: SQLiteStore
+    let definition: PipelineDefinition
+    let key: P256.Signing.PrivateKey
+
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let bundleID = "com.example.pushpipe"
+
+    /// - Parameters:
+    ///   - signingKey: the key pushpipe signs with; defaults to the one the stand-in trusts.
+    static func make(timeout: String = "2s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
+                     attempts: Int = 3) async throws -> APNsHarness {
+        let directory = try TemporaryDirectory("apns")
+        let key = P256.Signing.PrivateKey()
+        try directory.write("AuthKey.p8", (signingKey ?? key).pemRepresentation)
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: directory.file("ca.pem"))
+        let standIn = try await APNsStandIn.start(
+            credentials: .init(teamID: teamID, keyID: keyID, publicKey: key.publicKey), authority: authority)
+        let pipeline = """
+            pipeline: apns-test
+            sources:
+              - {type: http.event, path: /events}
+            renderer:
+            \(renderer ?? "  {type: apns.alert, title: \"{{title}}\", body: \"{{text}}\", custom: {n: {$from: n}}}")
+            transport:
+              type: apns
+              team_id: \(teamID)
+              key_id: \(keyID)
+              key_path: \(directory.file("AuthKey.p8"))
+              bundle_id: \(bundleID)
+              base_url: \(standIn.baseURL)
+              ca_file: \(directory.file("ca.pem"))
+              timeout: \(timeout)
+            delivery: {attempts: \(attempts), backoff: 10ms, max_backoff: 50ms}
+            """
+        let file = try directory.write("apns-test.yaml", pipeline)
+        let loader = ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
+        guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        return APNsHarness(directory: directory, standIn: standIn, store: store, definition: definition, key: key)
+    }
+
+    func register(_ user: String, _ token: String, kind: String = "device") async throws {
+        try await store.register(DeviceToken(user: user, kind: kind, value: token), pipeline: definition.name, environment: nil, replace: false)
+    }
+
+    /// Runs `body` with the pipeline's stages running, as the daemon would.
+    func run<T: Sendable>(_ body: @Sendable (EventProcessor) async throws -> T) async throws -> T {
+        let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "apns-test"), mode: .live)
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: Logger(label: "apns-test"), mode: .live)
+        let stages = definition.longRunningStages
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            for (id, stage) in stages { group.addTask { try await stage.run(context: context.forStage(id)); return nil } }
+            defer { group.cancelAll() }
+            return try await body(processor)
+        }
+    }
+
+    func event(user: String? = "alice", _ body: JSON = ["title": "Hi", "text": "there", "n": 1]) -> Event {
+        Event(pipeline: definition.name, user: user, body: body)
+    }
+
+    func close() async {
+        try? await store.close()
+        await standIn.stop()
+        directory.remove()
+    }
+
+    static let token = String(repeating: "ab", count: 32)
+    static let longToken = String(repeating: "cd", count: 80)
+}

@@ -1,0 +1,203 @@
+import Crypto
+import Foundation
+import GRDB
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// Every row of the APNs outcome table (shared/protocols.md) against the stand-in.
+@Suite struct APNsTransportTests {
+    func withHarness(_ body: (APNsHarness) async throws -> Void, timeout: String = "2s", attempts: Int = 3,
+                     signingKey: P256.Signing.PrivateKey? = nil) async throws {
+        let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts)
+        try await harness.register("alice", APNsHarness.token)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.close()
+            throw error
+        }
+        await harness.close()
+    }
+
+    func recorded(_ harness: APNsHarness) async throws -> [(outcome: String, providerID: String?, attempts: Int)] {
+        let queue = try DatabaseQueue(path: harness.directory.file("state.sqlite"))
+        defer { try? queue.close() }
+        return try await queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT outcome, provider_id, attempts FROM deliveries ORDER BY id").map { ($0["outcome"], $0["provider_id"], $0["attempts"]) }
+        }
+    }
+
+    @Test func acceptedNotificationRecordsItsAPNsID() async throws {
+        try await withHarness { harness in
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .delivered)
+            let request = try #require(harness.standIn.requests.first)
+            #expect(request.rejection == nil)
+            #expect(request.headers["apns-topic"] == APNsHarness.bundleID)
+            #expect(request.headers["apns-push-type"] == "alert")
+            #expect(request.headers["apns-priority"] == "10")
+            #expect(request.body == ["aps": ["alert": ["title": "Hi", "body": "there"]], "n": 1])
+            let apnsID = try #require(request.headers["apns-id"])
+            #expect(apnsID == apnsID.lowercased() && UUID(uuidString: apnsID) != nil)
+            #expect(report.deliveries.first?.providerID == apnsID)
+            let rows = try await recorded(harness)
+            #expect(rows.map(\.outcome) == ["delivered"])
+            #expect(rows.first?.providerID == apnsID)
+            let history = try await harness.store.history(pipeline: harness.definition.name, user: "alice", limit: 5, before: nil)
+            #expect(history.count == 1)
+        }
+    }
+
+    @Test func longTokensAreNotAssumedToBe64Characters() async throws {
+        try await withHarness { harness in
+            try await harness.register("bob", APNsHarness.longToken)
+            let report = try await harness.run { try await $0.process(harness.event(user: "bob")) }
+            #expect(report.status == .delivered)
+            #expect(harness.standIn.requests.first?.token == APNsHarness.longToken)
+        }
+    }
+
+    @Test func unregisteredTokenIsRemovedUnlessReRegisteredAfterTheTimestamp() async throws {
+        try await withHarness { harness in
+            try await harness.register("bob", APNsHarness.longToken)
+            // APNs saw alice's token dead after she registered it: removed.
+            let later = Int64((Date().timeIntervalSince1970 + 60) * 1000)
+            harness.standIn.script(.reject(status: 410, reason: "Unregistered", timestamp: later))
+            let first = try await harness.run { try await $0.process(harness.event()) }
+            #expect(first.deliveries.first?.outcome == "drop-token")
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
+            // Bob registered again after the timestamp APNs reports: kept.
+            let earlier = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
+            harness.standIn.script(.reject(status: 410, reason: "ExpiredToken", timestamp: earlier))
+            _ = try await harness.run { try await $0.process(harness.event(user: "bob")) }
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "bob", kind: "device").count == 1)
+            #expect(harness.standIn.requests.count == 2, "dropped tokens are not retried")
+        }
+    }
+
+    @Test func badDeviceTokenIsRemoved() async throws {
+        try await withHarness { harness in
+            harness.standIn.script(.reject(status: 400, reason: "BadDeviceToken"))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.deliveries.first?.outcome == "drop-token")
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
+        }
+    }
+
+    @Test(arguments: [
+        (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"), (503, "Shutdown"),
+        (400, "IdleTimeout"), (403, "UnrelatedKeyIdInToken"),
+    ])
+    func temporaryFailuresAreRetriedWithBackoff(_ status: Int, _ reason: String) async throws {
+        try await withHarness { harness in
+            harness.standIn.script(.reject(status: status, reason: reason))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .delivered)
+            #expect(report.deliveries.first?.attempts == 2)
+            #expect(harness.standIn.requests.count == 2)
+            #expect(try await recorded(harness).first?.outcome == "delivered")
+        }
+    }
+
+    @Test func retriesAreBoundedInAttempts() async throws {
+        try await withHarness({ harness in
+            harness.standIn.script(.reject(status: 503, reason: "ServiceUnavailable"), .reject(status: 503, reason: "ServiceUnavailable"),
+                                   .reject(status: 503, reason: "ServiceUnavailable"))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .failed)
+            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.attempts == 3)
+            #expect(harness.standIn.requests.count == 3)
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
+        }, attempts: 3)
+    }
+
+    @Test(arguments: [
+        (400, "TopicDisallowed"), (400, "BadTopic"), (400, "DeviceTokenNotForTopic"), (403, "InvalidProviderToken"),
+        (403, "BadEnvironmentKeyIdInToken"), (403, "Forbidden"), (413, "PayloadTooLarge"), (429, "TooManyProviderTokenUpdates"),
+    ])
+    func configurationErrorsAreNotRetried(_ status: Int, _ reason: String) async throws {
+        try await withHarness { harness in
+            harness.standIn.script(.reject(status: status, reason: reason))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.reason?.contains(reason) == true)
+            #expect(harness.standIn.requests.count == 1)
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
+        }
+    }
+
+    @Test func aKeyAPNsDoesNotKnowIsAConfigurationError() async throws {
+        try await withHarness({ harness in
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(harness.standIn.requests.first?.rejection == "InvalidProviderToken")
+        }, signingKey: P256.Signing.PrivateKey())
+    }
+
+    @Test func expiredProviderTokenGetsANewTokenAndIsRetried() async throws {
+        try await withHarness { harness in
+            harness.standIn.script(.reject(status: 403, reason: "ExpiredProviderToken"))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .delivered)
+            let requests = harness.standIn.requests
+            #expect(requests.count == 2)
+            #expect(requests[0].authorization != requests[1].authorization, "a new provider token after ExpiredProviderToken")
+        }
+    }
+
+    @Test func providerTokenIsReusedAcrossRequests() async throws {
+        try await withHarness { harness in
+            try await harness.run { processor in
+                for _ in 0..<5 { _ = await processor.process(harness.event()) }
+            }
+            let tokens = Set(harness.standIn.requests.map(\.authorization))
+            #expect(harness.standIn.requests.count == 5)
+            #expect(tokens.count == 1, "never one provider token per request")
+        }
+    }
+
+    @Test func goAwayMakesTheNextRequestUseANewConnection() async throws {
+        try await withHarness { harness in
+            harness.standIn.script(.goAway(reason: "Shutdown"))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .delivered)
+            #expect(harness.standIn.connections == 2)
+        }
+    }
+
+    @Test func slowAnswersTimeOutAndAreRetried() async throws {
+        try await withHarness({ harness in
+            harness.standIn.script(.delayed(seconds: 3, .accept))
+            let report = try await harness.run { try await $0.process(harness.event()) }
+            #expect(report.status == .delivered)
+            #expect(report.deliveries.first?.attempts == 2)
+        }, timeout: "300ms")
+    }
+
+    @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
+        try await withHarness { harness in
+            let report = try await harness.run { try await $0.process(harness.event(["title": "Hi", "text": .string(String(repeating: "x", count: 5000)), "n": 1])) }
+            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.reason?.contains("4096") == true)
+            #expect(harness.standIn.requests.isEmpty)
+        }
+    }
+
+    @Test func manyConcurrentNotificationsShareOneConnection() async throws {
+        try await withHarness { harness in
+            for index in 0..<50 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
+            let reports = try await harness.run { processor in
+                await withTaskGroup(of: EventReport.self) { group in
+                    for index in 0..<50 { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
+                    return await group.reduce(into: [EventReport]()) { $0.append($1) }
+                }
+            }
+            #expect(reports.allSatisfy { $0.status == .delivered })
+            #expect(harness.standIn.requests.count == 50)
+            #expect(harness.standIn.requests.allSatisfy { $0.rejection == nil })
+            #expect(harness.standIn.connections == 1)
+        }
+    }
+}
