@@ -48,6 +48,7 @@ let package = Package(
             dependencies: [
                 "PushPipe",
                 .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -69,6 +70,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -81,6 +83,14 @@ let package = Package(
                 "PushPipeStages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "pushpipe-bench",
+            dependencies: [
+                "PushPipe", "PushPipeStages",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "bench/Sources/pushpipe-bench"
         ),
         .testTarget(
             name: "PushPipeTests",

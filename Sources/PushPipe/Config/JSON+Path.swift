@@ -1,27 +1,43 @@
-/// Dotted paths into JSON values: `user`, `games[0].last_move`, `body.data.type`.
+/// Dotted paths into JSON values: `user`, `games[0].last_move`, `games[*].game_id`
+/// (one value per element), `games.@count` (the number of elements).
 ///
-/// Pipelines name event fields this way in YAML, so the syntax stays deliberately small:
-/// object keys separated by dots and array indexes in brackets.
+/// Pipelines name event fields this way in YAML, so the syntax stays deliberately small.
 extension JSON {
     public func value(at path: String) -> JSON? {
         guard !path.isEmpty else { return self }
-        var current: JSON = self
-        for component in JSON.components(of: path) {
-            switch component {
-            case .key(let key):
-                guard let next = current[key] else { return nil }
-                current = next
-            case .index(let index):
-                guard case .array(let elements) = current, elements.indices.contains(index) else { return nil }
-                current = elements[index]
-            }
+        return value(at: JSON.components(of: path)[...])
+    }
+
+    private func value(at components: ArraySlice<PathComponent>) -> JSON? {
+        guard let component = components.first else { return self }
+        let rest = components.dropFirst()
+        switch (component, self) {
+        case (.key("@count"), .array(let elements)):
+            return JSON.int(Int64(elements.count)).value(at: rest)
+        case (.key(let key), .object(let members)):
+            return members[key]?.value(at: rest)
+        case (.index(let index), .array(let elements)):
+            return elements.indices.contains(index) ? elements[index].value(at: rest) : nil
+        case (.all, .array(let elements)):
+            return .array(elements.compactMap { $0.value(at: rest) })
+        default:
+            return nil
         }
-        return current
+    }
+
+    /// A copy with the value at a plain dotted path (object keys only) replaced.
+    public func replacing(at path: String, with value: JSON) -> JSON {
+        let keys = path.split(separator: ".").map(String.init)
+        guard let first = keys.first else { return value }
+        var members = objectValue ?? [:]
+        members[first] = keys.count == 1 ? value : (members[first] ?? .object([:])).replacing(at: keys.dropFirst().joined(separator: "."), with: value)
+        return .object(members)
     }
 
     enum PathComponent: Equatable {
         case key(String)
         case index(Int)
+        case all
     }
 
     static func components(of path: String) -> [PathComponent] {
@@ -34,7 +50,7 @@ extension JSON {
                 remainder = remainder[bracket...]
                 while remainder.first == "[", let close = remainder.firstIndex(of: "]") {
                     let inner = remainder[remainder.index(after: remainder.startIndex)..<close]
-                    components.append(Int(inner).map(PathComponent.index) ?? .key(String(inner)))
+                    components.append(inner == "*" ? .all : Int(inner).map(PathComponent.index) ?? .key(String(inner)))
                     remainder = remainder[remainder.index(after: close)...]
                 }
             } else {

@@ -70,14 +70,21 @@ public struct RouteResponse: Sendable {
     }
 }
 
-/// What a route handler may use: the pipeline's store and event sink.
+/// What a route handler may use: the pipeline's store, its event sink, and its stages'
+/// registration and diagnostics hooks.
 public struct RouteContext: Sendable {
     public var pipeline: String
     public var store: any Store
     public var sink: any EventSink
-    public init(pipeline: String, store: any Store, sink: any EventSink) {
+    public var registrationObservers: [any RegistrationObserver]
+    public var diagnosticsProviders: [any DiagnosticsProvider]
+
+    public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],
+                diagnosticsProviders: [any DiagnosticsProvider] = []) {
         self.pipeline = pipeline
         self.store = store
         self.sink = sink
+        self.registrationObservers = registrationObservers
+        self.diagnosticsProviders = diagnosticsProviders
     }
 }

@@ -94,6 +94,7 @@ public struct EventProcessor: Sendable {
                 logger.error("could not record the outcome: \(error)")
             }
         }
+        logger.debug("event \(status.rawValue): \(delivered.count) of \(deliveries.count) deliveries accepted")
         return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: status,
                            reason: unresolved.first?.reason, deliveries: deliveries)
     }

@@ -88,7 +88,12 @@ public final class PipelineSupervisor: Service, Sendable {
     func routeTable() -> RouteTable {
         var table = RouteTable()
         for entry in running.withLock({ $0.values.sorted { $0.runner.definition.name < $1.runner.definition.name } }) {
-            let context = RouteContext(pipeline: entry.runner.definition.name, store: store, sink: entry.runner)
+            let definition = entry.runner.definition
+            let stages: [any Sendable] = definition.sources.map(\.stage) + definition.filters.map(\.stage)
+                + [definition.renderer.stage, definition.transport.stage]
+            let context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
+                                       registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
+                                       diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider })
             for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
         }
         return table

@@ -128,6 +128,18 @@ public final class SQLiteStore: Store {
         return try text.map { try JSON.parse($0) }
     }
 
+    public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
+        guard !keys.isEmpty else { return [:] }
+        let rows: [(String, String)] = try await database.read { db in
+            let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ",")
+            return try Row.fetchAll(db, sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ? AND key IN (\(placeholders))",
+                                    arguments: StatementArguments([pipeline, stage] + keys)).map { ($0["key"], $0["value"]) }
+        }
+        var result: [String: JSON] = [:]
+        for (key, value) in rows { result[key] = try JSON.parse(value) }
+        return result
+    }
+
     public func setState(_ writes: [StateWrite], pipeline: String) async throws {
         guard !writes.isEmpty else { return }
         let now = Date().timeIntervalSince1970

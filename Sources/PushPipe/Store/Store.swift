@@ -19,6 +19,8 @@ public protocol Store: Sendable {
     func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
 
     func state(pipeline: String, stage: String, key: String) async throws -> JSON?
+    /// Several keys in one read (a watermark per game of a user).
+    func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON]
     func setState(_ writes: [StateWrite], pipeline: String) async throws
 
     func appendHistory(_ entry: HistoryEntry) async throws

@@ -6,6 +6,9 @@ extension BuiltinStages {
             .filter("settings.enabled", SettingsEnabledFilter.summary, SettingsEnabledFilter.Configuration.self) { configuration, _ in
                 SettingsEnabledFilter(configuration: configuration)
             },
+            .filter("dedupe.timestamp", TimestampDedupeFilter.summary, TimestampDedupeFilter.Configuration.self) { configuration, _ in
+                TimestampDedupeFilter(configuration: configuration)
+            },
         ]
     }
 }

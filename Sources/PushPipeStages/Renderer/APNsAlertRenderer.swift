@@ -14,7 +14,9 @@ struct APNsAlertRenderer: Renderer {
     /// - `expiration` (integer or `{$from}`; none), `collapse_id` (string template; none).
     /// - `custom` (map; `{}`): top-level keys next to `aps`, templated, types kept.
     /// - `history` (any; the payload): what the history route shows.
+    /// - `vars` (map; `{}`): values computed from the event, used as `{{vars.name}}`.
     struct Configuration: StageConfiguration {
+        var vars: [String: JSON]
         var tokenKind: String
         var title: String?
         var subtitle: String?
@@ -49,10 +51,12 @@ struct APNsAlertRenderer: Renderer {
             SchemaKey("collapse_id", .string, "Replaces an earlier notification with the same id (template, at most 64 bytes)."),
             SchemaKey("custom", .map(.any), default: [:], "Top-level keys next to `aps`, templated, JSON types kept."),
             SchemaKey("history", .any, "What the history route shows; the payload when omitted."),
+            SchemaKey("vars", .map(.any), default: [:], "Values computed from the event, used as `{{vars.name}}` (templates, `$from`, `$switch`)."),
         ])
     }
 
     let configuration: Configuration
+    let vars: [String: JSONTemplate]
     let aps: JSONTemplate
     let custom: JSONTemplate
     let options: JSONTemplate
@@ -60,6 +64,7 @@ struct APNsAlertRenderer: Renderer {
 
     init(configuration: Configuration) throws {
         self.configuration = configuration
+        vars = try configuration.vars.compile(keyPath: "vars")
         if configuration.pushType == "alert" && configuration.title == nil && configuration.body == nil {
             throw ConfigurationValueError(keyPath: "body", "an alert needs a title or a body", expected: "`title` and/or `body`")
         }
@@ -92,7 +97,7 @@ struct APNsAlertRenderer: Renderer {
     }
 
     func render(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
-        let templateContext = TemplateContext(event: event)
+        let templateContext = TemplateContext(event: event, vars: vars)
         var payload = custom.render(templateContext)?.objectValue ?? [:]
         payload["aps"] = aps.render(templateContext)
         let rendered = JSON.object(payload)

@@ -10,7 +10,9 @@ struct JSONTemplateRenderer: Renderer {
     /// - `payload` (any, required): the template tree; strings with `{{...}}` are Mustache, `{$from: path}` copies a typed value.
     /// - `options` (map; `{}`): transport options (headers), templated the same way.
     /// - `history` (any; the payload): what the history route shows for this notification.
+    /// - `vars` (map; `{}`): values computed from the event, used as `{{vars.name}}`.
     struct Configuration: StageConfiguration {
+        var vars: [String: JSON]
         var tokenKind: String
         var payload: JSON
         var options: [String: JSON]
@@ -21,15 +23,18 @@ struct JSONTemplateRenderer: Renderer {
             .required("payload", .any, "Template tree: `{{field}}` strings, `{$from: path}` typed values."),
             SchemaKey("options", .map(.any), default: [:], "Transport options (headers), templated the same way."),
             SchemaKey("history", .any, "What the history route shows; the payload when omitted."),
+            SchemaKey("vars", .map(.any), default: [:], "Values computed from the event, used as `{{vars.name}}` (templates, `$from`, `$switch`)."),
         ])
     }
 
+    let vars: [String: JSONTemplate]
     let tokenKind: String
     let payload: JSONTemplate
     let options: JSONTemplate
     let history: JSONTemplate?
 
     init(configuration: Configuration) throws {
+        vars = try configuration.vars.compile(keyPath: "vars")
         tokenKind = configuration.tokenKind
         payload = try JSONTemplate(compiling: configuration.payload, keyPath: "payload")
         options = try JSONTemplate(compiling: .object(configuration.options), keyPath: "options")
@@ -37,7 +42,7 @@ struct JSONTemplateRenderer: Renderer {
     }
 
     func render(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
-        let templateContext = TemplateContext(event: event)
+        let templateContext = TemplateContext(event: event, vars: vars)
         let rendered = payload.render(templateContext) ?? .null
         let renderedOptions = options.render(templateContext)?.objectValue ?? [:]
         let record = history?.render(templateContext)

@@ -9,6 +9,9 @@ extension BuiltinStages {
             .source("reply.folder", ReplyFolderSource.summary, ReplyFolderSource.Configuration.self) { configuration, context in
                 try ReplyFolderSource(configuration: configuration, context: context)
             },
+            .source("ogs.poller", OGSPoller.summary, OGSPoller.Configuration.self) { configuration, context in
+                try OGSPoller(configuration: configuration, context: context)
+            },
         ]
     }
 }

@@ -7,11 +7,14 @@ import PushPipe
 /// - A string containing `{{` is rendered as text (no HTML escaping: this is JSON, not HTML).
 /// - `{$from: path}` copies the value at `path` keeping its JSON type (a number stays a
 ///   number); `$default` gives the value when the path is missing, otherwise the key is omitted.
+/// - `{$switch: value, cases: {a: ..., b: ...}, default: ...}` picks by the rendered text of
+///   `value` (a template or a `$from`); without a matching case or default the key is omitted.
 /// - Everything else is copied as it is.
 public indirect enum JSONTemplate: Sendable {
     case literal(JSON)
     case text(MustacheTemplate)
     case reference(path: String, defaultValue: JSON?)
+    case choice(value: JSONTemplate, cases: [String: JSONTemplate], defaultCase: JSONTemplate?)
     case array([JSONTemplate])
     case object([(key: String, value: JSONTemplate)])
 
@@ -30,6 +33,18 @@ public indirect enum JSONTemplate: Sendable {
             } catch {
                 throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error)", expected: "a Mustache template")
             }
+        case .object(let members) where members["$switch"] != nil:
+            let unknown = members.keys.filter { !["$switch", "cases", "default"].contains($0) }
+            guard unknown.isEmpty else {
+                throw ConfigurationValueError(keyPath: "\(keyPath).\(unknown.sorted()[0])", "unknown key next to '$switch'", expected: "$switch, cases, default")
+            }
+            guard let cases = (members["cases"] ?? [:]).objectValue else {
+                throw ConfigurationValueError(keyPath: "\(keyPath).cases", "cases must map values to templates", expected: "a mapping")
+            }
+            self = .choice(
+                value: try JSONTemplate(compiling: members["$switch"]!, keyPath: "\(keyPath).$switch"),
+                cases: try cases.mapValues { try JSONTemplate(compiling: $0, keyPath: "\(keyPath).cases") },
+                defaultCase: try members["default"].map { try JSONTemplate(compiling: $0, keyPath: "\(keyPath).default") })
         case .object(let members) where members["$from"] != nil:
             guard let path = members["$from"]?.stringValue, !path.isEmpty else {
                 throw ConfigurationValueError(keyPath: "\(keyPath).$from", "'$from' must name a field", expected: "a path such as games[0].id")
@@ -60,6 +75,9 @@ public indirect enum JSONTemplate: Sendable {
         case .reference(let path, let defaultValue):
             guard let value = context.json.value(at: path) else { return defaultValue }
             return value
+        case .choice(let value, let cases, let defaultCase):
+            let key = value.render(context)?.textValue ?? ""
+            return (cases[key] ?? defaultCase)?.render(context)
         case .array(let elements):
             return .array(elements.map { $0.render(context) ?? .null })
         case .object(let members):
@@ -72,14 +90,26 @@ public indirect enum JSONTemplate: Sendable {
     }
 }
 
-/// What templates see: the event body's fields at the top level, and `event` with the
-/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`).
+/// What templates see: the event body's fields at the top level, `event` with the
+/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`), and `vars`, the
+/// renderer's own computed values.
 public struct TemplateContext: @unchecked Sendable {
     public let json: JSON
     let foundation: Any
 
-    public init(event: Event) {
+    /// - Parameter vars: computed from the event alone (they do not see each other).
+    public init(event: Event, vars: [String: JSONTemplate] = [:]) {
+        guard !vars.isEmpty else {
+            self.init(event: event, computed: [:])
+            return
+        }
+        let base = TemplateContext(event: event, computed: [:])
+        self.init(event: event, computed: vars.mapValues { $0.render(base) ?? .null })
+    }
+
+    private init(event: Event, computed: [String: JSON]) {
         var members = event.body.objectValue ?? ["body": event.body]
+        if !computed.isEmpty { members["vars"] = .object(computed) }
         let seconds = event.time.timeIntervalSince1970
         members["event"] = [
             "id": .string(event.id),
@@ -97,7 +127,7 @@ public struct TemplateContext: @unchecked Sendable {
     static func templateValue(_ json: JSON) -> Any {
         switch json {
         case .string(let value): TemplateText(value: value)
-        case .array(let elements): elements.map(templateValue)
+        case .array(let elements): TemplateList(elements: elements.map(templateValue))
         case .object(let members): members.mapValues(templateValue)
         default: json.foundationValue
         }

@@ -112,7 +112,7 @@ import Testing
     @Test func emptyFilesAreLeftForTheirWriter() async throws {
         try await withSource { directory, sink in
             // Created and closed empty (touch, or a writer that reopens to write): not complete yet.
-            FileManager.default.createFile(atPath: directory.file("empty.json"), contents: nil)
+            _ = FileManager.default.createFile(atPath: directory.file("empty.json"), contents: nil)
             try directory.write("full.json", #"{"message_id": "full", "text": "x"}"#)
             #expect(try await sink.waitFor(1).map(\.id) == ["full"])
             #expect(FileManager.default.fileExists(atPath: directory.file("empty.json")))

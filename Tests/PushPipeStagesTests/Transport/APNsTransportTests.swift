@@ -30,7 +30,7 @@ import Testing
 
     @Test func acceptedNotificationRecordsItsAPNsID() async throws {
         try await withHarness { harness in
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             let request = try #require(harness.standIn.requests.first)
             #expect(request.rejection == nil)
@@ -52,7 +52,7 @@ import Testing
     @Test func longTokensAreNotAssumedToBe64Characters() async throws {
         try await withHarness { harness in
             try await harness.register("bob", APNsHarness.longToken)
-            let report = try await harness.run { try await $0.process(harness.event(user: "bob")) }
+            let report = try await harness.run { await $0.process(harness.event(user: "bob")) }
             #expect(report.status == .delivered)
             #expect(harness.standIn.requests.first?.token == APNsHarness.longToken)
         }
@@ -64,13 +64,13 @@ import Testing
             // APNs saw alice's token dead after she registered it: removed.
             let later = Int64((Date().timeIntervalSince1970 + 60) * 1000)
             harness.standIn.script(.reject(status: 410, reason: "Unregistered", timestamp: later))
-            let first = try await harness.run { try await $0.process(harness.event()) }
+            let first = try await harness.run { await $0.process(harness.event()) }
             #expect(first.deliveries.first?.outcome == "drop-token")
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
             // Bob registered again after the timestamp APNs reports: kept.
             let earlier = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
             harness.standIn.script(.reject(status: 410, reason: "ExpiredToken", timestamp: earlier))
-            _ = try await harness.run { try await $0.process(harness.event(user: "bob")) }
+            _ = try await harness.run { await $0.process(harness.event(user: "bob")) }
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "bob", kind: "device").count == 1)
             #expect(harness.standIn.requests.count == 2, "dropped tokens are not retried")
         }
@@ -79,7 +79,7 @@ import Testing
     @Test func badDeviceTokenIsRemoved() async throws {
         try await withHarness { harness in
             harness.standIn.script(.reject(status: 400, reason: "BadDeviceToken"))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome == "drop-token")
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
         }
@@ -92,7 +92,7 @@ import Testing
     func temporaryFailuresAreRetriedWithBackoff(_ status: Int, _ reason: String) async throws {
         try await withHarness { harness in
             harness.standIn.script(.reject(status: status, reason: reason))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             #expect(report.deliveries.first?.attempts == 2)
             #expect(harness.standIn.requests.count == 2)
@@ -104,7 +104,7 @@ import Testing
         try await withHarness({ harness in
             harness.standIn.script(.reject(status: 503, reason: "ServiceUnavailable"), .reject(status: 503, reason: "ServiceUnavailable"),
                                    .reject(status: 503, reason: "ServiceUnavailable"))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .failed)
             #expect(report.deliveries.first?.outcome == "retry-after")
             #expect(report.deliveries.first?.attempts == 3)
@@ -120,7 +120,7 @@ import Testing
     func configurationErrorsAreNotRetried(_ status: Int, _ reason: String) async throws {
         try await withHarness { harness in
             harness.standIn.script(.reject(status: status, reason: reason))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome == "config-error")
             #expect(report.deliveries.first?.reason?.contains(reason) == true)
             #expect(harness.standIn.requests.count == 1)
@@ -130,7 +130,7 @@ import Testing
 
     @Test func aKeyAPNsDoesNotKnowIsAConfigurationError() async throws {
         try await withHarness({ harness in
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome == "config-error")
             #expect(harness.standIn.requests.first?.rejection == "InvalidProviderToken")
         }, signingKey: P256.Signing.PrivateKey())
@@ -139,7 +139,7 @@ import Testing
     @Test func expiredProviderTokenGetsANewTokenAndIsRetried() async throws {
         try await withHarness { harness in
             harness.standIn.script(.reject(status: 403, reason: "ExpiredProviderToken"))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             let requests = harness.standIn.requests
             #expect(requests.count == 2)
@@ -161,7 +161,7 @@ import Testing
     @Test func goAwayMakesTheNextRequestUseANewConnection() async throws {
         try await withHarness { harness in
             harness.standIn.script(.goAway(reason: "Shutdown"))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             #expect(harness.standIn.connections == 2)
         }
@@ -170,7 +170,7 @@ import Testing
     @Test func slowAnswersTimeOutAndAreRetried() async throws {
         try await withHarness({ harness in
             harness.standIn.script(.delayed(seconds: 3, .accept))
-            let report = try await harness.run { try await $0.process(harness.event()) }
+            let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             #expect(report.deliveries.first?.attempts == 2)
         }, timeout: "300ms")
@@ -178,7 +178,7 @@ import Testing
 
     @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
         try await withHarness { harness in
-            let report = try await harness.run { try await $0.process(harness.event(["title": "Hi", "text": .string(String(repeating: "x", count: 5000)), "n": 1])) }
+            let report = try await harness.run { await $0.process(harness.event(["title": "Hi", "text": .string(String(repeating: "x", count: 5000)), "n": 1])) }
             #expect(report.deliveries.first?.outcome == "config-error")
             #expect(report.deliveries.first?.reason?.contains("4096") == true)
             #expect(harness.standIn.requests.isEmpty)

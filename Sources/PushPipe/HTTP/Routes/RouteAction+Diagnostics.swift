@@ -1,6 +1,6 @@
 extension RouteAction {
     public static let diagnostics = RouteAction(
-        name: "diagnostics", summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery.", defaultMethod: "GET",
+        name: "diagnostics", summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.", defaultMethod: "GET",
         schema: Schema(userKeys + [
             SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`."),
         ])
@@ -16,7 +16,11 @@ extension RouteAction {
             let tokens = try await store.tokens(pipeline: context.pipeline, user: user, kind: kind)
             let last = try await store.lastDelivery(pipeline: context.pipeline, user: user)
             let settings = try await store.settings(pipeline: context.pipeline, user: user)
-            return RouteResponse([
+            var view: [String: JSON] = [:]
+            for provider in context.diagnosticsProviders {
+                view.merge(await provider.diagnostics(for: user)) { _, new in new }
+            }
+            view.merge([
                 "user_id": .string(user),
                 "device_token_registered": .bool(!tokens.isEmpty),
                 // 16 hex characters and `...`: enough to tell devices apart, never the token.
@@ -24,7 +28,8 @@ extension RouteAction {
                 "device_count": .int(Int64(tokens.count)),
                 "last_notification_time": .int(Int64(((last?.createdAt ?? 0) * 1000).rounded())),
                 "settings": .object(settings),
-            ])
+            ]) { _, own in own }
+            return RouteResponse(.object(view))
         }
     }
 }

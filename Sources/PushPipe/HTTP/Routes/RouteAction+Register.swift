@@ -30,6 +30,7 @@ extension RouteAction {
             }
             try await context.store.register(DeviceToken(user: user, kind: kind, value: token, scope: scope),
                                              pipeline: context.pipeline, environment: environment, replace: replace)
+            for observer in context.registrationObservers { await observer.userRegistered(user) }
             return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
                                   "token_preview": .string(TokenMask.mask(token))])
         }

@@ -1,0 +1,72 @@
+import PushPipe
+
+/// Drops items already notified, by a durable watermark that moves only after delivery.
+///
+/// Why not "last notification time" (the original OGS server's approach): comparing an
+/// item's timestamp with the wall-clock time of the last send loses every item that changed
+/// between the fetch and the send — its timestamp is older than the send, so it looks old
+/// forever. The watermark here is the newest item timestamp that was *actually delivered*,
+/// taken from the data itself, and it is written only when the transport accepted the
+/// notification: a failed or retried delivery leaves it alone and the next check retries.
+struct TimestampDedupeFilter: Filter {
+    static let summary = "Keeps only items newer than the delivered watermark (per key or per item); drops the event when none is left."
+
+    /// Keys:
+    /// - `items` (string, required): path of the item list in the event body, e.g. `games`.
+    /// - `timestamp` (string, required): the timestamp field of an item, e.g. `last_move`.
+    /// - `item_id` (string; none): with it, one watermark per key and item (e.g. per game); without, one per key.
+    /// - `key` (string; the event's user): body path naming the watermark's owner.
+    /// - `newest_first` (boolean; true): sort kept items newest first, so `items[0]` is the newest.
+    /// - `state` (string; `dedupe`): name the watermarks are stored under (keep it when reordering filters).
+    struct Configuration: StageConfiguration {
+        var items: String
+        var timestamp: String
+        var itemId: String?
+        var key: String?
+        var newestFirst: Bool
+        var state: String
+
+        static let schema = Schema([
+            .required("items", .string, "Path of the item list in the event body, e.g. `games`."),
+            .required("timestamp", .string, "Timestamp field of an item (any number: ms or s), e.g. `last_move`."),
+            SchemaKey("item_id", .string, "Item field for one watermark per key and item (e.g. `game_id`)."),
+            SchemaKey("key", .string, "Body path naming the watermark owner; the event's user when omitted."),
+            SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first."),
+            SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under."),
+        ])
+    }
+
+    let configuration: Configuration
+
+    func apply(to event: Event, context: StageContext) async throws -> FilterResult {
+        let owner = configuration.key.flatMap { event.body.value(at: $0)?.textValue } ?? event.user
+        guard let owner else { throw StageError(.invalidEvent, stage: context.stage, "no watermark key: the event names no user") }
+        guard let items = event.body.value(at: configuration.items)?.arrayValue else {
+            throw StageError(.invalidEvent, stage: context.stage, "'\(configuration.items)' is not a list")
+        }
+        func stateKey(_ item: JSON) -> String {
+            guard let field = configuration.itemId else { return owner }
+            return "\(owner)/\(item.value(at: field)?.textValue ?? "")"
+        }
+        let keys = Array(Set(items.map(stateKey)))
+        let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: keys)
+        var kept: [(item: JSON, timestamp: Double)] = []
+        for item in items {
+            guard let timestamp = item.value(at: configuration.timestamp)?.doubleValue else { continue }
+            if let mark = watermarks[stateKey(item)]?.doubleValue, timestamp <= mark { continue }
+            kept.append((item, timestamp))
+        }
+        guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about") }
+        if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
+        var newest: [String: JSON] = [:]
+        for (item, _) in kept {
+            let key = stateKey(item)
+            let value = item.value(at: configuration.timestamp) ?? .null
+            if (newest[key]?.doubleValue ?? -.infinity) < (value.doubleValue ?? 0) { newest[key] = value }
+        }
+        var passed = event
+        passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))
+        passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value) }
+        return .pass(passed)
+    }
+}

@@ -1,0 +1,231 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import PushPipe
+import Synchronization
+
+/// Polls Online-Go.com for every registered user and emits the games where it is their turn.
+///
+/// Each cycle spreads the users' requests over the interval (no burst) and runs at most
+/// `concurrency` at once. A 429 pauses every request for its `Retry-After`; any other
+/// failure (5xx, timeout, malformed JSON) backs off that user only, exponentially, is
+/// recorded and shown in that user's diagnostics, and never delays another user. A newly
+/// registered user is checked right away.
+final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, Sendable {
+    static let summary = "Polls OGS /api/v1/players/{id}/full per registered user; emits the games where it is their turn."
+
+    /// Keys:
+    /// - `base_url` (string; `https://online-go.com`): the OGS server or a mirror.
+    /// - `interval` (duration; 30s): time between two checks of the same user.
+    /// - `concurrency` (integer; 8): requests in flight at once.
+    /// - `timeout` (duration; 10s): per request.
+    /// - `token_kind` (string; `device`): users with a token of this kind are monitored.
+    /// - `check_path` (string; `/check/:user_id`): route that runs one check now; empty for none.
+    /// - `min_time_per_move` (integer; 0): only games with at least this many seconds per move (3600 = correspondence only).
+    struct Configuration: StageConfiguration {
+        var baseUrl: String
+        var interval: Double
+        var concurrency: Int
+        var timeout: Double
+        var tokenKind: String
+        var checkPath: String
+        var minTimePerMove: Int
+
+        static let schema = Schema([
+            SchemaKey("base_url", .string, default: "https://online-go.com", "OGS server (or a mirror/stand-in)."),
+            SchemaKey("interval", .duration, default: 30, "Time between two checks of the same user."),
+            SchemaKey("concurrency", .integer, default: 8, "Requests in flight at once."),
+            SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
+            SchemaKey("token_kind", .string, default: "device", "Users with a token of this kind are monitored."),
+            SchemaKey("check_path", .string, default: "/check/:user_id", "Route that runs one check now; empty for none."),
+            SchemaKey("min_time_per_move", .integer, default: 0, "Only games with at least this many seconds per move (3600: correspondence)."),
+        ])
+    }
+
+    let configuration: Configuration
+    let baseURL: String
+    let logger = Logger(label: "pushpipe.ogs")
+    private let status = Mutex<[String: UserStatus]>([:])
+    private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    private let registrations = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1000))
+
+    /// What the last check of one user found, for diagnostics.
+    struct UserStatus: Sendable {
+        var lastCheck: Date?
+        var games: [JSON] = []
+        var totalActiveGames = 0
+        var lastError: String?
+        var lastErrorAt: Date?
+        var consecutiveFailures = 0
+        /// Regular cycles skip the user until then (exponential backoff after failures).
+        var retryAt: ContinuousClock.Instant?
+    }
+
+    init(configuration: Configuration, context: StageBuildContext) throws {
+        guard let url = URL(string: configuration.baseUrl), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ConfigurationValueError(keyPath: "base_url", "'\(configuration.baseUrl)' is not an http(s) URL", expected: "https://online-go.com")
+        }
+        guard (1...256).contains(configuration.concurrency) else {
+            throw ConfigurationValueError(keyPath: "concurrency", "\(configuration.concurrency) is out of range", expected: "1 to 256")
+        }
+        guard configuration.interval >= 1 else {
+            throw ConfigurationValueError(keyPath: "interval", "an interval under a second would hammer OGS", expected: "1s or more")
+        }
+        self.configuration = configuration
+        baseURL = configuration.baseUrl.hasSuffix("/") ? String(configuration.baseUrl.dropLast()) : configuration.baseUrl
+    }
+
+    var routes: [RouteDefinition] {
+        guard !configuration.checkPath.isEmpty else { return [] }
+        let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
+        return [RouteDefinition(method: "GET", path: configuration.checkPath) { [self] request, context in
+            guard let user = request.parameters[parameter] else { throw HTTPError.badRequest("missing user", field: parameter) }
+            let users = try await context.store.users(pipeline: context.pipeline)
+            guard users.contains(user) else { throw HTTPError.notFound("unknown user '\(user)'", field: parameter) }
+            return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
+        }]
+    }
+
+    func userRegistered(_ user: String) async {
+        registrations.continuation.yield(user)
+    }
+
+    func run(into sink: any EventSink, context: StageContext) async throws {
+        await withTaskGroup(of: Void.self) { group in
+            // New registrations are checked at once, beside the regular cycles.
+            group.addTask {
+                for await user in self.registrations.stream {
+                    _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
+                }
+            }
+            group.addTask { await self.cycles(sink: sink, context: context) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func cycles(sink: any EventSink, context: StageContext) async {
+        let interval = Duration.milliseconds(Int64(configuration.interval * 1000))
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            let now = ContinuousClock.now
+            let backingOff = status.withLock { status in Set(status.filter { ($0.value.retryAt ?? now) > now }.keys) }
+            let users = ((try? await context.store.users(pipeline: context.pipeline)) ?? []).filter { !backingOff.contains($0) }
+            // Spread the starts over 80% of the interval, at most `concurrency` at a time.
+            let spacing = users.isEmpty ? .zero : (interval * 0.8) / users.count
+            await withTaskGroup(of: Void.self) { group in
+                for (index, user) in users.enumerated() {
+                    if index >= configuration.concurrency { await group.next() }
+                    try? await Task.sleep(until: started + spacing * index)
+                    if Task.isCancelled { break }
+                    group.addTask { _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false) }
+                }
+            }
+            context.logger.debug("checked \(users.count) users in \(ContinuousClock.now - started)")
+            try? await Task.sleep(until: started + interval)
+        }
+    }
+
+    /// Fetches one user's games, records what was found, and emits the your-turn games.
+    /// - Parameter wait: wait for the notification's outcome (the `/check` route reports it).
+    private func check(_ user: String, pipeline: String, sink: any EventSink, logger: Logger, wait: Bool) async -> JSON {
+        var result: [String: JSON] = ["user_id": .string(user)]
+        do {
+            let document = try await fetch(user)
+            let (yourTurn, all) = try OGSPlayerDocument.games(in: document, user: user, minTimePerMove: configuration.minTimePerMove)
+            status.withLock { status in
+                status[user, default: UserStatus()].lastCheck = Date()
+                status[user]!.games = all
+                status[user]!.totalActiveGames = all.count
+                status[user]!.lastError = nil
+                status[user]!.consecutiveFailures = 0
+                status[user]!.retryAt = nil
+            }
+            result["found"] = .array(yourTurn)
+            result["total_active_games"] = .int(Int64(all.count))
+            guard !yourTurn.isEmpty else {
+                result["sent"] = .null
+                return .object(result)
+            }
+            let event = Event(pipeline: pipeline, user: user, body: [
+                "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
+                "total_active_games": .int(Int64(all.count)),
+            ])
+            if wait {
+                result["sent"] = try JSON(encoding: try await sink.submitAndWait(event))
+            } else {
+                try await sink.submit(event)
+            }
+        } catch {
+            let message = "\(error)"
+            let interval = configuration.interval
+            status.withLock { status in
+                status[user, default: UserStatus()].lastCheck = Date()
+                status[user]!.lastError = message
+                status[user]!.lastErrorAt = Date()
+                status[user]!.consecutiveFailures += 1
+                // Skip 1, 2, 4, ... intervals (at most 10 minutes) before trying this user again.
+                let skip = min(interval * pow(2, Double(status[user]!.consecutiveFailures - 1)), max(600, interval))
+                status[user]!.retryAt = .now + .milliseconds(Int64(skip * 1000))
+            }
+            logger.warning("OGS check of user \(user) failed: \(message)")
+            result["error"] = .string(message)
+        }
+        return .object(result)
+    }
+
+    private func fetch(_ user: String) async throws -> JSON {
+        guard !user.isEmpty, user.count <= 20, user.allSatisfy(\.isNumber) else { throw OGSError.notAPlayerID(user) }
+        if let until = pausedUntil.withLock({ $0 }), until > .now { try await Task.sleep(until: until) }
+        var request = HTTPClientRequest(url: "\(baseURL)/api/v1/players/\(user)/full")
+        request.headers.add(name: "accept", value: "application/json")
+        request.headers.add(name: "user-agent", value: "pushpipe")
+        let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+        let body = try await response.body.collect(upTo: 8 << 20)
+        let code = Int(response.status.code)
+        let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init)
+        if code == 429 {
+            // Throttling is about us, not this user: everyone waits, as long as OGS asked.
+            let pause = max(retryAfter ?? 5, 1)
+            pausedUntil.withLock { $0 = max($0 ?? .now, .now + .milliseconds(Int64(pause * 1000))) }
+            throw OGSError.status(code, retryAfter: pause)
+        }
+        guard code == 200 else { throw OGSError.status(code, retryAfter: nil) }
+        do {
+            return try JSON.parse(body.readableBytesView)
+        } catch {
+            throw OGSError.malformed("\(error)")
+        }
+    }
+
+    func diagnostics(for user: String) async -> [String: JSON] {
+        let current = status.withLock { $0[user] }
+        let seconds = configuration.interval
+        var view: [String: JSON] = [
+            // Units as flows.md documents them: the interval as text, the check time in SECONDS.
+            "server_check_interval": .string(seconds.rounded() == seconds ? "\(Int(seconds))s" : "\(seconds)s"),
+            "monitored_games": .array(current?.games ?? []),
+            "total_active_games": .int(Int64(current?.totalActiveGames ?? 0)),
+            "last_server_check_time": current?.lastCheck.map { .int(Int64($0.timeIntervalSince1970)) } ?? .null,
+        ]
+        view["last_error"] = current?.lastError.map { error in
+            ["message": .string(error), "at": .int(Int64(current?.lastErrorAt?.timeIntervalSince1970 ?? 0))]
+        } ?? .null
+        return view
+    }
+}
+
+enum OGSError: Error, CustomStringConvertible {
+    case notAPlayerID(String)
+    case status(Int, retryAfter: Double?)
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .notAPlayerID(let user): "'\(user)' is not an OGS player id (digits)"
+        case .status(let code, let retryAfter): "OGS answered HTTP \(code)" + (retryAfter.map { "; pausing \(Int($0))s" } ?? "")
+        case .malformed(let reason): "OGS sent malformed JSON: \(reason)"
+        }
+    }
+}

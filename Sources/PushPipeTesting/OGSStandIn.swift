@@ -1,0 +1,207 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushPipe
+
+/// An in-process online-go.com answering `GET /api/v1/players/{id}/full` from memory, with
+/// documents shaped like shared/fixtures/ogs-player-full.reconstructed.json. Tests move the
+/// games' clocks and make a player's requests fail (429, 500, slow, malformed JSON).
+public final class OGSStandIn: Sendable {
+    public struct Game: Sendable {
+        public var id: Int64
+        public var name: String
+        public var black: Int64
+        public var white: Int64
+        public var currentPlayer: Int64
+        /// Milliseconds since the epoch.
+        public var lastMove: Int64
+        public var timePerMove: Int64
+
+        public init(id: Int64, name: String, black: Int64, white: Int64, currentPlayer: Int64, lastMove: Int64, timePerMove: Int64 = 86400) {
+            self.id = id
+            self.name = name
+            self.black = black
+            self.white = white
+            self.currentPlayer = currentPlayer
+            self.lastMove = lastMove
+            self.timePerMove = timePerMove
+        }
+    }
+
+    public enum Behavior: Sendable {
+        case normal
+        case status(Int, retryAfter: Int? = nil)
+        case malformed
+        case delayed(seconds: Double)
+    }
+
+    struct State: Sendable {
+        var games: [Int64: [Game]] = [:]
+        var behaviors: [Int64: Behavior] = [:]
+        var requests: [Int64] = []
+    }
+
+    let state = ObservedState(State())
+    public let port: Int
+    private let channel: any Channel
+
+    private init(port: Int, channel: any Channel) {
+        self.port = port
+        self.channel = channel
+    }
+
+    public static func start() async throws -> OGSStandIn {
+        let box = OGSBox()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(OGSRequestHandler(box: box))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let standIn = OGSStandIn(port: channel.localAddress?.port ?? 0, channel: channel)
+        box.standIn = standIn
+        return standIn
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var requests: [Int64] { state.value.requests }
+
+    public func setGames(_ player: Int64, _ games: [Game]) {
+        state.update { $0.games[player] = games }
+    }
+
+    /// Moves a game's clock: whose turn it is and when the last move was made.
+    public func move(game id: Int64, currentPlayer: Int64, lastMove: Int64) {
+        state.update { state in
+            for (player, games) in state.games {
+                state.games[player] = games.map { game in
+                    guard game.id == id else { return game }
+                    var moved = game
+                    moved.currentPlayer = currentPlayer
+                    moved.lastMove = lastMove
+                    return moved
+                }
+            }
+        }
+    }
+
+    public func behave(_ behavior: Behavior, for player: Int64) {
+        state.update { $0.behaviors[player] = behavior }
+    }
+
+    @discardableResult
+    public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Int64] {
+        try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
+                             failure: { WaitTimedOut("expected \(count) OGS requests, got \($0.requests.count)") })
+    }
+
+    public func stop() async {
+        try? await channel.close()
+    }
+
+    /// The answer for one request: status, extra headers, body, delay.
+    func answer(path: String) -> (status: Int, headers: [(String, String)], body: String, delay: Double) {
+        let parts = path.split(separator: "/")
+        guard parts.count == 5, parts[0] == "api", parts[1] == "v1", parts[2] == "players", parts[4] == "full", let player = Int64(parts[3]) else {
+            return (404, [], #"{"detail": "Not found."}"#, 0)
+        }
+        let (games, behavior) = state.update { state -> ([Game]?, Behavior) in
+            state.requests.append(player)
+            return (state.games[player], state.behaviors[player] ?? .normal)
+        }
+        switch behavior {
+        case .status(let code, let retryAfter):
+            return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Request was throttled."}"#, 0)
+        case .malformed:
+            return (200, [], #"{"user": {"id": "#, 0)
+        case .delayed(let seconds):
+            return (200, [], Self.document(player: player, games: games ?? []).compactText, seconds)
+        case .normal:
+            guard let games else { return (404, [], #"{"detail": "Not found."}"#, 0) }
+            return (200, [], Self.document(player: player, games: games).compactText, 0)
+        }
+    }
+
+    static func document(player owner: Int64, games: [Game]) -> JSON {
+        func player(_ id: Int64) -> JSON {
+            ["id": .int(id), "username": .string("player\(id)"), "ranking": 28.5, "pro": false,
+             "ratings": ["version": 5, "overall": ["rating": 1500.0, "deviation": 350.0, "volatility": 0.06]]]
+        }
+        let active: [JSON] = games.map { game in
+            [
+                "id": .int(game.id), "name": .string(game.name), "black": player(game.black), "white": player(game.white),
+                "width": 19, "height": 19, "time_per_move": .int(game.timePerMove),
+                "json": [
+                    "game_id": .int(game.id), "game_name": .string(game.name), "phase": "play",
+                    "players": ["black": ["id": .int(game.black), "username": .string("player\(game.black)")],
+                                "white": ["id": .int(game.white), "username": .string("player\(game.white)")]],
+                    "clock": [
+                        "game_id": .int(game.id), "current_player": .int(game.currentPlayer), "black_player_id": .int(game.black),
+                        "white_player_id": .int(game.white), "title": .string(game.name), "last_move": .int(game.lastMove),
+                        "expiration": .int(game.lastMove + game.timePerMove * 1000),
+                        "black_time": ["thinking_time": 604800, "skip_bonus": false], "white_time": ["thinking_time": 604800, "skip_bonus": false],
+                    ],
+                ],
+            ]
+        }
+        return [
+            "user": ["id": .int(owner), "username": .string("player\(owner)"), "ranking": 28.5, "is_bot": false],
+            "active_games": .array(active), "ladders": [], "tournaments": [], "titles": [], "trophies": [], "groups": [],
+            "online_leagues": [], "is_friend": false, "vs": [:], "block": nil, "achievements": [],
+        ]
+    }
+}
+
+final class OGSBox: @unchecked Sendable {
+    // Written once before the first connection is accepted, then only read.
+    var standIn: OGSStandIn?
+}
+
+final class OGSRequestHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let box: OGSBox
+    var path = ""
+    var keepAlive = true
+
+    init(box: OGSBox) { self.box = box }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            path = String(head.uri.split(separator: "?").first ?? "")
+            keepAlive = head.isKeepAlive
+        case .body:
+            break
+        case .end:
+            guard let standIn = box.standIn else { return }
+            let answer = standIn.answer(path: path)
+            if answer.delay > 0 {
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(Int64(answer.delay * 1000))) {
+                    let (handler, context) = loopBound.value
+                    handler.respond(answer, context: context)
+                }
+            } else {
+                respond(answer, context: context)
+            }
+        }
+    }
+
+    func respond(_ answer: (status: Int, headers: [(String, String)], body: String, delay: Double), context: ChannelHandlerContext) {
+        var headers = HTTPHeaders([("content-type", "application/json"), ("content-length", String(answer.body.utf8.count))])
+        for (name, value) in answer.headers { headers.add(name: name, value: value) }
+        if !keepAlive { headers.add(name: "connection", value: "close") }
+        let head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer.body)))), promise: nil)
+        let keepAlive = self.keepAlive
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if !keepAlive { channel.close(promise: nil) } }
+    }
+}

@@ -1,0 +1,74 @@
+import Crypto
+import Foundation
+import GRDB
+import PushPipe
+import PushPipeTesting
+
+/// The shipped `pipelines/ogs-turns.yaml` in the real daemon, with OGS and APNs stand-ins.
+struct OGSFlowHarness: Sendable {
+    let directory: TemporaryDirectory
+    let ogs: OGSStandIn
+    let apns: APNsStandIn
+    let environment: [String: String]
+
+    static let player: Int64 = 1783478
+    static let token = "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"
+
+    static func make(environment extra: [String: String] = [:]) async throws -> OGSFlowHarness {
+        let directory = try TemporaryDirectory("ogs")
+        let key = P256.Signing.PrivateKey()
+        try directory.write("AuthKey.p8", key.pemRepresentation)
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: directory.file("ca.pem"))
+        let apns = try await APNsStandIn.start(credentials: .init(teamID: "OGSTEAM001", keyID: "OGSKEY0001", publicKey: key.publicKey),
+                                               authority: authority)
+        let ogs = try await OGSStandIn.start()
+        let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/ogs-turns.yaml"), encoding: .utf8)
+        try directory.write("pipelines/ogs-turns.yaml", pipeline)
+        var environment = [
+            "APNS_TEAM_ID": "OGSTEAM001", "APNS_KEY_ID": "OGSKEY0001", "APNS_KEY_PATH": directory.file("AuthKey.p8"),
+            "APNS_BASE_URL": apns.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"), "OGS_API_BASE": ogs.baseURL,
+            // Periodic checks only at start; tests drive the rest with registrations and /check.
+            "CHECK_INTERVAL_SECONDS": "3600",
+        ]
+        environment.merge(extra) { _, new in new }
+        return OGSFlowHarness(directory: directory, ogs: ogs, apns: apns, environment: environment)
+    }
+
+    func daemon<T: Sendable>(_ body: @Sendable (DaemonProcess, HTTPTestClient) async throws -> T) async throws -> T {
+        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+                                    directory: directory.path, environment: environment) { daemon in
+            try await body(daemon, HTTPTestClient(port: try await daemon.port()))
+        }
+    }
+
+    func close() async {
+        await ogs.stop()
+        await apns.stop()
+        directory.remove()
+    }
+
+    /// Runs `body` and always stops the stand-ins.
+    static func with(environment: [String: String] = [:], _ body: (OGSFlowHarness) async throws -> Void) async throws {
+        let harness = try await make(environment: environment)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.close()
+            throw error
+        }
+        await harness.close()
+    }
+
+    static func game(_ id: Int64, _ name: String, yourTurn: Bool, lastMove: Int64) -> OGSStandIn.Game {
+        OGSStandIn.Game(id: id, name: name, black: 356, white: player, currentPlayer: yourTurn ? player : 356, lastMove: lastMove)
+    }
+
+    static var nowMilliseconds: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    func watermarks() async throws -> Int {
+        let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
+        defer { try? queue.close() }
+        return try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stage_state") ?? 0 }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// flows.md §1 end to end (issue 4's test list).
+@Suite struct OGSFlowTests {
+    typealias H = OGSFlowHarness
+
+    @Test func yourTurnIsNotifiedOnceConsolidatedAndAgainOnlyForNewMoves() async throws {
+        try await H.with { harness in
+            let t0 = H.nowMilliseconds - 600_000
+            harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: true, lastMove: t0), H.game(102, "Beta", yourTurn: false, lastMove: t0)])
+            try await harness.daemon { daemon, client in
+                // A new registration is checked right away, not after the interval.
+                let registered = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
+                #expect(registered.status == 200)
+                let first = try #require(try await harness.apns.waitForRequests(1).first)
+                #expect(first.rejection == nil)
+                #expect(first.body?["aps"]?["alert"]?["body"] == "It's your turn in: Alpha", "the opponent's turn in Beta is not mentioned")
+                #expect(first.body?["game_id"] == 101)
+                #expect(first.body?["aps"]?["badge"] == 1)
+
+                // The same state again: found, but nothing new to send.
+                let again = try await client.request("GET", "/check/\(H.player)")
+                #expect(again.body?["found"]?.arrayValue?.count == 1)
+                #expect(again.body?["sent"]?["status"] == "filtered")
+                #expect(harness.apns.requests.count == 1)
+
+                // The opponent moves in Beta: it alone is new.
+                harness.ogs.move(game: 102, currentPlayer: H.player, lastMove: t0 + 1000)
+                _ = try await client.request("GET", "/check/\(H.player)")
+                let second = try await harness.apns.waitForRequests(2)[1]
+                #expect(second.body?["aps"]?["alert"]?["body"] == "It's your turn in: Beta")
+                #expect(second.body?["aps"]?["badge"] == 2, "badge: games waiting")
+
+                // Two new moves: ONE notification, pointing at the newest.
+                harness.ogs.move(game: 101, currentPlayer: H.player, lastMove: t0 + 2000)
+                harness.ogs.move(game: 102, currentPlayer: H.player, lastMove: t0 + 3000)
+                let check = try await client.request("GET", "/check/\(H.player)")
+                #expect(check.body?["sent"]?["status"] == "delivered")
+                let third = try await harness.apns.waitForRequests(3)[2]
+                #expect(harness.apns.requests.count == 3)
+                #expect(third.body?["aps"]?["alert"]?["body"] == "It's your turn in 2 games")
+                #expect(third.body?["game_id"] == 102)
+                #expect(third.body?["game_ids"] == [102, 101])
+                #expect(third.body?["web_url"] == "https://online-go.com/game/102")
+                #expect(third.body?["app_url"] == "ogs://game/102")
+
+                try await expectDiagnosticsShape(client: client)
+                daemon.signal(SIGTERM)
+                #expect(try await daemon.waitForExit() == 0)
+            }
+            // After a restart the start-up check finds the same games and sends nothing.
+            let requestsBefore = harness.ogs.requests.count
+            try await harness.daemon { daemon, client in
+                try await harness.ogs.waitForRequests(requestsBefore + 1)
+                try await daemon.waitForLine(containing: "nothing newer than what \(H.player) was already notified about")
+                let check = try await client.request("GET", "/check/\(H.player)")
+                #expect(check.body?["sent"]?["status"] == "filtered")
+                #expect(harness.apns.requests.count == 3, "nothing is sent twice across a restart")
+            }
+        }
+    }
+
+    func expectDiagnosticsShape(client: HTTPTestClient) async throws {
+        let response = try await client.request("GET", "/diagnostics/\(H.player)")
+        #expect(response.status == 200)
+        let body = try #require(response.body)
+        #expect(body["user_id"] == .string(String(H.player)))
+        #expect(body["device_token_registered"] == true)
+        #expect(body["device_token_preview"] == .string(String(H.token.prefix(16)) + "..."))
+        let nowMilliseconds = Double(H.nowMilliseconds)
+        let notified = try #require(body["last_notification_time"]?.doubleValue)
+        #expect(abs(notified - nowMilliseconds) < 120_000, "last_notification_time is in milliseconds")
+        let checked = try #require(body["last_server_check_time"]?.doubleValue)
+        #expect(abs(checked - nowMilliseconds / 1000) < 120, "last_server_check_time is in seconds")
+        #expect(body["server_check_interval"] == "3600s")
+        #expect(body["total_active_games"] == 2)
+        let games = try #require(body["monitored_games"]?.arrayValue)
+        #expect(games.count == 2)
+        let alpha = try #require(games.first { $0["game_id"] == 101 })
+        #expect(alpha["game_name"] == "Alpha")
+        #expect(alpha["current_player"] == .int(H.player))
+        #expect(alpha["is_your_turn"] == true)
+        #expect(alpha["last_move_timestamp"]?.intValue != nil)
+        #expect(try await client.request("GET", "/diagnostics/999").status == 404)
+    }
+
+    @Test func aMoveBetweenFetchAndSendIsNotLost() async throws {
+        try await H.with { harness in
+            harness.ogs.setGames(H.player, [H.game(201, "Gamma", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
+            // APNs is slow to accept the first notification...
+            harness.apns.script(.delayed(seconds: 1.5, .accept))
+            try await harness.daemon { daemon, client in
+                _ = try await client.request("POST", "/register", json: ["user_id": .string(String(H.player)), "device_token": .string(H.token)])
+                try await harness.apns.waitForRequests(1)
+                // ...and meanwhile the player moved and the opponent answered: a move made after
+                // the fetch, but before the send completed. Wall-clock "last notification time"
+                // would be later than this move and hide it forever.
+                harness.ogs.move(game: 201, currentPlayer: H.player, lastMove: H.nowMilliseconds)
+                // The first notification is accepted now, and its watermark written.
+                try await daemon.waitForLine(containing: "event delivered: 1 of 1 deliveries accepted")
+                #expect(try await harness.watermarks() == 1)
+                let check = try await client.request("GET", "/check/\(H.player)")
+                #expect(check.body?["sent"]?["status"] == "delivered", "\(check.text)")
+                #expect(harness.apns.requests.count == 2)
+            }
+        }
+    }
+
+    @Test(arguments: [
+        OGSStandIn.Behavior.status(500), .status(503), .malformed, .status(429, retryAfter: 1),
+    ])
+    func ogsFailuresAreRecordedAndChangeNothing(_ failure: OGSStandIn.Behavior) async throws {
+        try await H.with { harness in
+            let healthy: Int64 = 555
+            harness.ogs.setGames(H.player, [H.game(301, "Delta", yourTurn: true, lastMove: H.nowMilliseconds)])
+            harness.ogs.setGames(healthy, [OGSStandIn.Game(id: 302, name: "Epsilon", black: healthy, white: 356, currentPlayer: healthy,
+                                                           lastMove: H.nowMilliseconds)])
+            harness.ogs.behave(failure, for: H.player)
+            try await harness.daemon { daemon, client in
+                _ = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
+                let check = try await client.request("GET", "/check/\(H.player)")
+                #expect(check.status == 200)
+                #expect(check.body?["error"]?.stringValue?.isEmpty == false)
+                let diagnostics = try await client.request("GET", "/diagnostics/\(H.player)")
+                #expect(diagnostics.body?["last_error"]?["message"]?.stringValue?.isEmpty == false)
+                #expect(try await harness.watermarks() == 0)
+                #expect(harness.apns.requests.isEmpty)
+                // Another user is not stopped by it.
+                _ = try await client.request("POST", "/register", json: ["user_id": .int(healthy), "device_token": .string(String(repeating: "9f", count: 32))])
+                let other = try await harness.apns.waitForRequests(1)
+                #expect(other.first?.body?["game_id"] == 302)
+                // And the failing user is notified once OGS recovers.
+                harness.ogs.behave(.normal, for: H.player)
+                let recovered = try await client.request("GET", "/check/\(H.player)")
+                #expect(recovered.body?["sent"]?["status"] == "delivered")
+                #expect(try await client.request("GET", "/healthz").status == 200)
+                _ = daemon
+            }
+        }
+    }
+
+    @Test func unregisteredTokenIsPrunedAndNoLongerListed() async throws {
+        try await H.with { harness in
+            harness.ogs.setGames(H.player, [H.game(401, "Zeta", yourTurn: true, lastMove: H.nowMilliseconds)])
+            harness.apns.script(.reject(status: 410, reason: "Unregistered", timestamp: H.nowMilliseconds + 60_000))
+            try await harness.daemon { daemon, client in
+                let listed = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
+                #expect(listed.status == 200)
+                #expect(try await client.request("GET", "/users-by-token/\(H.token)").body?["user_ids"] == [.string(String(H.player))])
+                try await harness.apns.waitForRequests(1)
+                try await daemon.waitForLine(containing: "removed dead device token 80860575")
+                #expect(try await client.request("GET", "/users-by-token/\(H.token)").body?["user_ids"] == [])
+                #expect(try await harness.watermarks() == 0, "nothing was delivered: the watermark did not move")
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushPipe
+import PushPipeStages
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Drives the real APNs pipeline path at a stand-in: events are submitted to a
+/// `PipelineRunner` (rendered by `apns.alert`, sent by `apns`, outcomes recorded in a
+/// SQLite store) as fast as the pipeline accepts them. Bounded: it stops after `--count`.
+@main
+struct APNsBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pushpipe-bench", abstract: "Measure pushpipe's APNs path against a local stand-in.")
+
+    @Option(help: "Stand-in base URL (127.0.0.1 only).") var baseURL = "https://localhost:8443"
+    @Option(help: "PEM file of the stand-in's CA.") var caFile: String
+    @Option(help: "Notifications to send.") var count = 200_000
+    @Option(help: "HTTP/2 connections.") var connections = 1
+    @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 1000
+    @Option(help: "Registered devices the events go to.") var devices = 1000
+
+    func validate() throws {
+        guard let host = URL(string: baseURL)?.host, ["127.0.0.1", "localhost", "::1"].contains(host) else {
+            throw ValidationError("benchmarks only target this machine (127.0.0.1 / localhost)")
+        }
+    }
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A throwaway key: the stand-in checks nothing, but the provider token is made and reused as in production.
+        try runOpenSSL(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(directory)/sec1.pem"])
+        try runOpenSSL(["pkcs8", "-topk8", "-nocrypt", "-in", "\(directory)/sec1.pem", "-out", "\(directory)/AuthKey.p8"])
+        let file = "\(directory)/bench.yaml"
+        try """
+            pipeline: bench
+            sources:
+              - {type: http.event, path: /events}
+            renderer:
+              type: apns.alert
+              title: "{{title}}"
+              body: "{{text}}"
+              sound: default
+              badge: {$from: badge}
+              custom: {n: {$from: n}}
+            transport:
+              type: apns
+              team_id: BENCHTEAM1
+              key_id: BENCHKEY01
+              key_path: \(directory)/AuthKey.p8
+              bundle_id: com.example.bench
+              base_url: \(baseURL)
+              ca_file: \(caFile)
+              connections: \(connections)
+            delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
+        let store = try SQLiteStore(path: "\(directory)/state.sqlite")
+        for index in 0..<devices {
+            try await store.register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
+                                     pipeline: "bench", environment: nil, replace: false)
+        }
+        var logger = Logger(label: "bench")
+        logger.logLevel = .warning
+        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live)
+        let outcomes = OutcomeCounter()
+        let text = String(repeating: "x", count: 120)
+        let cpuBefore = Self.cpuSeconds()
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await runner.run(store: store, mode: .live) }
+            await withTaskGroup(of: Void.self) { producers in
+                let producerCount = 4
+                for producer in 0..<producerCount {
+                    producers.addTask {
+                        for n in stride(from: producer, to: count, by: producerCount) {
+                            var event = Event(pipeline: "bench", user: "user\(n % devices)",
+                                              body: ["title": "Benchmark", "text": .string(text), "badge": 1, "n": .int(Int64(n))])
+                            event.onComplete = { report in outcomes.add(report) }
+                            try? await runner.submit(event)
+                        }
+                    }
+                }
+            }
+            await outcomes.wait(for: count)
+            runner.stop()
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let cpu = Self.cpuSeconds() - cpuBefore
+        let (delivered, failed) = outcomes.totals
+        print(String(format: "pushpipe: %d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+                     count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, Self.peakRSSMegabytes()))
+        try await store.close()
+    }
+
+    func runOpenSSL(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ValidationError("openssl \(arguments.first ?? "") failed") }
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func peakRSSMegabytes() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss / 1024
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# APNs throughput: nginx as an HTTP/2 + TLS APNs stand-in on 127.0.0.1, then
+#   1. h2load (1 connection, 100 streams, 200-byte payload): the ceiling;
+#   2. pushpipe end to end (events → apns.alert → apns → outcome in SQLite), 1 and 4 connections;
+#   3. a long run for memory: peak RSS must stay flat.
+# Bounded: every load stops after its count. nginx is stopped at the end.
+#   COUNT=200000 LONG_COUNT=1000000 PORT=8443 bash bench/apns/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+COUNT=${COUNT:-200000}
+LONG_COUNT=${LONG_COUNT:-1000000}
+PORT=${PORT:-8443}
+
+if ! command -v nginx >/dev/null 2>&1 || ! command -v h2load >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nginx nghttp2-client >/dev/null
+fi
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
+
+RUN=$(mktemp -d /tmp/pushpipe-apns-bench.XXXXXX)
+chmod 755 "$RUN"
+cleanup() {
+  [ -f "$RUN/nginx.pid" ] && kill "$(cat "$RUN/nginx.pid")" 2>/dev/null || true
+  rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+# A throwaway CA and a server certificate for localhost / 127.0.0.1.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$RUN/ca.key" -out "$RUN/ca.pem" \
+  -days 1 -subj /CN=pushpipe-bench-ca 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$RUN/server.key" -out "$RUN/server.csr" \
+  -subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$RUN/ext.cnf"
+openssl x509 -req -in "$RUN/server.csr" -CA "$RUN/ca.pem" -CAkey "$RUN/ca.key" -CAcreateserial -out "$RUN/server.pem" \
+  -days 1 -extfile "$RUN/ext.cnf" 2>/dev/null
+chmod 644 "$RUN"/*.pem "$RUN"/*.key
+
+mkdir -p "$RUN"/tmp_body "$RUN"/tmp_proxy "$RUN"/tmp_fastcgi "$RUN"/tmp_uwsgi "$RUN"/tmp_scgi
+chmod 777 "$RUN"/tmp_*
+sed -e "s|@RUN@|$RUN|g" -e "s|@CERTS@|$RUN|g" -e "s|@PORT@|$PORT|g" bench/apns/nginx.conf > "$RUN/nginx.conf"
+nginx -p "$RUN/" -c "$RUN/nginx.conf"
+
+# 200 bytes of JSON, like a small alert.
+python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$RUN/payload.json"
+
+echo "== h2load: $COUNT requests, 1 connection, 100 concurrent streams, $(wc -c < "$RUN/payload.json")-byte payload"
+h2load -n "$COUNT" -c 1 -m 100 -d "$RUN/payload.json" \
+  -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert' -H 'apns-priority: 10' -H 'content-type: application/json' \
+  "https://127.0.0.1:$PORT/3/device/$(printf '%064d' 1)" > "$RUN/h2load.txt"
+grep -E '^finished in|^requests:|^status codes:' "$RUN/h2load.txt"
+ceiling=$(awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt")
+
+swift build -c release --product pushpipe-bench >/dev/null
+bench=.build/release/pushpipe-bench
+common=(--base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem")
+
+for connections in 1 4; do
+  echo "== pushpipe: $COUNT notifications, $connections connection(s)"
+  line=$("$bench" "${common[@]}" --count "$COUNT" --connections "$connections" | tail -1)
+  echo "$line"
+  rate=$(echo "$line" | sed -E 's/.* = ([0-9]+)\/s.*/\1/')
+  python3 -c "print('pushpipe/h2load: %.0f%% (%s/s of %s/s)' % (100.0 * $rate / $ceiling, '$rate', '$ceiling'))"
+done
+
+if [ "$LONG_COUNT" -gt 0 ]; then
+  echo "== pushpipe: $LONG_COUNT notifications, 1 connection (memory over a long run)"
+  "$bench" "${common[@]}" --count "$LONG_COUNT" --connections 1 | tail -1
+fi
