@@ -50,9 +50,10 @@ extension JSON: Codable {
     /// Deterministic serialisation: sorted keys, no escaped slashes, so that
     /// a dry run, a pipeline test and the wire all show the same bytes.
     public func serialized(pretty: Bool = false) -> Data {
-        var output = Data()
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
         write(to: &output, pretty: pretty, indent: 0)
-        return output
+        return Data(output)
     }
 
     public var compactText: String { String(decoding: serialized(), as: UTF8.self) }

@@ -1,7 +1,7 @@
 import Foundation
 
 extension JSON {
-    func write(to output: inout Data, pretty: Bool, indent: Int) {
+    func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
@@ -34,7 +34,7 @@ extension JSON {
         }
     }
 
-    private static func newline(_ output: inout Data, pretty: Bool, indent: Int) {
+    private static func newline(_ output: inout [UInt8], pretty: Bool, indent: Int) {
         guard pretty else { return }
         output.append(UInt8(ascii: "\n"))
         output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
@@ -42,8 +42,14 @@ extension JSON {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    static func writeString(_ string: String, to output: inout Data) {
+    static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // Fast path: most strings need no escaping at all.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output.append(contentsOf: string.utf8)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)

@@ -14,6 +14,10 @@ public struct EventProcessor: Sendable {
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
     private let reportedConfigErrors = ReportedErrors()
+    /// Each stage's context, made once: they are the same for every event.
+    private let filterContexts: [StageContext]
+    private let rendererContext: StageContext
+    private let transportContext: StageContext
 
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput) {
         self.definition = definition
@@ -21,10 +25,10 @@ public struct EventProcessor: Sendable {
         self.logger = logger
         self.mode = mode
         self.output = output
-    }
-
-    var context: StageContext {
-        StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+        filterContexts = definition.filters.map { context.forStage($0.id) }
+        rendererContext = context.forStage(definition.renderer.id)
+        transportContext = context.forStage(definition.transport.id)
     }
 
     public func process(_ incoming: Event) async -> EventReport {
@@ -35,15 +39,14 @@ public struct EventProcessor: Sendable {
 
     private func run(_ incoming: Event) async -> EventReport {
         var event = incoming
-        var logger = self.logger
-        logger[metadataKey: "event"] = .string(event.id)
+        let logger = self.logger
         func failed(_ reason: String) -> EventReport {
-            logger.error("event failed: \(reason)")
+            logger.error("event \(event.id) failed: \(reason)")
             return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason)
         }
-        for filter in definition.filters {
+        for (filter, filterContext) in zip(definition.filters, filterContexts) {
             do {
-                switch try await filter.stage.apply(to: event, context: context.forStage(filter.id)) {
+                switch try await filter.stage.apply(to: event, context: filterContext) {
                 case .pass(let passed): event = passed
                 case .drop(let reason):
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)")
@@ -56,7 +59,7 @@ public struct EventProcessor: Sendable {
         }
         let notifications: [RenderedNotification]
         do {
-            notifications = try await definition.renderer.stage.render(event, context: context.forStage(definition.renderer.id))
+            notifications = try await definition.renderer.stage.render(event, context: rendererContext)
         } catch {
             return failed("renderer (\(definition.renderer.type)): \(error)")
         }
@@ -66,11 +69,18 @@ public struct EventProcessor: Sendable {
         }
         let rendered = event
         let eventLogger = logger
-        let deliveries = await withTaskGroup(of: DeliveryReport.self) { group in
-            for notification in notifications {
-                group.addTask { await self.deliver(notification, event: rendered, logger: eventLogger) }
+        let deliveries: [DeliveryReport]
+        if notifications.count == 1 {
+            deliveries = [await deliver(notifications[0], event: rendered, logger: eventLogger)]
+        } else {
+            deliveries = await withTaskGroup(of: (Int, DeliveryReport).self) { group in
+                for (index, notification) in notifications.enumerated() {
+                    group.addTask { (index, await self.deliver(notification, event: rendered, logger: eventLogger)) }
+                }
+                var ordered = [DeliveryReport?](repeating: nil, count: notifications.count)
+                for await (index, report) in group { ordered[index] = report }
+                return ordered.compactMap { $0 }
             }
-            return await group.reduce(into: [DeliveryReport]()) { $0.append($1) }
         }
         return await complete(event, deliveries: deliveries, notifications: notifications, logger: logger)
     }
@@ -80,16 +90,23 @@ public struct EventProcessor: Sendable {
         let unresolved = deliveries.filter { $0.outcome == "retry-after" || $0.outcome == "config-error" }
         let status: EventReport.Status = delivered.isEmpty ? .failed : unresolved.isEmpty ? .delivered : .partial
         if mode == .live {
+            let now = Date().timeIntervalSince1970
+            var history: [HistoryEntry] = []
+            var historyUsers: Set<String> = []
+            for notification in notifications where delivered.contains(where: { $0.user == notification.token.user }) {
+                guard historyUsers.insert(notification.token.user).inserted else { continue }
+                history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
+                                            record: notification.historyRecord ?? notification.payload))
+            }
+            let records = zip(notifications, deliveries).map { notification, delivery in
+                DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user, tokenKind: notification.token.kind,
+                               token: notification.token.value, outcome: delivery.outcome, reason: delivery.reason,
+                               providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now)
+            }
             do {
-                var historyUsers: Set<String> = []
-                for notification in notifications where delivered.contains(where: { $0.user == notification.token.user }) {
-                    guard historyUsers.insert(notification.token.user).inserted else { continue }
-                    try await store.appendHistory(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id,
-                                                               createdAt: Date().timeIntervalSince1970,
-                                                               record: notification.historyRecord ?? notification.payload))
-                }
                 // Watermarks move only when everything that could be delivered was.
-                if status == .delivered { try await store.setState(event.commitOnDelivery, pipeline: definition.name) }
+                try await store.recordOutcome(deliveries: records, history: history, state: status == .delivered ? event.commitOnDelivery : [],
+                                              pipeline: definition.name)
             } catch {
                 logger.error("could not record the outcome: \(error)")
             }
@@ -101,7 +118,6 @@ public struct EventProcessor: Sendable {
 
     private func deliver(_ notification: RenderedNotification, event: Event, logger: Logger) async -> DeliveryReport {
         let token = notification.token
-        let transportContext = context.forStage(definition.transport.id)
         let transport = definition.transport.stage
         var attempts = 0
         var outcome: TransportOutcome
@@ -149,17 +165,6 @@ public struct EventProcessor: Sendable {
             if reportedConfigErrors.firstTime(reason) {
                 logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)")
             }
-        }
-        guard mode == .live else { return }
-        var providerID: String?
-        if case .delivered(let id) = outcome { providerID = id }
-        do {
-            try await store.recordDelivery(DeliveryRecord(
-                pipeline: definition.name, eventID: event.id, user: token.user, tokenKind: token.kind, token: token.value,
-                outcome: outcome.name, reason: outcome.reason, providerID: providerID, attempts: attempts,
-                createdAt: Date().timeIntervalSince1970))
-        } catch {
-            logger.error("could not record the delivery: \(error)")
         }
     }
 

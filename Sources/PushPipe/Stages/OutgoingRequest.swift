@@ -6,6 +6,8 @@ public struct OutgoingRequest: Sendable {
     public var url: String
     public var headers: [(name: String, value: String)]
     public var body: JSON
+    /// The body as sent, serialized once (size checks and the wire use the same bytes).
+    public let bodyBytes: Data
     public var token: DeviceToken
 
     public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, token: DeviceToken) {
@@ -13,6 +15,7 @@ public struct OutgoingRequest: Sendable {
         self.url = url
         self.headers = headers
         self.body = body
+        self.bodyBytes = body.serialized()
         self.token = token
     }
 

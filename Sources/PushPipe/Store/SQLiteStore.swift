@@ -1,10 +1,30 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode, written through GRDB.
 public final class SQLiteStore: Store {
     let database: DatabasePool
     public let path: String
+    /// Outcomes, history and watermarks arrive from many deliveries at once: they share transactions.
+    private let outcomes: GroupCommit<OutcomeWrite>
+    /// Recipient lookups happen once per event; registrations change rarely. Entries live one
+    /// second and every registration change made through this store clears them, so only a
+    /// second process writing the same file (not a supported setup) can be seen late.
+    private let tokenCache = Mutex<[TokenQuery: (tokens: [DeviceToken], expires: ContinuousClock.Instant)]>([:])
+
+    struct TokenQuery: Hashable {
+        var pipeline: String
+        var user: String?
+        var kind: String
+    }
+
+    enum OutcomeWrite: Sendable {
+        case delivery(DeliveryRecord)
+        case history(HistoryEntry)
+        case state([StateWrite], pipeline: String)
+        case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
+    }
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
     public init(path: String) throws {
@@ -20,8 +40,41 @@ public final class SQLiteStore: Store {
             // few milliseconds' ones on power loss; a killed process loses nothing committed.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        database = try DatabasePool(path: path, configuration: configuration)
+        let database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
+        self.database = database
+        outcomes = GroupCommit { writes in
+            try await database.write { db in
+                for write in writes { try Self.apply(write, in: db) }
+            }
+        }
+    }
+
+    static func apply(_ write: OutcomeWrite, in db: Database) throws {
+        switch write {
+        case .delivery(let record):
+            // Cached statements: parsed once per connection, not once per write.
+            try db.cachedStatement(sql: """
+                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [record.pipeline, record.eventID, record.user, record.tokenKind, record.token, record.outcome,
+                                         record.reason, record.providerID, record.attempts, record.createdAt])
+        case .history(let entry):
+            try db.cachedStatement(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt, entry.record.compactText])
+        case .state(let writes, let pipeline):
+            let now = Date().timeIntervalSince1970
+            for write in writes {
+                try db.cachedStatement(sql: """
+                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now])
+            }
+        case .outcome(let deliveries, let history, let state, let pipeline):
+            for record in deliveries { try apply(.delivery(record), in: db) }
+            for entry in history { try apply(.history(entry), in: db) }
+            try apply(.state(state, pipeline: pipeline), in: db)
+        }
     }
 
     public func appliedMigrations() throws -> [String] {
@@ -29,6 +82,7 @@ public final class SQLiteStore: Store {
     }
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        defer { tokenCache.withLock { $0.removeAll() } }
         let now = Date().timeIntervalSince1970
         try await database.write { db in
             if replace {
@@ -46,13 +100,25 @@ public final class SQLiteStore: Store {
     }
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        let query = TokenQuery(pipeline: pipeline, user: user, kind: kind)
+        let now = ContinuousClock.now
+        if let cached = tokenCache.withLock({ $0[query] }), cached.expires > now { return cached.tokens }
+        let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
+        tokenCache.withLock { cache in
+            if cache.count > 100_000 { cache.removeAll() }
+            cache[query] = (tokens, now + .seconds(1))
+        }
+        return tokens
+    }
+
+    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
         try await database.read { db in
             let rows: [Row]
             if let user {
-                rows = try Row.fetchAll(db, sql: """
+                rows = try Row.fetchAll(db.cachedStatement(sql: """
                     SELECT user_id, token_kind, token, scope, updated_at FROM registrations
                     WHERE pipeline = ? AND user_id = ? AND token_kind = ? ORDER BY updated_at DESC
-                    """, arguments: [pipeline, user, kind])
+                    """), arguments: [pipeline, user, kind])
             } else {
                 rows = try Row.fetchAll(db, sql: """
                     SELECT user_id, token_kind, token, scope, updated_at FROM registrations
@@ -84,7 +150,8 @@ public final class SQLiteStore: Store {
     }
 
     public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
-        try await database.write { db in
+        defer { tokenCache.withLock { $0.removeAll() } }
+        return try await database.write { db in
             try db.execute(sql: """
                 DELETE FROM registrations WHERE pipeline = ? AND token_kind = ? AND token = ? AND updated_at <= ?
                 """, arguments: [pipeline, kind, token, unlessUpdatedAfter ?? Double.greatestFiniteMagnitude])
@@ -142,22 +209,16 @@ public final class SQLiteStore: Store {
 
     public func setState(_ writes: [StateWrite], pipeline: String) async throws {
         guard !writes.isEmpty else { return }
-        let now = Date().timeIntervalSince1970
-        try await database.write { db in
-            for write in writes {
-                try db.execute(sql: """
-                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """, arguments: [pipeline, write.stage, write.key, write.value.compactText, now])
-            }
-        }
+        try await outcomes.submit(.state(writes, pipeline: pipeline))
+    }
+
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
+        guard !deliveries.isEmpty || !history.isEmpty || !state.isEmpty else { return }
+        try await outcomes.submit(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
     }
 
     public func appendHistory(_ entry: HistoryEntry) async throws {
-        try await database.write { db in
-            try db.execute(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt, entry.record.compactText])
-        }
+        try await outcomes.submit(.history(entry))
     }
 
     public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
@@ -174,13 +235,7 @@ public final class SQLiteStore: Store {
     }
 
     public func recordDelivery(_ record: DeliveryRecord) async throws {
-        try await database.write { db in
-            try db.execute(sql: """
-                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [record.pipeline, record.eventID, record.user, record.tokenKind, record.token, record.outcome,
-                                 record.reason, record.providerID, record.attempts, record.createdAt])
-        }
+        try await outcomes.submit(.delivery(record))
     }
 
     public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {

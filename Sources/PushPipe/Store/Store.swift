@@ -23,6 +23,9 @@ public protocol Store: Sendable {
     func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON]
     func setState(_ writes: [StateWrite], pipeline: String) async throws
 
+    /// Everything one event's delivery produced, in one transaction: the outcome of each
+    /// delivery, the history entries, and the state writes to commit with them.
+    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws
     func appendHistory(_ entry: HistoryEntry) async throws
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func recordDelivery(_ record: DeliveryRecord) async throws

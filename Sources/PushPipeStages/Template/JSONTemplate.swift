@@ -13,6 +13,7 @@ import PushPipe
 public indirect enum JSONTemplate: Sendable {
     case literal(JSON)
     case text(MustacheTemplate)
+    case variable(path: String)
     case reference(path: String, defaultValue: JSON?)
     case choice(value: JSONTemplate, cases: [String: JSONTemplate], defaultCase: JSONTemplate?)
     case array([JSONTemplate])
@@ -23,6 +24,9 @@ public indirect enum JSONTemplate: Sendable {
 
     public init(compiling json: JSON, keyPath: String) throws {
         switch json {
+        case .string(let string) where Self.singleVariable(in: string) != nil:
+            // `{{field}}` alone: the value's text, without running Mustache.
+            self = .variable(path: Self.singleVariable(in: string)!)
         case .string(let string) where string.contains("{{"):
             do {
                 self = .text(try MustacheTemplate(string: Self.textPragma + string))
@@ -65,6 +69,15 @@ public indirect enum JSONTemplate: Sendable {
         }
     }
 
+    /// The path of a template that is exactly one `{{name.path}}` (letters, digits, `_`, `.`).
+    static func singleVariable(in template: String) -> String? {
+        guard template.hasPrefix("{{"), template.hasSuffix("}}"), template.count > 4 else { return nil }
+        let inner = template.dropFirst(2).dropLast(2).trimmingCharacters(in: .whitespaces)
+        guard let first = inner.first, first.isLetter || first == "_",
+              inner.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }) else { return nil }
+        return inner
+    }
+
     /// `nil` means "leave this key out".
     public func render(_ context: TemplateContext) -> JSON? {
         switch self {
@@ -72,6 +85,8 @@ public indirect enum JSONTemplate: Sendable {
             return json
         case .text(let template):
             return .string(template.render(context.foundation))
+        case .variable(let path):
+            return .string(context.json.value(at: path)?.textValue ?? "")
         case .reference(let path, let defaultValue):
             guard let value = context.json.value(at: path) else { return defaultValue }
             return value
@@ -95,7 +110,19 @@ public indirect enum JSONTemplate: Sendable {
 /// renderer's own computed values.
 public struct TemplateContext: @unchecked Sendable {
     public let json: JSON
-    let foundation: Any
+    private let foundationBox: FoundationBox
+    /// The Foundation form Mustache needs, made on first use: many payloads use no Mustache at all.
+    var foundation: Any { foundationBox.value(for: json) }
+
+    final class FoundationBox {
+        private var cached: Any?
+        func value(for json: JSON) -> Any {
+            if let cached { return cached }
+            let value = TemplateContext.templateValue(json)
+            cached = value
+            return value
+        }
+    }
 
     /// - Parameter vars: computed from the event alone (they do not see each other).
     public init(event: Event, vars: [String: JSONTemplate] = [:]) {
@@ -120,7 +147,7 @@ public struct TemplateContext: @unchecked Sendable {
             "time_iso": .string(TemplateContext.isoFormatter.string(from: event.time)),
         ]
         json = .object(members)
-        foundation = Self.templateValue(json)
+        foundationBox = FoundationBox()
     }
 
     /// Foundation values for Mustache, with strings wrapped so template functions apply.

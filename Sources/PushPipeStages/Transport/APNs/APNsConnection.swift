@@ -40,6 +40,7 @@ final class APNsConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                    try sync.addHandler(FlushCoalescingHandler())
                     let multiplexer = try sync.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
                     ) { stream in stream.eventLoop.makeSucceededVoidFuture() }

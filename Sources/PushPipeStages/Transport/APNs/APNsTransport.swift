@@ -50,6 +50,9 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
 
     let configuration: Configuration
     let baseURL: URL
+    /// `https://host[:port]` and `host[:port]`, built once: URL parsing per request is costly.
+    let baseURLText: String
+    let authority: String
     let keyPath: String
     private let state = Mutex<Resources?>(nil)
 
@@ -66,6 +69,8 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             throw ConfigurationValueError(keyPath: "base_url", "'\(base)' is not an https URL", expected: "https://host[:port]")
         }
         baseURL = url
+        authority = url.port.map { "\(url.host!):\($0)" } ?? url.host!
+        baseURLText = "https://\(authority)"
         keyPath = configuration.keyPath
         guard (1...64).contains(configuration.connections) else {
             throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
@@ -100,13 +105,13 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             }
             headers.append(("apns-collapse-id", collapse))
         }
-        let size = notification.payload.serialized().count
+        let url = "\(baseURLText)/3/device/\(notification.token.value)"
+        let request = OutgoingRequest(method: "POST", url: url, headers: headers, body: notification.payload, token: notification.token)
         let limit = pushType == "voip" ? Self.maximumVoIPPayloadBytes : Self.maximumPayloadBytes
-        guard size <= limit else {
-            throw StageError(.payloadTooLarge, stage: context.stage, "payload is \(size) bytes; APNs accepts \(limit) for \(pushType)")
+        guard request.bodyBytes.count <= limit else {
+            throw StageError(.payloadTooLarge, stage: context.stage, "payload is \(request.bodyBytes.count) bytes; APNs accepts \(limit) for \(pushType)")
         }
-        let url = baseURL.appendingPathComponent("3/device/\(notification.token.value)").absoluteString
-        return OutgoingRequest(method: "POST", url: url, headers: headers, body: notification.payload, token: notification.token)
+        return request
     }
 
     func run(context: StageContext) async throws {
@@ -132,13 +137,13 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         }
         do {
             var headers = HPACKHeaders([
-                (":method", "POST"), (":scheme", "https"), (":authority", baseURL.host ?? ""),
-                (":path", URL(string: request.url)?.path ?? ""),
+                (":method", "POST"), (":scheme", "https"), (":authority", authority),
+                (":path", "/3/device/\(request.token.value)"),
                 ("authorization", "bearer \(try await resources.token.token())"),
                 ("content-type", "application/json"),
             ])
             for header in request.headers { headers.add(name: header.name, value: header.value) }
-            let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.body.serialized()),
+            let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes),
                                                      timeout: .milliseconds(Int64(configuration.timeout * 1000)))
             let (outcome, action) = response.outcome
             switch action {
