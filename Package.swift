@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "pushpipe", targets: ["pushpipe"]),
         .library(name: "PushPipe", targets: ["PushPipe"]),
         .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
+        .library(name: "PushPayloads", targets: ["PushPayloads"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -58,6 +59,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // App-side payload types: Foundation only, so an iOS app and its widget can use it.
+        .target(name: "PushPayloads"),
         .target(
             name: "PushPipeTesting",
             dependencies: [
@@ -68,6 +71,7 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -98,6 +102,8 @@ let package = Package(
                 "PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")]
         ),
@@ -107,7 +113,13 @@ let package = Package(
                 "PushPipe", "PushPipeStages", "PushPipeTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PushPayloadsTests",
+            dependencies: ["PushPayloads", "PushPipe", "PushPipeStages"]
         ),
     ]
 )

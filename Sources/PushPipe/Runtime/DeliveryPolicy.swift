@@ -31,11 +31,12 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
         self.drainTimeout = drainTimeout
     }
 
-    /// Exponential backoff with jitter, never sooner than the provider asked.
+    /// Exponential backoff with jitter, never sooner than the provider asked: its
+    /// `Retry-After` wins over `max_backoff` (up to an hour, against absurd values).
     public func delay(afterAttempt attempt: Int, hint: Double?) -> Double {
         let exponential = min(maxBackoff, backoff * Double(1 << min(attempt - 1, 20)))
         let jittered = exponential * Double.random(in: 0.5...1.0)
-        return max(jittered, min(hint ?? 0, maxBackoff * 4))
+        return max(jittered, min(hint ?? 0, 3600))
     }
 
     var json: JSON {

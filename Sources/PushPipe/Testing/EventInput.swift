@@ -15,9 +15,7 @@ public enum EventInput {
         var time = Date()
         switch json["time"] {
         case .string(let text)?:
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = text.contains(".") ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
-            guard let parsed = formatter.date(from: text) else { throw HTTPError.badRequest("time '\(text)' is not ISO 8601", field: "time") }
+            guard let parsed = parseISO8601(text) else { throw HTTPError.badRequest("time '\(text)' is not ISO 8601", field: "time") }
             time = parsed
         case let value? where value.doubleValue != nil:
             time = Date(timeIntervalSince1970: value.doubleValue!)
@@ -28,5 +26,20 @@ public enum EventInput {
         }
         return Event(id: json["id"]?.textValue ?? Event.makeID(), pipeline: pipeline, user: json["user"]?.textValue, time: time,
                      body: json["body"] ?? .object([:]))
+    }
+
+    /// ISO 8601 keeping every fractional digit (Foundation's formatter stops at milliseconds,
+    /// and Pong's timestamps carry microseconds).
+    static func parseISO8601(_ text: String) -> Date? {
+        var base = text
+        var fraction = 0.0
+        if let dot = text.firstIndex(of: ".") {
+            let digits = text[text.index(after: dot)...].prefix { $0.isNumber }
+            fraction = Double("0." + digits) ?? 0
+            base = String(text[..<dot]) + String(text[text.index(after: dot)...].dropFirst(digits.count))
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: base).map { $0.addingTimeInterval(fraction) }
     }
 }

@@ -20,6 +20,8 @@ public struct PipelineTestRunner: Sendable {
         public var file: String
         public var name: String
         public var failures: [String]
+        /// The requests the case's event produced (what a contract test decodes).
+        public var requests: [OutgoingRequest]
         public var passed: Bool { failures.isEmpty }
     }
 
@@ -47,16 +49,16 @@ public struct PipelineTestRunner: Sendable {
             }
             for (index, testCase) in testDefinition.cases.enumerated() {
                 let name = testCase["name"]?.stringValue ?? "case \(index + 1)"
-                let failures = await runCase(testCase, given: testDefinition.given, definition: definition,
-                                             storePath: "\(directory)/case-\(index).sqlite")
-                results.append(CaseResult(file: testFile, name: name, failures: failures))
+                let (failures, requests) = await runCase(testCase, given: testDefinition.given, definition: definition,
+                                                         storePath: "\(directory)/case-\(index).sqlite")
+                results.append(CaseResult(file: testFile, name: name, failures: failures, requests: requests))
             }
             stages.cancelAll()
         }
         return .success(results)
     }
 
-    func runCase(_ testCase: JSON, given: JSON, definition: PipelineDefinition, storePath: String) async -> [String] {
+    func runCase(_ testCase: JSON, given: JSON, definition: PipelineDefinition, storePath: String) async -> ([String], [OutgoingRequest]) {
         do {
             let store = try SQLiteStore(path: storePath)
             try await seed(store, given, pipeline: definition.name)
@@ -68,9 +70,9 @@ public struct PipelineTestRunner: Sendable {
             let report = await processor.process(event)
             try await store.close()
             let sent = requests.withLock { $0 }.sorted { ($0.token.user, $0.token.value) < ($1.token.user, $1.token.value) }
-            return compare(testCase["expect"] ?? [:], report: report, requests: sent)
+            return (compare(testCase["expect"] ?? [:], report: report, requests: sent), sent)
         } catch {
-            return ["could not run: \(error)"]
+            return (["could not run: \(error)"], [])
         }
     }
 

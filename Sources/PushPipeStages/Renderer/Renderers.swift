@@ -9,6 +9,12 @@ extension BuiltinStages {
             .renderer("apns.alert", APNsAlertRenderer.summary, APNsAlertRenderer.Configuration.self) { configuration, _ in
                 try APNsAlertRenderer(configuration: configuration)
             },
+            .renderer("apns.live-activity", APNsLiveActivityRenderer.summary, APNsLiveActivityRenderer.Configuration.self) { configuration, _ in
+                try APNsLiveActivityRenderer(configuration: configuration)
+            },
+            .renderer("fcm.message", FCMMessageRenderer.summary, FCMMessageRenderer.Configuration.self) { configuration, _ in
+                try FCMMessageRenderer(configuration: configuration)
+            },
         ]
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import PushPipe
 
 /// Events posted by a backend over HTTP: the route is part of the source's configuration.
@@ -12,7 +13,9 @@ struct HTTPEventSource: Source {
     /// - `require_user` (boolean; true): reject events without a recipient; false sends them to every registered user.
     /// - `id_field` (string; none): body field used as the event id (must be unique); generated otherwise.
     /// - `wait` (boolean; false): answer 200 with the delivery report instead of 202 once queued.
+    /// - `known_values` (map of lists; `{}`): e.g. `{type: [upvote, comment]}`; other values are accepted with a warning.
     struct Configuration: StageConfiguration {
+        var knownValues: [String: [String]]
         var path: String
         var method: String
         var auth: JSON
@@ -29,6 +32,8 @@ struct HTTPEventSource: Source {
             SchemaKey("require_user", .boolean, default: true, "Reject events without a recipient; false broadcasts them."),
             SchemaKey("id_field", .string, "Body field used as the event id; generated when absent."),
             SchemaKey("wait", .boolean, default: false, "Answer with the delivery report instead of 202 once queued."),
+            SchemaKey("known_values", .map(.list(.string)), default: [:],
+                      "Expected values per field; others are accepted with a warning (lists grow)."),
         ])
     }
 
@@ -59,6 +64,8 @@ struct HTTPEventSource: Source {
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 
+    static let logger = Logger(label: "pushpipe.http-event")
+
     static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration) async throws -> RouteResponse {
         guard let body = request.body else { throw HTTPError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
@@ -77,6 +84,11 @@ struct HTTPEventSource: Source {
                 throw HTTPError.badRequest("'\(idField)' must be a short string", field: idField)
             }
             id = text
+        }
+        for (field, known) in configuration.knownValues {
+            if let value = body[field]?.textValue, !known.contains(value) {
+                logger.warning("event \(id): \(field) '\(value)' is not one of \(known.joined(separator: ", ")); accepted")
+            }
         }
         let event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
         if configuration.wait {

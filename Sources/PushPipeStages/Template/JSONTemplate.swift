@@ -106,7 +106,7 @@ public indirect enum JSONTemplate: Sendable {
 }
 
 /// What templates see: the event body's fields at the top level, `event` with the
-/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`), and `vars`, the
+/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`, `time_iso_micro`), and `vars`, the
 /// renderer's own computed values.
 public struct TemplateContext: @unchecked Sendable {
     public let json: JSON
@@ -145,6 +145,7 @@ public struct TemplateContext: @unchecked Sendable {
             "time": .int(Int64(seconds.rounded(.down))),
             "time_ms": .int(Int64((seconds * 1000).rounded(.down))),
             "time_iso": .string(TemplateContext.isoFormatter.string(from: event.time)),
+            "time_iso_micro": .string(TemplateContext.microseconds(event.time)),
         ]
         json = .object(members)
         foundationBox = FoundationBox()
@@ -158,6 +159,19 @@ public struct TemplateContext: @unchecked Sendable {
         case .object(let members): members.mapValues(templateValue)
         default: json.foundationValue
         }
+    }
+
+    /// `2022-04-08T15:17:41.900560`: UTC with microseconds and no zone, as Python's
+    /// `datetime.utcnow().isoformat()` writes it (Pong's original timestamps).
+    static func microseconds(_ date: Date) -> String {
+        // Round to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
+        let totalMicros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let whole = Double(totalMicros / 1_000_000)
+        let micros = Int(totalMicros % 1_000_000)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: whole))
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d", parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!, micros)
     }
 
     nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {

@@ -9,6 +9,9 @@ extension BuiltinStages {
             .transport("apns", APNsTransport.summary, APNsTransport.Configuration.self) { configuration, context in
                 try APNsTransport(configuration: configuration, context: context)
             },
+            .transport("fcm", FCMTransport.summary, FCMTransport.Configuration.self) { configuration, context in
+                try FCMTransport(configuration: configuration, context: context)
+            },
         ]
     }
 }

@@ -19,7 +19,10 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     /// - `connections` (integer; 1): pooled connections.
     /// - `timeout` (duration; 10s): per request.
     /// - `token_lifetime` (duration; 50m): how long one provider token is reused (20 to 60 minutes).
+    /// - `live_activity_token_kinds` (list; `[push-to-start, activity-update]`): token kinds that only
+    ///   take `liveactivity` pushes; every other kind never does. A mix-up fails before sending.
     struct Configuration: StageConfiguration {
+        var liveActivityTokenKinds: [String]
         var teamId: String
         var keyId: String
         var keyPath: String
@@ -42,6 +45,8 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
+            SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],
+                      "Token kinds that only take liveactivity pushes (and the only ones that do)."),
         ])
     }
 
@@ -84,6 +89,13 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let options = notification.options
         let pushType = options["push_type"]?.stringValue ?? "alert"
+        // Live Activity tokens and device tokens are different things (docs/tokens.md): a
+        // liveactivity push goes only to the former, anything else only to the latter.
+        let isLiveActivityToken = configuration.liveActivityTokenKinds.contains(notification.token.kind)
+        guard isLiveActivityToken == (pushType == "liveactivity") else {
+            throw StageError(.invalidEvent, stage: context.stage,
+                             "a \(pushType) push cannot go to a \(notification.token.kind) token (\(notification.token.masked))")
+        }
         let topic = switch pushType {
         case "liveactivity": configuration.bundleId + ".push-type.liveactivity"
         case "voip": configuration.bundleId + ".voip"
@@ -119,7 +131,8 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         do {
             while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         } catch {}
-        if let resources = state.withLock({ $0 }) { await resources.pool.shutdown() }
+        // A later run (the same stage started again) makes new ones.
+        if let resources = state.withLock({ current in defer { current = nil }; return current }) { await resources.pool.shutdown() }
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {

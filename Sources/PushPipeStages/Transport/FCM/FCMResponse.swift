@@ -1,0 +1,37 @@
+import Foundation
+import PushPipe
+
+/// One FCM answer and what it means (protocols.md, the FCM error table).
+struct FCMResponse: Sendable {
+    var status: Int
+    var body: JSON?
+    var retryAfter: Double?
+
+    var errorCode: String? {
+        body?["error"]?["details"]?.arrayValue?.first { $0["@type"]?.stringValue?.hasSuffix("FcmError") == true }?["errorCode"]?.stringValue
+    }
+    var message: String { body?["error"]?["message"]?.stringValue ?? "HTTP \(status)" }
+
+    enum Action { case none, refreshAccessToken }
+
+    var outcome: (TransportOutcome, Action) {
+        if status == 200 { return (.delivered(providerID: body?["name"]?.stringValue), .none) }
+        switch errorCode {
+        case "UNREGISTERED", "SENDER_ID_MISMATCH":
+            return (.dropToken(reason: "\(errorCode!): \(message)", since: nil), .none)
+        case "INVALID_ARGUMENT" where message.lowercased().contains("registration token"):
+            return (.dropToken(reason: "INVALID_ARGUMENT: \(message)", since: nil), .none)
+        case "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL":
+            return (.retryAfter(seconds: retryAfter, reason: "\(errorCode!): \(message)"), .none)
+        case "THIRD_PARTY_AUTH_ERROR":
+            return (.configError(reason: "THIRD_PARTY_AUTH_ERROR: the APNs credentials in Firebase are wrong (\(message))"), .none)
+        case nil where status == 401:
+            // The access token expired or was revoked: a new one, then once more.
+            return (.retryAfter(seconds: 0, reason: "access token rejected (401)"), .refreshAccessToken)
+        case nil where status == 429 || status >= 500:
+            return (.retryAfter(seconds: retryAfter, reason: "HTTP \(status): \(message)"), .none)
+        default:
+            return (.configError(reason: "\(errorCode ?? "HTTP \(status)"): \(message)"), .none)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import ArgumentParser
+import Foundation
+import PushPipe
+
+/// Pong's simulation CLI: one notification through the same filters, transport and history as
+/// the backend's events, whether or not the daemon is running (the store is shared).
+struct SimulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate", abstract: "Send one notification through a pipeline (Pong by default).",
+        // `-h` is the title here, as in Pong's original tool; help is `--help` only.
+        helpNames: [.long])
+
+    @Option(name: [.customShort("u"), .customLong("user")], help: "Recipient user id.")
+    var user: String
+
+    @Option(name: [.customShort("t"), .customLong("type")], help: "Notification type (upvote, comment, hot, top, leader, message, reply, violation, generic).")
+    var type = "generic"
+
+    @Option(name: [.customShort("r"), .customLong("resource")], help: "Resource path: /posts/ID, /messages/ID, /stats, or / .")
+    var resource: String?
+
+    @Option(name: [.customShort("h"), .customLong("title")], help: "Title (header).")
+    var title = "Pong"
+
+    @Option(name: [.customShort("b"), .customLong("body")], help: "Body.")
+    var body = ""
+
+    @Option(name: .long, help: "Pipeline name or file.")
+    var pipeline = "pong"
+
+    @Option(name: .long, help: "Folder of pipeline files.")
+    var pipelines = "pipelines"
+
+    @Option(name: .long, help: "SQLite state file (the daemon's, so settings and tokens apply and history is recorded).")
+    var state = "var/pushpipe.sqlite"
+
+    @Flag(name: .long, help: "Print the request instead of sending it; record nothing.")
+    var dryRun = false
+
+    @OptionGroup var options: ConfigurationOptions
+
+    static let knownTypes = ["upvote", "comment", "hot", "top", "leader", "message", "reply", "violation", "generic"]
+
+    func run() async throws {
+        let logger = options.makeLogger()
+        let file = FileManager.default.fileExists(atPath: pipeline) ? pipeline : "\(pipelines)/\(pipeline).yaml"
+        let result = await options.loader(dryRun: dryRun).load(pipelineFiles: [file], pluginsDirectory: options.plugins)
+        guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
+            printDiagnostics(result.diagnostics)
+            throw ExitCode(1)
+        }
+        if !Self.knownTypes.contains(type) {
+            FileHandle.standardError.write(Data("warning: type '\(type)' is not one of \(Self.knownTypes.joined(separator: ", ")); sending it anyway\n".utf8))
+        }
+        var fields: [String: JSON] = ["user": .string(user), "type": .string(type), "title": .string(title), "body": .string(body)]
+        fields["resource"] = resource.map(JSON.string)
+        let event = Event(pipeline: definition.name, user: user, body: .object(fields))
+        let store = try SQLiteStore(path: state)
+        let mode: RunMode = dryRun ? .dryRun : .live
+        let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode)
+        let report = await withTaskGroup(of: EventReport?.self) { group in
+            let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+            for (id, stage) in definition.longRunningStages {
+                group.addTask { try? await stage.run(context: context.forStage(id)); return nil }
+            }
+            let report = await processor.process(event)
+            group.cancelAll()
+            return report
+        }
+        try await store.close()
+        switch report.status {
+        case .delivered, .partial:
+            for delivery in report.deliveries { print("\(delivery.outcome): \(delivery.providerID ?? delivery.reason ?? "")") }
+            if report.status == .partial { throw ExitCode(1) }
+        case .filtered, .noRecipients, .failed:
+            print("not sent: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
+            for delivery in report.deliveries { print("\(delivery.outcome): \(delivery.reason ?? "")") }
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import PushPayloads
+import PushPipe
+import PushPipeStages
+import Testing
+
+/// Every shipped pipeline's `_test.yaml` cases are rendered by pushpipe's own renderers and
+/// decoded with the app-side library: renaming a key in a pipeline breaks this test, not the app.
+@Suite struct PipelineContractTests {
+    static var repository: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    func rendered(_ name: String) async throws -> [PipelineTestRunner.CaseResult] {
+        let loader = ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:], allowsUndefined: true))
+        let runner = PipelineTestRunner(loader: loader, pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
+                                        logger: Logger(label: "contract"))
+        let results = try await runner.run(testFile: Self.repository.appendingPathComponent("pipelines/\(name)_test.yaml").path).get()
+        #expect(!results.isEmpty)
+        return results
+    }
+
+    func userInfo(_ body: JSON) throws -> [AnyHashable: Any] {
+        try #require(JSONSerialization.jsonObject(with: body.serialized()) as? [AnyHashable: Any])
+    }
+
+    @Test func ogsNotificationsDecodeAndRoute() async throws {
+        var decoded = 0
+        for result in try await rendered("ogs-turns") {
+            for request in result.requests {
+                let notification = try #require(OGSTurnNotification(userInfo: try userInfo(request.body)), "\(result.name)")
+                #expect(notification.action == "open_game")
+                #expect(notification.destination?.host == "online-go.com", "\(result.name): a tap must open OGS")
+                #expect(notification.gameIDs?.first == notification.gameID)
+                decoded += 1
+            }
+        }
+        #expect(decoded >= 3)
+    }
+
+    @Test func svenNotificationsDecode() async throws {
+        var decoded = 0
+        for result in try await rendered("sven-replies") {
+            for request in result.requests {
+                #expect(SvenReplyNotification(userInfo: try userInfo(request.body))?.messageID.isEmpty == false, "\(result.name)")
+                decoded += 1
+            }
+        }
+        #expect(decoded >= 2)
+    }
+
+    @Test func pagerContentStateDecodesWithADefaultJSONDecoder() async throws {
+        var liveActivities = 0
+        for result in try await rendered("pager-live-activity") {
+            for request in result.requests where request.header("apns-push-type") == "liveactivity" {
+                let aps = try #require(request.body["aps"])
+                let state = try JSONDecoder().decode(PagerActivityAttributes.ContentState.self, from: try #require(aps["content-state"]).serialized())
+                #expect(!state.sender.isEmpty && !state.message.isEmpty)
+                #expect(state.timestamp == aps["timestamp"]?.doubleValue)
+                if aps["event"] == "start" {
+                    _ = try JSONDecoder().decode(PagerActivityAttributes.self, from: try #require(aps["attributes"]).serialized())
+                    #expect(aps["attributes-type"] == "PagerActivityAttributes")
+                }
+                liveActivities += 1
+            }
+        }
+        #expect(liveActivities >= 2, "start and update are both decoded")
+    }
+}
