@@ -45,15 +45,7 @@ struct DryRunCommand: AsyncParsableCommand {
         let store = try SQLiteStore(path: copy)
         print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)
-        let report = await withTaskGroup(of: EventReport?.self) { group in
-            let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: .dryRun)
-            for (id, stage) in definition.longRunningStages {
-                group.addTask { try? await stage.run(context: context.forStage(id)); return nil }
-            }
-            let report = await processor.process(input)
-            group.cancelAll()
-            return report
-        }
+        let report = try await definition.withRunningStages(store: store, logger: logger, mode: .dryRun) { await processor.process(input) }
         print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
         for delivery in report.deliveries {
             print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")

@@ -58,15 +58,7 @@ struct SimulateCommand: AsyncParsableCommand {
         let store = try SQLiteStore(path: state)
         let mode: RunMode = dryRun ? .dryRun : .live
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode)
-        let report = await withTaskGroup(of: EventReport?.self) { group in
-            let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
-            for (id, stage) in definition.longRunningStages {
-                group.addTask { try? await stage.run(context: context.forStage(id)); return nil }
-            }
-            let report = await processor.process(event)
-            group.cancelAll()
-            return report
-        }
+        let report = try await definition.withRunningStages(store: store, logger: logger, mode: mode) { await processor.process(event) }
         try await store.close()
         switch report.status {
         case .delivered, .partial:

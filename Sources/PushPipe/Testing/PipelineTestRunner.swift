@@ -37,24 +37,26 @@ public struct PipelineTestRunner: Sendable {
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var results: [CaseResult] = []
         // Plugins and other long-running stages run for the whole file, as in the daemon.
-        let stageStore = try? SQLiteStore(path: "\(directory)/stages.sqlite")
-        await withTaskGroup(of: Void.self) { stages in
-            if let stageStore {
-                let context = StageContext(pipeline: definition.name, stage: "pipeline", store: stageStore, logger: logger, mode: .dryRun)
-                for (id, stage) in definition.longRunningStages {
-                    stages.addTask { try? await stage.run(context: context.forStage(id)) }
-                }
-            }
-            for (index, testCase) in testDefinition.cases.enumerated() {
+        let stageStore: SQLiteStore
+        do {
+            stageStore = try SQLiteStore(path: "\(directory)/stages.sqlite")
+        } catch {
+            return .success([CaseResult(file: testFile, name: "store", failures: ["could not create a store: \(error)"], requests: [])])
+        }
+        let cases = testDefinition.cases
+        let given = testDefinition.given
+        let results: [CaseResult] = (try? await definition.withRunningStages(store: stageStore, logger: logger, mode: .dryRun) { () -> [CaseResult] in
+            var results: [CaseResult] = []
+            for (index, testCase) in cases.enumerated() {
                 let name = testCase["name"]?.stringValue ?? "case \(index + 1)"
-                let (failures, requests) = await runCase(testCase, given: testDefinition.given, definition: definition,
+                let (failures, requests) = await runCase(testCase, given: given, definition: definition,
                                                          storePath: "\(directory)/case-\(index).sqlite")
                 results.append(CaseResult(file: testFile, name: name, failures: failures, requests: requests))
             }
-            stages.cancelAll()
-        }
+            return results
+        }) ?? []
+        try? await stageStore.close()
         return .success(results)
     }
 

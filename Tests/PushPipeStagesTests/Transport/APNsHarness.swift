@@ -61,13 +61,7 @@ struct APNsHarness {
     /// Runs `body` with the pipeline's stages running, as the daemon would.
     func run<T: Sendable>(_ body: @Sendable (EventProcessor) async throws -> T) async throws -> T {
         let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "apns-test"), mode: .live)
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: Logger(label: "apns-test"), mode: .live)
-        let stages = definition.longRunningStages
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            for (id, stage) in stages { group.addTask { try await stage.run(context: context.forStage(id)); return nil } }
-            defer { group.cancelAll() }
-            return try await body(processor)
-        }
+        return try await definition.withRunningStages(store: store, logger: Logger(label: "apns-test"), mode: .live) { try await body(processor) }
     }
 
     func event(user: String? = "alice", _ body: JSON = ["title": "Hi", "text": "there", "n": 1]) -> Event {

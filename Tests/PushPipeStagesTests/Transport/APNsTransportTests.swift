@@ -11,13 +11,7 @@ import Testing
                      signingKey: P256.Signing.PrivateKey? = nil) async throws {
         let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts)
         try await harness.register("alice", APNsHarness.token)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
 
     func recorded(_ harness: APNsHarness) async throws -> [(outcome: String, providerID: String?, attempts: Int)] {

@@ -55,13 +55,7 @@ struct FCMHarness {
     func run<T: Sendable>(_ body: @Sendable (EventProcessor) async throws -> T) async throws -> T {
         let logger = Logger(label: "fcm-test")
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .live)
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: .live)
-        let stages = definition.longRunningStages
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            for (id, stage) in stages { group.addTask { try await stage.run(context: context.forStage(id)); return nil } }
-            defer { group.cancelAll() }
-            return try await body(processor)
-        }
+        return try await definition.withRunningStages(store: store, logger: logger, mode: .live) { try await body(processor) }
     }
 
     func event(user: String = "alice", _ body: JSON = ["title": "Hi", "body": "there", "type": "upvote", "count": 3]) -> Event {
@@ -76,12 +70,6 @@ struct FCMHarness {
 
     static func with(validateOnly: Bool = false, _ body: (FCMHarness) async throws -> Void) async throws {
         let harness = try await make(validateOnly: validateOnly)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
 }

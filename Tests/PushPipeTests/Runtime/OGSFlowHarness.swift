@@ -51,13 +51,7 @@ struct OGSFlowHarness: Sendable {
     /// Runs `body` and always stops the stand-ins.
     static func with(environment: [String: String] = [:], _ body: (OGSFlowHarness) async throws -> Void) async throws {
         let harness = try await make(environment: environment)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
 
     static func game(_ id: Int64, _ name: String, yourTurn: Bool, lastMove: Int64) -> OGSStandIn.Game {

@@ -16,16 +16,12 @@ import _CryptoExtras
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
         let fcm = try await FCMStandIn.start(publicKey: key.publicKey, clientEmail: "pong@pong.iam.gserviceaccount.com", authority: authority)
-        do {
+        try await withCleanup({
             try directory.write("sa.json", FCMStandIn.serviceAccount(privateKey: key, clientEmail: "pong@pong.iam.gserviceaccount.com",
                                                                       projectID: "pong-app", tokenURI: fcm.tokenURI))
             try directory.write("pipelines/pong.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pong.yaml"), encoding: .utf8))
             try await flow(directory: directory, fcm: fcm)
-        } catch {
-            await fcm.stop()
-            throw error
-        }
-        await fcm.stop()
+        }, cleanup: fcm.stop)
     }
 
     func flow(directory: TemporaryDirectory, fcm: FCMStandIn) async throws {

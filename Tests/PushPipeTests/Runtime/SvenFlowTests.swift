@@ -28,13 +28,7 @@ import Testing
             "APNS_BASE_URL": standIn.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"),
             "SVEN_REPLY_DIR": directory.file("replies"), "SVEN_BUNDLE_ID": "com.example.sven",
         ]
-        do {
-            try await runFlow(directory: directory, standIn: standIn, environment: environment)
-        } catch {
-            await standIn.stop()
-            throw error
-        }
-        await standIn.stop()
+        try await withCleanup({ try await runFlow(directory: directory, standIn: standIn, environment: environment) }, cleanup: standIn.stop)
     }
 
     func runFlow(directory: TemporaryDirectory, standIn: APNsStandIn, environment: [String: String]) async throws {

@@ -30,7 +30,8 @@ import Testing
             for worker in 0..<4 {
                 group.addTask {
                     var done: [String] = []
-                    for index in 0..<5000 {
+                    // No new request once the kill was sent: those in flight then are the test.
+                    for index in 0..<5000 where acknowledgedCount.current < 200 {
                         let token = String(format: "%064x", worker * 100_000 + index)
                         guard let response = try? await client.request("POST", "/register", json: ["user_id": .string("user\(worker)"), "device_token": .string(token)]),
                               response.status == 200 else { return done }
