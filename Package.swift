@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "pushpipe-bench",
             dependencies: [
-                "PushPipe", "PushPipeStages",
+                "PushPipe", "PushPipeStages", "PushPipeTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "bench/Sources/pushpipe-bench"

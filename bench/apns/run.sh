@@ -49,7 +49,7 @@ h2load -n "$COUNT" -c 1 -m 100 -d "$RUN/payload.json" \
 grep -E '^finished in|^requests:|^status codes:' "$RUN/h2load.txt"
 ceiling=$(awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt")
 
-swift build -c release --product pushpipe-bench >/dev/null
+swift build -c release --product pushpipe-bench >/dev/null 2>&1
 bench=.build/release/pushpipe-bench
 common=(--base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem")
 

@@ -33,14 +33,9 @@ extension JSON: Codable {
         }
     }
 
-    /// Parses JSON text; throws `JSONParseError` with a readable reason.
+    /// Parses JSON text; throws `JSONParseError` with a readable reason and position.
     public static func parse(_ data: some DataProtocol) throws -> JSON {
-        do {
-            return try JSONDecoder().decode(JSON.self, from: Data(data))
-        } catch let DecodingError.dataCorrupted(context) {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw JSONParseError(reason: underlying ?? context.debugDescription)
-        }
+        try JSONParser.parse(Array(data))
     }
 
     public static func parse(_ text: String) throws -> JSON {

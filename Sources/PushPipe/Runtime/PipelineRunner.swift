@@ -25,8 +25,13 @@ public final class PipelineRunner: EventSink, Sendable {
         var submitsDrained: CheckedContinuation<Void, Never>?
     }
 
-    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput) {
+    /// Called with every event's report (benchmarks count completions; metrics will too).
+    let onEventCompleted: (@Sendable (EventReport) -> Void)?
+
+    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
+                onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
         self.definition = definition
+        self.onEventCompleted = onEventCompleted
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
@@ -81,7 +86,10 @@ public final class PipelineRunner: EventSink, Sendable {
                 let workerCount = definition.delivery.concurrency
                 for _ in 0..<workerCount {
                     workers.addTask {
-                        for await job in self.channel { _ = await self.processor.process(job.event) }
+                        for await job in self.channel {
+                            let report = await self.processor.process(job.event)
+                            self.onEventCompleted?(report)
+                        }
                         return false
                     }
                 }

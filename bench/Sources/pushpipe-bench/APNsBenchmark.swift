@@ -10,9 +10,8 @@ import Glibc
 /// Drives the real APNs pipeline path at a stand-in: events are submitted to a
 /// `PipelineRunner` (rendered by `apns.alert`, sent by `apns`, outcomes recorded in a
 /// SQLite store) as fast as the pipeline accepts them. Bounded: it stops after `--count`.
-@main
 struct APNsBenchmark: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "pushpipe-bench", abstract: "Measure pushpipe's APNs path against a local stand-in.")
+    static let configuration = CommandConfiguration(commandName: "apns", abstract: "Measure pushpipe's APNs path against a local stand-in.")
 
     @Option(help: "Stand-in base URL (127.0.0.1 only).") var baseURL = "https://localhost:8443"
     @Option(help: "PEM file of the stand-in's CA.") var caFile: String
@@ -70,7 +69,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live)
         let outcomes = OutcomeCounter()
         let text = String(repeating: "x", count: 120)
-        let cpuBefore = Self.cpuSeconds()
+        let cpuBefore = ProcessUsage.cpuSeconds()
         let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await runner.run(store: store, mode: .live) }
@@ -92,10 +91,10 @@ struct APNsBenchmark: AsyncParsableCommand {
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let cpu = Self.cpuSeconds() - cpuBefore
+        let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
         print(String(format: "pushpipe: %d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
-                     count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, Self.peakRSSMegabytes()))
+                     count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
     }
 
@@ -108,15 +107,4 @@ struct APNsBenchmark: AsyncParsableCommand {
         guard process.terminationStatus == 0 else { throw ValidationError("openssl \(arguments.first ?? "") failed") }
     }
 
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
-
-    static func peakRSSMegabytes() -> Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_maxrss / 1024
-    }
 }

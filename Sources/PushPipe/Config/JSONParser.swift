@@ -1,0 +1,217 @@
+/// A strict JSON parser over UTF-8 bytes. `JSONDecoder` into an enum guesses each value's
+/// type by trying and failing, which costs an error per guess; this reads each value once,
+/// keeps integers exact, reports the byte offset of a problem, and bounds nesting so hostile
+/// input cannot exhaust the stack.
+struct JSONParser {
+    static let maximumDepth = 256
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var depth = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    static func parse(_ bytes: [UInt8]) throws -> JSON {
+        var parser = JSONParser(bytes)
+        let value = try parser.value()
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.failure("unexpected data after the JSON value") }
+        return value
+    }
+
+    private func failure(_ reason: String) -> JSONParseError {
+        JSONParseError(reason: "\(reason) at byte \(index)")
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
+    }
+
+    private mutating func value() throws -> JSON {
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+        default: throw failure("unexpected character '\(Character(UnicodeScalar(bytes[index])))'")
+        }
+    }
+
+    private mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
+        let count = text.utf8CodeUnitCount
+        guard index + count <= bytes.count,
+              text.withUTF8Buffer({ Array($0) }) == Array(bytes[index..<index + count]) else { throw failure("invalid literal") }
+        index += count
+        return value
+    }
+
+    private mutating func nest() throws {
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw failure("nested deeper than \(Self.maximumDepth) levels") }
+    }
+
+    private mutating func object() throws -> JSON {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        var members: [String: JSON] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+            let key = try string()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
+            index += 1
+            members[key] = try value()
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            throw failure("expected ',' or '}'")
+        }
+    }
+
+    private mutating func array() throws -> JSON {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        var elements: [JSON] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try value())
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            throw failure("expected ',' or ']'")
+        }
+    }
+
+    private mutating func string() throws -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+            guard bytes[index] >= 0x20 else { throw failure("control character in a string") }
+            index += 1
+        }
+        guard index < bytes.count else { throw failure("unterminated string") }
+        if bytes[index] == UInt8(ascii: "\"") {
+            defer { index += 1 }
+            return try decodeUTF8(bytes[start..<index])
+        }
+        var scalars: [UInt8] = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return try decodeUTF8(scalars[...])
+            }
+            if byte < 0x20 { throw failure("control character in a string") }
+            guard byte == UInt8(ascii: "\\") else {
+                scalars.append(byte)
+                index += 1
+                continue
+            }
+            index += 1
+            guard index < bytes.count else { throw failure("unterminated escape") }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append(0x22)
+            case UInt8(ascii: "\\"): scalars.append(0x5C)
+            case UInt8(ascii: "/"): scalars.append(0x2F)
+            case UInt8(ascii: "b"): scalars.append(0x08)
+            case UInt8(ascii: "f"): scalars.append(0x0C)
+            case UInt8(ascii: "n"): scalars.append(0x0A)
+            case UInt8(ascii: "r"): scalars.append(0x0D)
+            case UInt8(ascii: "t"): scalars.append(0x09)
+            case UInt8(ascii: "u"):
+                var code = try hex4()
+                if (0xD800...0xDBFF).contains(code) {
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                        throw failure("unpaired surrogate")
+                    }
+                    index += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw failure("unpaired surrogate") }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                } else if (0xDC00...0xDFFF).contains(code) {
+                    throw failure("unpaired surrogate")
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw failure("invalid \\u escape") }
+                scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+            default:
+                throw failure("invalid escape")
+            }
+        }
+        throw failure("unterminated string")
+    }
+
+    private mutating func hex4() throws -> UInt32 {
+        guard index + 4 <= bytes.count else { throw failure("short \\u escape") }
+        var value: UInt32 = 0
+        for byte in bytes[index..<index + 4] {
+            value <<= 4
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value |= UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value |= UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value |= UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw failure("invalid \\u escape")
+            }
+        }
+        index += 4
+        return value
+    }
+
+    private func decodeUTF8(_ slice: ArraySlice<UInt8>) throws -> String {
+        guard let string = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8") }
+        return string
+    }
+
+    private mutating func number() throws -> JSON {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        var isInteger = true
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): break
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-"): isInteger = false
+            default:
+                return try numberValue(start, isInteger)
+            }
+            index += 1
+        }
+        return try numberValue(start, isInteger)
+    }
+
+    private func numberValue(_ start: Int, _ isInteger: Bool) throws -> JSON {
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        // JSON allows no leading zeros, no bare '-', no '.5' or '5.'.
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        guard let first = digits.first, first.isNumber, !(first == "0" && digits.count > 1 && digits.dropFirst().first?.isNumber == true) else {
+            throw failure("invalid number '\(text)'")
+        }
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite, !text.hasSuffix("."), !text.contains(".e"), !text.contains(".E") else {
+            throw failure("invalid number '\(text)'")
+        }
+        return .double(value)
+    }
+}

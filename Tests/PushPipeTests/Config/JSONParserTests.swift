@@ -1,0 +1,43 @@
+import Foundation
+import PushPipe
+import Testing
+
+@Suite struct JSONParserTests {
+    @Test(arguments: [
+        (#"{"a": 1, "b": [true, false, null], "c": "x"}"#, JSON.object(["a": 1, "b": [true, false, nil], "c": "x"])),
+        ("1758474319701", .int(1_758_474_319_701)),
+        ("-0.25", .double(-0.25)),
+        ("1e3", .double(1000)),
+        ("9223372036854775808", .double(9.223372036854775808e18)),
+        (#""caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n""#, .string("café 😀 \"q\" \\ / \n")),
+        (" [ ] ", .array([])),
+        ("{}", .object([:])),
+        (#""😀 plain UTF-8""#, .string("😀 plain UTF-8")),
+    ])
+    func parses(_ text: String, _ expected: JSON) throws {
+        #expect(try JSON.parse(text) == expected)
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\":}", "01", "-", "1.", ".5", "1.e3", "tru", "nul", "\"unterminated", "\"bad \\x escape\"",
+        "{\"a\" 1}", "[1 2]", "\"\\ud800\"", "\"tab\there\"", "1 2", "{'single': 1}", "NaN", "Infinity",
+    ])
+    func rejects(_ text: String) {
+        #expect(throws: JSONParseError.self) { try JSON.parse(text) }
+    }
+
+    @Test func deepNestingIsAnErrorNotACrash() {
+        let hostile = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONParseError.self) { try JSON.parse(hostile) }
+    }
+
+    @Test func invalidUTF8IsRejected() {
+        #expect(throws: JSONParseError.self) { try JSON.parse(Data([0x22, 0xFF, 0xFE, 0x22])) }
+    }
+
+    @Test func roundTripsThroughTheSerializer() throws {
+        let value: JSON = ["n": 1_758_474_319_701, "d": 0.5, "s": "line\nbreak \"q\"", "a": [1, nil, true], "o": [:]]
+        #expect(try JSON.parse(value.serialized()) == value)
+        #expect(try JSON.parse(value.serialized(pretty: true)) == value)
+    }
+}
