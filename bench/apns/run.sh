@@ -55,7 +55,7 @@ common=(--base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem")
 
 for connections in 1 4; do
   echo "== pushpipe: $COUNT notifications, $connections connection(s)"
-  line=$("$bench" "${common[@]}" --count "$COUNT" --connections "$connections" | tail -1)
+  line=$("$bench" apns "${common[@]}" --count "$COUNT" --connections "$connections" | tail -1)
   echo "$line"
   rate=$(echo "$line" | sed -E 's/.* = ([0-9]+)\/s.*/\1/')
   python3 -c "print('pushpipe/h2load: %.0f%% (%s/s of %s/s)' % (100.0 * $rate / $ceiling, '$rate', '$ceiling'))"
@@ -63,5 +63,5 @@ done
 
 if [ "$LONG_COUNT" -gt 0 ]; then
   echo "== pushpipe: $LONG_COUNT notifications, 1 connection (memory over a long run)"
-  "$bench" "${common[@]}" --count "$LONG_COUNT" --connections 1 | tail -1
+  "$bench" apns "${common[@]}" --count "$LONG_COUNT" --connections 1 | tail -1
 fi
