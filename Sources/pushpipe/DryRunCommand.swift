@@ -9,8 +9,8 @@ struct DryRunCommand: AsyncParsableCommand {
     @Argument(help: "Pipeline file, or the name of a pipeline in --pipelines.")
     var pipeline: String
 
-    @Option(name: .long, help: "Event JSON file ({\"user\", \"body\", \"id\", \"time\"}), or - for standard input.")
-    var event: String
+    @Option(name: .long, help: "Event JSON file ({\"user\", \"body\", \"id\", \"time\"}), or - for standard input; without it the source runs once.")
+    var event: String?
 
     @Option(name: .long, help: "Folder of pipeline files.")
     var pipelines = "pipelines"
@@ -28,28 +28,39 @@ struct DryRunCommand: AsyncParsableCommand {
             printDiagnostics(result.diagnostics)
             throw ExitCode(1)
         }
-        let data = event == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: event)
-        guard let data else { throw ValidationError("cannot read \(event)") }
-        let input = try EventInput.event(from: try JSON.parse(data), pipeline: definition.name)
 
         // Work on a copy of the state so nothing durable changes.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-dry-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let copy = "\(directory)/state.sqlite"
-        if FileManager.default.fileExists(atPath: state) {
-            let original = try SQLiteStore(path: state)
-            try original.snapshot(to: copy)
-            try await original.close()
-        }
+        if FileManager.default.fileExists(atPath: state) { try SQLiteStore.snapshot(of: state, to: copy) }
         let store = try SQLiteStore(path: copy)
-        print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
+        let context = StageContext(pipeline: definition.name, stage: "sources[0]", store: store, logger: logger, mode: .dryRun)
+        let inputs = try await events(for: definition, context: context)
+        if inputs.isEmpty { print("the source has no event right now") }
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)
-        let report = try await definition.withRunningStages(store: store, logger: logger, mode: .dryRun) { await processor.process(input) }
-        print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
-        for delivery in report.deliveries {
-            print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
+        for input in inputs {
+            print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
+            let report = try await definition.withRunningStages(store: store, logger: logger, mode: .dryRun) { await processor.process(input) }
+            print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
+            for delivery in report.deliveries {
+                print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
+            }
         }
         try await store.close()
+    }
+
+    /// The `--event` file, or one run of a source that can run once.
+    func events(for definition: PipelineDefinition, context: StageContext) async throws -> [Event] {
+        if let event {
+            let data = event == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: event)
+            guard let data else { throw ValidationError("cannot read \(event)") }
+            return [try EventInput.event(from: try JSON.parse(data), pipeline: definition.name)]
+        }
+        guard let source = definition.sources.first(where: { $0.stage is any OneShotSource }) else {
+            throw ValidationError("the sources of \(definition.name) cannot run once (\(definition.sources.map(\.type).joined(separator: ", "))); pass --event FILE")
+        }
+        return try await (source.stage as! any OneShotSource).eventsOnce(context: context)
     }
 }

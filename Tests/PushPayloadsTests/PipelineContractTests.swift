@@ -67,4 +67,20 @@ import Testing
         }
         #expect(liveActivities >= 2, "start and update are both decoded")
     }
+
+    @Test func pongDataDecodesFromTheFCMMessage() async throws {
+        var decoded = 0
+        for result in try await rendered("pong") {
+            for request in result.requests {
+                // What the app's userInfo holds: FCM puts `data` at the top level.
+                let data = try userInfo(try #require(request.body["message"]?["data"]))
+                let notification = try #require(PongNotificationData(userInfo: data), "\(result.name)")
+                #expect(notification.id.count == 24, "24 hex characters, like the original ids")
+                #expect(notification.date != nil, "\(notification.timestamp) parses")
+                if let url = notification.url { #expect(notification.route != .unknown, "\(url) routes") }
+                decoded += 1
+            }
+        }
+        #expect(decoded >= 3)
+    }
 }

@@ -18,3 +18,9 @@ extension Source {
 public protocol LongRunningStage: Sendable {
     func run(context: StageContext) async throws
 }
+
+/// A source that can produce its current events once, without side effects: what
+/// `pushpipe dry-run PIPELINE` without `--event` shows (a poller's check, the waiting files).
+public protocol OneShotSource: Sendable {
+    func eventsOnce(context: StageContext) async throws -> [Event]
+}

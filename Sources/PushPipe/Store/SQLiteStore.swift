@@ -249,9 +249,14 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// A consistent copy of the database at `path` (dry runs work on one, so nothing durable changes).
-    public func snapshot(to path: String) throws {
-        try database.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
+    /// A consistent copy of the database file at `source`, read through a read-only connection:
+    /// dry runs work on the copy, and the original is not even opened for writing.
+    public static func snapshot(of source: String, to path: String) throws {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: source, configuration: configuration)
+        try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
+        try queue.close()
     }
 
     public func close() async throws {

@@ -12,7 +12,7 @@ import Synchronization
 /// failure (5xx, timeout, malformed JSON) backs off that user only, exponentially, is
 /// recorded and shown in that user's diagnostics, and never delays another user. A newly
 /// registered user is checked right away.
-final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, Sendable {
+final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneShotSource, Sendable {
     static let summary = "Polls OGS /api/v1/players/{id}/full per registered user; emits the games where it is their turn."
 
     /// Keys:
@@ -173,6 +173,20 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, Sendab
             result["error"] = .string(message)
         }
         return .object(result)
+    }
+
+    /// One check of every registered user, returning the events instead of submitting them.
+    func eventsOnce(context: StageContext) async throws -> [Event] {
+        var events: [Event] = []
+        for user in try await context.store.users(pipeline: context.pipeline) {
+            let (yourTurn, all) = try OGSPlayerDocument.games(in: try await fetch(user), user: user, minTimePerMove: configuration.minTimePerMove)
+            guard !yourTurn.isEmpty else { continue }
+            events.append(Event(pipeline: context.pipeline, user: user, body: [
+                "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
+                "total_active_games": .int(Int64(all.count)),
+            ]))
+        }
+        return events
     }
 
     private func fetch(_ user: String) async throws -> JSON {

@@ -8,7 +8,7 @@ import Synchronization
 /// delivery a file moves to `sent/`, so a restart never sends it again; a malformed file
 /// moves to `rejected/` with the reason logged. Names starting with `.` are ignored, so a
 /// writer can create `.reply.tmp` and rename it into place; empty files wait for their writer.
-struct ReplyFolderSource: Source {
+struct ReplyFolderSource: Source, OneShotSource {
     static let summary = "Sends one event per JSON file written into a folder (inotify), then moves it to sent/."
 
     /// Keys:
@@ -94,6 +94,15 @@ struct ReplyFolderSource: Source {
             }
         }
         try await sink.submit(event)
+    }
+
+    /// The replies waiting in the folder now; nothing is moved.
+    func eventsOnce(context: StageContext) async throws -> [Event] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted().filter { !$0.hasPrefix(".") }
+        return names.compactMap { name in
+            guard let body = try? parse("\(directory)/\(name)") else { return nil }
+            return Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
+        }
     }
 
     func parse(_ path: String) throws -> JSON {

@@ -194,4 +194,25 @@ import Testing
             #expect(harness.standIn.connections == 1)
         }
     }
+
+    @Test func liveActivityPushesAndDeviceTokensNeverMix() async throws {
+        try await withHarness { harness in
+            let transport = harness.definition.transport.stage
+            let context = StageContext(pipeline: harness.definition.name, stage: "transport", store: harness.store, logger: .init(label: "t"), mode: .live)
+            let payload: JSON = ["aps": ["event": "start", "timestamp": 1]]
+            func prepare(kind: String, pushType: String) throws -> OutgoingRequest {
+                try transport.prepare(RenderedNotification(token: DeviceToken(user: "u", kind: kind, value: APNsHarness.token), payload: payload,
+                                                           options: ["push_type": .string(pushType)]), context: context)
+            }
+            #expect(throws: StageError.self, "a Live Activity payload never goes to a device token") { try prepare(kind: "device", pushType: "liveactivity") }
+            #expect(throws: StageError.self, "an alert never goes to a push-to-start token") { try prepare(kind: "push-to-start", pushType: "alert") }
+            #expect(throws: StageError.self) { try prepare(kind: "activity-update", pushType: "background") }
+            let start = try prepare(kind: "push-to-start", pushType: "liveactivity")
+            let update = try prepare(kind: "activity-update", pushType: "liveactivity")
+            let alert = try prepare(kind: "device", pushType: "alert")
+            #expect(start.header("apns-topic") == APNsHarness.bundleID + ".push-type.liveactivity")
+            #expect(update.header("apns-push-type") == "liveactivity")
+            #expect(alert.header("apns-topic") == APNsHarness.bundleID)
+        }
+    }
 }

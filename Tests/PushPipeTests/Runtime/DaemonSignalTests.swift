@@ -23,6 +23,13 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("pipelines/signals.yaml", Self.pipeline())
+        // A second pipeline that does not change: a reload must leave it running.
+        try directory.write("pipelines/steady.yaml", """
+            pipeline: steady
+            sources: [{type: http.event, path: /steady/events}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """)
         try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
                                     directory: directory.path) { daemon in
         let client = HTTPTestClient(port: try await daemon.port())
@@ -42,6 +49,8 @@ import Testing
         try await daemon.waitForLine(containing: "reloaded: signals")
         let users = try await client.request("GET", "/users/\(String(repeating: "0f", count: 32))")
         #expect(users.body?["user_ids"] == ["u"], "the changed pipeline serves its new route and kept its data")
+        #expect(daemon.standardError.contains { $0.contains("stopping pipeline signals (changed)") })
+        #expect(!daemon.standardError.contains { $0.contains("stopping pipeline steady") }, "only changed pipelines restart")
         }
     }
 

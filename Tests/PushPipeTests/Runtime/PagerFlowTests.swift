@@ -1,0 +1,94 @@
+import Crypto
+import Foundation
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// flows.md §3 end to end: the shipped pager pipeline, the daemon, the APNs stand-in.
+@Suite struct PagerFlowTests {
+    static let deviceToken = String(repeating: "a1", count: 32)
+    static let startToken = String(repeating: "b2", count: 80)
+    static let updateToken = String(repeating: "c3", count: 80)
+
+    @Test func tokensStayApartAndEachKindGetsItsOwnPushes() async throws {
+        let directory = try TemporaryDirectory("pager")
+        defer { directory.remove() }
+        let key = P256.Signing.PrivateKey()
+        try directory.write("AuthKey.p8", key.pemRepresentation)
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: directory.file("ca.pem"))
+        let apns = try await APNsStandIn.start(credentials: .init(teamID: "PAGERTEAM1", keyID: "PAGERKEY01", publicKey: key.publicKey), authority: authority)
+        try directory.write("pipelines/pager.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pager-live-activity.yaml"),
+                                                                  encoding: .utf8))
+        let environment = [
+            "APNS_TEAM_ID": "PAGERTEAM1", "APNS_KEY_ID": "PAGERKEY01", "APNS_KEY_PATH": directory.file("AuthKey.p8"), "APNS_BASE_URL": apns.baseURL,
+            "PUSHPIPE_CA_FILE": directory.file("ca.pem"), "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret",
+            "PAGER_BUNDLE_ID": "com.example.pager",
+        ]
+        try await withCleanup({
+            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+                                        directory: directory.path, environment: environment) { daemon in
+                try await flow(HTTPTestClient(port: try await daemon.port()), apns: apns, daemon: daemon)
+            }
+        }, cleanup: apns.stop)
+    }
+
+    func flow(_ client: HTTPTestClient, apns: APNsStandIn, daemon: DaemonProcess) async throws {
+        let alice = try await HTTPHostTests.bearer("alice")
+        let bob = try await HTTPHostTests.bearer("bob")
+        let backend = ["authorization": "Bearer pager-backend-secret"]
+        func page(_ to: String, _ message: String) async throws {
+            #expect(try await client.request("POST", "/api/pages", json: ["to": .string(to), "sender": "ALICE", "message": .string(message)], headers: backend).status == 202)
+        }
+
+        // Empty or non-hex Live Activity tokens: 400, nothing stored.
+        for bad: JSON in ["", "not-hex-at-all-not-hex-at-all-xx", .string(String(repeating: "a", count: 31))] {
+            let response = try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": bad], headers: alice)
+            #expect(response.status == 400)
+            #expect(response.body?["field"] == "live_activity_token")
+        }
+        // Bob has only a device token (iOS < 17.2): an ordinary alert, and the log says why.
+        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: bob).status == 200)
+        try await page("bob", "CALL ME")
+        let fallback = try await apns.waitForRequests(1)[0]
+        #expect(fallback.token == Self.deviceToken)
+        #expect(fallback.headers["apns-push-type"] == "alert" && fallback.headers["apns-topic"] == "com.example.pager")
+        #expect(fallback.body?["aps"]?["alert"] == ["title": "New page", "body": "ALICE: CALL ME", "sound": "default"])
+        try await daemon.waitForLine(containing: "user bob has no push-to-start token")
+
+        // Alice: device token and push-to-start token, registered separately; the page starts an activity.
+        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: alice).status == 200)
+        #expect(try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(Self.startToken)], headers: alice).status == 200)
+        try await page("alice", "CALL ME")
+        let start = try await apns.waitForRequests(2)[1]
+        #expect(start.rejection == nil)
+        #expect(start.token == Self.startToken, "the push-to-start token, never the device token")
+        #expect(start.headers["apns-push-type"] == "liveactivity" && start.headers["apns-topic"] == "com.example.pager.push-type.liveactivity")
+        #expect(start.body?["aps"]?["event"] == "start" && start.body?["aps"]?["attributes-type"] == "PagerActivityAttributes")
+
+        // The running activity's update token: the next page updates instead of starting.
+        #expect(try await client.request("POST", "/api/users/live-activity-update-token",
+                                         json: ["activity_id": "activity-1", "update_token": .string(Self.updateToken)], headers: alice).status == 200)
+        try await page("alice", "WHERE ARE YOU")
+        let update = try await apns.waitForRequests(3)[2]
+        #expect(update.token == Self.updateToken)
+        #expect(update.body?["aps"]?["event"] == "update")
+        #expect(update.body?["aps"]?["content-state"]?["message"] == "WHERE ARE YOU")
+
+        // A 410 on a push-to-start token removes that token only: Carol's next page falls back
+        // to her device token, which is still registered.
+        let carol = try await HTTPHostTests.bearer("carol")
+        let carolDevice = String(repeating: "d4", count: 32)
+        let carolStart = String(repeating: "e5", count: 80)
+        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(carolDevice)], headers: carol).status == 200)
+        #expect(try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(carolStart)], headers: carol).status == 200)
+        apns.script(.reject(status: 410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 * 1000) + 60_000))
+        try await page("carol", "FIRST")
+        #expect(try await apns.waitForRequests(4)[3].token == carolStart)
+        try await daemon.waitForLine(containing: "removed dead push-to-start token \(carolStart.prefix(8))")
+        try await page("carol", "SECOND")
+        let afterwards = try await apns.waitForRequests(5)[4]
+        #expect(afterwards.token == carolDevice)
+        #expect(afterwards.headers["apns-push-type"] == "alert")
+    }
+}
