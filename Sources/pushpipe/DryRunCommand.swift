@@ -22,12 +22,7 @@ struct DryRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = options.makeLogger()
-        let file = FileManager.default.fileExists(atPath: pipeline) ? pipeline : "\(pipelines)/\(pipeline).yaml"
-        let result = await options.loader(dryRun: true).load(pipelineFiles: [file], pluginsDirectory: options.plugins)
-        guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
-            printDiagnostics(result.diagnostics)
-            throw ExitCode(1)
-        }
+        let definition = try await options.loadPipeline(pipeline, in: pipelines, dryRun: true)
 
         // Work on a copy of the state so nothing durable changes.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-dry-run-\(UUID().uuidString)").path

@@ -29,6 +29,17 @@ struct ConfigurationOptions: ParsableArguments {
         return logger
     }
 
+    /// One pipeline, by file path or by name in `directory`; prints the diagnostics and exits 1 when invalid.
+    func loadPipeline(_ nameOrFile: String, in directory: String, dryRun: Bool) async throws -> PipelineDefinition {
+        let file = FileManager.default.fileExists(atPath: nameOrFile) ? nameOrFile : "\(directory)/\(nameOrFile).yaml"
+        let result = await loader(dryRun: dryRun).load(pipelineFiles: [file], pluginsDirectory: plugins)
+        guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
+            printDiagnostics(result.diagnostics)
+            throw ExitCode(1)
+        }
+        return definition
+    }
+
     func loader(dryRun: Bool) -> ConfigLoader {
         ConfigLoader(builtins: BuiltinStages.all,
                      interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun))

@@ -43,12 +43,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = options.makeLogger()
-        let file = FileManager.default.fileExists(atPath: pipeline) ? pipeline : "\(pipelines)/\(pipeline).yaml"
-        let result = await options.loader(dryRun: dryRun).load(pipelineFiles: [file], pluginsDirectory: options.plugins)
-        guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
-            printDiagnostics(result.diagnostics)
-            throw ExitCode(1)
-        }
+        let definition = try await options.loadPipeline(pipeline, in: pipelines, dryRun: dryRun)
         if !Self.knownTypes.contains(type) {
             FileHandle.standardError.write(Data("warning: type '\(type)' is not one of \(Self.knownTypes.joined(separator: ", ")); sending it anyway\n".utf8))
         }
