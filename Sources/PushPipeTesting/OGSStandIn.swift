@@ -32,6 +32,8 @@ public final class OGSStandIn: Sendable {
     public enum Behavior: Sendable {
         case normal
         case status(Int, retryAfter: Int? = nil)
+        /// 429 with any `Retry-After` text, including nonsense such as `inf`.
+        case throttled(retryAfter: String)
         case malformed
         case delayed(seconds: Double)
     }
@@ -117,6 +119,8 @@ public final class OGSStandIn: Sendable {
         switch behavior {
         case .status(let code, let retryAfter):
             return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Request was throttled."}"#, 0)
+        case .throttled(let retryAfter):
+            return (429, [("retry-after", retryAfter)], #"{"detail": "Request was throttled."}"#, 0)
         case .malformed:
             return (200, [], #"{"user": {"id": "#, 0)
         case .delayed(let seconds):

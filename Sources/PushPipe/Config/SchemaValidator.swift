@@ -252,15 +252,22 @@ public struct SchemaValidator {
         return .string(text)
     }
 
-    /// `250ms`, `30s`, `5m`, `2h`, or plain seconds.
+    /// The longest duration accepted: a year. Longer values are mistakes and would overflow
+    /// the integer nanoseconds and milliseconds timers work in.
+    public static let maximumDuration: Double = 366 * 86400
+
+    /// `250ms`, `30s`, `5m`, `2h`, or plain seconds; nil when malformed, negative or over a year.
     public static func parseDuration(_ text: String) -> Double? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var seconds: Double?
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
-            if let value = Double(trimmed.dropLast(suffix.count)), value >= 0 { return value * factor }
+            if let value = Double(trimmed.dropLast(suffix.count)) { seconds = value * factor }
+            break
         }
-        if let value = Double(trimmed), value >= 0 { return value }
-        return nil
+        if seconds == nil, let value = Double(trimmed) { seconds = value }
+        guard let seconds, seconds.isFinite, seconds >= 0, seconds <= maximumDuration else { return nil }
+        return seconds
     }
 
     func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }

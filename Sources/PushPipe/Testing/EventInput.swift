@@ -18,7 +18,10 @@ public enum EventInput {
             guard let parsed = parseISO8601(text) else { throw HTTPError.badRequest("time '\(text)' is not ISO 8601", field: "time") }
             time = parsed
         case let value? where value.doubleValue != nil:
-            time = Date(timeIntervalSince1970: value.doubleValue!)
+            guard let seconds = value.doubleValue, (0...32_503_680_000).contains(seconds) else {
+                throw HTTPError.badRequest("time must be UNIX seconds between 1970 and 3000", field: "time")
+            }
+            time = Date(timeIntervalSince1970: seconds)
         case nil, .null?:
             break
         default:

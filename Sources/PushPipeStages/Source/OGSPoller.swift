@@ -198,7 +198,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
         let body = try await response.body.collect(upTo: 8 << 20)
         let code = Int(response.status.code)
-        let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init)
+        // Whatever the server sends, a pause stays finite and at most an hour.
+        let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? min(max($0, 0), 3600) : nil }
         if code == 429 {
             // Throttling is about us, not this user: everyone waits, as long as OGS asked.
             let pause = max(retryAfter ?? 5, 1)

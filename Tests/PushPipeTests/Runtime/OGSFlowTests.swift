@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test(arguments: [
-        OGSStandIn.Behavior.status(500), .status(503), .malformed, .status(429, retryAfter: 1),
+        OGSStandIn.Behavior.status(500), .status(503), .malformed, .status(429, retryAfter: 1), .throttled(retryAfter: "inf"),
     ])
     func ogsFailuresAreRecordedAndChangeNothing(_ failure: OGSStandIn.Behavior) async throws {
         try await H.with { harness in

@@ -10,6 +10,12 @@ extension RouteAction {
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
         let defaultLimit = Int(configuration["default_limit"]?.intValue ?? 50)
         let maxLimit = Int(configuration["max_limit"]?.intValue ?? 500)
+        guard (1...10_000).contains(maxLimit) else {
+            throw ConfigurationValueError(keyPath: "max_limit", "\(maxLimit) is out of range", expected: "1 to 10000")
+        }
+        guard (1...maxLimit).contains(defaultLimit) else {
+            throw ConfigurationValueError(keyPath: "default_limit", "\(defaultLimit) is out of range", expected: "1 to max_limit (\(maxLimit))")
+        }
         return { request, context in
             let user = try users.user(in: request)
             var limit = defaultLimit

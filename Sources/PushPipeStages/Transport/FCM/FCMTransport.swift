@@ -100,7 +100,7 @@ final class FCMTransport: Transport, LongRunningStage, Sendable {
             let response = try await resources.client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
             let body = try await response.body.collect(upTo: 1 << 20)
             let answer = FCMResponse(status: Int(response.status.code), body: try? JSON.parse(body.readableBytesView),
-                                     retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init))
+                                     retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil })
             let (outcome, action) = answer.outcome
             if action == .refreshAccessToken { resources.accessToken.invalidate(accessToken) }
             return outcome
