@@ -16,7 +16,7 @@ public struct HTTPTestClient: Sendable {
     }
 
     public func request(_ method: String, _ path: String, json: JSON? = nil, rawBody: String? = nil,
-                        headers: [String: String] = [:]) async throws -> Response {
+                        headers: [String: String] = [:], timeout: Int64 = 30) async throws -> Response {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = HTTPMethod(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -28,7 +28,7 @@ public struct HTTPTestClient: Sendable {
         } else if let rawBody {
             request.body = .bytes(ByteBuffer(string: rawBody))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
         let buffer = try await response.body.collect(upTo: 1 << 22)
         let text = String(buffer: buffer)
         return Response(status: Int(response.status.code), body: try? JSON.parse(text), text: text)
