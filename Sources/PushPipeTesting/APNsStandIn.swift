@@ -63,14 +63,14 @@ public final class APNsStandIn: Sendable {
 
     public static func start(credentials: Credentials, authority: TestCertificateAuthority, maxConcurrentStreams: Int = 100) async throws -> APNsStandIn {
         let tls = try authority.serverContext()
-        let box = StandInBox()
+        let box = LateBound<APNsStandIn>()
         let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    box.standIn?.state.update { $0.connections += 1 }
+                    box.value?.state.update { $0.connections += 1 }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -84,7 +84,7 @@ public final class APNsStandIn: Sendable {
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let standIn = APNsStandIn(port: channel.localAddress?.port ?? 0, credentials: credentials, channel: channel)
-        box.standIn = standIn
+        box.value = standIn
         return standIn
     }
 
@@ -176,21 +176,15 @@ public final class APNsStandIn: Sendable {
     }
 }
 
-/// Lets channel initializers reach the stand-in created after the server is bound.
-final class StandInBox: @unchecked Sendable {
-    // Written once before the first connection is accepted, then only read.
-    var standIn: APNsStandIn?
-}
-
 final class StandInStreamHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
 
-    let box: StandInBox
+    let box: LateBound<APNsStandIn>
     var headers = HPACKHeaders()
     var body = ByteBuffer()
 
-    init(box: StandInBox) { self.box = box }
+    init(box: LateBound<APNsStandIn>) { self.box = box }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -206,7 +200,7 @@ final class StandInStreamHandler: ChannelInboundHandler {
     }
 
     func finish(context: ChannelHandlerContext) {
-        guard let standIn = box.standIn else { return }
+        guard let standIn = box.value else { return }
         let (_, answer) = standIn.receive(headers: headers, body: body)
         respond(answer, context: context)
     }

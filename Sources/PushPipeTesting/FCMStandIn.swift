@@ -59,7 +59,7 @@ public final class FCMStandIn: Sendable {
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(authority.serverCertificate)], privateKey: .privateKey(authority.serverKey))
         tls.applicationProtocols = ["http/1.1"]
         let context = try NIOSSLContext(configuration: tls)
-        let box = FCMBox()
+        let box = LateBound<FCMStandIn>()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -71,7 +71,7 @@ public final class FCMStandIn: Sendable {
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let standIn = FCMStandIn(port: channel.localAddress?.port ?? 0, publicKey: publicKey, clientEmail: clientEmail, channel: channel)
-        box.standIn = standIn
+        box.value = standIn
         return standIn
     }
 
@@ -178,19 +178,14 @@ public final class FCMStandIn: Sendable {
     }
 }
 
-final class FCMBox: @unchecked Sendable {
-    // Written once before the first connection is accepted, then only read.
-    var standIn: FCMStandIn?
-}
-
 final class FCMRequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
-    let box: FCMBox
+    let box: LateBound<FCMStandIn>
     var head: HTTPRequestHead?
     var body = Data()
 
-    init(box: FCMBox) { self.box = box }
+    init(box: LateBound<FCMStandIn>) { self.box = box }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -200,15 +195,11 @@ final class FCMRequestHandler: ChannelInboundHandler {
         case .body(let buffer):
             body.append(contentsOf: buffer.readableBytesView)
         case .end:
-            guard let head, let standIn = box.standIn else { return }
+            guard let head, let standIn = box.value else { return }
             let (status, extra, json) = standIn.handle(method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
                                                        headers: head.headers, body: body)
-            let bytes = json.serialized()
-            var headers = HTTPHeaders([("content-type", "application/json"), ("content-length", String(bytes.count))])
-            for (name, value) in extra { headers.add(name: name, value: value) }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status), headers: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(data: bytes)))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            HTTP1JSONResponse.write(status: status, headers: extra, body: ByteBuffer(data: json.serialized()), keepAlive: head.isKeepAlive,
+                                    context: context)
         }
     }
 }

@@ -54,7 +54,7 @@ public final class OGSStandIn: Sendable {
     }
 
     public static func start() async throws -> OGSStandIn {
-        let box = OGSBox()
+        let box = LateBound<OGSStandIn>()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -66,7 +66,7 @@ public final class OGSStandIn: Sendable {
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let standIn = OGSStandIn(port: channel.localAddress?.port ?? 0, channel: channel)
-        box.standIn = standIn
+        box.value = standIn
         return standIn
     }
 
@@ -161,19 +161,14 @@ public final class OGSStandIn: Sendable {
     }
 }
 
-final class OGSBox: @unchecked Sendable {
-    // Written once before the first connection is accepted, then only read.
-    var standIn: OGSStandIn?
-}
-
 final class OGSRequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
-    let box: OGSBox
+    let box: LateBound<OGSStandIn>
     var path = ""
     var keepAlive = true
 
-    init(box: OGSBox) { self.box = box }
+    init(box: LateBound<OGSStandIn>) { self.box = box }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -183,7 +178,7 @@ final class OGSRequestHandler: ChannelInboundHandler {
         case .body:
             break
         case .end:
-            guard let standIn = box.standIn else { return }
+            guard let standIn = box.value else { return }
             let answer = standIn.answer(path: path)
             if answer.delay > 0 {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -198,14 +193,6 @@ final class OGSRequestHandler: ChannelInboundHandler {
     }
 
     func respond(_ answer: (status: Int, headers: [(String, String)], body: String, delay: Double), context: ChannelHandlerContext) {
-        var headers = HTTPHeaders([("content-type", "application/json"), ("content-length", String(answer.body.utf8.count))])
-        for (name, value) in answer.headers { headers.add(name: name, value: value) }
-        if !keepAlive { headers.add(name: "connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer.body)))), promise: nil)
-        let keepAlive = self.keepAlive
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if !keepAlive { channel.close(promise: nil) } }
+        HTTP1JSONResponse.write(status: answer.status, headers: answer.headers, body: ByteBuffer(string: answer.body), keepAlive: keepAlive, context: context)
     }
 }

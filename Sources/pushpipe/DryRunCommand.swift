@@ -35,12 +35,14 @@ struct DryRunCommand: AsyncParsableCommand {
         let inputs = try await events(for: definition, context: context)
         if inputs.isEmpty { print("the source has no event right now") }
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)
-        for input in inputs {
-            print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
-            let report = try await definition.withRunningStages(store: store, logger: logger, mode: .dryRun) { await processor.process(input) }
-            print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
-            for delivery in report.deliveries {
-                print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
+        try await definition.withRunningStages(store: store, logger: logger, mode: .dryRun) {
+            for input in inputs {
+                print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
+                let report = await processor.process(input)
+                print("result: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
+                for delivery in report.deliveries {
+                    print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
+                }
             }
         }
         try await store.close()

@@ -23,19 +23,18 @@ public struct ConfigLoader: Sendable {
 
     /// Pipeline files: the given paths (files or folders of `*.yaml`), `_test.yaml` files excluded.
     public static func pipelineFiles(in paths: [String]) -> [String] {
-        var files: [String] = []
-        for path in paths {
+        files(in: paths) { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasSuffix("_test.yaml") && !$0.hasPrefix(".") }
+    }
+
+    /// The given paths, with each folder replaced by its matching files in name order; paths
+    /// that name files (or nothing) stay as they are, so reading them reports the problem.
+    static func files(in paths: [String], matching include: (String) -> Bool) -> [String] {
+        paths.flatMap { path -> [String] in
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { files.append(path); continue }
-            if isDirectory.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-                files += names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasSuffix("_test.yaml") && !$0.hasPrefix(".") }
-                    .sorted().map { (path as NSString).appendingPathComponent($0) }
-            } else {
-                files.append(path)
-            }
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return [path] }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            return names.filter(include).sorted().map { (path as NSString).appendingPathComponent($0) }
         }
-        return files
     }
 
     public func load(pipelineFiles: [String], pluginsDirectory: String?) async -> Result {

@@ -15,6 +15,7 @@ public struct RouteDefinition: Sendable {
     }
 
     var segments: [Substring] { path.split(separator: "/") }
+    var parameterCount: Int { segments.filter { $0.hasPrefix(":") }.count }
 
     /// Path parameters when `path` matches this route's pattern, else nil.
     func match(_ requestSegments: [Substring]) -> [String: String]? {

@@ -10,8 +10,11 @@ public struct RouteTable: Sendable {
 
     public init(_ entries: [Entry] = []) { self.entries = entries }
 
+    /// Literal segments win over parameters (`/users/me` before `/users/:id`): the order is
+    /// settled here, once, not on every request.
     public mutating func add(_ route: RouteDefinition, context: RouteContext) {
         entries.append(Entry(route: route, context: context))
+        entries.sort { $0.route.parameterCount < $1.route.parameterCount }
     }
 
     public enum Lookup {
@@ -23,10 +26,8 @@ public struct RouteTable: Sendable {
     public func lookup(method: String, path: String) -> Lookup {
         let segments = path.split(separator: "/")
         var allowed: [String] = []
-        // Literal segments win over parameters: `/users/me` before `/users/:id`.
-        let candidates = entries.compactMap { entry in entry.route.match(segments).map { (entry, $0) } }
-            .sorted { $0.0.route.segments.filter { $0.hasPrefix(":") }.count < $1.0.route.segments.filter { $0.hasPrefix(":") }.count }
-        for (entry, parameters) in candidates {
+        for entry in entries {
+            guard let parameters = entry.route.match(segments) else { continue }
             if entry.route.method == method || (method == "HEAD" && entry.route.method == "GET") {
                 return .found(entry, parameters: parameters)
             }

@@ -234,10 +234,6 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func recordDelivery(_ record: DeliveryRecord) async throws {
-        try await outcomes.submit(.delivery(record))
-    }
-
     public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {
         try await database.read { db in
             guard let row = try Row.fetchOne(db, sql: """

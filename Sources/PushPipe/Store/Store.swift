@@ -28,7 +28,6 @@ public protocol Store: Sendable {
     func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws
     func appendHistory(_ entry: HistoryEntry) async throws
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
-    func recordDelivery(_ record: DeliveryRecord) async throws
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 
     func close() async throws

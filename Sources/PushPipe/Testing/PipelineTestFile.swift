@@ -66,17 +66,6 @@ public struct PipelineTestFile: Sendable {
 
     /// `_test.yaml` files among the given paths (files or folders).
     public static func files(in paths: [String]) -> [String] {
-        var files: [String] = []
-        for path in paths {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { files.append(path); continue }
-            if isDirectory.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-                files += names.filter { $0.hasSuffix("_test.yaml") }.sorted().map { (path as NSString).appendingPathComponent($0) }
-            } else {
-                files.append(path)
-            }
-        }
-        return files
+        ConfigLoader.files(in: paths) { $0.hasSuffix("_test.yaml") }
     }
 }

@@ -8,7 +8,7 @@ struct HTTPEventSource: Source {
     /// Keys:
     /// - `path` (string, required): the route, e.g. `/api/notifications/events`.
     /// - `method` (one of POST, PUT; `POST`).
-    /// - `auth` (object; `{type: none}`): `{type: token, token}` for a backend's shared secret, or `{type: jwt, secret, user_claim}`.
+    /// - `auth` (object; `{type: none}`): `{type: token, token}` for a backend's shared secret.
     /// - `user_field` (string; `user`): body field naming the recipient (string or number).
     /// - `require_user` (boolean; true): reject events without a recipient; false sends them to every registered user.
     /// - `id_field` (string; none): body field used as the event id (must be unique); generated otherwise.
@@ -27,7 +27,7 @@ struct HTTPEventSource: Source {
         static let schema = Schema([
             .required("path", .string, "The route, e.g. `/api/notifications/events`."),
             SchemaKey("method", .oneOf(["POST", "PUT"]), default: "POST", "HTTP method."),
-            SchemaKey("auth", RouteAuthConfiguration.valueType, default: ["type": "none"], "`{type: token, token}` or `{type: jwt, secret}`."),
+            SchemaKey("auth", RouteAuthConfiguration.backendValueType, default: ["type": "none"], "`{type: token, token}` for the backend's shared secret."),
             SchemaKey("user_field", .string, default: "user", "Body field naming the recipient."),
             SchemaKey("require_user", .boolean, default: true, "Reject events without a recipient; false broadcasts them."),
             SchemaKey("id_field", .string, "Body field used as the event id; generated when absent."),
@@ -45,14 +45,8 @@ struct HTTPEventSource: Source {
             throw ConfigurationValueError(keyPath: "path", "'\(configuration.path)' is not a route path", expected: "a path starting with '/'")
         }
         self.configuration = configuration
-        let authentication: RouteAuthentication = switch configuration.auth["type"]?.stringValue {
-        case "token": .token(configuration.auth["token"]?.stringValue ?? "")
-        default: .none
-        }
-        if configuration.auth["type"]?.stringValue == "jwt" {
-            throw ConfigurationValueError(keyPath: "auth.type", "event routes authenticate backends, not users", expected: "none or token")
-        }
-        route = RouteDefinition(method: configuration.method, path: configuration.path, authentication: authentication) { request, routeContext in
+        route = RouteDefinition(method: configuration.method, path: configuration.path,
+                                authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
             try await Self.accept(request, routeContext, configuration)
         }
     }

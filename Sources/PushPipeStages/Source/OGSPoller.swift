@@ -148,10 +148,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 result["sent"] = .null
                 return .object(result)
             }
-            let event = Event(pipeline: pipeline, user: user, body: [
-                "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
-                "total_active_games": .int(Int64(all.count)),
-            ])
+            let event = Self.turnEvent(user: user, pipeline: pipeline, yourTurn: yourTurn, all: all)
             if wait {
                 result["sent"] = try JSON(encoding: try await sink.submitAndWait(event))
             } else {
@@ -175,16 +172,22 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         return .object(result)
     }
 
+    /// The event of one check: the your-turn games (the dedupe filter trims them) and the
+    /// counts the notification shows.
+    static func turnEvent(user: String, pipeline: String, yourTurn: [JSON], all: [JSON]) -> Event {
+        Event(pipeline: pipeline, user: user, body: [
+            "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
+            "total_active_games": .int(Int64(all.count)),
+        ])
+    }
+
     /// One check of every registered user, returning the events instead of submitting them.
     func eventsOnce(context: StageContext) async throws -> [Event] {
         var events: [Event] = []
         for user in try await context.store.users(pipeline: context.pipeline) {
             let (yourTurn, all) = try OGSPlayerDocument.games(in: try await fetch(user), user: user, minTimePerMove: configuration.minTimePerMove)
             guard !yourTurn.isEmpty else { continue }
-            events.append(Event(pipeline: context.pipeline, user: user, body: [
-                "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
-                "total_active_games": .int(Int64(all.count)),
-            ]))
+            events.append(Self.turnEvent(user: user, pipeline: context.pipeline, yourTurn: yourTurn, all: all))
         }
         return events
     }

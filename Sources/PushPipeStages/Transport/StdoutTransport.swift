@@ -16,7 +16,6 @@ struct StdoutTransport: Transport {
     }
 
     let configuration: Configuration
-    var output: OutputSink = .standardOutput
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
@@ -26,7 +25,7 @@ struct StdoutTransport: Transport {
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
         let body = configuration.format == "pretty" ? request.body.prettyText : request.body.compactText
-        output.print("[\(context.pipeline)] to \(request.token.kind) \(request.token.masked) of \(request.token.user): \(body)")
+        OutputSink.standardOutput.print("[\(context.pipeline)] to \(request.token.kind) \(request.token.masked) of \(request.token.user): \(body)")
         return .delivered(providerID: UUID().uuidString.lowercased())
     }
 }

@@ -12,12 +12,22 @@ public enum RouteAuthConfiguration {
         ],
         defaultVariant: "none"))
 
+    /// For routes that backends call (event routes): no user JWTs, so validation itself says
+    /// `unknown auth type 'jwt'` where a user route would be meant.
+    public static let backendValueType: ValueType = {
+        guard case .tagged(var tagged) = valueType else { return valueType }
+        tagged.variants["jwt"] = nil
+        return .tagged(tagged)
+    }()
+
     public static func make(_ json: JSON?) async -> RouteAuthentication {
-        switch json?["type"]?.stringValue {
-        case "token": return .token(json?["token"]?.stringValue ?? "")
-        case "jwt": return await .jwt(secret: json?["secret"]?.stringValue ?? "", userClaim: json?["user_claim"]?.stringValue ?? "sub")
-        default: return .none
-        }
+        guard json?["type"]?.stringValue == "jwt" else { return backend(json) }
+        return await .jwt(secret: json?["secret"]?.stringValue ?? "", userClaim: json?["user_claim"]?.stringValue ?? "sub")
+    }
+
+    /// `none` or `token`: what `backendValueType` allows.
+    public static func backend(_ json: JSON?) -> RouteAuthentication {
+        json?["type"]?.stringValue == "token" ? .token(json?["token"]?.stringValue ?? "") : .none
     }
 
     public static func authenticatesUsers(_ json: JSON?) -> Bool { json?["type"]?.stringValue == "jwt" }
