@@ -84,8 +84,7 @@ public struct SchemaValidator {
             guard let value = interpolated(tagNode, at: join(path, tagged.discriminator)) else { return nil }
             tag = value
             guard tagged.variants[tag] != nil else {
-                let code: Diagnostic.Code = tagged.discriminator == "type" ? .unknownStageType : .invalidValue
-                report(code, tagNode, join(path, tagged.discriminator), "unknown \(tagged.noun) '\(tag)'", expected: "one of: \(known)")
+                report(tagged.unknownCode, tagNode, join(path, tagged.discriminator), "unknown \(tagged.noun) '\(tag)'", expected: "one of: \(known)")
                 return nil
             }
         } else if let defaultVariant = tagged.defaultVariant {

@@ -43,13 +43,17 @@ public struct Tagged: Sendable {
     public var common: Schema
     /// Used when the discriminator is absent; `nil` makes it required.
     public var defaultVariant: String?
+    /// The diagnostic code of a value that names no variant.
+    public var unknownCode: Diagnostic.Code
 
-    public init(discriminator: String, noun: String, variants: [String: Schema], common: Schema = Schema(), defaultVariant: String? = nil) {
+    public init(discriminator: String, noun: String, variants: [String: Schema], common: Schema = Schema(), defaultVariant: String? = nil,
+                unknownCode: Diagnostic.Code = .invalidValue) {
         self.discriminator = discriminator
         self.noun = noun
         self.variants = variants
         self.common = common
         self.defaultVariant = defaultVariant
+        self.unknownCode = unknownCode
     }
 }
 

@@ -25,6 +25,6 @@ public struct StageRegistry: Sendable {
     /// The schema of "a stage of this kind": its `type` chooses the variant.
     public func stageType(kind: StageKind) -> ValueType {
         let variants = (descriptors[kind] ?? [:]).mapValues(\.schema)
-        return .tagged(Tagged(discriminator: "type", noun: "\(kind.rawValue) type", variants: variants))
+        return .tagged(Tagged(discriminator: "type", noun: "\(kind.rawValue) type", variants: variants, unknownCode: .unknownStageType))
     }
 }
