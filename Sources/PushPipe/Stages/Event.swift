@@ -26,16 +26,7 @@ public struct Event: Sendable {
     }
 
     /// 24 lower-case hex characters, like the ids Pong's original backend used.
-    public static func makeID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let high = generator.next() as UInt64
-        let low = generator.next() as UInt32
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes = [UInt8](repeating: 0, count: 24)
-        for index in 0..<16 { bytes[index] = digits[Int((high >> (60 - 4 * index)) & 0xF)] }
-        for index in 0..<8 { bytes[16 + index] = digits[Int((low >> (28 - 4 * index)) & 0xF)] }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    public static func makeID() -> String { RandomIdentifier.hex(nibbles: 24) }
 
     /// The event as plugins and templates see it.
     public var json: JSON {

@@ -8,16 +8,7 @@ public final class SQLiteStore: Store {
     public let path: String
     /// Outcomes, history and watermarks arrive from many deliveries at once: they share transactions.
     private let outcomes: GroupCommit<OutcomeWrite>
-    /// Recipient lookups happen once per event; registrations change rarely. Entries live one
-    /// second and every registration change made through this store clears them, so only a
-    /// second process writing the same file (not a supported setup) can be seen late.
-    private let tokenCache = Mutex<[TokenQuery: (tokens: [DeviceToken], expires: ContinuousClock.Instant)]>([:])
-
-    struct TokenQuery: Hashable {
-        var pipeline: String
-        var user: String?
-        var kind: String
-    }
+    private let tokenCache = TokenCache()
 
     enum OutcomeWrite: Sendable {
         case delivery(DeliveryRecord)
@@ -82,7 +73,7 @@ public final class SQLiteStore: Store {
     }
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
-        defer { tokenCache.withLock { $0.removeAll() } }
+        defer { tokenCache.invalidate() }
         let now = Date().timeIntervalSince1970
         try await database.write { db in
             if replace {
@@ -100,15 +91,15 @@ public final class SQLiteStore: Store {
     }
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        let query = TokenQuery(pipeline: pipeline, user: user, kind: kind)
-        let now = ContinuousClock.now
-        if let cached = tokenCache.withLock({ $0[query] }), cached.expires > now { return cached.tokens }
-        let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
-        tokenCache.withLock { cache in
-            if cache.count > 100_000 { cache.removeAll() }
-            cache[query] = (tokens, now + .seconds(1))
+        let query = TokenCache.Query(pipeline: pipeline, user: user, kind: kind)
+        switch tokenCache.lookup(query) {
+        case .hit(let tokens):
+            return tokens
+        case .miss(let generation):
+            let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
+            tokenCache.store(tokens, for: query, readAt: generation)
+            return tokens
         }
-        return tokens
     }
 
     private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
@@ -150,7 +141,7 @@ public final class SQLiteStore: Store {
     }
 
     public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
-        defer { tokenCache.withLock { $0.removeAll() } }
+        defer { tokenCache.invalidate() }
         return try await database.write { db in
             try db.execute(sql: """
                 DELETE FROM registrations WHERE pipeline = ? AND token_kind = ? AND token = ? AND updated_at <= ?

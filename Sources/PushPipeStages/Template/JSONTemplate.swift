@@ -144,8 +144,9 @@ public struct TemplateContext: @unchecked Sendable {
             "pipeline": .string(event.pipeline),
             "time": .int(Int64(seconds.rounded(.down))),
             "time_ms": .int(Int64((seconds * 1000).rounded(.down))),
-            "time_iso": .string(TemplateContext.isoFormatter.string(from: event.time)),
-            "time_iso_micro": .string(TemplateContext.microseconds(event.time)),
+            "time_iso": .string(UTCTimestamp.milliseconds(sinceEpoch: Int64((seconds * 1000).rounded(.down)))),
+            // Rounded to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
+            "time_iso_micro": .string(UTCTimestamp.microseconds(sinceEpoch: Int64((seconds * 1_000_000).rounded()))),
         ]
         json = .object(members)
         foundationBox = FoundationBox()
@@ -160,23 +161,4 @@ public struct TemplateContext: @unchecked Sendable {
         default: json.foundationValue
         }
     }
-
-    /// `2022-04-08T15:17:41.900560`: UTC with microseconds and no zone, as Python's
-    /// `datetime.utcnow().isoformat()` writes it (Pong's original timestamps).
-    static func microseconds(_ date: Date) -> String {
-        // Round to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
-        let totalMicros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let whole = Double(totalMicros / 1_000_000)
-        let micros = Int(totalMicros % 1_000_000)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: whole))
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d", parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!, micros)
-    }
-
-    nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
 }

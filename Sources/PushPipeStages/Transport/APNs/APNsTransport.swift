@@ -51,6 +51,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     }
 
     static let maximumPayloadBytes = 4096
+    static let perRequestHeaders: Set<String> = ["apns-id", "apns-expiration", "apns-collapse-id"]
     static let maximumVoIPPayloadBytes = 5120
 
     let configuration: Configuration
@@ -91,6 +92,10 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         let pushType = options["push_type"]?.stringValue ?? "alert"
         // Live Activity tokens and device tokens are different things (docs/tokens.md): a
         // liveactivity push goes only to the former, anything else only to the latter.
+        // The token goes into the request path, and NIOHTTP2's header validation is off (APNsConnection).
+        guard !notification.token.value.isEmpty, notification.token.value.utf8.allSatisfy(\.isHexDigit) else {
+            throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not an APNs token (hexadecimal)")
+        }
         let isLiveActivityToken = configuration.liveActivityTokenKinds.contains(notification.token.kind)
         guard isLiveActivityToken == (pushType == "liveactivity") else {
             throw StageError(.invalidEvent, stage: context.stage,
@@ -108,12 +113,15 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         }
         var headers: [(name: String, value: String)] = [
             ("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
-            ("apns-id", UUID().uuidString.lowercased()),
+            ("apns-id", RandomIdentifier.uuid()),
         ]
         if let expiration = options["expiration"]?.intValue { headers.append(("apns-expiration", String(expiration))) }
         if let collapse = options["collapse_id"]?.textValue, !collapse.isEmpty {
             guard collapse.utf8.count <= 64 else {
                 throw StageError(.invalidEvent, stage: context.stage, "apns-collapse-id is \(collapse.utf8.count) bytes; APNs allows 64")
+            }
+            guard !collapse.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw StageError(.invalidEvent, stage: context.stage, "apns-collapse-id contains control characters")
             }
             headers.append(("apns-collapse-id", collapse))
         }
@@ -149,13 +157,14 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
         }
         do {
-            var headers = HPACKHeaders([
-                (":method", "POST"), (":scheme", "https"), (":authority", authority),
-                (":path", "/3/device/\(request.token.value)"),
-                ("authorization", "bearer \(try await resources.token.token())"),
-                ("content-type", "application/json"),
-            ])
-            for header in request.headers { headers.add(name: header.name, value: header.value) }
+            var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
+            // Values that differ per request would only push reusable ones out of the HPACK table.
+            headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
+            headers.add(name: "authorization", value: "bearer \(try await resources.token.token())")
+            headers.add(name: "content-type", value: "application/json")
+            for header in request.headers {
+                headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
+            }
             let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes),
                                                      timeout: .milliseconds(Int64(configuration.timeout * 1000)))
             let (outcome, action) = response.outcome
@@ -194,4 +203,8 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             return current!
         }
     }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
 }

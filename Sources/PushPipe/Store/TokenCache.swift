@@ -1,0 +1,62 @@
+import Synchronization
+
+/// Recipient lookups happen once per event; registrations change rarely. Every registration
+/// change made through the store invalidates the cache after it committed, and a lookup that
+/// raced with such a change is not cached (the generation moved while it read), so this
+/// process never sees a registration late. Entries still expire, so a second process writing
+/// the same file (not a supported setup) is seen within `lifetime`.
+final class TokenCache: Sendable {
+    struct Query: Hashable {
+        var pipeline: String
+        var user: String?
+        var kind: String
+    }
+
+    private struct State {
+        var entries: [Query: (tokens: [DeviceToken], expires: ContinuousClock.Instant)] = [:]
+        var generation: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let lifetime: Duration
+    private let capacity: Int
+
+    init(lifetime: Duration = .seconds(30), capacity: Int = 100_000) {
+        self.lifetime = lifetime
+        self.capacity = capacity
+    }
+
+    enum Lookup {
+        case hit([DeviceToken])
+        /// Read them, then `store` them with this generation.
+        case miss(Generation)
+    }
+
+    func lookup(_ query: Query) -> Lookup {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            if let entry = state.entries[query], entry.expires > now { return .hit(entry.tokens) }
+            return .miss(Generation(value: state.generation))
+        }
+    }
+
+    func store(_ tokens: [DeviceToken], for query: Query, readAt generation: Generation) {
+        let expires = ContinuousClock.now + lifetime
+        state.withLock { state in
+            guard state.generation == generation.value else { return }
+            if state.entries.count >= capacity { state.entries.removeAll() }
+            state.entries[query] = (tokens, expires)
+        }
+    }
+
+    func invalidate() {
+        state.withLock { state in
+            state.generation &+= 1
+            state.entries.removeAll()
+        }
+    }
+
+    struct Generation {
+        var value: UInt64
+    }
+}

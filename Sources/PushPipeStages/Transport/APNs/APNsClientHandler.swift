@@ -1,0 +1,236 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// Carries requests as HTTP/2 frames on the connection itself: one entry per stream in a
+/// table, no child channel, pipeline or promise per notification. A child channel per stream
+/// (NIOHTTP2's multiplexer) cost about a fifth of the event loop's time at APNs rates.
+///
+/// `NIOHTTP2Handler` still runs the protocol: it keeps the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS by buffering new streams, does flow control of what we send,
+/// answers PING and SETTINGS. What the multiplexer did besides is done here: stream ids,
+/// the connection's receive window, and telling each request how it ended. Lives on the
+/// connection's event loop only.
+final class APNsClientHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct OpenStream {
+        var continuation: CheckedContinuation<APNsResponse, any Error>
+        var status: Int?
+        var apnsID: String?
+        var body: ByteBuffer?
+    }
+
+    private var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: OpenStream] = [:]
+    /// Streams in the order they were opened; with one timeout per connection that is also
+    /// the order of their deadlines, so one timer serves them all.
+    private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
+    private var timer: Scheduled<Void>?
+    private var nextStreamID = HTTP2StreamID(1)
+    /// Received DATA bytes not yet given back to the server with WINDOW_UPDATE.
+    private var unacknowledgedBytes = 0
+    private var failure: (any Error)?
+    private var closeWhenIdle = false
+    private let goingAway: @Sendable () -> Void
+
+    /// Stream ids are 31 bits and never reused: a connection near the end makes way for a new one.
+    static let lastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
+    static let windowUpdateThreshold = 32_768
+
+    /// - Parameter goingAway: called on GOAWAY, on running out of stream ids and on close, so the
+    ///   pool stops handing out this connection.
+    init(goingAway: @escaping @Sendable () -> Void) {
+        self.goingAway = goingAway
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAll(APNsConnectionError.streamClosed)
+        self.context = nil
+    }
+
+    /// Opens one stream per request and flushes once for the whole batch.
+    func send(_ requests: [APNsStreamRequest]) {
+        guard let context else {
+            for request in requests { request.continuation.resume(throwing: failure ?? APNsConnectionError.streamClosed) }
+            return
+        }
+        for request in requests {
+            if let failure {
+                request.continuation.resume(throwing: failure)
+                continue
+            }
+            if closeWhenIdle || nextStreamID > Self.lastUsableStreamID {
+                request.continuation.resume(throwing: APNsConnectionError.goingAway)
+                continue
+            }
+            let id = nextStreamID
+            nextStreamID = HTTP2StreamID(Int32(id) + 2)
+            if nextStreamID > Self.lastUsableStreamID { goingAway() }
+            streams[id] = OpenStream(continuation: request.continuation)
+            deadlines.append((id, request.deadline))
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                          promise: nil)
+        }
+        context.flush()
+        scheduleTimer()
+    }
+
+    /// Lets the streams in flight finish, then closes; new requests fail with `goingAway`.
+    func retire() {
+        closeWhenIdle = true
+        goingAway()
+        if streams.isEmpty { context?.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            guard streams[frame.streamID] != nil else { return }
+            if let status = headers.headers.first(name: ":status").flatMap(Int.init) {
+                // 1xx answers are interim; the final HEADERS follow.
+                if status >= 200 { streams[frame.streamID]!.status = status }
+            }
+            if let id = headers.headers.first(name: "apns-id") { streams[frame.streamID]!.apnsID = id }
+            if headers.endStream { complete(frame.streamID) }
+        case .data(let payload):
+            acknowledge(payload, context: context)
+            guard streams[frame.streamID] != nil else { return }
+            if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
+                if streams[frame.streamID]!.body == nil {
+                    streams[frame.streamID]!.body = buffer
+                } else {
+                    streams[frame.streamID]!.body!.writeBuffer(&buffer)
+                }
+            }
+            if payload.endStream { complete(frame.streamID) }
+        case .rstStream(let code):
+            fail(frame.streamID, with: NIOHTTP2Errors.streamClosed(streamID: frame.streamID, errorCode: code))
+        case .goAway(let lastStreamID, _, _):
+            // Streams above the last one the server processed were never seen: safe to send again elsewhere.
+            goingAway()
+            for id in streams.keys where id > lastStreamID { fail(id, with: APNsConnectionError.goingAway) }
+        default:
+            break
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent, streams[closed.streamID] != nil {
+            fail(closed.streamID, with: APNsConnectionError.streamClosed)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Errors of one stream end that stream; anything else ends the connection (every
+        // request in flight is retried elsewhere).
+        switch error {
+        case let streamError as NIOHTTP2Errors.StreamError: fail(streamError.streamID, with: streamError.baseError)
+        case let closed as NIOHTTP2Errors.StreamClosed: fail(closed.streamID, with: closed)
+        case let missing as NIOHTTP2Errors.NoSuchStream: fail(missing.streamID, with: missing)
+        default:
+            failAll(error)
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(APNsConnectionError.streamClosed)
+        context.fireChannelInactive()
+    }
+
+    private func complete(_ id: HTTP2StreamID) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        // Answers come mostly in order: dropping finished streams from the front keeps the list short.
+        while let first = deadlines.first, streams[first.stream] == nil { deadlines.removeFirst() }
+        if let status = stream.status {
+            let body = stream.body.map { Data($0.readableBytesView) } ?? Data()
+            stream.continuation.resume(returning: APNsResponse(status: status, apnsID: stream.apnsID, body: body))
+        } else {
+            stream.continuation.resume(throwing: APNsConnectionError.malformedResponse)
+        }
+        closeIfRetiredAndIdle()
+    }
+
+    private func fail(_ id: HTTP2StreamID, with error: any Error) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.continuation.resume(throwing: error)
+        closeIfRetiredAndIdle()
+    }
+
+    private func failAll(_ error: any Error) {
+        goingAway()
+        if failure == nil { failure = error }
+        let open = streams
+        streams.removeAll()
+        deadlines.removeAll()
+        timer?.cancel()
+        timer = nil
+        for stream in open.values { stream.continuation.resume(throwing: error) }
+    }
+
+    private func closeIfRetiredAndIdle() {
+        if closeWhenIdle, streams.isEmpty { context?.close(promise: nil) }
+    }
+
+    /// The server may send only as much DATA as the window allows; give it back as it arrives.
+    private func acknowledge(_ payload: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
+        unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
+        guard unacknowledgedBytes >= Self.windowUpdateThreshold else { return }
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                              promise: nil)
+        unacknowledgedBytes = 0
+    }
+
+    private func scheduleTimer() {
+        guard timer == nil, let context else { return }
+        while let first = deadlines.first, streams[first.stream] == nil { deadlines.removeFirst() }
+        guard let first = deadlines.first else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: first.deadline) { loopBound.value.expire() }
+    }
+
+    /// Fails the streams past their deadline and resets them, so the server stops working on them.
+    private func expire() {
+        timer = nil
+        let now = NIODeadline.now()
+        while let first = deadlines.first, first.deadline <= now {
+            deadlines.removeFirst()
+            guard streams[first.stream] != nil else { continue }
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
+            fail(first.stream, with: APNsConnectionError.timedOut)
+        }
+        context?.flush()
+        scheduleTimer()
+    }
+}
+
+/// A request on its way to the connection's event loop.
+struct APNsStreamRequest: Sendable {
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+    var deadline: NIODeadline
+    var continuation: CheckedContinuation<APNsResponse, any Error>
+}
+
+enum APNsConnectionError: Error, CustomStringConvertible {
+    case timedOut, streamClosed, malformedResponse, goingAway
+
+    var description: String {
+        switch self {
+        case .timedOut: "no answer from APNs within the request timeout"
+        case .streamClosed: "the HTTP/2 stream or connection closed before an answer"
+        case .malformedResponse: "APNs answered without a status"
+        case .goingAway: "the connection is going away (GOAWAY)"
+        }
+    }
+}
