@@ -1,15 +1,14 @@
-import AsyncAlgorithms
 import Logging
 import Synchronization
 
 /// Runs one pipeline: its long-running stages, its sources, and `delivery.concurrency`
-/// workers pulling events from a rendezvous channel. A source's `submit` suspends until a
+/// workers pulling events from a hand-off queue. A source's `submit` suspends until a
 /// worker is free, so a slow transport slows the sources and memory stays bounded.
 public final class PipelineRunner: EventSink, Sendable {
     public let definition: PipelineDefinition
     let processor: EventProcessor
     let logger: Logger
-    private let channel = AsyncChannel<Job>()
+    private let queue = EventQueue<Job>()
     private let state = Mutex(State())
     private let stopSignal: AsyncStream<Void>
     private let stopContinuation: AsyncStream<Void>.Continuation
@@ -46,7 +45,7 @@ public final class PipelineRunner: EventSink, Sendable {
             return true
         }
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
-        await channel.send(Job(event: event))
+        let taken = await queue.send(Job(event: event))
         let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.submitting -= 1
             guard state.submitting == 0, !state.accepting else { return nil }
@@ -54,6 +53,7 @@ public final class PipelineRunner: EventSink, Sendable {
             return state.submitsDrained
         }
         drained?.resume()
+        guard taken else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
     }
 
     public func submitAndWait(_ event: Event) async throws -> EventReport {
@@ -86,7 +86,7 @@ public final class PipelineRunner: EventSink, Sendable {
                 let workerCount = definition.delivery.concurrency
                 for _ in 0..<workerCount {
                     workers.addTask {
-                        for await job in self.channel {
+                        while let job = await self.queue.next() {
                             let report = await self.processor.process(job.event)
                             self.onEventCompleted?(report)
                         }
@@ -131,7 +131,7 @@ public final class PipelineRunner: EventSink, Sendable {
         logger.info("pipeline stopped")
     }
 
-    /// Refuses new events, lets admitted ones reach a worker, then closes the channel.
+    /// Refuses new events, lets admitted ones reach a worker, then finishes the queue.
     private func closeAdmission() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
@@ -142,6 +142,6 @@ public final class PipelineRunner: EventSink, Sendable {
             }
             if done { continuation.resume() }
         }
-        channel.finish()
+        queue.finish()
     }
 }

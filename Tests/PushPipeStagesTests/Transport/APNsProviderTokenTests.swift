@@ -22,7 +22,7 @@ import Testing
         let clock = Clock()
         let provider = try await APNsProviderToken(pem: key.pemRepresentation, keyID: "KEY1234567", teamID: "TEAM123456", now: { clock.date })
         let parts = try await provider.token().split(separator: ".")
-        #expect(parts.count == 3)
+        try #require(parts.count == 3)
         let header = try decode(parts[0])
         #expect(header["alg"] as? String == "ES256")
         #expect(header["kid"] as? String == "KEY1234567")

@@ -136,7 +136,7 @@ import Testing
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             let requests = harness.standIn.requests
-            #expect(requests.count == 2)
+            try #require(requests.count == 2)
             #expect(requests[0].authorization != requests[1].authorization, "a new provider token after ExpiredProviderToken")
         }
     }

@@ -60,7 +60,7 @@ import _CryptoExtras
             // History: newest first, null url kept, pages with ?limit=&before=.
             let page = try await client.request("GET", "/api/notifications/history?limit=2", headers: user)
             let entries = try #require(page.body?["history"]?.arrayValue)
-            #expect(entries.count == 2)
+            try #require(entries.count == 2)
             #expect(entries[0]["notification"]?["title"] == "No link")
             #expect(entries[0]["data"]?["url"] == .null, "a null url is recorded as null")
             #expect(entries[0]["data"]?["type"] == "generic")

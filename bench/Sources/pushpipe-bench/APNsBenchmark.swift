@@ -17,6 +17,7 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "PEM file of the stand-in's CA.") var caFile: String
     @Option(help: "Notifications to send.") var count = 200_000
     @Option(help: "HTTP/2 connections.") var connections = 1
+    @Option(help: "Streams open at once per connection (max_streams).") var maxStreams = 100
     @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 1000
     @Option(help: "Registered devices the events go to.") var devices = 1000
 
@@ -54,6 +55,7 @@ struct APNsBenchmark: AsyncParsableCommand {
               base_url: \(baseURL)
               ca_file: \(caFile)
               connections: \(connections)
+              max_streams: \(maxStreams)
             delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
             """.write(toFile: file, atomically: true, encoding: .utf8)
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))

@@ -25,6 +25,11 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     private var context: ChannelHandlerContext?
     private var streams: [HTTP2StreamID: OpenStream] = [:]
+    /// Requests beyond `maximumOpenStreams`, oldest first.
+    private var waiting = CircularBuffer<APNsStreamRequest>()
+    /// NIOHTTP2 finds and removes streams in lists that grow with the number open: a thousand
+    /// open streams cost more per request than a hundred, for no more throughput.
+    private let maximumOpenStreams: Int
     /// Streams in the order they were opened; with one timeout per connection that is also
     /// the order of their deadlines, so one timer serves them all.
     private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
@@ -42,7 +47,8 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     /// - Parameter goingAway: called on GOAWAY, on running out of stream ids and on close, so the
     ///   pool stops handing out this connection.
-    init(goingAway: @escaping @Sendable () -> Void) {
+    init(maximumOpenStreams: Int, goingAway: @escaping @Sendable () -> Void) {
+        self.maximumOpenStreams = maximumOpenStreams
         self.goingAway = goingAway
     }
 
@@ -55,19 +61,31 @@ final class APNsClientHandler: ChannelInboundHandler {
         self.context = nil
     }
 
-    /// Opens one stream per request and flushes once for the whole batch.
+    /// Opens one stream per request, up to `maximumOpenStreams`, and flushes once for the
+    /// whole batch; the rest wait for streams to finish.
     func send(_ requests: [APNsStreamRequest]) {
+        waiting.append(contentsOf: requests)
+        openWaitingStreams()
+    }
+
+    private func openWaitingStreams() {
         guard let context else {
-            for request in requests { request.continuation.resume(throwing: failure ?? APNsConnectionError.streamClosed) }
+            let error = failure ?? APNsConnectionError.streamClosed
+            while let request = waiting.popFirst() { request.continuation.resume(throwing: error) }
             return
         }
-        for request in requests {
+        var opened = false
+        while streams.count < maximumOpenStreams, let request = waiting.popFirst() {
             if let failure {
                 request.continuation.resume(throwing: failure)
                 continue
             }
             if closeWhenIdle || nextStreamID > Self.lastUsableStreamID {
                 request.continuation.resume(throwing: APNsConnectionError.goingAway)
+                continue
+            }
+            if request.deadline <= .now() {
+                request.continuation.resume(throwing: APNsConnectionError.timedOut)
                 continue
             }
             let id = nextStreamID
@@ -78,7 +96,9 @@ final class APNsClientHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
                           promise: nil)
+            opened = true
         }
+        guard opened else { return }
         context.flush()
         scheduleTimer()
     }
@@ -87,7 +107,8 @@ final class APNsClientHandler: ChannelInboundHandler {
     func retire() {
         closeWhenIdle = true
         goingAway()
-        if streams.isEmpty { context?.close(promise: nil) }
+        openWaitingStreams() // fails them: they go to another connection
+        closeIfRetiredAndIdle()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -143,6 +164,13 @@ final class APNsClientHandler: ChannelInboundHandler {
         }
     }
 
+    /// Streams that finished during this read make room for waiting requests: opened here,
+    /// once per read, so they share one flush.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !waiting.isEmpty { openWaitingStreams() }
+        context.fireChannelReadComplete()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         failAll(APNsConnectionError.streamClosed)
         context.fireChannelInactive()
@@ -176,6 +204,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         timer?.cancel()
         timer = nil
         for stream in open.values { stream.continuation.resume(throwing: error) }
+        openWaitingStreams()
     }
 
     private func closeIfRetiredAndIdle() {
@@ -211,6 +240,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         }
         context?.flush()
         scheduleTimer()
+        openWaitingStreams()
     }
 }
 

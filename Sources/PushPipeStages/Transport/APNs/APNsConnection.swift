@@ -37,7 +37,7 @@ final class APNsConnection: Sendable {
         channel.eventLoop.execute { handler.value.retire() }
     }
 
-    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, group: any EventLoopGroup)
+    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, maximumOpenStreams: Int, group: any EventLoopGroup)
         -> EventLoopFuture<APNsConnection>
     {
         let loop = group.next()
@@ -48,7 +48,7 @@ final class APNsConnection: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let goingAway = GoingAwayFlag()
-                    let handler = APNsClientHandler(goingAway: { goingAway.set() })
+                    let handler = APNsClientHandler(maximumOpenStreams: maximumOpenStreams, goingAway: { goingAway.set() })
                     var configuration = NIOHTTP2Handler.ConnectionConfiguration()
                     // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
                     // re-validating every header of every request cost a few percent.

@@ -12,6 +12,7 @@ final class APNsConnectionPool: Sendable {
     let port: Int
     let serverHostname: String?
     let tls: NIOSSLContext
+    let maximumOpenStreams: Int
     let group: any EventLoopGroup
     private let slots: Mutex<[Slot]>
     private let next = Atomic<Int>(0)
@@ -22,8 +23,10 @@ final class APNsConnectionPool: Sendable {
         case ready(APNsConnection)
     }
 
-    init(host: String, port: Int, size: Int, tls: NIOSSLContext, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    init(host: String, port: Int, size: Int, maximumOpenStreams: Int, tls: NIOSSLContext,
+         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.host = host
+        self.maximumOpenStreams = maximumOpenStreams
         self.port = port
         self.tls = tls
         self.group = group
@@ -42,7 +45,8 @@ final class APNsConnectionPool: Sendable {
             case .connecting:
                 return nil
             case .ready, .empty:
-                slots[index] = .connecting(APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname, group: group))
+                slots[index] = .connecting(APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname,
+                                                                         maximumOpenStreams: maximumOpenStreams, group: group))
                 return nil
             }
         }

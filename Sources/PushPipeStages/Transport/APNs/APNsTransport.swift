@@ -17,6 +17,8 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     /// - `base_url` (string; empty): overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in.
     /// - `ca_file` (string; empty): PEM file of extra CAs to trust (verification stays on).
     /// - `connections` (integer; 1): pooled connections.
+    /// - `max_streams` (integer; 100): streams open at once per connection, 1 to 1000; more
+    ///   requests wait their turn. The server's own limit (APNs: up to 1000) applies too.
     /// - `timeout` (duration; 10s): per request.
     /// - `token_lifetime` (duration; 50m): how long one provider token is reused (20 to 60 minutes).
     /// - `live_activity_token_kinds` (list; `[push-to-start, activity-update]`): token kinds that only
@@ -31,6 +33,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         var baseUrl: String
         var caFile: String
         var connections: Int
+        var maxStreams: Int
         var timeout: Double
         var tokenLifetime: Double
 
@@ -43,6 +46,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             SchemaKey("base_url", .string, default: "", "Overrides the host (stand-ins, proxies)."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
             SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
+            SchemaKey("max_streams", .integer, default: 100, "Streams open at once per connection (1-1000); more requests wait."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
             SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],
@@ -80,6 +84,9 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         keyPath = configuration.keyPath
         guard (1...64).contains(configuration.connections) else {
             throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
+        }
+        guard (1...1000).contains(configuration.maxStreams) else {
+            throw ConfigurationValueError(keyPath: "max_streams", "\(configuration.maxStreams) is out of range", expected: "1 to 1000")
         }
         guard (1200...3600).contains(configuration.tokenLifetime) else {
             throw ConfigurationValueError(keyPath: "token_lifetime", "APNs accepts a token for at most an hour and a new one every 20 minutes at most",
@@ -196,6 +203,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         tls.minimumTLSVersion = .tlsv12
         if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
         let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, size: configuration.connections,
+                                      maximumOpenStreams: configuration.maxStreams,
                                       tls: try NIOSSLContext(configuration: tls))
         return state.withLock { current in
             if let current { return current }
