@@ -8,7 +8,12 @@ extension JSON {
         return value(at: JSON.components(of: path)[...])
     }
 
-    private func value(at components: ArraySlice<PathComponent>) -> JSON? {
+    /// A path parsed once (templates look the same paths up for every event).
+    public func value(at path: JSONPath) -> JSON? {
+        value(at: path.components[...])
+    }
+
+    public func value(at components: ArraySlice<PathComponent>) -> JSON? {
         guard let component = components.first else { return self }
         let rest = components.dropFirst()
         switch (component, self) {
@@ -34,7 +39,7 @@ extension JSON {
         return .object(members)
     }
 
-    enum PathComponent: Equatable {
+    public enum PathComponent: Equatable, Sendable {
         case key(String)
         case index(Int)
         case all
@@ -72,4 +77,18 @@ extension JSON {
         case .object(let members): return members.mapValues(\.foundationValue)
         }
     }
+}
+
+/// A dotted path, parsed.
+public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
+    public let components: [JSON.PathComponent]
+    public let description: String
+
+    public init(_ text: String) {
+        description = text
+        components = JSON.components(of: text)
+    }
+
+    /// The path without its first component.
+    public var rest: ArraySlice<JSON.PathComponent> { components.dropFirst() }
 }

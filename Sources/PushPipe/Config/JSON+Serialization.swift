@@ -22,12 +22,12 @@ extension JSON {
         case .object(let members):
             if members.isEmpty { output.append(contentsOf: "{}".utf8); return }
             output.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 JSON.newline(&output, pretty: pretty, indent: indent + 1)
-                JSON.writeString(key, to: &output)
+                JSON.writeString(member.key, to: &output)
                 output.append(contentsOf: (pretty ? ": " : ":").utf8)
-                members[key]!.write(to: &output, pretty: pretty, indent: indent + 1)
+                member.value.write(to: &output, pretty: pretty, indent: indent + 1)
             }
             JSON.newline(&output, pretty: pretty, indent: indent)
             output.append(UInt8(ascii: "}"))

@@ -13,8 +13,8 @@ import PushPipe
 public indirect enum JSONTemplate: Sendable {
     case literal(JSON)
     case text(MustacheTemplate)
-    case variable(path: String)
-    case reference(path: String, defaultValue: JSON?)
+    case variable(path: JSONPath)
+    case reference(path: JSONPath, defaultValue: JSON?)
     case choice(value: JSONTemplate, cases: [String: JSONTemplate], defaultCase: JSONTemplate?)
     case array([JSONTemplate])
     case object([(key: String, value: JSONTemplate)])
@@ -26,7 +26,7 @@ public indirect enum JSONTemplate: Sendable {
         switch json {
         case .string(let string) where Self.singleVariable(in: string) != nil:
             // `{{field}}` alone: the value's text, without running Mustache.
-            self = .variable(path: Self.singleVariable(in: string)!)
+            self = .variable(path: JSONPath(Self.singleVariable(in: string)!))
         case .string(let string) where string.contains("{{"):
             do {
                 self = .text(try MustacheTemplate(string: Self.textPragma + string))
@@ -57,7 +57,7 @@ public indirect enum JSONTemplate: Sendable {
             guard unknown.isEmpty else {
                 throw ConfigurationValueError(keyPath: "\(keyPath).\(unknown.sorted()[0])", "unknown key next to '$from'", expected: "$from, $default")
             }
-            self = .reference(path: path, defaultValue: members["$default"])
+            self = .reference(path: JSONPath(path), defaultValue: members["$default"])
         case .object(let members):
             self = .object(try members.sorted { $0.key < $1.key }.map { key, value in
                 (key, try JSONTemplate(compiling: value, keyPath: keyPath.isEmpty ? key : "\(keyPath).\(key)"))
@@ -86,9 +86,9 @@ public indirect enum JSONTemplate: Sendable {
         case .text(let template):
             return .string(template.render(context.foundation))
         case .variable(let path):
-            return .string(context.json.value(at: path)?.textValue ?? "")
+            return .string(context.value(at: path)?.textValue ?? "")
         case .reference(let path, let defaultValue):
-            guard let value = context.json.value(at: path) else { return defaultValue }
+            guard let value = context.value(at: path) else { return defaultValue }
             return value
         case .choice(let value, let cases, let defaultCase):
             let key = value.render(context)?.textValue ?? ""
@@ -108,20 +108,19 @@ public indirect enum JSONTemplate: Sendable {
 /// What templates see: the event body's fields at the top level, `event` with the
 /// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`, `time_iso_micro`), and `vars`, the
 /// renderer's own computed values.
+///
+/// Nothing is copied or formatted up front: a path looks in the body, the metadata or `vars`
+/// by its first key, and the metadata and the whole (for Mustache) are made on first use.
 public struct TemplateContext: @unchecked Sendable {
-    public let json: JSON
-    private let foundationBox: FoundationBox
-    /// The Foundation form Mustache needs, made on first use: many payloads use no Mustache at all.
-    var foundation: Any { foundationBox.value(for: json) }
+    private let event: Event
+    private let body: [String: JSON]
+    private let computed: [String: JSON]
+    private let lazy = LazyParts()
 
-    final class FoundationBox {
-        private var cached: Any?
-        func value(for json: JSON) -> Any {
-            if let cached { return cached }
-            let value = TemplateContext.templateValue(json)
-            cached = value
-            return value
-        }
+    final class LazyParts {
+        var metadata: JSON?
+        var json: JSON?
+        var foundation: Any?
     }
 
     /// - Parameter vars: computed from the event alone (they do not see each other).
@@ -135,10 +134,43 @@ public struct TemplateContext: @unchecked Sendable {
     }
 
     private init(event: Event, computed: [String: JSON]) {
-        var members = event.body.objectValue ?? ["body": event.body]
+        self.event = event
+        body = event.body.objectValue ?? ["body": event.body]
+        self.computed = computed
+    }
+
+    public func value(at path: JSONPath) -> JSON? {
+        switch path.components.first {
+        case .key("event"): metadata.value(at: path.rest)
+        case .key("vars") where !computed.isEmpty: JSON.object(computed).value(at: path.rest)
+        case .key(let key): body[key]?.value(at: path.rest)
+        default: nil
+        }
+    }
+
+    /// Everything as one object, as Mustache and tests see it.
+    public var json: JSON {
+        if let json = lazy.json { return json }
+        var members = body
         if !computed.isEmpty { members["vars"] = .object(computed) }
+        members["event"] = metadata
+        let json = JSON.object(members)
+        lazy.json = json
+        return json
+    }
+
+    /// The Foundation form Mustache needs, made on first use: many payloads use no Mustache at all.
+    var foundation: Any {
+        if let foundation = lazy.foundation { return foundation }
+        let foundation = TemplateContext.templateValue(json)
+        lazy.foundation = foundation
+        return foundation
+    }
+
+    private var metadata: JSON {
+        if let metadata = lazy.metadata { return metadata }
         let seconds = event.time.timeIntervalSince1970
-        members["event"] = [
+        let metadata: JSON = [
             "id": .string(event.id),
             "user": event.user.map(JSON.string) ?? .null,
             "pipeline": .string(event.pipeline),
@@ -148,8 +180,8 @@ public struct TemplateContext: @unchecked Sendable {
             // Rounded to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
             "time_iso_micro": .string(UTCTimestamp.microseconds(sinceEpoch: Int64((seconds * 1_000_000).rounded()))),
         ]
-        json = .object(members)
-        foundationBox = FoundationBox()
+        lazy.metadata = metadata
+        return metadata
     }
 
     /// Foundation values for Mustache, with strings wrapped so template functions apply.
