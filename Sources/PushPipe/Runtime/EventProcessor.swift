@@ -96,7 +96,8 @@ public struct EventProcessor: Sendable {
             for notification in notifications where delivered.contains(where: { $0.user == notification.token.user }) {
                 guard historyUsers.insert(notification.token.user).inserted else { continue }
                 history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
-                                            record: notification.historyRecord ?? notification.payload))
+                                            record: notification.historyRecord ?? notification.payload,
+                                            serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
             }
             let records = zip(notifications, deliveries).map { notification, delivery in
                 DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user, tokenKind: notification.token.kind,

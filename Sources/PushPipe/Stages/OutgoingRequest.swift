@@ -11,11 +11,16 @@ public struct OutgoingRequest: Sendable {
     public var token: DeviceToken
 
     public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, token: DeviceToken) {
+        self.init(method: method, url: url, headers: headers, body: body, bodyBytes: body.serialized(), token: token)
+    }
+
+    /// A request whose body was serialized already (a notification's `payloadBytes`).
+    public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, bodyBytes: Data, token: DeviceToken) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
-        self.bodyBytes = body.serialized()
+        self.bodyBytes = bodyBytes
         self.token = token
     }
 

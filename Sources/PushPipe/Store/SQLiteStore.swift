@@ -56,7 +56,8 @@ public final class SQLiteStore: Store {
                                          record.reason, record.providerID, record.attempts, record.createdAt])
         case .history(let entry):
             try db.cachedStatement(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt, entry.record.compactText])
+                .execute(arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt,
+                                     entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText])
         case .state(let writes, let pipeline):
             let now = Date().timeIntervalSince1970
             for write in writes {

@@ -41,14 +41,24 @@ public struct HistoryEntry: Sendable, Equatable {
     public var eventID: String
     public var createdAt: Double
     public var record: JSON
+    /// `record` serialized already (the notification's payload bytes), so the store need not
+    /// serialize it again; `nil` makes the store serialize `record`.
+    public var serializedRecord: Data?
 
-    public init(id: Int64? = nil, pipeline: String, user: String, eventID: String, createdAt: Double, record: JSON) {
+    public init(id: Int64? = nil, pipeline: String, user: String, eventID: String, createdAt: Double, record: JSON, serializedRecord: Data? = nil) {
         self.id = id
         self.pipeline = pipeline
         self.user = user
         self.eventID = eventID
         self.createdAt = createdAt
         self.record = record
+        self.serializedRecord = serializedRecord
+    }
+
+    /// Entries are the same when their content is; how the record was serialized does not count.
+    public static func == (lhs: HistoryEntry, rhs: HistoryEntry) -> Bool {
+        lhs.id == rhs.id && lhs.pipeline == rhs.pipeline && lhs.user == rhs.user && lhs.eventID == rhs.eventID
+            && lhs.createdAt == rhs.createdAt && lhs.record == rhs.record
     }
 }
 

@@ -145,7 +145,8 @@ import Testing
     @Test func unregisteredTokenIsPrunedAndNoLongerListed() async throws {
         try await H.with { harness in
             harness.ogs.setGames(H.player, [H.game(401, "Zeta", yourTurn: true, lastMove: H.nowMilliseconds)])
-            harness.apns.script(.reject(status: 410, reason: "Unregistered", timestamp: H.nowMilliseconds + 60_000))
+            // Answered late: registering starts a check at once, and the token must still be listed when asked below.
+            harness.apns.script(.delayed(seconds: 2, .reject(status: 410, reason: "Unregistered", timestamp: H.nowMilliseconds + 60_000)))
             try await harness.daemon { daemon, client in
                 let listed = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
                 #expect(listed.status == 200)
