@@ -11,7 +11,6 @@ public final class SQLiteStore: Store {
     private let tokenCache = TokenCache()
 
     enum OutcomeWrite: Sendable {
-        case delivery(DeliveryRecord)
         case history(HistoryEntry)
         case state([StateWrite], pipeline: String)
         case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
@@ -30,9 +29,9 @@ public final class SQLiteStore: Store {
             // WAL with NORMAL sync: a crash keeps every committed transaction but the last
             // few milliseconds' ones on power loss; a killed process loses nothing committed.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // History and delivery rows are indexed by user, so every batch of outcomes dirties
-            // index pages all over the file. Checkpointing every 8,000 WAL pages instead of
-            // SQLite's 1,000 copies each of those pages back once per 32 MB instead of per 4 MB.
+            // Delivery rows are indexed by user, so every batch of outcomes dirties index pages
+            // all over the file. Checkpointing every 8,000 WAL pages instead of SQLite's 1,000
+            // copies each of those pages back once per 32 MB instead of once per 4 MB.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
         }
         let database = try DatabasePool(path: path, configuration: configuration)
@@ -45,19 +44,14 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// One row per delivery; a delivered one carries the user's history record for the event
+    /// (`record`), so a notification costs one row and one index entry, not two of each.
     static func apply(_ write: OutcomeWrite, in db: Database) throws {
         switch write {
-        case .delivery(let record):
-            // Cached statements: parsed once per connection, not once per write.
-            try db.cachedStatement(sql: """
-                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [record.pipeline, record.eventID, record.user, record.tokenKind, record.token, record.outcome,
-                                         record.reason, record.providerID, record.attempts, record.createdAt])
         case .history(let entry):
-            try db.cachedStatement(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [entry.pipeline, entry.user, entry.eventID, entry.createdAt,
-                                     entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText])
+            // History without a delivery of its own (kept for callers that only record history).
+            try insertDelivery(pipeline: entry.pipeline, eventID: entry.eventID, user: entry.user, tokenKind: "", token: "", outcome: "history",
+                               reason: nil, providerID: nil, attempts: 0, createdAt: entry.createdAt, record: recordText(entry), in: db)
         case .state(let writes, let pipeline):
             let now = Date().timeIntervalSince1970
             for write in writes {
@@ -67,10 +61,33 @@ public final class SQLiteStore: Store {
                     """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now])
             }
         case .outcome(let deliveries, let history, let state, let pipeline):
-            for record in deliveries { try apply(.delivery(record), in: db) }
-            for entry in history { try apply(.history(entry), in: db) }
+            var unattached = history
+            for record in deliveries {
+                var text: String?
+                if record.outcome == "delivered", let index = unattached.firstIndex(where: { $0.user == record.user && $0.eventID == record.eventID }) {
+                    text = recordText(unattached.remove(at: index))
+                }
+                try insertDelivery(pipeline: record.pipeline, eventID: record.eventID, user: record.user, tokenKind: record.tokenKind,
+                                   token: record.token, outcome: record.outcome, reason: record.reason, providerID: record.providerID,
+                                   attempts: record.attempts, createdAt: record.createdAt, record: text, in: db)
+            }
+            for entry in unattached { try apply(.history(entry), in: db) }
             try apply(.state(state, pipeline: pipeline), in: db)
         }
+    }
+
+    private static func recordText(_ entry: HistoryEntry) -> String {
+        entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText
+    }
+
+    private static func insertDelivery(pipeline: String, eventID: String, user: String, tokenKind: String, token: String, outcome: String,
+                                       reason: String?, providerID: String?, attempts: Int, createdAt: Double, record: String?,
+                                       in db: Database) throws {
+        // Cached statement: parsed once per connection, not once per write.
+        try db.cachedStatement(sql: """
+            INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [pipeline, eventID, user, tokenKind, token, outcome, reason, providerID, attempts, createdAt, record])
     }
 
     public func appliedMigrations() throws -> [String] {
@@ -220,8 +237,8 @@ public final class SQLiteStore: Store {
     public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
         let rows: [(Int64, String, Double, String)] = try await database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, event_id, created_at, record FROM history
-                WHERE pipeline = ? AND user_id = ? AND id < ? ORDER BY id DESC LIMIT ?
+                SELECT id, event_id, created_at, record FROM deliveries
+                WHERE pipeline = ? AND user_id = ? AND id < ? AND record IS NOT NULL ORDER BY id DESC LIMIT ?
                 """, arguments: [pipeline, user, before ?? Int64.max, limit])
                 .map { ($0["id"], $0["event_id"], $0["created_at"], $0["record"]) }
         }

@@ -76,4 +76,48 @@ import Testing
         try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 2, record: ["ok": true]))
         try await store.close()
     }
+
+    @Test func historyOfAnEarlierVersionSurvivesTheMoveIntoDeliveries() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("v3.sqlite")
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteStore.migrator.migrate(queue, upTo: "v3-token-scope-environment")
+            try await queue.write { db in
+                for index in 1...3 {
+                    try db.execute(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES ('p', 'u', ?, ?, ?)",
+                                   arguments: ["e\(index)", Double(index), "{\"n\":\(index)}"])
+                }
+                try db.execute(sql: """
+                    INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, attempts, created_at)
+                    VALUES ('p', 'e3', 'u', 'device', 'ab12', 'delivered', 1, 3)
+                    """)
+            }
+            try queue.close()
+        }
+        let store = try SQLiteStore(path: path)
+        #expect(try await store.history(pipeline: "p", user: "u", limit: 10, before: nil).map(\.record) == [["n": 3], ["n": 2], ["n": 1]])
+        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.token == "ab12", "migrated history rows are not deliveries")
+        try await store.close()
+    }
+
+    @Test func aDeliveredNotificationCarriesItsHistoryRecordOnce() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        func delivery(_ token: String, _ outcome: String) -> DeliveryRecord {
+            DeliveryRecord(pipeline: "p", eventID: "e1", user: "u", tokenKind: "device", token: token, outcome: outcome, reason: nil,
+                           providerID: outcome == "delivered" ? "id-\(token)" : nil, attempts: 1, createdAt: 1)
+        }
+        // Two devices of one user, one of them dead: one history entry, kept with a delivered row.
+        try await store.recordOutcome(deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
+                                      history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e1", createdAt: 1, record: ["title": "hi"])],
+                                      state: [], pipeline: "p")
+        let history = try await store.history(pipeline: "p", user: "u", limit: 10, before: nil)
+        #expect(history.map(\.record) == [["title": "hi"]])
+        #expect(history.first?.eventID == "e1")
+        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.providerID == "id-cc")
+        try await store.close()
+    }
 }
