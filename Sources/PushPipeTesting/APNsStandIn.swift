@@ -48,6 +48,9 @@ public final class APNsStandIn: Sendable {
         var requests: [Request] = []
         var script: [Answer] = []
         var connections = 0
+        /// Requests received and not answered yet, and the most there ever were.
+        var unanswered = 0
+        var mostUnanswered = 0
     }
 
     public let port: Int
@@ -91,6 +94,8 @@ public final class APNsStandIn: Sendable {
     public var baseURL: String { "https://localhost:\(port)" }
     public var requests: [Request] { state.value.requests }
     public var connections: Int { state.value.connections }
+    /// The most requests that were ever waiting for their answer at once.
+    public var mostConcurrentRequests: Int { state.value.mostUnanswered }
 
     /// Answers for the next requests, in order; afterwards requests are accepted.
     public func script(_ answers: Answer...) {
@@ -121,6 +126,8 @@ public final class APNsStandIn: Sendable {
                               tokenIssuedAt: issuedAt, authorization: fields["authorization"] ?? "", rejection: rejection)
         let answer = state.update { state -> Answer in
             state.requests.append(request)
+            state.unanswered += 1
+            state.mostUnanswered = max(state.mostUnanswered, state.unanswered)
             if let rejection {
                 let status = rejection == "PayloadTooLarge" ? 413 : rejection.hasSuffix("ProviderToken") ? 403 : 400
                 return .reject(status: status, reason: rejection)
@@ -206,6 +213,7 @@ final class StandInStreamHandler: ChannelInboundHandler {
     }
 
     func respond(_ answer: APNsStandIn.Answer, context: ChannelHandlerContext) {
+        if case .delayed = answer {} else { box.value?.state.update { $0.unanswered -= 1 } }
         switch answer {
         case .accept:
             let id = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()

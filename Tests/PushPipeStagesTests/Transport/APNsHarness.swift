@@ -21,7 +21,7 @@ struct APNsHarness {
     /// - Parameters:
     ///   - signingKey: the key pushpipe signs with; defaults to the one the stand-in trusts.
     static func make(timeout: String = "2s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
-                     attempts: Int = 3) async throws -> APNsHarness {
+                     attempts: Int = 3, maxStreams: Int = 100) async throws -> APNsHarness {
         let directory = try TemporaryDirectory("apns")
         let key = P256.Signing.PrivateKey()
         try directory.write("AuthKey.p8", (signingKey ?? key).pemRepresentation)
@@ -44,6 +44,7 @@ struct APNsHarness {
               base_url: \(standIn.baseURL)
               ca_file: \(directory.file("ca.pem"))
               timeout: \(timeout)
+              max_streams: \(maxStreams)
             delivery: {attempts: \(attempts), backoff: 10ms, max_backoff: 50ms}
             """
         let file = try directory.write("apns-test.yaml", pipeline)

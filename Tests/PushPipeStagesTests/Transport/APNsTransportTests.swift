@@ -8,8 +8,8 @@ import Testing
 /// Every row of the APNs outcome table (shared/protocols.md) against the stand-in.
 @Suite struct APNsTransportTests {
     func withHarness(_ body: (APNsHarness) async throws -> Void, timeout: String = "2s", attempts: Int = 3,
-                     signingKey: P256.Signing.PrivateKey? = nil) async throws {
-        let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts)
+                     signingKey: P256.Signing.PrivateKey? = nil, maxStreams: Int = 100) async throws {
+        let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts, maxStreams: maxStreams)
         try await harness.register("alice", APNsHarness.token)
         try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
@@ -19,6 +19,16 @@ import Testing
         defer { try? queue.close() }
         return try await queue.read { db in
             try Row.fetchAll(db, sql: "SELECT outcome, provider_id, attempts FROM deliveries ORDER BY id").map { ($0["outcome"], $0["provider_id"], $0["attempts"]) }
+        }
+    }
+
+    /// One event for each of `user0`...: all in flight at once.
+    func processConcurrently(_ harness: APNsHarness, users: Int) async throws -> [EventReport] {
+        try await harness.run { processor in
+            await withTaskGroup(of: EventReport.self) { group in
+                for index in 0..<users { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
+                return await group.reduce(into: [EventReport]()) { $0.append($1) }
+            }
         }
     }
 
@@ -182,17 +192,39 @@ import Testing
     @Test func manyConcurrentNotificationsShareOneConnection() async throws {
         try await withHarness { harness in
             for index in 0..<50 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
-            let reports = try await harness.run { processor in
-                await withTaskGroup(of: EventReport.self) { group in
-                    for index in 0..<50 { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
-                    return await group.reduce(into: [EventReport]()) { $0.append($1) }
-                }
-            }
+            let reports = try await processConcurrently(harness, users: 50)
             #expect(reports.allSatisfy { $0.status == .delivered })
             #expect(harness.standIn.requests.count == 50)
             #expect(harness.standIn.requests.allSatisfy { $0.rejection == nil })
             #expect(harness.standIn.connections == 1)
         }
+    }
+
+    @Test func requestsBeyondMaxStreamsWaitForAFreeStream() async throws {
+        try await withHarness({ harness in
+            for index in 0..<8 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
+            // Slow answers keep streams open, so without the limit all eight would be in flight together.
+            harness.standIn.script(.delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept),
+                                   .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept))
+            let reports = try await processConcurrently(harness, users: 8)
+            #expect(reports.allSatisfy { $0.status == .delivered })
+            #expect(harness.standIn.requests.count == 8)
+            #expect(harness.standIn.mostConcurrentRequests == 2)
+            #expect(harness.standIn.connections == 1)
+        }, maxStreams: 2)
+    }
+
+    /// Answer bodies count against the connection's receive window (64 KiB); without
+    /// WINDOW_UPDATE from us the server would stall once that much was sent.
+    @Test func answerBodiesBeyondTheReceiveWindowKeepFlowing() async throws {
+        try await withHarness({ harness in
+            for index in 0..<50 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
+            let reason = String(repeating: "x", count: 2000) // 50 answers: about 100 KB of DATA
+            for _ in 0..<50 { harness.standIn.script(.reject(status: 400, reason: reason)) }
+            let reports = try await processConcurrently(harness, users: 50)
+            #expect(reports.count == 50)
+            #expect(reports.allSatisfy { $0.deliveries.first?.reason?.hasPrefix("400 xxx") == true }, "every answer arrived: \(reports.compactMap { $0.deliveries.first?.reason?.prefix(60) }.filter { !$0.hasPrefix("400 xxx") })")
+        }, timeout: "3s", attempts: 1)
     }
 
     @Test func liveActivityPushesAndDeviceTokensNeverMix() async throws {

@@ -123,7 +123,7 @@ final class APNsClientHandler: ChannelInboundHandler {
             if let id = headers.headers.first(name: "apns-id") { streams[frame.streamID]!.apnsID = id }
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
-            acknowledge(payload, context: context)
+            unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
             guard streams[frame.streamID] != nil else { return }
             if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
                 if streams[frame.streamID]!.body == nil {
@@ -166,7 +166,16 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     /// Streams that finished during this read make room for waiting requests: opened here,
     /// once per read, so they share one flush.
+    ///
+    /// The receive window is given back here too, not while a frame is read: a write makes
+    /// NIOHTTP2 deliver pending stream-closed events, which would then arrive before the frame
+    /// that completes the stream had been handled.
     func channelReadComplete(context: ChannelHandlerContext) {
+        if unacknowledgedBytes >= Self.windowUpdateThreshold {
+            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                                  promise: nil)
+            unacknowledgedBytes = 0
+        }
         if !waiting.isEmpty { openWaitingStreams() }
         context.fireChannelReadComplete()
     }
@@ -209,15 +218,6 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     private func closeIfRetiredAndIdle() {
         if closeWhenIdle, streams.isEmpty { context?.close(promise: nil) }
-    }
-
-    /// The server may send only as much DATA as the window allows; give it back as it arrives.
-    private func acknowledge(_ payload: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
-        unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-        guard unacknowledgedBytes >= Self.windowUpdateThreshold else { return }
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                              promise: nil)
-        unacknowledgedBytes = 0
     }
 
     private func scheduleTimer() {
