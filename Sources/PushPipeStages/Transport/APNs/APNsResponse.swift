@@ -7,9 +7,10 @@ struct APNsResponse: Sendable {
     var apnsID: String?
     var body: Data
 
-    var reason: String? { (try? JSON.parse(body))?["reason"]?.stringValue }
+    /// Accepted notifications come back without a body: nothing to parse then.
+    var reason: String? { body.isEmpty ? nil : (try? JSON.parse(body))?["reason"]?.stringValue }
     /// 410 answers carry the time APNs last saw the token valid, in milliseconds.
-    var timestamp: Double? { (try? JSON.parse(body))?["timestamp"]?.doubleValue.map { $0 / 1000 } }
+    var timestamp: Double? { body.isEmpty ? nil : (try? JSON.parse(body))?["timestamp"]?.doubleValue.map { $0 / 1000 } }
 
     /// What the connection pool must do besides reporting the outcome.
     enum ConnectionAction { case keep, reconnect, refreshToken }
