@@ -81,6 +81,9 @@ final class EventQueue<Element: Sendable>: Sendable {
         }
     }
 
+    /// Senders waiting for a worker (tests watch it to know a sender is suspended).
+    var waitingSendCount: Int { state.withLock { $0.waitingSends.count } }
+
     /// Idle workers get `nil`; elements still waiting are taken first.
     func finish() {
         let idle = state.withLock { state -> Deque<CheckedContinuation<Element?, Never>> in
