@@ -17,8 +17,10 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     /// - `base_url` (string; empty): overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in.
     /// - `ca_file` (string; empty): PEM file of extra CAs to trust (verification stays on).
     /// - `connections` (integer; 1): pooled connections.
-    /// - `max_streams` (integer; 100): streams open at once per connection, 1 to 1000; more
-    ///   requests wait their turn. The server's own limit (APNs: up to 1000) applies too.
+    /// - `max_streams` (integer; 1000): streams open at once per connection, 1 to 1000; more
+    ///   requests wait their turn. The server's own limit (APNs: up to 1000) applies too. Over
+    ///   real networks a connection carries at most `max_streams` per round trip; next to the
+    ///   server (a stand-in, a proxy) fewer streams cost less bookkeeping per request.
     /// - `timeout` (duration; 10s): per request.
     /// - `token_lifetime` (duration; 50m): how long one provider token is reused (20 to 60 minutes).
     /// - `live_activity_token_kinds` (list; `[push-to-start, activity-update]`): token kinds that only
@@ -46,7 +48,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             SchemaKey("base_url", .string, default: "", "Overrides the host (stand-ins, proxies)."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
             SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
-            SchemaKey("max_streams", .integer, default: 100, "Streams open at once per connection (1-1000); more requests wait."),
+            SchemaKey("max_streams", .integer, default: 1000, "Streams open at once per connection (1-1000); more requests wait."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
             SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],
