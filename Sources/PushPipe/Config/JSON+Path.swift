@@ -80,12 +80,10 @@ extension JSON {
 }
 
 /// A dotted path, parsed.
-public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
+public struct JSONPath: Sendable, Equatable {
     public let components: [JSON.PathComponent]
-    public let description: String
 
     public init(_ text: String) {
-        description = text
         components = JSON.components(of: text)
     }
 

@@ -80,6 +80,6 @@ struct PluginSource: Source, LongRunningStage {
             do { try await sink.submit(event) } catch { context.logger.warning("event from plugin dropped: \(error)") }
         }
         _ = try await process.request("start", [:])
-        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        await untilCancelled()
     }
 }

@@ -19,6 +19,12 @@ public protocol LongRunningStage: Sendable {
     func run(context: StageContext) async throws
 }
 
+/// Returns once the task is cancelled: what a stage whose work happens elsewhere (a route,
+/// a plugin's messages, connections made on first use) does while its pipeline runs.
+public func untilCancelled() async {
+    while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+}
+
 /// A source that can produce its current events once, without side effects: what
 /// `pushpipe dry-run PIPELINE` without `--event` shows (a poller's check, the waiting files).
 public protocol OneShotSource: Sendable {

@@ -55,7 +55,7 @@ struct HTTPEventSource: Source {
 
     func run(into sink: any EventSink, context: StageContext) async throws {
         // Events arrive through the route; the source itself has nothing to do.
-        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        await untilCancelled()
     }
 
     static let logger = Logger(label: "pushpipe.http-event")

@@ -12,7 +12,6 @@ struct APNsHarness {
     let standIn: APNsStandIn
     let store: SQLiteStore
     let definition: PipelineDefinition
-    let key: P256.Signing.PrivateKey
 
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
@@ -23,12 +22,7 @@ struct APNsHarness {
     static func make(timeout: String = "2s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
                      attempts: Int = 3, maxStreams: Int = 100) async throws -> APNsHarness {
         let directory = try TemporaryDirectory("apns")
-        let key = P256.Signing.PrivateKey()
-        try directory.write("AuthKey.p8", (signingKey ?? key).pemRepresentation)
-        let authority = try TestCertificateAuthority()
-        try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let standIn = try await APNsStandIn.start(
-            credentials: .init(teamID: teamID, keyID: keyID, publicKey: key.publicKey), authority: authority)
+        let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: teamID, keyID: keyID, signingKey: signingKey)
         let pipeline = """
             pipeline: apns-test
             sources:
@@ -52,7 +46,7 @@ struct APNsHarness {
         let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        return APNsHarness(directory: directory, standIn: standIn, store: store, definition: definition, key: key)
+        return APNsHarness(directory: directory, standIn: standIn, store: store, definition: definition)
     }
 
     func register(_ user: String, _ token: String, kind: String = "device") async throws {

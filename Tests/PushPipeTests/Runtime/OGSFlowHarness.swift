@@ -16,21 +16,15 @@ struct OGSFlowHarness: Sendable {
 
     static func make(environment extra: [String: String] = [:]) async throws -> OGSFlowHarness {
         let directory = try TemporaryDirectory("ogs")
-        let key = P256.Signing.PrivateKey()
-        try directory.write("AuthKey.p8", key.pemRepresentation)
-        let authority = try TestCertificateAuthority()
-        try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let apns = try await APNsStandIn.start(credentials: .init(teamID: "OGSTEAM001", keyID: "OGSKEY0001", publicKey: key.publicKey),
-                                               authority: authority)
+        let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "OGSTEAM001", keyID: "OGSKEY0001")
         let ogs = try await OGSStandIn.start()
         let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/ogs-turns.yaml"), encoding: .utf8)
         try directory.write("pipelines/ogs-turns.yaml", pipeline)
-        var environment = [
-            "APNS_TEAM_ID": "OGSTEAM001", "APNS_KEY_ID": "OGSKEY0001", "APNS_KEY_PATH": directory.file("AuthKey.p8"),
-            "APNS_BASE_URL": apns.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"), "OGS_API_BASE": ogs.baseURL,
+        var environment = apnsEnvironment.merging([
+            "OGS_API_BASE": ogs.baseURL,
             // Periodic checks only at start; tests drive the rest with registrations and /check.
             "CHECK_INTERVAL_SECONDS": "3600",
-        ]
+        ]) { _, new in new }
         environment.merge(extra) { _, new in new }
         return OGSFlowHarness(directory: directory, ogs: ogs, apns: apns, environment: environment)
     }

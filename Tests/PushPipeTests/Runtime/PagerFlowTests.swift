@@ -13,18 +13,13 @@ import Testing
     @Test func tokensStayApartAndEachKindGetsItsOwnPushes() async throws {
         let directory = try TemporaryDirectory("pager")
         defer { directory.remove() }
-        let key = P256.Signing.PrivateKey()
-        try directory.write("AuthKey.p8", key.pemRepresentation)
-        let authority = try TestCertificateAuthority()
-        try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let apns = try await APNsStandIn.start(credentials: .init(teamID: "PAGERTEAM1", keyID: "PAGERKEY01", publicKey: key.publicKey), authority: authority)
+        let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "PAGERTEAM1", keyID: "PAGERKEY01")
         try directory.write("pipelines/pager.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pager-live-activity.yaml"),
                                                                   encoding: .utf8))
-        let environment = [
-            "APNS_TEAM_ID": "PAGERTEAM1", "APNS_KEY_ID": "PAGERKEY01", "APNS_KEY_PATH": directory.file("AuthKey.p8"), "APNS_BASE_URL": apns.baseURL,
-            "PUSHPIPE_CA_FILE": directory.file("ca.pem"), "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret",
+        let environment = apnsEnvironment.merging([
+            "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret",
             "PAGER_BUNDLE_ID": "com.example.pager",
-        ]
+        ]) { _, new in new }
         try await withCleanup({
             try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
                                         directory: directory.path, environment: environment) { daemon in

@@ -14,20 +14,15 @@ import Testing
     @Test func replyFileBecomesOneNotificationAndIsNeverResent() async throws {
         let directory = try TemporaryDirectory("sven")
         defer { directory.remove() }
-        let key = P256.Signing.PrivateKey()
-        try directory.write("keys/AuthKey.p8", key.pemRepresentation)
-        let authority = try TestCertificateAuthority()
-        try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let standIn = try await APNsStandIn.start(credentials: .init(teamID: "SVENTEAM01", keyID: "SVENKEY001", publicKey: key.publicKey),
-                                                  authority: authority)
+        let (standIn, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "SVENTEAM01", keyID: "SVENKEY001",
+                                                                                             keyFile: "keys/AuthKey.p8")
         let pipeline = try String(contentsOf: Self.repository.appendingPathComponent("pipelines/sven-replies.yaml"), encoding: .utf8)
         try directory.write("pipelines/sven-replies.yaml", pipeline)
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
-        let environment = [
-            "APNS_TEAM_ID": "SVENTEAM01", "APNS_KEY_ID": "SVENKEY001", "APNS_KEY_PATH": "keys/AuthKey.p8",
-            "APNS_BASE_URL": standIn.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"),
+        let environment = apnsEnvironment.merging([
+            "APNS_KEY_PATH": "keys/AuthKey.p8", // relative: it starts at the daemon's working directory
             "SVEN_REPLY_DIR": directory.file("replies"), "SVEN_BUNDLE_ID": "com.example.sven",
-        ]
+        ]) { _, new in new }
         try await withCleanup({ try await runFlow(directory: directory, standIn: standIn, environment: environment) }, cleanup: standIn.stop)
     }
 

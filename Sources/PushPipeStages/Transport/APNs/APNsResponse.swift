@@ -7,23 +7,22 @@ struct APNsResponse: Sendable {
     var apnsID: String?
     var body: Data
 
-    /// Accepted notifications come back without a body: nothing to parse then.
-    var reason: String? { body.isEmpty ? nil : (try? JSON.parse(body))?["reason"]?.stringValue }
-    /// 410 answers carry the time APNs last saw the token valid, in milliseconds.
-    var timestamp: Double? { body.isEmpty ? nil : (try? JSON.parse(body))?["timestamp"]?.doubleValue.map { $0 / 1000 } }
-
     /// What the connection pool must do besides reporting the outcome.
     enum ConnectionAction { case keep, reconnect, refreshToken }
 
     var outcome: (TransportOutcome, ConnectionAction) {
-        let reason = self.reason ?? "HTTP \(status)"
-        switch (status, self.reason) {
+        // Error answers carry JSON (`reason`; 410 also `timestamp`); accepted ones have no body.
+        let json = body.isEmpty ? nil : try? JSON.parse(body)
+        let apnsReason = json?["reason"]?.stringValue
+        let reason = apnsReason ?? "HTTP \(status)"
+        switch (status, apnsReason) {
         case (200, _):
             return (.delivered(providerID: apnsID), .keep)
         case (400, "BadDeviceToken"):
             return (.dropToken(reason: "BadDeviceToken (check that the sandbox/production host matches the token)", since: nil), .keep)
         case (410, _):
-            return (.dropToken(reason: reason, since: timestamp), .keep)
+            // The time APNs last saw the token valid, in milliseconds.
+            return (.dropToken(reason: reason, since: json?["timestamp"]?.doubleValue.map { $0 / 1000 }), .keep)
         case (400, "IdleTimeout"):
             return (.retryAfter(seconds: 0, reason: reason), .reconnect)
         case (403, "ExpiredProviderToken"):

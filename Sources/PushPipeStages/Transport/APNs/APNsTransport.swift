@@ -146,9 +146,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
 
     func run(context: StageContext) async throws {
         // Connections and the key live as long as the pipeline; nothing to do until then.
-        do {
-            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
-        } catch {}
+        await untilCancelled()
         // A later run (the same stage started again) makes new ones.
         if let resources = state.withLock({ current in defer { current = nil }; return current }) { await resources.pool.shutdown() }
     }

@@ -71,9 +71,7 @@ final class FCMTransport: Transport, LongRunningStage, Sendable {
     }
 
     func run(context: StageContext) async throws {
-        do {
-            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
-        } catch {}
+        await untilCancelled()
         // A later run (the same stage started again) makes new ones.
         if let existing = resources.withLock({ current in defer { current = nil }; return current }) { try? await existing.client.shutdown() }
     }
