@@ -16,10 +16,23 @@ public struct RenderedNotification: Sendable {
     public var historyRecord: JSON?
 
     public init(token: DeviceToken, payload: JSON, options: [String: JSON] = [:], historyRecord: JSON? = nil) {
+        self.init(token: token, payload: payload, payloadBytes: payload.serialized(), options: options, historyRecord: historyRecord)
+    }
+
+    private init(token: DeviceToken, payload: JSON, payloadBytes: Data, options: [String: JSON], historyRecord: JSON?) {
         self.token = token
         self.payload = payload
-        payloadBytes = payload.serialized()
+        self.payloadBytes = payloadBytes
         self.options = options
         self.historyRecord = historyRecord
+    }
+
+    /// The same payload for each token, serialized once (an event for every user has many).
+    public static func each(of tokens: [DeviceToken], payload: JSON, options: [String: JSON] = [:], historyRecord: JSON? = nil)
+        -> [RenderedNotification]
+    {
+        guard !tokens.isEmpty else { return [] }
+        let bytes = payload.serialized()
+        return tokens.map { RenderedNotification(token: $0, payload: payload, payloadBytes: bytes, options: options, historyRecord: historyRecord) }
     }
 }

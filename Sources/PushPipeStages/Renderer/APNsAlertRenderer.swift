@@ -103,8 +103,7 @@ struct APNsAlertRenderer: Renderer {
         let rendered = JSON.object(payload)
         let renderedOptions = options.render(templateContext)?.objectValue ?? [:]
         let record = history?.render(templateContext)
-        return try await context.tokens(for: event, kind: configuration.tokenKind).map { token in
-            RenderedNotification(token: token, payload: rendered, options: renderedOptions, historyRecord: record)
-        }
+        return RenderedNotification.each(of: try await context.tokens(for: event, kind: configuration.tokenKind), payload: rendered,
+                                         options: renderedOptions, historyRecord: record)
     }
 }

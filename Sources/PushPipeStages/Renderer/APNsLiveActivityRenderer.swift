@@ -107,7 +107,7 @@ struct APNsLiveActivityRenderer: Renderer {
             context.logger.notice("user \(event.user ?? "-") has no push-to-start token (iOS < 17.2 or not registered): sending an ordinary alert instead")
         }
         let alertPayload: JSON = ["aps": ["alert": alert?.render(templates) ?? [:], "sound": "default"]]
-        return devices.map { RenderedNotification(token: $0, payload: alertPayload, options: ["push_type": "alert", "priority": 10]) }
+        return RenderedNotification.each(of: devices, payload: alertPayload, options: ["push_type": "alert", "priority": 10])
     }
 
     private func notification(kind: String, to token: DeviceToken, _ templates: TemplateContext, _ event: Event) -> RenderedNotification {

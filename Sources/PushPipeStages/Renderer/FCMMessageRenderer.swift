@@ -70,8 +70,7 @@ struct FCMMessageRenderer: Renderer {
         var record: JSON = ["notification": renderedNotification ?? .null, "data": .object(renderedData)]
         if let history { record = history.render(templates) ?? .null }
         let payload = JSON.object(message)
-        return try await context.tokens(for: event, kind: configuration.tokenKind).map { token in
-            RenderedNotification(token: token, payload: payload, historyRecord: record)
-        }
+        return RenderedNotification.each(of: try await context.tokens(for: event, kind: configuration.tokenKind), payload: payload,
+                                         historyRecord: record)
     }
 }

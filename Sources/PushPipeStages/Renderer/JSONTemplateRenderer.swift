@@ -46,8 +46,7 @@ struct JSONTemplateRenderer: Renderer {
         let rendered = payload.render(templateContext) ?? .null
         let renderedOptions = options.render(templateContext)?.objectValue ?? [:]
         let record = history?.render(templateContext)
-        return try await context.tokens(for: event, kind: tokenKind).map { token in
-            RenderedNotification(token: token, payload: rendered, options: renderedOptions, historyRecord: record)
-        }
+        return RenderedNotification.each(of: try await context.tokens(for: event, kind: tokenKind), payload: rendered,
+                                         options: renderedOptions, historyRecord: record)
     }
 }
