@@ -25,10 +25,9 @@ final class GroupCommit<Write: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let commit: @Sendable ([Write]) async throws -> Void
-    private let gatheringWindow: Duration
+    static var gatheringWindow: Duration { .milliseconds(2) }
 
-    init(gatheringWindow: Duration = .milliseconds(2), commit: @escaping @Sendable ([Write]) async throws -> Void) {
-        self.gatheringWindow = gatheringWindow
+    init(commit: @escaping @Sendable ([Write]) async throws -> Void) {
         self.commit = commit
     }
 
@@ -49,7 +48,7 @@ final class GroupCommit<Write: Sendable>: Sendable {
     private func lead() async throws {
         var ownFailure: (any Error)?
         while true {
-            if gatheringWindow > .zero, state.withLock({ $0.underLoad }) { try? await Task.sleep(for: gatheringWindow) }
+            if state.withLock({ $0.underLoad }) { try? await Task.sleep(for: Self.gatheringWindow) }
             let batch = state.withLock { state -> [Entry] in
                 defer { state.pending.removeAll(keepingCapacity: true) }
                 if state.pending.isEmpty {

@@ -19,11 +19,11 @@ final class TokenCache: Sendable {
 
     private let state = Mutex(State())
     private let lifetime: Duration
-    private let capacity: Int
+    /// Entries kept at most; past that the cache starts over.
+    static var capacity: Int { 100_000 }
 
-    init(lifetime: Duration = .seconds(30), capacity: Int = 100_000) {
+    init(lifetime: Duration = .seconds(30)) {
         self.lifetime = lifetime
-        self.capacity = capacity
     }
 
     enum Lookup {
@@ -44,7 +44,7 @@ final class TokenCache: Sendable {
         let expires = ContinuousClock.now + lifetime
         state.withLock { state in
             guard state.generation == generation.value else { return }
-            if state.entries.count >= capacity { state.entries.removeAll() }
+            if state.entries.count >= Self.capacity { state.entries.removeAll() }
             state.entries[query] = (tokens, expires)
         }
     }
