@@ -79,6 +79,23 @@ extension SQLiteStore {
                 DROP TABLE history;
                 """)
         }
+        migrator.registerMigration("v5-deferred-user-index") { db in
+            // The per-user index becomes a table filled in sorted batches (see
+            // `SQLiteStore+UserIndex`): rows after `indexed_through` are found by a scan of the
+            // table's tail. Every row was indexed until now, so the tail starts empty.
+            try db.execute(sql: """
+                CREATE TABLE user_deliveries (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    id INTEGER NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, id)
+                ) WITHOUT ROWID;
+                INSERT INTO user_deliveries (pipeline, user_id, id) SELECT pipeline, user_id, id FROM deliveries ORDER BY pipeline, user_id, id;
+                DROP INDEX deliveries_by_user;
+                CREATE TABLE user_index_state (indexed_through INTEGER NOT NULL);
+                INSERT INTO user_index_state (indexed_through) SELECT coalesce(max(id), 0) FROM deliveries;
+                """)
+        }
         return migrator
     }
 

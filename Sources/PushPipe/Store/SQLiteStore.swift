@@ -38,10 +38,14 @@ public final class SQLiteStore: Store {
         try Self.migrator.migrate(database)
         self.database = database
         outcomes = GroupCommit { writes in
-            try await database.write { db in
-                for write in writes { try Self.apply(write, in: db) }
-            }
+            try await database.write { db in try Self.commit(writes, in: db) }
         }
+    }
+
+    /// One transaction of the group commit.
+    static func commit(_ writes: [OutcomeWrite], in db: Database) throws {
+        for write in writes { try apply(write, in: db) }
+        try indexUserDeliveriesIfDue(afterCommitOf: writes.count, in: db)
     }
 
     /// One row per delivery; a delivered one carries the user's history record for the event
@@ -235,23 +239,18 @@ public final class SQLiteStore: Store {
     }
 
     public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
-        let rows: [(Int64, String, Double, String)] = try await database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, event_id, created_at, record FROM deliveries
-                WHERE pipeline = ? AND user_id = ? AND id < ? AND record IS NOT NULL ORDER BY id DESC LIMIT ?
-                """, arguments: [pipeline, user, before ?? Int64.max, limit])
-                .map { ($0["id"], $0["event_id"], $0["created_at"], $0["record"]) }
+        let rows = try await database.read { db in
+            try Self.userRows(.history, pipeline: pipeline, user: user, before: before ?? Int64.max, limit: limit, in: db)
         }
-        return try rows.map { id, eventID, createdAt, record in
-            HistoryEntry(id: id, pipeline: pipeline, user: user, eventID: eventID, createdAt: createdAt, record: try JSON.parse(record))
+        return try rows.map { row in
+            HistoryEntry(id: row["id"], pipeline: pipeline, user: user, eventID: row["event_id"], createdAt: row["created_at"],
+                         record: try JSON.parse(row["record"] as String))
         }
     }
 
     public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {
         try await database.read { db in
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT * FROM deliveries WHERE pipeline = ? AND user_id = ? AND outcome = 'delivered' ORDER BY id DESC LIMIT 1
-                """, arguments: [pipeline, user]) else { return nil }
+            guard let row = try Self.userRows(.delivered, pipeline: pipeline, user: user, before: Int64.max, limit: 1, in: db).first else { return nil }
             return DeliveryRecord(pipeline: pipeline, eventID: row["event_id"], user: user, tokenKind: row["token_kind"], token: row["token"],
                                   outcome: row["outcome"], reason: row["reason"], providerID: row["provider_id"], attempts: row["attempts"],
                                   createdAt: row["created_at"])
