@@ -48,6 +48,7 @@ public final class APNsStandIn: Sendable {
         var requests: [Request] = []
         var script: [Answer] = []
         var connections = 0
+        var openConnections = 0
         /// Requests received and not answered yet, and the most there ever were.
         var unanswered = 0
         var mostUnanswered = 0
@@ -73,7 +74,8 @@ public final class APNsStandIn: Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    box.value?.state.update { $0.connections += 1 }
+                    box.value?.state.update { $0.connections += 1; $0.openConnections += 1 }
+                    channel.closeFuture.whenComplete { _ in box.value?.state.update { $0.openConnections -= 1 } }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -93,6 +95,7 @@ public final class APNsStandIn: Sendable {
 
     public var baseURL: String { "https://localhost:\(port)" }
     public var requests: [Request] { state.value.requests }
+    /// Connections accepted so far.
     public var connections: Int { state.value.connections }
     /// The most requests that were ever waiting for their answer at once.
     public var mostConcurrentRequests: Int { state.value.mostUnanswered }
@@ -107,6 +110,12 @@ public final class APNsStandIn: Sendable {
     public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Request] {
         try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
                              failure: { WaitTimedOut("expected \(count) APNs requests, got \($0.requests.count)") })
+    }
+
+    /// Waits until exactly `count` connections are open (clients close the ones they retire).
+    public func waitForOpenConnections(_ count: Int, timeout: Double = 20) async throws {
+        try await state.wait(timeout: timeout, { $0.openConnections == count ? () : nil },
+                             failure: { WaitTimedOut("expected \(count) open APNs connections, have \($0.openConnections)") })
     }
 
     public func stop() async {

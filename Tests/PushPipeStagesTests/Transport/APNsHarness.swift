@@ -11,7 +11,7 @@ struct APNsHarness {
     let directory: TemporaryDirectory
     let standIn: APNsStandIn
     let store: SQLiteStore
-    let definition: PipelineDefinition
+    var definition: PipelineDefinition
 
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"

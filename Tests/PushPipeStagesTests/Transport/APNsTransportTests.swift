@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import PushPipe
+@testable import PushPipeStages
 import PushPipeTesting
 import Testing
 
@@ -24,11 +25,13 @@ import Testing
 
     /// One event for each of `user0`...: all in flight at once.
     func processConcurrently(_ harness: APNsHarness, users: Int) async throws -> [EventReport] {
-        try await harness.run { processor in
-            await withTaskGroup(of: EventReport.self) { group in
-                for index in 0..<users { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
-                return await group.reduce(into: [EventReport]()) { $0.append($1) }
-            }
+        try await harness.run { processor in await processConcurrently(harness, processor, users: users) }
+    }
+
+    func processConcurrently(_ harness: APNsHarness, _ processor: EventProcessor, users: Int) async -> [EventReport] {
+        await withTaskGroup(of: EventReport.self) { group in
+            for index in 0..<users { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
+            return await group.reduce(into: [EventReport]()) { $0.append($1) }
         }
     }
 
@@ -212,6 +215,30 @@ import Testing
             #expect(harness.standIn.mostConcurrentRequests == 2)
             #expect(harness.standIn.connections == 1)
         }, maxStreams: 2)
+    }
+
+    /// Stream ids are never reused: a connection that used its last one finishes its streams and
+    /// closes, and requests waiting on it move to a new connection without losing an attempt.
+    @Test func aConnectionOutOfStreamIDsMakesWayForANewOne() async throws {
+        var harness = try await APNsHarness.make(maxStreams: 2)
+        try await withCleanup({
+            let transport = try #require(harness.definition.transport.stage as? APNsTransport)
+            // Streams 1, 3, 5 and 7: four requests per connection.
+            harness.definition.transport.stage = try APNsTransport(configuration: transport.configuration,
+                                                                   context: StageBuildContext(pipeline: "apns-test", stage: "transport", baseDirectory: "."),
+                                                                   lastUsableStreamID: 7)
+            for index in 0..<10 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
+            let reports = try await harness.run { [harness] processor in
+                let reports = await processConcurrently(harness, processor, users: 10)
+                // The two used-up connections closed once their streams were answered.
+                try await harness.standIn.waitForOpenConnections(1)
+                return reports
+            }
+            #expect(reports.allSatisfy { $0.status == .delivered })
+            #expect(reports.allSatisfy { $0.deliveries.first?.attempts == 1 }, "moving to a new connection is not a retry")
+            #expect(harness.standIn.requests.count == 10)
+            #expect(harness.standIn.connections == 3)
+        }, cleanup: harness.close)
     }
 
     /// Answer bodies count against the connection's receive window (64 KiB); without

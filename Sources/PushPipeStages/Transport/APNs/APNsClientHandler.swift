@@ -40,15 +40,20 @@ final class APNsClientHandler: ChannelInboundHandler {
     private var failure: (any Error)?
     private var closeWhenIdle = false
     private let goingAway: @Sendable () -> Void
+    private let lastUsableStreamID: HTTP2StreamID
 
-    /// Stream ids are 31 bits and never reused: a connection near the end makes way for a new one.
-    static let lastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
+    /// Stream ids are 31 bits and never reused: after about a billion requests (12 hours at
+    /// 25,000/s) a connection makes way for a new one.
+    static let defaultLastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
     static let windowUpdateThreshold = 32_768
 
-    /// - Parameter goingAway: called on GOAWAY, on running out of stream ids and on close, so the
-    ///   pool stops handing out this connection.
-    init(maximumOpenStreams: Int, goingAway: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - lastUsableStreamID: the connection retires after opening this stream (tests lower it).
+    ///   - goingAway: called on GOAWAY, on running out of stream ids and on close, so the pool
+    ///     stops handing out this connection.
+    init(maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID, goingAway: @escaping @Sendable () -> Void) {
         self.maximumOpenStreams = maximumOpenStreams
+        self.lastUsableStreamID = lastUsableStreamID
         self.goingAway = goingAway
     }
 
@@ -69,28 +74,25 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     private func openWaitingStreams() {
-        guard let context else {
-            let error = failure ?? APNsConnectionError.streamClosed
-            while let request = waiting.popFirst() { request.continuation.resume(throwing: error) }
+        guard let context, failure == nil, !closeWhenIdle else {
+            // Never written: another connection can take them.
+            while let request = waiting.popFirst() { request.continuation.resume(throwing: APNsConnectionError.closedBeforeSending) }
             return
         }
         var opened = false
-        while streams.count < maximumOpenStreams, let request = waiting.popFirst() {
-            if let failure {
-                request.continuation.resume(throwing: failure)
-                continue
-            }
-            if closeWhenIdle || nextStreamID > Self.lastUsableStreamID {
-                request.continuation.resume(throwing: APNsConnectionError.goingAway)
-                continue
-            }
+        defer { if closeWhenIdle { openWaitingStreams() } }
+        while !closeWhenIdle, streams.count < maximumOpenStreams, let request = waiting.popFirst() {
             if request.deadline <= .now() {
                 request.continuation.resume(throwing: APNsConnectionError.timedOut)
                 continue
             }
             let id = nextStreamID
             nextStreamID = HTTP2StreamID(Int32(id) + 2)
-            if nextStreamID > Self.lastUsableStreamID { goingAway() }
+            if nextStreamID > lastUsableStreamID {
+                // Out of stream ids: the streams open finish, then the connection closes.
+                closeWhenIdle = true
+                goingAway()
+            }
             streams[id] = OpenStream(continuation: request.continuation)
             deadlines.append((id, request.deadline))
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
@@ -103,7 +105,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         scheduleTimer()
     }
 
-    /// Lets the streams in flight finish, then closes; new requests fail with `goingAway`.
+    /// Lets the streams in flight finish, then closes; new requests fail with `closedBeforeSending`.
     func retire() {
         closeWhenIdle = true
         goingAway()
@@ -138,7 +140,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         case .goAway(let lastStreamID, _, _):
             // Streams above the last one the server processed were never seen: safe to send again elsewhere.
             goingAway()
-            for id in streams.keys where id > lastStreamID { fail(id, with: APNsConnectionError.goingAway) }
+            for id in streams.keys where id > lastStreamID { fail(id, with: APNsConnectionError.closedBeforeSending) }
         default:
             break
         }
@@ -253,14 +255,17 @@ struct APNsStreamRequest: Sendable {
 }
 
 enum APNsConnectionError: Error, CustomStringConvertible {
-    case timedOut, streamClosed, malformedResponse, goingAway
+    case timedOut, streamClosed, malformedResponse
+    /// The request never reached the server: the connection was closing, out of stream ids, or
+    /// the server's GOAWAY said it did not process the stream. Safe to send on another connection.
+    case closedBeforeSending
 
     var description: String {
         switch self {
         case .timedOut: "no answer from APNs within the request timeout"
         case .streamClosed: "the HTTP/2 stream or connection closed before an answer"
         case .malformedResponse: "APNs answered without a status"
-        case .goingAway: "the connection is going away (GOAWAY)"
+        case .closedBeforeSending: "the connection closed before the request was sent (GOAWAY, out of stream ids, connection lost)"
         }
     }
 }

@@ -37,8 +37,8 @@ final class APNsConnection: Sendable {
         channel.eventLoop.execute { handler.value.retire() }
     }
 
-    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, maximumOpenStreams: Int, group: any EventLoopGroup)
-        -> EventLoopFuture<APNsConnection>
+    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, maximumOpenStreams: Int,
+                        lastUsableStreamID: HTTP2StreamID, group: any EventLoopGroup) -> EventLoopFuture<APNsConnection>
     {
         let loop = group.next()
         let connectionPromise = loop.makePromise(of: APNsConnection.self)
@@ -48,7 +48,8 @@ final class APNsConnection: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let goingAway = GoingAwayFlag()
-                    let handler = APNsClientHandler(maximumOpenStreams: maximumOpenStreams, goingAway: { goingAway.set() })
+                    let handler = APNsClientHandler(maximumOpenStreams: maximumOpenStreams, lastUsableStreamID: lastUsableStreamID,
+                                                    goingAway: { goingAway.set() })
                     var configuration = NIOHTTP2Handler.ConnectionConfiguration()
                     // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
                     // re-validating every header of every request cost a few percent.

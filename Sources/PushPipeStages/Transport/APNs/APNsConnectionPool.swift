@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -13,6 +14,7 @@ final class APNsConnectionPool: Sendable {
     let serverHostname: String?
     let tls: NIOSSLContext
     let maximumOpenStreams: Int
+    let lastUsableStreamID: HTTP2StreamID
     let group: any EventLoopGroup
     private let slots: Mutex<[Slot]>
     private let next = Atomic<Int>(0)
@@ -23,10 +25,11 @@ final class APNsConnectionPool: Sendable {
         case ready(APNsConnection)
     }
 
-    init(host: String, port: Int, size: Int, maximumOpenStreams: Int, tls: NIOSSLContext,
+    init(host: String, port: Int, size: Int, maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID, tls: NIOSSLContext,
          group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.host = host
         self.maximumOpenStreams = maximumOpenStreams
+        self.lastUsableStreamID = lastUsableStreamID
         self.port = port
         self.tls = tls
         self.group = group
@@ -46,7 +49,8 @@ final class APNsConnectionPool: Sendable {
                 return nil
             case .ready, .empty:
                 slots[index] = .connecting(APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname,
-                                                                         maximumOpenStreams: maximumOpenStreams, group: group))
+                                                                         maximumOpenStreams: maximumOpenStreams,
+                                                                         lastUsableStreamID: lastUsableStreamID, group: group))
                 return nil
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHPACK
+import NIOHTTP2
 import NIOSSL
 import PushPipe
 import Synchronization
@@ -66,15 +67,21 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     let baseURLText: String
     let authority: String
     let keyPath: String
+    let lastUsableStreamID: HTTP2StreamID
     private let state = Mutex<Resources?>(nil)
+    /// Times one request moves to another connection because its own closed before sending it
+    /// (GOAWAY, out of stream ids): it never reached APNs, so this is not a delivery attempt.
+    static let maximumHandOvers = 3
 
     struct Resources: Sendable {
         var pool: APNsConnectionPool
         var token: APNsProviderToken
     }
 
-    init(configuration: Configuration, context: StageBuildContext) throws {
+    init(configuration: Configuration, context: StageBuildContext,
+         lastUsableStreamID: HTTP2StreamID = APNsClientHandler.defaultLastUsableStreamID) throws {
         self.configuration = configuration
+        self.lastUsableStreamID = lastUsableStreamID
         let base = configuration.baseUrl.isEmpty
             ? (configuration.sandbox ? "https://api.sandbox.push.apple.com" : "https://api.push.apple.com") : configuration.baseUrl
         guard let url = URL(string: base), url.scheme == "https", url.host != nil else {
@@ -158,36 +165,45 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         } catch {
             return .configError(reason: "APNs credentials: \(error)")
         }
-        let connection: APNsConnection
+        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
+        // Values that differ per request would only push reusable ones out of the HPACK table.
+        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
         do {
-            connection = try await resources.pool.connection()
-        } catch {
-            return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
-        }
-        do {
-            var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
-            // Values that differ per request would only push reusable ones out of the HPACK table.
-            headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
             headers.add(name: "authorization", value: "bearer \(try await resources.token.token())")
-            headers.add(name: "content-type", value: "application/json")
-            for header in request.headers {
-                headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
-            }
-            let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes),
-                                                     timeout: .milliseconds(Int64(configuration.timeout * 1000)))
-            let (outcome, action) = response.outcome
-            switch action {
-            case .keep: break
-            case .reconnect: resources.pool.retire(connection)
-            case .refreshToken:
-                if !resources.token.invalidate() {
-                    return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
-                }
-            }
-            return outcome
         } catch {
-            if !connection.isUsable { resources.pool.retire(connection) }
-            return .retryAfter(seconds: nil, reason: "\(error)")
+            return .configError(reason: "APNs provider token: \(error)")
+        }
+        headers.add(name: "content-type", value: "application/json")
+        for header in request.headers {
+            headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
+        }
+        var handOvers = 0
+        while true {
+            let connection: APNsConnection
+            do {
+                connection = try await resources.pool.connection()
+            } catch {
+                return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
+            }
+            do {
+                let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes),
+                                                         timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+                let (outcome, action) = response.outcome
+                switch action {
+                case .keep: break
+                case .reconnect: resources.pool.retire(connection)
+                case .refreshToken:
+                    if !resources.token.invalidate() {
+                        return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
+                    }
+                }
+                return outcome
+            } catch APNsConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
+                handOvers += 1
+            } catch {
+                if !connection.isUsable { resources.pool.retire(connection) }
+                return .retryAfter(seconds: nil, reason: "\(error)")
+            }
         }
     }
 
@@ -204,7 +220,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         tls.minimumTLSVersion = .tlsv12
         if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
         let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, size: configuration.connections,
-                                      maximumOpenStreams: configuration.maxStreams,
+                                      maximumOpenStreams: configuration.maxStreams, lastUsableStreamID: lastUsableStreamID,
                                       tls: try NIOSSLContext(configuration: tls))
         return state.withLock { current in
             if let current { return current }
