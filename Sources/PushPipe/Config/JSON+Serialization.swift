@@ -22,12 +22,20 @@ extension JSON {
         case .object(let members):
             if members.isEmpty { output.append(contentsOf: "{}".utf8); return }
             output.append(UInt8(ascii: "{"))
-            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                JSON.newline(&output, pretty: pretty, indent: indent + 1)
-                JSON.writeString(member.key, to: &output)
-                output.append(contentsOf: (pretty ? ": " : ":").utf8)
-                member.value.write(to: &output, pretty: pretty, indent: indent + 1)
+            // Keys in order, so equal objects serialize equally. The order is sorted on the stack:
+            // payloads are serialized once per notification, and a sorted copy was a heap allocation per object.
+            withUnsafeTemporaryAllocation(of: Dictionary<String, JSON>.Index.self, capacity: members.count) { buffer in
+                var order = buffer
+                _ = order.initialize(from: members.indices)
+                defer { _ = order.deinitialize() }
+                order.sort { members[$0].key < members[$1].key }
+                for (position, index) in order.enumerated() {
+                    if position > 0 { output.append(UInt8(ascii: ",")) }
+                    JSON.newline(&output, pretty: pretty, indent: indent + 1)
+                    JSON.writeString(members[index].key, to: &output)
+                    output.append(contentsOf: (pretty ? ": " : ":").utf8)
+                    members[index].value.write(to: &output, pretty: pretty, indent: indent + 1)
+                }
             }
             JSON.newline(&output, pretty: pretty, indent: indent)
             output.append(UInt8(ascii: "}"))

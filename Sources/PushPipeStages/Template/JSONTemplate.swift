@@ -97,6 +97,7 @@ public indirect enum JSONTemplate: Sendable {
             return .array(elements.map { $0.render(context) ?? .null })
         case .object(let members):
             var result: [String: JSON] = [:]
+            result.reserveCapacity(members.count) // grown one key at a time it reallocates on the way
             for (key, template) in members {
                 if let value = template.render(context) { result[key] = value }
             }
