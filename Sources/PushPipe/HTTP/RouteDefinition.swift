@@ -1,3 +1,4 @@
+import Logging
 /// One HTTP route a pipeline serves: from its `routes:` list or from one of its stages.
 public struct RouteDefinition: Sendable {
     public var method: String
@@ -79,10 +80,13 @@ public struct RouteContext: Sendable {
     public var sink: any EventSink
     public var registrationObservers: [any RegistrationObserver]
     public var diagnosticsProviders: [any DiagnosticsProvider]
+    /// The pipeline's logger (its level and metadata).
+    public var logger: Logger
 
     public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],
-                diagnosticsProviders: [any DiagnosticsProvider] = []) {
+                diagnosticsProviders: [any DiagnosticsProvider] = [], logger: Logger = Logger(label: "pushpipe.route")) {
         self.pipeline = pipeline
+        self.logger = logger
         self.store = store
         self.sink = sink
         self.registrationObservers = registrationObservers

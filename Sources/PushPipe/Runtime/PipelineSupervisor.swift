@@ -93,7 +93,7 @@ public final class PipelineSupervisor: Service, Sendable {
                 + [definition.renderer.stage, definition.transport.stage]
             let context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
                                        registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
-                                       diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider })
+                                       diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)
             for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
         }
         return table

@@ -96,6 +96,21 @@ extension SQLiteStore {
                 INSERT INTO user_index_state (indexed_through) SELECT coalesce(max(id), 0) FROM deliveries;
                 """)
         }
+        migrator.registerMigration("v6-queued-events") { db in
+            try db.execute(sql: """
+                CREATE TABLE queued_events (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    instance TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    user_id TEXT,
+                    time DOUBLE NOT NULL,
+                    body TEXT NOT NULL
+                );
+                CREATE INDEX queued_events_by_event ON queued_events (pipeline, event_id);
+                """)
+        }
         return migrator
     }
 

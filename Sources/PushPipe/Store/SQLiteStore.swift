@@ -6,14 +6,16 @@ import Synchronization
 public final class SQLiteStore: Store {
     let database: DatabasePool
     public let path: String
-    /// Outcomes, history and watermarks arrive from many deliveries at once: they share transactions.
-    private let outcomes: GroupCommit<OutcomeWrite>
+    /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
+    let outcomes: GroupCommit<OutcomeWrite>
     private let tokenCache = TokenCache()
 
     enum OutcomeWrite: Sendable {
         case history(HistoryEntry)
         case state([StateWrite], pipeline: String)
         case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
+        case enqueue(QueuedEvent)
+        case dequeue(pipeline: String, eventID: String)
     }
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
@@ -77,6 +79,10 @@ public final class SQLiteStore: Store {
             }
             for entry in unattached { try apply(.history(entry), in: db) }
             try apply(.state(state, pipeline: pipeline), in: db)
+        case .enqueue(let event):
+            try insertQueued(event, in: db)
+        case .dequeue(let pipeline, let eventID):
+            try deleteQueued(pipeline: pipeline, eventID: eventID, in: db)
         }
     }
 

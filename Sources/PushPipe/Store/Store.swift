@@ -30,6 +30,14 @@ public protocol Store: Sendable {
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 
+    /// Keeps an accepted event until `dequeue`: committed before the source answers for it.
+    func enqueue(_ event: QueuedEvent) async throws
+    /// The source's events that other (earlier) processes accepted and did not finish; they
+    /// become this process's, so a pipeline restarted within the process does not send them twice.
+    func claimQueuedEvents(pipeline: String, source: String) async throws -> [QueuedEvent]
+    /// The event's processing ended (whatever its outcome): it is not sent again.
+    func dequeue(pipeline: String, eventID: String) async throws
+
     func close() async throws
 }
 

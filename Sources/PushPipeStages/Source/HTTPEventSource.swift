@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PushPipe
 
@@ -13,6 +14,8 @@ struct HTTPEventSource: Source {
     /// - `require_user` (boolean; true): reject events without a recipient; false sends them to every registered user.
     /// - `id_field` (string; none): body field used as the event id (must be unique); generated otherwise.
     /// - `wait` (boolean; false): answer 200 with the delivery report instead of 202 once queued.
+    ///   Without `wait`, the 202 comes after the event is in the store: a daemon stopped before
+    ///   the event was processed sends it after its restart.
     /// - `known_values` (map of lists; `{}`): e.g. `{type: [upvote, comment]}`; other values are accepted with a warning.
     struct Configuration: StageConfiguration {
         var knownValues: [String: [String]]
@@ -45,22 +48,42 @@ struct HTTPEventSource: Source {
             throw ConfigurationValueError(keyPath: "path", "'\(configuration.path)' is not a route path", expected: "a path starting with '/'")
         }
         self.configuration = configuration
+        let source = context.stage
         route = RouteDefinition(method: configuration.method, path: configuration.path,
                                 authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
-            try await Self.accept(request, routeContext, configuration)
+            try await Self.accept(request, routeContext, configuration, source: source)
         }
     }
 
     var routes: [RouteDefinition] { [route] }
 
+    /// Sends what an earlier run accepted and did not finish; new events arrive through the route.
     func run(into sink: any EventSink, context: StageContext) async throws {
-        // Events arrive through the route; the source itself has nothing to do.
+        let left = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage)
+        if !left.isEmpty { context.logger.notice("sending \(left.count) events accepted before the restart") }
+        for queued in left {
+            var event = queued.event
+            event.onComplete = Self.dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: queued.eventID, logger: context.logger)
+            try await sink.submit(event)
+        }
         await untilCancelled()
     }
 
-    static let logger = Logger(label: "pushpipe.http-event")
+    /// Removes the event from the store once processed, whatever the outcome (it is recorded).
+    /// Not when the processing was cancelled (drain timeout): the next start sends it again.
+    static func dequeueWhenDone(store: any Store, pipeline: String, eventID: String, logger: Logger) -> @Sendable (EventReport) async -> Void {
+        { _ in
+            guard !Task.isCancelled else { return }
+            do {
+                try await store.dequeue(pipeline: pipeline, eventID: eventID)
+                logger.debug("event \(eventID) processed; removed from the queue")
+            } catch {
+                logger.error("event \(eventID) processed but still queued (it will be sent again after a restart): \(error)")
+            }
+        }
+    }
 
-    static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration) async throws -> RouteResponse {
+    static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String) async throws -> RouteResponse {
         guard let body = request.body else { throw HTTPError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
         switch body[configuration.userField] {
@@ -81,15 +104,25 @@ struct HTTPEventSource: Source {
         }
         for (field, known) in configuration.knownValues {
             if let value = body[field]?.textValue, !known.contains(value) {
-                logger.warning("event \(id): \(field) '\(value)' is not one of \(known.joined(separator: ", ")); accepted")
+                context.logger.warning("event \(id): \(field) '\(value)' is not one of \(known.joined(separator: ", ")); accepted")
             }
         }
-        let event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
         if configuration.wait {
-            let report = try await context.sink.submitAndWait(event)
+            // The caller learns the outcome: nothing to keep if the daemon stops before.
+            let report = try await context.sink.submitAndWait(Event(id: id, pipeline: context.pipeline, user: user, body: body))
             return RouteResponse(try JSON(encoding: report))
         }
-        try await context.sink.submit(event)
+        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970, body: body)
+        try await context.store.enqueue(queued)
+        var event = queued.event
+        event.onComplete = dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: id, logger: context.logger)
+        do {
+            try await context.sink.submit(event)
+        } catch {
+            // Not accepted after all (the pipeline is stopping): the caller sends it again.
+            try? await context.store.dequeue(pipeline: context.pipeline, eventID: id)
+            throw error
+        }
         return RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id)])
     }
 }

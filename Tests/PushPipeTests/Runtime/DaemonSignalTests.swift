@@ -98,6 +98,7 @@ import Testing
         let delivered = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM deliveries WHERE outcome = 'delivered'") }
         #expect(accepted >= 1)
         #expect(delivered == accepted, "every accepted event was delivered before exit")
+        #expect(try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queued_events") } == 0, "and none is left to send again")
     }
 }
 

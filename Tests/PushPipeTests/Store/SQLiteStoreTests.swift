@@ -121,3 +121,30 @@ import Testing
         try await store.close()
     }
 }
+
+/// Accepted events wait in the store until processed; a later process claims what is left.
+@Suite struct SQLiteStoreQueuedEventTests {
+    @Test func eventsLeftByAnEarlierProcessAreClaimedOnceAndInOrder() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        func queued(_ id: String, instance: String, source: String = "sources[0]") -> QueuedEvent {
+            QueuedEvent(pipeline: "p", source: source, instance: instance, eventID: id, user: "u-\(id)", time: 1_700_000_000.5, body: ["id": .string(id)])
+        }
+        try await store.enqueue(queued("e1", instance: "earlier"))
+        try await store.enqueue(queued("own", instance: QueuedEvent.thisProcess))
+        try await store.enqueue(queued("e2", instance: "earlier"))
+        try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
+
+        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]")
+        #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
+        #expect(claimed.first == queued("e1", instance: QueuedEvent.thisProcess))
+        #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
+        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]").isEmpty, "claimed once")
+
+        try await store.dequeue(pipeline: "p", eventID: "e1")
+        let left = try await store.database.read { db in try String.fetchAll(db, sql: "SELECT event_id FROM queued_events ORDER BY id") }
+        #expect(left == ["own", "e2", "other-source"])
+        try await store.close()
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// An event a source accepted and answered for (HTTP 202) but that is not processed yet.
+/// It stays in the store until its processing ends, so a daemon killed in between sends it
+/// after the restart instead of losing it.
+public struct QueuedEvent: Sendable, Equatable {
+    public var pipeline: String
+    /// The source's key path (`sources[0]`): the source that accepted it sends it again.
+    public var source: String
+    /// The process that is handling it (`QueuedEvent.thisProcess`); other processes' events are
+    /// left over from an earlier run.
+    public var instance: String
+    public var eventID: String
+    public var user: String?
+    /// When it was accepted (UNIX seconds): templates see the original time after a restart.
+    public var time: Double
+    public var body: JSON
+
+    public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
+                body: JSON) {
+        self.pipeline = pipeline
+        self.source = source
+        self.instance = instance
+        self.eventID = eventID
+        self.user = user
+        self.time = time
+        self.body = body
+    }
+
+    /// Identifies this process among the runs that used the store.
+    public static let thisProcess = RandomIdentifier.hex(nibbles: 16)
+
+    public var event: Event {
+        Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
+    }
+}

@@ -1,0 +1,37 @@
+import GRDB
+
+extension SQLiteStore {
+    public func enqueue(_ event: QueuedEvent) async throws {
+        try await outcomes.submit(.enqueue(event))
+    }
+
+    public func dequeue(pipeline: String, eventID: String) async throws {
+        try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
+    }
+
+    public func claimQueuedEvents(pipeline: String, source: String) async throws -> [QueuedEvent] {
+        let instance = QueuedEvent.thisProcess
+        let rows = try await database.write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT event_id, user_id, time, body FROM queued_events WHERE pipeline = ? AND source = ? AND instance <> ? ORDER BY id
+                """, arguments: [pipeline, source, instance])
+            try db.execute(sql: "UPDATE queued_events SET instance = ? WHERE pipeline = ? AND source = ? AND instance <> ?",
+                           arguments: [instance, pipeline, source, instance])
+            return rows
+        }
+        return try rows.map { row in
+            QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: row["event_id"], user: row["user_id"], time: row["time"],
+                        body: try JSON.parse(row["body"] as String))
+        }
+    }
+
+    static func insertQueued(_ event: QueuedEvent, in db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText])
+    }
+
+    static func deleteQueued(pipeline: String, eventID: String, in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM queued_events WHERE pipeline = ? AND event_id = ?").execute(arguments: [pipeline, eventID])
+    }
+}

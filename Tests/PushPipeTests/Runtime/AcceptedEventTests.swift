@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// An event answered with 202 is in the store: a daemon killed before delivering it sends it
+/// after the restart, once.
+@Suite(.serialized) struct AcceptedEventTests {
+    static func pipeline(transport: String) -> String {
+        """
+        pipeline: accepted
+        routes:
+          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+        sources:
+          - {type: http.event, path: /events}
+        renderer: {type: json.template, payload: {n: {$from: n}}}
+        transport: \(transport)
+        """
+    }
+
+    static let arguments = ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"]
+
+    func queued(_ directory: TemporaryDirectory) async throws -> [String] {
+        let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
+        defer { try? queue.close() }
+        return try await queue.read { db in try String.fetchAll(db, sql: "SELECT body FROM queued_events ORDER BY id") }
+    }
+
+    /// A transport that never answers: it holds the delivery until the daemon is gone.
+    func writeStuckTransport(_ directory: TemporaryDirectory) throws {
+        try directory.write("plugins/stuck/stuck.py", """
+            import json, os, sys, time
+            parent = os.getppid()
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request["type"] == "send":
+                    print("sending %s" % request["request"]["body"]["n"], file=sys.stderr, flush=True)
+                    while os.getppid() == parent:
+                        time.sleep(0.05)
+                    sys.exit(0)
+                print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
+            """)
+        try directory.write("plugins/stuck/plugin.yaml", "name: stuck\nkind: transport\ncommand: [python3, stuck.py]\n")
+    }
+
+    @Test func anEventAcceptedBeforeSIGKILLIsSentAfterTheRestart() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try writeStuckTransport(directory)
+        let file = try directory.write("pipelines/accepted.yaml", Self.pipeline(transport: "{type: stuck}"))
+
+        try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let registration: JSON = ["user_id": "u", "device_token": .string(String(repeating: "0f", count: 32))]
+            #expect(try await client.request("POST", "/register", json: registration).status == 200)
+            #expect(try await client.request("POST", "/events", json: ["user": "u", "n": 7]).status == 202)
+            #expect(try await queued(directory) == [#"{"n":7,"user":"u"}"#], "in the store before the answer")
+            try await daemon.waitForLine(containing: "sending 7")
+            daemon.signal(SIGKILL)
+            #expect(try await daemon.waitForExit() == 128 + SIGKILL)
+        }
+
+        try Self.pipeline(transport: "{type: stdout, format: compact}").write(toFile: file, atomically: true, encoding: .utf8)
+        try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
+            try await daemon.waitForLine(containing: "sending 1 events accepted before the restart")
+            try await daemon.waitForLine(containing: #"of u: {"n":7}"#)
+            try await daemon.waitForLine(containing: "removed from the queue")
+            #expect(try await queued(directory).isEmpty)
+            #expect(daemon.standardOutput.filter { $0.contains(#"{"n":7}"#) }.count == 1)
+        }
+    }
+
+    /// Past the drain timeout a stopping daemon cancels deliveries; their events stay queued.
+    @Test func anEventCancelledAtTheDrainTimeoutStaysQueued() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try writeStuckTransport(directory)
+        try directory.write("pipelines/accepted.yaml", Self.pipeline(transport: "{type: stuck}\ndelivery: {drain_timeout: 200ms}"))
+        try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let registration: JSON = ["user_id": "u", "device_token": .string(String(repeating: "0f", count: 32))]
+            #expect(try await client.request("POST", "/register", json: registration).status == 200)
+            #expect(try await client.request("POST", "/events", json: ["user": "u", "n": 8]).status == 202)
+            try await daemon.waitForLine(containing: "sending 8")
+            daemon.signal(SIGTERM)
+            try await daemon.waitForLine(containing: "drain timeout")
+            #expect(try await daemon.waitForExit() == 0)
+        }
+        #expect(try await queued(directory) == [#"{"n":8,"user":"u"}"#])
+    }
+}
