@@ -9,8 +9,9 @@ import Testing
 /// Every row of the APNs outcome table (shared/protocols.md) against the stand-in.
 @Suite struct APNsTransportTests {
     func withHarness(_ body: (APNsHarness) async throws -> Void, timeout: String = "2s", attempts: Int = 3,
-                     signingKey: P256.Signing.PrivateKey? = nil, maxStreams: Int = 100) async throws {
-        let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts, maxStreams: maxStreams)
+                     signingKey: P256.Signing.PrivateKey? = nil, maxStreams: Int = 100, serverStreamLimit: Int = 100) async throws {
+        let harness = try await APNsHarness.make(timeout: timeout, signingKey: signingKey, attempts: attempts, maxStreams: maxStreams,
+                                                 serverStreamLimit: serverStreamLimit)
         try await harness.register("alice", APNsHarness.token)
         try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
@@ -215,6 +216,44 @@ import Testing
             #expect(harness.standIn.mostConcurrentRequests == 2)
             #expect(harness.standIn.connections == 1)
         }, maxStreams: 2)
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS binds even when `max_streams` allows more.
+    @Test func theServersStreamLimitIsHonoured() async throws {
+        try await withHarness({ harness in
+            for index in 0..<8 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
+            harness.standIn.script(.delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept),
+                                   .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept), .delayed(seconds: 0.2, .accept))
+            let reports = try await processConcurrently(harness, users: 8)
+            #expect(reports.allSatisfy { $0.status == .delivered })
+            #expect(harness.standIn.requests.allSatisfy { $0.rejection == nil })
+            #expect(harness.standIn.mostConcurrentRequests == 3)
+            #expect(harness.standIn.connections == 1)
+        }, maxStreams: 100, serverStreamLimit: 3)
+    }
+
+    /// Nothing is sent before the server's SETTINGS (its stream limit is unknown until then);
+    /// a server that never sends them fails the request at its timeout instead of holding it.
+    @Test func aServerThatNeverSendsItsSettingsFailsTheRequestAtItsTimeout() async throws {
+        var harness = try await APNsHarness.make(timeout: "300ms", attempts: 1)
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: harness.directory.file("silent-ca.pem"))
+        let silent = try await SilentTLSServer.start(authority: authority)
+        try await withCleanup({
+            let transport = try #require(harness.definition.transport.stage as? APNsTransport)
+            var configuration = transport.configuration
+            configuration.baseUrl = silent.baseURL
+            configuration.caFile = harness.directory.file("silent-ca.pem")
+            harness.definition.transport.stage = try APNsTransport(configuration: configuration,
+                                                                   context: StageBuildContext(pipeline: "apns-test", stage: "transport", baseDirectory: "."))
+            try await harness.register("alice", APNsHarness.token)
+            let report = try await harness.run { [harness] in await $0.process(harness.event()) }
+            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.reason?.contains("SETTINGS") == true, "\(report.deliveries.first?.reason ?? "")")
+        }, cleanup: {
+            await silent.stop()
+            await harness.close()
+        })
     }
 
     /// Stream ids are never reused: a connection that used its last one finishes its streams and

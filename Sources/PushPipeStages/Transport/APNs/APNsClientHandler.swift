@@ -39,6 +39,13 @@ final class APNsClientHandler: ChannelInboundHandler {
     private var unacknowledgedBytes = 0
     private var failure: (any Error)?
     private var closeWhenIdle = false
+    /// Until the server's first SETTINGS arrive its stream limit is unknown (HTTP/2 then allows
+    /// any number), so nothing is sent before them.
+    private var serverSettingsReceived = false
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (APNs changes it during a connection's life).
+    private var serverStreamLimit = Int.max
+    /// Fails the connection if the server's SETTINGS do not come before the first request's deadline.
+    private var settingsTimer: Scheduled<Void>?
     private let goingAway: @Sendable () -> Void
     private let lastUsableStreamID: HTTP2StreamID
 
@@ -79,9 +86,13 @@ final class APNsClientHandler: ChannelInboundHandler {
             while let request = waiting.popFirst() { request.continuation.resume(throwing: APNsConnectionError.closedBeforeSending) }
             return
         }
+        guard serverSettingsReceived else {
+            waitForServerSettings(context: context)
+            return
+        }
         var opened = false
         defer { if closeWhenIdle { openWaitingStreams() } }
-        while !closeWhenIdle, streams.count < maximumOpenStreams, let request = waiting.popFirst() {
+        while !closeWhenIdle, streams.count < min(maximumOpenStreams, serverStreamLimit), let request = waiting.popFirst() {
             if request.deadline <= .now() {
                 request.continuation.resume(throwing: APNsConnectionError.timedOut)
                 continue
@@ -103,6 +114,19 @@ final class APNsClientHandler: ChannelInboundHandler {
         guard opened else { return }
         context.flush()
         scheduleTimer()
+    }
+
+    private func waitForServerSettings(context: ChannelHandlerContext) {
+        guard settingsTimer == nil, let deadline = waiting.first?.deadline else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        settingsTimer = context.eventLoop.scheduleTask(deadline: deadline) {
+            let handler = loopBound.value
+            guard !handler.serverSettingsReceived else { return }
+            // Not a hand-over to another connection: this server is not speaking HTTP/2 as it should.
+            while let request = handler.waiting.popFirst() { request.continuation.resume(throwing: APNsConnectionError.noServerSettings) }
+            handler.failAll(APNsConnectionError.noServerSettings)
+            handler.context?.close(promise: nil)
+        }
     }
 
     /// Lets the streams in flight finish, then closes; new requests fail with `closedBeforeSending`.
@@ -137,6 +161,13 @@ final class APNsClientHandler: ChannelInboundHandler {
             if payload.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             fail(frame.streamID, with: NIOHTTP2Errors.streamClosed(streamID: frame.streamID, errorCode: code))
+        case .settings(.settings(let settings)):
+            if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) { serverStreamLimit = limit.value }
+            if !serverSettingsReceived {
+                serverSettingsReceived = true
+                settingsTimer?.cancel()
+                settingsTimer = nil
+            }
         case .goAway(let lastStreamID, _, _):
             // Streams above the last one the server processed were never seen: safe to send again elsewhere.
             goingAway()
@@ -255,7 +286,7 @@ struct APNsStreamRequest: Sendable {
 }
 
 enum APNsConnectionError: Error, CustomStringConvertible {
-    case timedOut, streamClosed, malformedResponse
+    case timedOut, streamClosed, malformedResponse, noServerSettings
     /// The request never reached the server: the connection was closing, out of stream ids, or
     /// the server's GOAWAY said it did not process the stream. Safe to send on another connection.
     case closedBeforeSending
@@ -265,6 +296,7 @@ enum APNsConnectionError: Error, CustomStringConvertible {
         case .timedOut: "no answer from APNs within the request timeout"
         case .streamClosed: "the HTTP/2 stream or connection closed before an answer"
         case .malformedResponse: "APNs answered without a status"
+        case .noServerSettings: "the server sent no HTTP/2 SETTINGS before the request timeout"
         case .closedBeforeSending: "the connection closed before the request was sent (GOAWAY, out of stream ids, connection lost)"
         }
     }
