@@ -14,6 +14,7 @@ public struct EventProcessor: Sendable {
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
     private let reportedConfigErrors = ReportedErrors()
+    private let repeatedFailures = RepeatedMessages()
     /// Each stage's context, made once: they are the same for every event.
     private let filterContexts: [StageContext]
     private let rendererContext: StageContext
@@ -134,7 +135,9 @@ public struct EventProcessor: Sendable {
                 outcome = await transport.send(request, context: transportContext)
                 guard case .retryAfter(let hint, let reason) = outcome, attempts < definition.delivery.attempts, !Task.isCancelled else { break }
                 let delay = definition.delivery.delay(afterAttempt: attempts, hint: hint)
-                logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)")
+                if let suppressed = repeatedFailures.admit("retry: \(reason)") {
+                    logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))")
+                }
                 try? await Task.sleep(for: .seconds(delay))
             } while true
         } catch {
@@ -150,7 +153,9 @@ public struct EventProcessor: Sendable {
         case .delivered:
             break
         case .retryAfter(_, let reason):
-            logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)")
+            if let suppressed = repeatedFailures.admit("failed: \(reason)") {
+                logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))")
+            }
         case .dropToken(let reason, let since):
             do {
                 let removed = try await store.removeToken(pipeline: definition.name, kind: token.kind, token: token.value, unlessUpdatedAfter: since)

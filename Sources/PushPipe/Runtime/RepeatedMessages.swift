@@ -1,0 +1,43 @@
+import Synchronization
+
+/// When a provider is down or a credential is wrong, every notification fails the same way
+/// and a log line per failure buries everything else (a wrong CA file meant four lines per
+/// notification, hundreds of thousands in a minute). The first message of a kind is logged at
+/// once; the next ones within `window` are only counted, and the first one logged after the
+/// window says how many it stands for.
+final class RepeatedMessages: Sendable {
+    private struct Entry {
+        var loggedAt: ContinuousClock.Instant
+        var suppressed: Int
+    }
+
+    private let entries = Mutex([String: Entry]())
+    let window: Duration
+    /// Kinds remembered at most; reasons carrying unique details must not grow the table forever.
+    static let capacity = 1000
+
+    init(window: Duration = .seconds(10)) {
+        self.window = window
+    }
+
+    /// `nil`: stay quiet. Otherwise log now, mentioning the returned number of messages of
+    /// this kind left out since the last one logged.
+    func admit(_ kind: String, at now: ContinuousClock.Instant = .now) -> Int? {
+        entries.withLock { entries in
+            if var entry = entries[kind], now - entry.loggedAt < window {
+                entry.suppressed += 1
+                entries[kind] = entry
+                return nil
+            }
+            if entries.count >= Self.capacity { entries.removeAll() }
+            let suppressed = entries[kind]?.suppressed ?? 0
+            entries[kind] = Entry(loggedAt: now, suppressed: 0)
+            return suppressed
+        }
+    }
+
+    /// The suffix for a message that stands for `suppressed` others.
+    func summary(_ suppressed: Int) -> String {
+        suppressed == 0 ? "" : " (and \(suppressed) more like it in the last \(window.components.seconds) s)"
+    }
+}
