@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import Logging
+import NIOHTTP2
 import PushPipe
-import PushPipeStages
+@testable import PushPipeStages
 import PushPipeTesting
 
 /// A pipeline with the real `apns` transport talking to the in-process stand-in, a real
@@ -48,6 +49,18 @@ struct APNsHarness {
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         return APNsHarness(directory: directory, standIn: standIn, store: store, definition: definition)
+    }
+
+    /// Rebuilds the `apns` transport with changed configuration (another server, another CA)
+    /// or a lower stream-id limit, as if the pipeline file had said so.
+    mutating func reconfigureTransport(lastUsableStreamID: Int32 = Int32(APNsClientHandler.defaultLastUsableStreamID),
+                                       _ change: (inout APNsTransport.Configuration) -> Void = { _ in }) throws {
+        guard let transport = definition.transport.stage as? APNsTransport else { throw ConfigurationValueError(keyPath: "transport", "not apns") }
+        var configuration = transport.configuration
+        change(&configuration)
+        definition.transport.stage = try APNsTransport(configuration: configuration,
+                                                       context: StageBuildContext(pipeline: definition.name, stage: "transport", baseDirectory: "."),
+                                                       lastUsableStreamID: HTTP2StreamID(lastUsableStreamID))
     }
 
     func register(_ user: String, _ token: String, kind: String = "device") async throws {

@@ -232,6 +232,21 @@ import Testing
         }, maxStreams: 100, serverStreamLimit: 3)
     }
 
+    /// A connection that breaks (here: the server's certificate is not trusted) fails the
+    /// requests waiting on it with its own reason, which is what the operator has to read.
+    @Test func anUntrustedServerIsReportedAsSuch() async throws {
+        var harness = try await APNsHarness.make(attempts: 1)
+        try await withCleanup({
+            try TestCertificateAuthority().writeCACertificate(to: harness.directory.file("other-ca.pem"))
+            try harness.reconfigureTransport { [harness] in $0.caFile = harness.directory.file("other-ca.pem") }
+            try await harness.register("alice", APNsHarness.token)
+            let report = try await harness.run { [harness] in await $0.process(harness.event()) }
+            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.reason?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(report.deliveries.first?.reason ?? "")")
+            #expect(harness.standIn.requests.isEmpty)
+        }, cleanup: harness.close)
+    }
+
     /// Nothing is sent before the server's SETTINGS (its stream limit is unknown until then);
     /// a server that never sends them fails the request at its timeout instead of holding it.
     @Test func aServerThatNeverSendsItsSettingsFailsTheRequestAtItsTimeout() async throws {
@@ -240,12 +255,10 @@ import Testing
         try authority.writeCACertificate(to: harness.directory.file("silent-ca.pem"))
         let silent = try await SilentTLSServer.start(authority: authority)
         try await withCleanup({
-            let transport = try #require(harness.definition.transport.stage as? APNsTransport)
-            var configuration = transport.configuration
-            configuration.baseUrl = silent.baseURL
-            configuration.caFile = harness.directory.file("silent-ca.pem")
-            harness.definition.transport.stage = try APNsTransport(configuration: configuration,
-                                                                   context: StageBuildContext(pipeline: "apns-test", stage: "transport", baseDirectory: "."))
+            try harness.reconfigureTransport { [harness] in
+                $0.baseUrl = silent.baseURL
+                $0.caFile = harness.directory.file("silent-ca.pem")
+            }
             try await harness.register("alice", APNsHarness.token)
             let report = try await harness.run { [harness] in await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome == "retry-after")
@@ -261,11 +274,8 @@ import Testing
     @Test func aConnectionOutOfStreamIDsMakesWayForANewOne() async throws {
         var harness = try await APNsHarness.make(maxStreams: 2)
         try await withCleanup({
-            let transport = try #require(harness.definition.transport.stage as? APNsTransport)
             // Streams 1, 3, 5 and 7: four requests per connection.
-            harness.definition.transport.stage = try APNsTransport(configuration: transport.configuration,
-                                                                   context: StageBuildContext(pipeline: "apns-test", stage: "transport", baseDirectory: "."),
-                                                                   lastUsableStreamID: 7)
+            try harness.reconfigureTransport(lastUsableStreamID: 7)
             for index in 0..<10 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
             let reports = try await harness.run { [harness] processor in
                 let reports = await processConcurrently(harness, processor, users: 10)

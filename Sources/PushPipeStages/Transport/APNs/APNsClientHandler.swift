@@ -69,7 +69,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        failAll(APNsConnectionError.streamClosed)
+        endConnection(streamsFailWith: APNsConnectionError.streamClosed, cause: nil)
         self.context = nil
     }
 
@@ -82,8 +82,9 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     private func openWaitingStreams() {
         guard let context, failure == nil, !closeWhenIdle else {
-            // Never written: another connection can take them.
-            while let request = waiting.popFirst() { request.continuation.resume(throwing: APNsConnectionError.closedBeforeSending) }
+            // Never written: another connection takes them, unless this one broke.
+            let error = failure ?? APNsConnectionError.closedBeforeSending
+            while let request = waiting.popFirst() { request.continuation.resume(throwing: error) }
             return
         }
         guard serverSettingsReceived else {
@@ -122,9 +123,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         settingsTimer = context.eventLoop.scheduleTask(deadline: deadline) {
             let handler = loopBound.value
             guard !handler.serverSettingsReceived else { return }
-            // Not a hand-over to another connection: this server is not speaking HTTP/2 as it should.
-            while let request = handler.waiting.popFirst() { request.continuation.resume(throwing: APNsConnectionError.noServerSettings) }
-            handler.failAll(APNsConnectionError.noServerSettings)
+            handler.endConnection(streamsFailWith: APNsConnectionError.noServerSettings, cause: APNsConnectionError.noServerSettings)
             handler.context?.close(promise: nil)
         }
     }
@@ -169,9 +168,12 @@ final class APNsClientHandler: ChannelInboundHandler {
                 settingsTimer = nil
             }
         case .goAway(let lastStreamID, _, _):
-            // Streams above the last one the server processed were never seen: safe to send again elsewhere.
+            // Streams above the last one the server processed were never seen: safe to send again
+            // elsewhere, like the requests still waiting here. The others finish, then it closes.
+            closeWhenIdle = true
             goingAway()
             for id in streams.keys where id > lastStreamID { fail(id, with: APNsConnectionError.closedBeforeSending) }
+            closeIfRetiredAndIdle()
         default:
             break
         }
@@ -192,7 +194,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         case let closed as NIOHTTP2Errors.StreamClosed: fail(closed.streamID, with: closed)
         case let missing as NIOHTTP2Errors.NoSuchStream: fail(missing.streamID, with: missing)
         default:
-            failAll(error)
+            endConnection(streamsFailWith: error, cause: error)
             context.close(promise: nil)
         }
     }
@@ -214,7 +216,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        failAll(APNsConnectionError.streamClosed)
+        endConnection(streamsFailWith: APNsConnectionError.streamClosed, cause: nil)
         context.fireChannelInactive()
     }
 
@@ -237,9 +239,13 @@ final class APNsClientHandler: ChannelInboundHandler {
         closeIfRetiredAndIdle()
     }
 
-    private func failAll(_ error: any Error) {
+    /// Streams sent fail with `error`: APNs may have seen them, so they are retried as delivery
+    /// attempts. Requests not sent yet fail with `cause` when the connection broke (a TLS or
+    /// protocol error the operator must see) and otherwise move to another connection.
+    private func endConnection(streamsFailWith error: any Error, cause: (any Error)?) {
         goingAway()
-        if failure == nil { failure = error }
+        closeWhenIdle = true
+        if failure == nil { failure = cause }
         let open = streams
         streams.removeAll()
         deadlines.removeAll()
