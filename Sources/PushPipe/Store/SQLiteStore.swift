@@ -40,7 +40,12 @@ public final class SQLiteStore: Store {
         try Self.migrator.migrate(database)
         self.database = database
         outcomes = GroupCommit { writes in
-            try await database.write { db in try Self.commit(writes, in: db) }
+            // Not `database.write`: it fails when the calling task is cancelled, and the task
+            // committing a batch commits other tasks' writes too (outcomes of deliveries that did
+            // happen, when a stopping pipeline cancels its workers at the drain timeout).
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                database.asyncWrite({ db in try Self.commit(writes, in: db) }, completion: { _, result in continuation.resume(with: result) })
+            }
         }
     }
 

@@ -122,6 +122,25 @@ import Testing
     }
 }
 
+extension SQLiteStoreTests {
+    /// A batch is committed by one of the tasks it gathers; that task being cancelled (a
+    /// stopping pipeline past its drain timeout) must not lose the outcomes in it.
+    @Test func outcomesAreCommittedEvenFromACancelledTask() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let recording = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await store.recordOutcome(deliveries: [], history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
+                                          state: [StateWrite(stage: "filters[0]", key: "u", value: 5)], pipeline: "p")
+        }
+        try await recording.value
+        #expect(try await store.history(pipeline: "p", user: "u", limit: 5, before: nil).map(\.record) == [["n": 1]])
+        #expect(try await store.state(pipeline: "p", stage: "filters[0]", key: "u") == 5)
+        try await store.close()
+    }
+}
+
 /// Accepted events wait in the store until processed; a later process claims what is left.
 @Suite struct SQLiteStoreQueuedEventTests {
     @Test func eventsLeftByAnEarlierProcessAreClaimedOnceAndInOrder() async throws {
