@@ -32,6 +32,9 @@ extension SQLiteStore {
     }
 
     static func deleteQueued(pipeline: String, eventID: String, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM queued_events WHERE pipeline = ? AND event_id = ?").execute(arguments: [pipeline, eventID])
+        // One row: a backend that reuses an event id (against `id_field`'s rule) keeps its other events queued.
+        try db.cachedStatement(sql: """
+            DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = ? AND event_id = ? ORDER BY id LIMIT 1)
+            """).execute(arguments: [pipeline, eventID])
     }
 }

@@ -161,9 +161,11 @@ extension SQLiteStoreTests {
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
         #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]").isEmpty, "claimed once")
 
+        try await store.enqueue(queued("e2", instance: QueuedEvent.thisProcess))
         try await store.dequeue(pipeline: "p", eventID: "e1")
+        try await store.dequeue(pipeline: "p", eventID: "e2")
         let left = try await store.database.read { db in try String.fetchAll(db, sql: "SELECT event_id FROM queued_events ORDER BY id") }
-        #expect(left == ["own", "e2", "other-source"])
+        #expect(left == ["own", "other-source", "e2"], "one row per dequeue, even when a backend reuses an id")
         try await store.close()
     }
 }

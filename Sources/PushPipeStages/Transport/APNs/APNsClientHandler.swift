@@ -246,6 +246,8 @@ final class APNsClientHandler: ChannelInboundHandler {
         goingAway()
         closeWhenIdle = true
         if failure == nil { failure = cause }
+        settingsTimer?.cancel()
+        settingsTimer = nil
         let open = streams
         streams.removeAll()
         deadlines.removeAll()
