@@ -186,5 +186,14 @@ public struct EventProcessor: Sendable {
 /// Configuration errors are logged loudly once per pipeline, not once per event.
 final class ReportedErrors: Sendable {
     private let seen = Mutex(Set<String>())
-    func firstTime(_ reason: String) -> Bool { seen.withLock { $0.insert(reason).inserted } }
+    /// Reasons remembered at most: some carry details (a payload's size), and the set must not
+    /// grow for the daemon's lifetime; past it they are logged once more.
+    static let capacity = 1000
+
+    func firstTime(_ reason: String) -> Bool {
+        seen.withLock { seen in
+            if seen.count >= Self.capacity, !seen.contains(reason) { seen.removeAll() }
+            return seen.insert(reason).inserted
+        }
+    }
 }

@@ -22,4 +22,12 @@ import Testing
         // Forgotten kinds are logged again rather than remembered forever.
         #expect(messages.admit("reason 0", at: now) == 0)
     }
+
+    @Test func configurationErrorsAreReportedOnceAndTheirTableStaysBounded() {
+        let reported = ReportedErrors()
+        #expect(reported.firstTime("403 TopicDisallowed"))
+        #expect(!reported.firstTime("403 TopicDisallowed"))
+        for size in 0..<ReportedErrors.capacity { _ = reported.firstTime("payload is \(4097 + size) bytes") }
+        #expect(reported.firstTime("403 TopicDisallowed"), "forgotten once the table was full")
+    }
 }
