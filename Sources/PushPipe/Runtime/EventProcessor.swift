@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// Runs one event through a pipeline's filters, renderer and transport, and applies the
 /// outcomes: retries with backoff, dead-token pruning, history, watermark commits.
@@ -13,8 +12,8 @@ public struct EventProcessor: Sendable {
     public let output: OutputSink
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
-    private let reportedConfigErrors = ReportedErrors()
-    private let repeatedFailures = RepeatedMessages()
+    private let reportedConfigErrors = RepeatedMessages(window: nil)
+    private let repeatedFailures = RepeatedMessages(window: .seconds(10))
     /// Each stage's context, made once: they are the same for every event.
     private let filterContexts: [StageContext]
     private let rendererContext: StageContext
@@ -168,7 +167,7 @@ public struct EventProcessor: Sendable {
                 logger.error("could not remove dead token \(token.masked): \(error)")
             }
         case .configError(let reason):
-            if reportedConfigErrors.firstTime(reason) {
+            if reportedConfigErrors.admit(reason) != nil {
                 logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)")
             }
         }
@@ -180,20 +179,5 @@ public struct EventProcessor: Sendable {
         return DeliveryReport(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.masked,
                               outcome: outcome.name, reason: outcome.reason, providerID: providerID, attempts: attempts,
                               payload: notification.payload)
-    }
-}
-
-/// Configuration errors are logged loudly once per pipeline, not once per event.
-final class ReportedErrors: Sendable {
-    private let seen = Mutex(Set<String>())
-    /// Reasons remembered at most: some carry details (a payload's size), and the set must not
-    /// grow for the daemon's lifetime; past it they are logged once more.
-    static let capacity = 1000
-
-    func firstTime(_ reason: String) -> Bool {
-        seen.withLock { seen in
-            if seen.count >= Self.capacity, !seen.contains(reason) { seen.removeAll() }
-            return seen.insert(reason).inserted
-        }
     }
 }

@@ -4,7 +4,8 @@ import Synchronization
 /// and a log line per failure buries everything else (a wrong CA file meant four lines per
 /// notification, hundreds of thousands in a minute). The first message of a kind is logged at
 /// once; the next ones within `window` are only counted, and the first one logged after the
-/// window says how many it stands for.
+/// window says how many it stands for. Without a window a kind is logged once (configuration
+/// errors: loudly once per pipeline, not once per event).
 final class RepeatedMessages: Sendable {
     private struct Entry {
         var loggedAt: ContinuousClock.Instant
@@ -12,11 +13,13 @@ final class RepeatedMessages: Sendable {
     }
 
     private let entries = Mutex([String: Entry]())
-    let window: Duration
-    /// Kinds remembered at most; reasons carrying unique details must not grow the table forever.
+    /// `nil`: once, for as long as the kind is remembered.
+    let window: Duration?
+    /// Kinds remembered at most; reasons carrying unique details (a payload's size) must not
+    /// grow the table for the daemon's lifetime. Past it they are logged once more.
     static let capacity = 1000
 
-    init(window: Duration = .seconds(10)) {
+    init(window: Duration?) {
         self.window = window
     }
 
@@ -24,7 +27,7 @@ final class RepeatedMessages: Sendable {
     /// this kind left out since the last one logged.
     func admit(_ kind: String, at now: ContinuousClock.Instant = .now) -> Int? {
         entries.withLock { entries in
-            if var entry = entries[kind], now - entry.loggedAt < window {
+            if var entry = entries[kind], window.map({ now - entry.loggedAt < $0 }) ?? true {
                 entry.suppressed += 1
                 entries[kind] = entry
                 return nil
@@ -38,6 +41,7 @@ final class RepeatedMessages: Sendable {
 
     /// The suffix for a message that stands for `suppressed` others.
     func summary(_ suppressed: Int) -> String {
-        suppressed == 0 ? "" : " (and \(suppressed) more like it in the last \(window.components.seconds) s)"
+        guard suppressed > 0, let window else { return "" }
+        return " (and \(suppressed) more like it in the last \(window.components.seconds) s)"
     }
 }

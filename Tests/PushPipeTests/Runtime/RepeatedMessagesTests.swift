@@ -24,10 +24,10 @@ import Testing
     }
 
     @Test func configurationErrorsAreReportedOnceAndTheirTableStaysBounded() {
-        let reported = ReportedErrors()
-        #expect(reported.firstTime("403 TopicDisallowed"))
-        #expect(!reported.firstTime("403 TopicDisallowed"))
-        for size in 0..<ReportedErrors.capacity { _ = reported.firstTime("payload is \(4097 + size) bytes") }
-        #expect(reported.firstTime("403 TopicDisallowed"), "forgotten once the table was full")
+        let reported = RepeatedMessages(window: nil)
+        #expect(reported.admit("403 TopicDisallowed") != nil)
+        #expect(reported.admit("403 TopicDisallowed") == nil)
+        for size in 0..<RepeatedMessages.capacity { _ = reported.admit("payload is \(4097 + size) bytes") }
+        #expect(reported.admit("403 TopicDisallowed") != nil, "forgotten once the table was full")
     }
 }
