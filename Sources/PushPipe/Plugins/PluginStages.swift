@@ -45,8 +45,7 @@ struct PluginTransport: Transport, LongRunningStage {
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
-        return OutgoingRequest(method: "POST", url: "plugin://\(process.manifest.name)", headers: headers,
-                               body: notification.payload, bodyBytes: notification.payloadBytes, token: notification.token)
+        return OutgoingRequest(url: "plugin://\(process.manifest.name)", headers: headers, sending: notification)
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {

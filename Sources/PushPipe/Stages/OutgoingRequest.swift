@@ -14,8 +14,14 @@ public struct OutgoingRequest: Sendable {
         self.init(method: method, url: url, headers: headers, body: body, bodyBytes: body.serialized(), token: token)
     }
 
-    /// A request whose body was serialized already (a notification's `payloadBytes`).
-    public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, bodyBytes: Data, token: DeviceToken) {
+    /// A request carrying the notification's payload as it is, with the bytes the renderer
+    /// serialized already.
+    public init(method: String = "POST", url: String, headers: [(name: String, value: String)], sending notification: RenderedNotification) {
+        self.init(method: method, url: url, headers: headers, body: notification.payload, bodyBytes: notification.payloadBytes,
+                  token: notification.token)
+    }
+
+    private init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, bodyBytes: Data, token: DeviceToken) {
         self.method = method
         self.url = url
         self.headers = headers

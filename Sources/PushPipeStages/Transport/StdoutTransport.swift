@@ -19,8 +19,8 @@ struct StdoutTransport: Transport {
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
-        return OutgoingRequest(method: "POST", url: "stdout://\(context.pipeline)/\(notification.token.kind)/\(notification.token.value)",
-                               headers: headers, body: notification.payload, bodyBytes: notification.payloadBytes, token: notification.token)
+        return OutgoingRequest(url: "stdout://\(context.pipeline)/\(notification.token.kind)/\(notification.token.value)", headers: headers,
+                               sending: notification)
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {

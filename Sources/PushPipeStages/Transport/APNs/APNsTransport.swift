@@ -142,8 +142,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             headers.append(("apns-collapse-id", collapse))
         }
         let url = "\(baseURLText)/3/device/\(notification.token.value)"
-        let request = OutgoingRequest(method: "POST", url: url, headers: headers, body: notification.payload,
-                                      bodyBytes: notification.payloadBytes, token: notification.token)
+        let request = OutgoingRequest(url: url, headers: headers, sending: notification)
         let limit = pushType == "voip" ? Self.maximumVoIPPayloadBytes : Self.maximumPayloadBytes
         guard request.bodyBytes.count <= limit else {
             throw StageError(.payloadTooLarge, stage: context.stage, "payload is \(request.bodyBytes.count) bytes; APNs accepts \(limit) for \(pushType)")
