@@ -1,4 +1,5 @@
 import Logging
+
 /// One HTTP route a pipeline serves: from its `routes:` list or from one of its stages.
 public struct RouteDefinition: Sendable {
     public var method: String

@@ -1,8 +1,8 @@
+import Foundation
+
 /// What a renderer produces for one recipient token: a payload plus the delivery options
 /// a transport needs (headers such as push type or priority are transport-specific and
 /// travel as `options`).
-import Foundation
-
 public struct RenderedNotification: Sendable {
     public var token: DeviceToken
     public var payload: JSON {

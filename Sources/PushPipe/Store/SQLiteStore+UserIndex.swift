@@ -66,8 +66,8 @@ extension SQLiteStore {
         let indexedThrough = try indexedThrough(in: db)
         var found = try Row.fetchAll(db.cachedStatement(sql: rows.tailQuery), arguments: [indexedThrough, before, pipeline, user, limit])
         guard found.count < limit else { return found }
-        found += try Row.fetchAll(db.cachedStatement(sql: rows.indexQuery),
-                                  arguments: [pipeline, user, min(before, indexedThrough + 1), limit - found.count])
+        // The index holds only rows up to `indexedThrough`: no overlap with the tail.
+        found += try Row.fetchAll(db.cachedStatement(sql: rows.indexQuery), arguments: [pipeline, user, before, limit - found.count])
         return found
     }
 }

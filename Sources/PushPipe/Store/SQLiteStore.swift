@@ -31,8 +31,8 @@ public final class SQLiteStore: Store {
             // WAL with NORMAL sync: a crash keeps every committed transaction but the last
             // few milliseconds' ones on power loss; a killed process loses nothing committed.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // Delivery rows are indexed by user, so every batch of outcomes dirties index pages
-            // all over the file. Checkpointing every 8,000 WAL pages instead of SQLite's 1,000
+            // Each batch of the per-user index (SQLiteStore+UserIndex) dirties index pages all
+            // over the file. Checkpointing every 8,000 WAL pages instead of SQLite's 1,000
             // copies each of those pages back once per 32 MB instead of once per 4 MB.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
         }

@@ -171,13 +171,14 @@ public struct TemplateContext: @unchecked Sendable {
     private var metadata: JSON {
         if let metadata = lazy.metadata { return metadata }
         let seconds = event.time.timeIntervalSince1970
+        let milliseconds = Int64((seconds * 1000).rounded(.down))
         let metadata: JSON = [
             "id": .string(event.id),
             "user": event.user.map(JSON.string) ?? .null,
             "pipeline": .string(event.pipeline),
             "time": .int(Int64(seconds.rounded(.down))),
-            "time_ms": .int(Int64((seconds * 1000).rounded(.down))),
-            "time_iso": .string(UTCTimestamp.milliseconds(sinceEpoch: Int64((seconds * 1000).rounded(.down)))),
+            "time_ms": .int(milliseconds),
+            "time_iso": .string(UTCTimestamp.milliseconds(sinceEpoch: milliseconds)),
             // Rounded to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
             "time_iso_micro": .string(UTCTimestamp.microseconds(sinceEpoch: Int64((seconds * 1_000_000).rounded()))),
         ]
