@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import NIOPosix
 import PushPipe
 
@@ -46,31 +47,43 @@ public final class OGSStandIn: Sendable {
 
     let state = ObservedState(State())
     public let port: Int
+    /// `https` when started with a certificate authority (a mirror with a private CA).
+    public let scheme: String
     private let channel: any Channel
 
-    private init(port: Int, channel: any Channel) {
+    private init(port: Int, scheme: String, channel: any Channel) {
         self.port = port
+        self.scheme = scheme
         self.channel = channel
     }
 
-    public static func start() async throws -> OGSStandIn {
+    /// - Parameter authority: serve HTTPS with a certificate from this throwaway CA.
+    public static func start(authority: TestCertificateAuthority? = nil) async throws -> OGSStandIn {
+        let tls = try authority.map { authority in
+            var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(authority.serverCertificate)],
+                                                               privateKey: .privateKey(authority.serverKey))
+            tls.applicationProtocols = ["http/1.1"]
+            return try NIOSSLContext(configuration: tls)
+        }
         let box = LateBound<OGSStandIn>()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(OGSRequestHandler(box: box))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        let standIn = OGSStandIn(port: channel.localAddress?.port ?? 0, channel: channel)
+        let standIn = OGSStandIn(port: channel.localAddress?.port ?? 0, scheme: tls == nil ? "http" : "https", channel: channel)
         box.value = standIn
         return standIn
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// `localhost` for HTTPS: the throwaway certificate names it.
+    public var baseURL: String { scheme == "https" ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
     public var requests: [Int64] { state.value.requests }
 
     public func setGames(_ player: Int64, _ games: [Game]) {

@@ -15,8 +15,25 @@ struct PushPipeCommand: AsyncParsableCommand {
 
 /// Options every command that reads configuration shares.
 struct ConfigurationOptions: ParsableArguments {
-    @Option(name: .long, help: "Folder of plugin folders (each with a plugin.yaml).")
-    var plugins = "plugins.d"
+    @Option(name: .long, help: "Folder of plugin folders (each with a plugin.yaml). Default: ./plugins.d, else the plugins.d beside the pipelines folder.")
+    var plugins: String?
+
+    /// `--plugins`, or `plugins.d` in the working directory, or the one beside the pipelines'
+    /// folder (`pushpipe validate ~/deploy/pipelines` finds `~/deploy/plugins.d`).
+    func pluginsDirectory(forPipelinesIn paths: [String]) -> String {
+        if let plugins { return plugins }
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: "plugins.d") { return "plugins.d" }
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard fileManager.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
+            let folder = isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
+            let beside = ((folder.isEmpty ? "." : folder) as NSString).deletingLastPathComponent
+            let candidate = ((beside.isEmpty ? "." : beside) as NSString).appendingPathComponent("plugins.d")
+            if fileManager.fileExists(atPath: candidate) { return candidate }
+        }
+        return "plugins.d"
+    }
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
@@ -32,7 +49,7 @@ struct ConfigurationOptions: ParsableArguments {
     /// One pipeline, by file path or by name in `directory`; prints the diagnostics and exits 1 when invalid.
     func loadPipeline(_ nameOrFile: String, in directory: String, dryRun: Bool) async throws -> PipelineDefinition {
         let file = FileManager.default.fileExists(atPath: nameOrFile) ? nameOrFile : "\(directory)/\(nameOrFile).yaml"
-        let result = await loader(dryRun: dryRun).load(pipelineFiles: [file], pluginsDirectory: plugins)
+        let result = await loader(dryRun: dryRun).load(pipelineFiles: [file], pluginsDirectory: pluginsDirectory(forPipelinesIn: [file]))
         guard !result.diagnostics.hasErrors, let definition = result.pipelines.first else {
             printDiagnostics(result.diagnostics)
             throw ExitCode(1)

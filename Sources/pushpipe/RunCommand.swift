@@ -28,8 +28,9 @@ struct RunCommand: AsyncParsableCommand {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
             throw ValidationError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080")
         }
+        let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
         let daemon = Daemon(
-            options: .init(pipelinePaths: pipelineFiles.isEmpty ? [pipelines] : pipelineFiles, pluginsDirectory: options.plugins,
+            options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            statePath: state, host: String(listen[..<colon]), port: port, mode: dryRun ? .dryRun : .live,
                            environment: ProcessInfo.processInfo.environment),
             builtins: BuiltinStages.all, logger: logger)

@@ -8,7 +8,7 @@ struct StagesCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigurationOptions
 
     func run() async throws {
-        let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.plugins)
+        let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"]))
         printDiagnostics(result.diagnostics)
         for kind in StageKind.allCases {
             print("\(kind.rawValue)s:")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushPipe
+import PushPipeStages
 
 struct TestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "test", abstract: "Run the pipelines' _test.yaml cases.")
@@ -12,7 +13,9 @@ struct TestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = options.makeLogger()
-        let runner = PipelineTestRunner(loader: options.loader(dryRun: true), pluginsDirectory: options.plugins, logger: logger)
+        // Variables come from each test file's `env:` and the pipeline's defaults, never from
+        // this shell: a pipeline test gives the same answer on every machine.
+        let runner = PipelineTestRunner(builtins: BuiltinStages.all, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths), logger: logger)
         var passed = 0
         var failed = 0
         for file in PipelineTestFile.files(in: paths) {

@@ -13,8 +13,7 @@ import Testing
     }
 
     func rendered(_ name: String) async throws -> [PipelineTestRunner.CaseResult] {
-        let loader = ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:], allowsUndefined: true))
-        let runner = PipelineTestRunner(loader: loader, pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
+        let runner = PipelineTestRunner(builtins: BuiltinStages.all, pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
                                         logger: Logger(label: "contract"))
         let results = try await runner.run(testFile: Self.repository.appendingPathComponent("pipelines/\(name)_test.yaml").path).get()
         #expect(!results.isEmpty)

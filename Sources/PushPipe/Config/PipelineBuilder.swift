@@ -50,6 +50,9 @@ struct PipelineBuilder {
             report(.invalidValue, at: "delivery.concurrency", "\(delivery.concurrency) is out of range", expected: "1 to 10000")
         }
         if delivery.attempts < 1 { report(.invalidValue, at: "delivery.attempts", "must be at least 1", expected: "1 or more") }
+        if delivery.fanout < 1 || delivery.fanout > 10_000 {
+            report(.invalidValue, at: "delivery.fanout", "\(delivery.fanout) is out of range", expected: "1 to 10000")
+        }
         guard let renderer, let transport, !diagnostics.hasErrors else { return nil }
         let usedPlugins = plugins.filter { plugin in
             (sources.map(\.type) + filters.map(\.type) + [renderer.type, transport.type]).contains(plugin.name)

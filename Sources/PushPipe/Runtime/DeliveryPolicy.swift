@@ -6,12 +6,14 @@
 /// - `backoff` (duration, 500ms): first retry delay; doubles each attempt, with jitter.
 /// - `max_backoff` (duration, 30s): largest retry delay.
 /// - `drain_timeout` (duration, 10s): how long a stopping pipeline waits for in-flight events.
+/// - `fanout` (integer, 64): deliveries of one event in flight at once (a broadcast's tokens).
 public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public var concurrency: Int
     public var attempts: Int
     public var backoff: Double
     public var maxBackoff: Double
     public var drainTimeout: Double
+    public var fanout: Int
 
     public static let schema = Schema([
         SchemaKey("concurrency", .integer, default: 32, "Events processed at once; also the bound on memory."),
@@ -19,16 +21,18 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
         SchemaKey("backoff", .duration, default: 0.5, "First retry delay; doubles each attempt, with jitter."),
         SchemaKey("max_backoff", .duration, default: 30, "Largest retry delay."),
         SchemaKey("drain_timeout", .duration, default: 10, "How long a stopping pipeline waits for in-flight events."),
+        SchemaKey("fanout", .integer, default: 64, "Deliveries of one event in flight at once (a broadcast's tokens)."),
     ])
 
-    public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10)
+    public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10, fanout: 64)
 
-    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double) {
+    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64) {
         self.concurrency = concurrency
         self.attempts = attempts
         self.backoff = backoff
         self.maxBackoff = maxBackoff
         self.drainTimeout = drainTimeout
+        self.fanout = fanout
     }
 
     /// Exponential backoff with jitter, never sooner than the provider asked: its
@@ -41,6 +45,7 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
 
     var json: JSON {
         ["concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
-         "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout)]
+         "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout),
+         "fanout": .int(Int64(fanout))]
     }
 }

@@ -32,17 +32,19 @@ public struct EventProcessor: Sendable {
     }
 
     public func process(_ incoming: Event) async -> EventReport {
-        let report = await run(incoming)
-        if let onComplete = incoming.onComplete { await onComplete(report) }
+        let (report, final) = await run(incoming)
+        // The event as the last filter passed it: filters may have chained their own
+        // completion (the dedupe filter releases what it holds in flight).
+        if let onComplete = final.onComplete { await onComplete(report) }
         return report
     }
 
-    private func run(_ incoming: Event) async -> EventReport {
+    private func run(_ incoming: Event) async -> (EventReport, Event) {
         var event = incoming
         let logger = self.logger
-        func failed(_ reason: String) -> EventReport {
+        func failed(_ reason: String) -> (EventReport, Event) {
             logger.error("event \(event.id) failed: \(reason)")
-            return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason)
+            return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason), event)
         }
         for (filter, filterContext) in zip(definition.filters, filterContexts) {
             do {
@@ -50,71 +52,118 @@ public struct EventProcessor: Sendable {
                 case .pass(let passed): event = passed
                 case .drop(let reason):
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)")
-                    return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
-                                       reason: "\(filter.type): \(reason)")
+                    return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
+                                        reason: "\(filter.type): \(reason)"), event)
                 }
             } catch {
                 return failed("\(filter.id) (\(filter.type)): \(error)")
             }
         }
-        let notifications: [RenderedNotification]
+        var tally = DeliveryTally()
         do {
-            notifications = try await definition.renderer.stage.render(event, context: rendererContext)
-        } catch {
-            return failed("renderer (\(definition.renderer.type)): \(error)")
-        }
-        guard !notifications.isEmpty else {
-            return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .noRecipients,
-                               reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")")
-        }
-        let rendered = event
-        let eventLogger = logger
-        let deliveries: [DeliveryReport]
-        if notifications.count == 1 {
-            deliveries = [await deliver(notifications[0], event: rendered, logger: eventLogger)]
-        } else {
-            deliveries = await withTaskGroup(of: (Int, DeliveryReport).self) { group in
-                for (index, notification) in notifications.enumerated() {
-                    group.addTask { (index, await self.deliver(notification, event: rendered, logger: eventLogger)) }
+            if event.user == nil {
+                // An event for every user: one page of users at a time, so memory and tasks
+                // stay bounded however many tokens are registered.
+                var after: String?
+                while !Task.isCancelled {
+                    let users = try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage)
+                    guard let first = users.first, let last = users.last else { break }
+                    var context = rendererContext
+                    context.broadcastUsers = first...last
+                    try await renderAndDeliver(event, context: context, tally: &tally)
+                    after = last
+                    if users.count < Self.usersPerPage { break }
                 }
-                var ordered = [DeliveryReport?](repeating: nil, count: notifications.count)
-                for await (index, report) in group { ordered[index] = report }
-                return ordered.compactMap { $0 }
+            } else {
+                try await renderAndDeliver(event, context: rendererContext, tally: &tally)
             }
+        } catch let error as RenderFailure {
+            return failed("renderer (\(definition.renderer.type)): \(error.underlying)")
+        } catch {
+            return failed("recipients: \(error)")
         }
-        return await complete(event, deliveries: deliveries, notifications: notifications, logger: logger)
-    }
-
-    private func complete(_ event: Event, deliveries: [DeliveryReport], notifications: [RenderedNotification], logger: Logger) async -> EventReport {
-        let delivered = deliveries.filter { $0.outcome == "delivered" }
-        let unresolved = deliveries.filter { $0.outcome == "retry-after" || $0.outcome == "config-error" }
-        let status: EventReport.Status = delivered.isEmpty ? .failed : unresolved.isEmpty ? .delivered : .partial
-        if mode == .live {
-            let now = Date().timeIntervalSince1970
-            var history: [HistoryEntry] = []
-            var historyUsers: Set<String> = []
-            for notification in notifications where delivered.contains(where: { $0.user == notification.token.user }) {
-                guard historyUsers.insert(notification.token.user).inserted else { continue }
-                history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
-                                            record: notification.historyRecord ?? notification.payload,
-                                            serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
-            }
-            let records = zip(notifications, deliveries).map { notification, delivery in
-                DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user, tokenKind: notification.token.kind,
-                               token: notification.token.value, outcome: delivery.outcome, reason: delivery.reason,
-                               providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now)
-            }
+        guard tally.total > 0 else {
+            return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .noRecipients,
+                                reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")"), event)
+        }
+        let status = tally.status
+        // A broadcast's watermarks move once every page is delivered (an event for one user
+        // wrote them with its only batch).
+        if mode == .live, event.user == nil, status == .delivered, !event.commitOnDelivery.isEmpty {
             do {
-                // Watermarks move only when everything that could be delivered was.
-                try await store.recordOutcome(deliveries: records, history: history, state: status == .delivered ? event.commitOnDelivery : [],
-                                              pipeline: definition.name)
+                try await store.recordOutcome(deliveries: [], history: [], state: event.commitOnDelivery, pipeline: definition.name)
             } catch {
                 logger.error("could not record the outcome: \(error)")
             }
         }
-        logger.debug("event \(status.rawValue): \(delivered.count) of \(deliveries.count) deliveries accepted")
-        return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: status,
-                           reason: unresolved.first?.reason, deliveries: deliveries)
+        logger.debug("event \(status.rawValue): \(tally.delivered) of \(tally.total) deliveries accepted")
+        return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: status,
+                            reason: tally.unresolvedReason, deliveries: tally.reports,
+                            omittedDeliveries: tally.total > tally.reports.count ? tally.total - tally.reports.count : nil), event)
+    }
+
+    /// Users a broadcast renders at once: a page's notifications are all that is in memory.
+    static var usersPerPage: Int { 1000 }
+
+    struct RenderFailure: Error {
+        var underlying: any Error
+    }
+
+    /// Renders the event for the context's recipients, delivers at most `delivery.fanout` at
+    /// once, and records the outcomes and history of this batch.
+    private func renderAndDeliver(_ event: Event, context: StageContext, tally: inout DeliveryTally) async throws {
+        let notifications: [RenderedNotification]
+        do {
+            notifications = try await definition.renderer.stage.render(event, context: context)
+        } catch {
+            throw RenderFailure(underlying: error)
+        }
+        guard !notifications.isEmpty else { return }
+        let deliveries = await deliverAll(notifications, event: event)
+        tally.add(deliveries)
+        guard mode == .live else { return }
+        // Watermarks move only when everything that could be delivered was.
+        let state = event.user != nil && tally.status == .delivered ? event.commitOnDelivery : []
+        await record(event, deliveries: deliveries, notifications: notifications, state: state)
+    }
+
+    private func deliverAll(_ notifications: [RenderedNotification], event: Event) async -> [DeliveryReport] {
+        let logger = self.logger
+        if notifications.count == 1 { return [await deliver(notifications[0], event: event, logger: logger)] }
+        let fanout = definition.delivery.fanout
+        return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
+            var ordered = [DeliveryReport?](repeating: nil, count: notifications.count)
+            for (index, notification) in notifications.enumerated() {
+                if index >= fanout, let (done, report) = await group.next() { ordered[done] = report }
+                group.addTask { (index, await self.deliver(notification, event: event, logger: logger)) }
+            }
+            for await (index, report) in group { ordered[index] = report }
+            return ordered.compactMap { $0 }
+        }
+    }
+
+    /// One batch's delivery rows and history, in one transaction; watermarks are written
+    /// separately once the whole event is known to be delivered.
+    private func record(_ event: Event, deliveries: [DeliveryReport], notifications: [RenderedNotification], state: [StateWrite]) async {
+        let now = Date().timeIntervalSince1970
+        var history: [HistoryEntry] = []
+        var historyUsers: Set<String> = []
+        for (notification, delivery) in zip(notifications, deliveries) where delivery.outcome == "delivered" {
+            guard historyUsers.insert(notification.token.user).inserted else { continue }
+            history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
+                                        record: notification.historyRecord ?? notification.payload,
+                                        serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
+        }
+        let records = zip(notifications, deliveries).map { notification, delivery in
+            DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user, tokenKind: notification.token.kind,
+                           token: notification.token.value, outcome: delivery.outcome, reason: delivery.reason,
+                           providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now)
+        }
+        do {
+            try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
+        } catch {
+            logger.error("could not record the outcome: \(error)")
+        }
     }
 
     private func deliver(_ notification: RenderedNotification, event: Event, logger: Logger) async -> DeliveryReport {
@@ -137,7 +186,8 @@ public struct EventProcessor: Sendable {
                 if let suppressed = repeatedFailures.admit("retry: \(reason)") {
                     logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))")
                 }
-                try? await Task.sleep(for: .seconds(delay))
+                // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
+                do { try await Task.sleep(for: .seconds(delay)) } catch { break }
             } while true
         } catch {
             outcome = .configError(reason: "\(error)")

@@ -10,18 +10,22 @@ public struct EventReport: Sendable, Codable {
     public var status: Status
     public var reason: String?
     public var deliveries: [DeliveryReport]
+    /// The first deliveries only (a broadcast may have 100,000): how many more there were.
+    public var omittedDeliveries: Int?
 
-    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, deliveries: [DeliveryReport] = []) {
+    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, deliveries: [DeliveryReport] = [],
+                omittedDeliveries: Int? = nil) {
         self.eventID = eventID
         self.pipeline = pipeline
         self.user = user
         self.status = status
         self.reason = reason
         self.deliveries = deliveries
+        self.omittedDeliveries = omittedDeliveries
     }
 
     enum CodingKeys: String, CodingKey {
-        case eventID = "event_id", pipeline, user, status, reason, deliveries
+        case eventID = "event_id", pipeline, user, status, reason, deliveries, omittedDeliveries = "omitted_deliveries"
     }
 }
 

@@ -8,6 +8,9 @@ public struct StageContext: Sendable {
     public var store: any Store
     public var logger: Logger
     public var mode: RunMode
+    /// While a broadcast (an event for every user) is rendered page by page: the users of
+    /// this page, so a renderer's `tokens(for:kind:)` returns only theirs.
+    public var broadcastUsers: ClosedRange<String>?
 
     public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode) {
         self.pipeline = pipeline
@@ -24,10 +27,13 @@ public struct StageContext: Sendable {
         return copy
     }
 
-    /// The tokens of one kind an event should go to: its user's, or every user's when the
-    /// event names no user.
+    /// The tokens of one kind an event should go to: its user's, or, when the event names no
+    /// user, those of the broadcast's current page of users.
     public func tokens(for event: Event, kind: String) async throws -> [DeviceToken] {
-        try await store.tokens(pipeline: pipeline, user: event.user, kind: kind)
+        if event.user == nil, let broadcastUsers {
+            return try await store.tokens(pipeline: pipeline, kind: kind, users: broadcastUsers)
+        }
+        return try await store.tokens(pipeline: pipeline, user: event.user, kind: kind)
     }
 }
 

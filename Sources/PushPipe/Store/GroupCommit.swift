@@ -1,9 +1,12 @@
 import Synchronization
 
 /// Many small writes, few transactions: callers queue a write and wait for it; whoever finds
-/// no commit running becomes the leader and commits everything queued in one transaction,
-/// then keeps going while more arrived. Each caller returns only once its write committed,
-/// so durability is the same as one transaction per write, at a fraction of the cost.
+/// no commit running becomes the leader and commits everything queued in one transaction.
+/// Writes that arrived meanwhile get a leader of their own: the leader hands over to the
+/// oldest of them and returns, so under sustained load no caller commits other callers'
+/// batches forever (a 202 waiting on it took seconds). Each caller waits for at most the
+/// batch in progress and its own. Each returns only once its write committed, so durability
+/// is the same as one transaction per write, at a fraction of the cost.
 ///
 /// Under load the leader first waits `gatheringWindow` for more writes: a transaction writes
 /// whole pages to the WAL whatever it holds, and at APNs rates batches of two or three wrote
@@ -44,30 +47,34 @@ final class GroupCommit<Write: Sendable>: Sendable {
         if isLeader { try await lead() }
     }
 
-    /// Commits batches until none is left; throws if the batch holding the leader's own write failed.
+    /// Commits one batch (which holds the leader's own write), then hands over to the oldest
+    /// write that arrived meanwhile; throws if the batch failed.
     private func lead() async throws {
-        var ownFailure: (any Error)?
-        while true {
-            if state.withLock({ $0.underLoad }) { try? await Task.sleep(for: Self.gatheringWindow) }
-            let batch = state.withLock { state -> [Entry] in
-                defer { state.pending.removeAll(keepingCapacity: true) }
-                if state.pending.isEmpty {
-                    state.committing = false
-                    state.underLoad = false
-                } else {
-                    state.underLoad = state.pending.count > 1
-                }
-                return state.pending
-            }
-            guard !batch.isEmpty else { break }
-            do {
-                try await commit(batch.map(\.write))
-                for entry in batch where !entry.isLeader { entry.continuation.resume(returning: false) }
-            } catch {
-                if batch.contains(where: \.isLeader) { ownFailure = error }
-                for entry in batch where !entry.isLeader { entry.continuation.resume(throwing: error) }
-            }
+        if state.withLock({ $0.underLoad }) { try? await Task.sleep(for: Self.gatheringWindow) }
+        let batch = state.withLock { state -> [Entry] in
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            state.underLoad = state.pending.count > 1
+            return state.pending
         }
-        if let ownFailure { throw ownFailure }
+        var failure: (any Error)?
+        do {
+            try await commit(batch.map(\.write))
+        } catch {
+            failure = error
+        }
+        for entry in batch where !entry.isLeader {
+            if let failure { entry.continuation.resume(throwing: failure) } else { entry.continuation.resume(returning: false) }
+        }
+        let next = state.withLock { state -> CheckedContinuation<Bool, any Error>? in
+            guard !state.pending.isEmpty else {
+                state.committing = false
+                state.underLoad = false
+                return nil
+            }
+            state.pending[0].isLeader = true
+            return state.pending[0].continuation
+        }
+        next?.resume(returning: true)
+        if let failure { throw failure }
     }
 }

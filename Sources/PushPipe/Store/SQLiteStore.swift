@@ -153,9 +153,28 @@ public final class SQLiteStore: Store {
                     WHERE pipeline = ? AND token_kind = ? ORDER BY user_id, updated_at DESC
                     """, arguments: [pipeline, kind])
             }
-            return rows.map { row in
-                DeviceToken(user: row["user_id"], kind: row["token_kind"], value: row["token"], scope: row["scope"], updatedAt: row["updated_at"])
-            }
+            return rows.map(Self.token)
+        }
+    }
+
+    private static func token(_ row: Row) -> DeviceToken {
+        DeviceToken(user: row["user_id"], kind: row["token_kind"], value: row["token"], scope: row["scope"], updatedAt: row["updated_at"])
+    }
+
+    public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
+        try await database.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = ? AND user_id >= ? AND user_id <= ? AND token_kind = ? ORDER BY user_id, updated_at DESC
+                """), arguments: [pipeline, users.lowerBound, users.upperBound, kind]).map(Self.token)
+        }
+    }
+
+    public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
+        try await database.read { db in
+            try String.fetchAll(db.cachedStatement(sql: """
+                SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND user_id > ? ORDER BY user_id LIMIT ?
+                """), arguments: [pipeline, after ?? "", limit])
         }
     }
 

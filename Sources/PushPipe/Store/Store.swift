@@ -8,7 +8,11 @@ public protocol Store: Sendable {
     func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws
     /// Tokens of one kind: of one user, or of every user when `user` is nil.
     func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
+    /// Tokens of one kind of the users in `users` (a page of a broadcast), by user.
+    func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken]
     func users(pipeline: String) async throws -> [String]
+    /// Registered users in order, after `after` (a page of at most `limit`).
+    func users(pipeline: String, after: String?, limit: Int) async throws -> [String]
     func users(pipeline: String, token: String, kind: String?) async throws -> [String]
     /// Removes a dead token unless it was registered again after `unlessUpdatedAfter` (UNIX seconds).
     /// Returns whether anything was removed.

@@ -7,6 +7,8 @@ public struct PipelineTestFile: Sendable {
     public var pipelineFile: String
     public var given: JSON
     public var cases: [JSON]
+    /// The variables the pipeline is loaded with (the caller's environment is never read).
+    public var environment: [String: String]
 
     static let givenType: ValueType = .object(Schema([
         SchemaKey("registrations", .list(.object(Schema([
@@ -29,6 +31,7 @@ public struct PipelineTestFile: Sendable {
 
     static let schema = Schema([
         SchemaKey("pipeline", .string, "Pipeline file, relative to this file; `<name>.yaml` next to `<name>_test.yaml` by default."),
+        SchemaKey("env", .map(.string), default: [:], "Variables the pipeline is loaded with; the caller's environment is never used."),
         SchemaKey("given", givenType, default: ["registrations": [], "settings": [], "state": []], "Store contents for every case."),
         .required("cases", .list(.object(Schema([
             .required("name", .string, "What the case shows."),
@@ -61,7 +64,8 @@ public struct PipelineTestFile: Sendable {
         let defaultName = ((file as NSString).lastPathComponent as NSString).deletingPathExtension.replacingOccurrences(of: "_test", with: "") + ".yaml"
         let pipeline = json["pipeline"]?.stringValue ?? defaultName
         return .success(PipelineTestFile(file: file, pipelineFile: pipeline.hasPrefix("/") ? pipeline : (directory as NSString).appendingPathComponent(pipeline),
-                                         given: json["given"] ?? [:], cases: json["cases"]?.arrayValue ?? []))
+                                         given: json["given"] ?? [:], cases: json["cases"]?.arrayValue ?? [],
+                                         environment: (json["env"]?.objectValue ?? [:]).compactMapValues(\.textValue)))
     }
 
     /// `_test.yaml` files among the given paths (files or folders).

@@ -5,13 +5,17 @@ import Synchronization
 /// Runs `_test.yaml` cases: each case gets a fresh SQLite store seeded with `given`, its
 /// event goes through the real filters, renderer and `prepare` of the real transport, and
 /// the prepared requests are compared with the expected ones. Nothing is sent.
+///
+/// Variables come from the test file's `env:` map and the pipeline's own defaults, never from
+/// the environment of whoever runs the tests: a case passes or fails the same way on a
+/// laptop, in CI and on a machine that runs the daemon with `APNS_BASE_URL` exported.
 public struct PipelineTestRunner: Sendable {
-    public var loader: ConfigLoader
+    public var builtins: [StageDescriptor]
     public var pluginsDirectory: String?
     public var logger: Logger
 
-    public init(loader: ConfigLoader, pluginsDirectory: String?, logger: Logger) {
-        self.loader = loader
+    public init(builtins: [StageDescriptor], pluginsDirectory: String?, logger: Logger) {
+        self.builtins = builtins
         self.pluginsDirectory = pluginsDirectory
         self.logger = logger
     }
@@ -27,10 +31,11 @@ public struct PipelineTestRunner: Sendable {
 
     public func run(testFile: String) async -> Result<[CaseResult], ConfigurationError> {
         let testDefinition: PipelineTestFile
-        switch PipelineTestFile.load(testFile, interpolation: loader.interpolation) {
+        switch PipelineTestFile.load(testFile, interpolation: EnvironmentInterpolation(environment: [:], allowsUndefined: true)) {
         case .failure(let error): return .failure(error)
         case .success(let loaded): testDefinition = loaded
         }
+        let loader = ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: testDefinition.environment, allowsUndefined: true))
         let loaded = await loader.load(pipelineFiles: [testDefinition.pipelineFile], pluginsDirectory: pluginsDirectory)
         guard !loaded.diagnostics.hasErrors, let definition = loaded.pipelines.first else {
             return .failure(ConfigurationError(loaded.diagnostics.errors))

@@ -1,4 +1,5 @@
 import PushPipe
+import Synchronization
 
 /// Drops items already notified, by a durable watermark that moves only after delivery.
 ///
@@ -37,6 +38,10 @@ struct TimestampDedupeFilter: Filter {
     }
 
     let configuration: Configuration
+    /// Watermark keys whose notification is being delivered by this process. A poller emits
+    /// the same items again at its next check; while their delivery is pending (in backoff,
+    /// say) they must not go out a second time.
+    let inFlight = InFlightKeys()
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let owner = configuration.key.flatMap { event.body.value(at: $0)?.textValue } ?? event.user
@@ -48,25 +53,62 @@ struct TimestampDedupeFilter: Filter {
             guard let field = configuration.itemId else { return owner }
             return "\(owner)/\(item.value(at: field)?.textValue ?? "")"
         }
-        let keys = Array(Set(items.map(stateKey)))
-        let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: keys)
+        // Claim before reading the watermarks: a delivery that ended before the claim has
+        // committed its watermark already, and none can move it while the claim is held.
+        let claimed = inFlight.claim(Set(items.map(stateKey)))
+        guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered") }
         var kept: [(item: JSON, timestamp: Double)] = []
-        for item in items {
-            guard let timestamp = item.value(at: configuration.timestamp)?.doubleValue else { continue }
-            if let mark = watermarks[stateKey(item)]?.doubleValue, timestamp <= mark { continue }
-            kept.append((item, timestamp))
+        do {
+            let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
+            for item in items where claimed.contains(stateKey(item)) {
+                guard let timestamp = item.value(at: configuration.timestamp)?.doubleValue else { continue }
+                if let mark = watermarks[stateKey(item)]?.doubleValue, timestamp <= mark { continue }
+                kept.append((item, timestamp))
+            }
+        } catch {
+            inFlight.release(claimed)
+            throw error
         }
-        guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about") }
-        if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
         var newest: [String: JSON] = [:]
         for (item, _) in kept {
             let key = stateKey(item)
             let value = item.value(at: configuration.timestamp) ?? .null
             if (newest[key]?.doubleValue ?? -.infinity) < (value.doubleValue ?? 0) { newest[key] = value }
         }
+        let held = Set(newest.keys)
+        inFlight.release(claimed.subtracting(held))
+        guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about") }
+        if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
         var passed = event
         passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))
         passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value) }
+        // Released once the event's processing ended, after its watermark was committed (or
+        // not, when the delivery failed for good: the next check retries the items).
+        let previous = passed.onComplete
+        let inFlight = self.inFlight
+        passed.onComplete = { report in
+            inFlight.release(held)
+            await previous?(report)
+        }
         return .pass(passed)
+    }
+}
+
+/// Keys held by events on their way to delivery.
+final class InFlightKeys: Sendable {
+    private let keys = Mutex(Set<String>())
+
+    /// Claims the keys nobody holds; returns those.
+    func claim(_ wanted: Set<String>) -> Set<String> {
+        keys.withLock { held in
+            let free = wanted.subtracting(held)
+            held.formUnion(free)
+            return free
+        }
+    }
+
+    func release(_ released: Set<String>) {
+        guard !released.isEmpty else { return }
+        keys.withLock { $0.subtract(released) }
     }
 }

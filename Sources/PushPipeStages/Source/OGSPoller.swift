@@ -23,6 +23,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// - `token_kind` (string; `device`): users with a token of this kind are monitored.
     /// - `check_path` (string; `/check/:user_id`): route that runs one check now; empty for none.
     /// - `min_time_per_move` (integer; 0): only games with at least this many seconds per move (3600 = correspondence only).
+    /// - `ca_file` (string; empty): PEM file of extra CAs to trust (a mirror or stand-in with a private CA); verification stays on.
     struct Configuration: StageConfiguration {
         var baseUrl: String
         var interval: Double
@@ -31,6 +32,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         var tokenKind: String
         var checkPath: String
         var minTimePerMove: Int
+        var caFile: String
 
         static let schema = Schema([
             SchemaKey("base_url", .string, default: "https://online-go.com", "OGS server (or a mirror/stand-in)."),
@@ -40,6 +42,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             SchemaKey("token_kind", .string, default: "device", "Users with a token of this kind are monitored."),
             SchemaKey("check_path", .string, default: "/check/:user_id", "Route that runs one check now; empty for none."),
             SchemaKey("min_time_per_move", .integer, default: 0, "Only games with at least this many seconds per move (3600: correspondence)."),
+            SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
         ])
     }
 
@@ -80,7 +83,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         guard !configuration.checkPath.isEmpty else { return [] }
         let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
         return [RouteDefinition(method: "GET", path: configuration.checkPath) { [self] request, context in
-            guard let user = request.parameters[parameter] else { throw HTTPError.badRequest("missing user", field: parameter) }
+            guard let value = request.parameters[parameter] else { throw HTTPError.badRequest("missing user", field: parameter) }
+            let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
             let users = try await context.store.users(pipeline: context.pipeline)
             guard users.contains(user) else { throw HTTPError.notFound("unknown user '\(user)'", field: parameter) }
             return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
@@ -198,7 +202,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         var request = HTTPClientRequest(url: "\(baseURL)/api/v1/players/\(user)/full")
         request.headers.add(name: "accept", value: "application/json")
         request.headers.add(name: "user-agent", value: "pushpipe")
-        let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+        let response = try await SharedHTTPClients.client(trusting: configuration.caFile).execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
         let body = try await response.body.collect(upTo: 8 << 20)
         let code = Int(response.status.code)
         // Whatever the server sends, a pause stays finite and at most an hour.

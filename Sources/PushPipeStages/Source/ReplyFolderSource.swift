@@ -8,6 +8,11 @@ import Synchronization
 /// delivery a file moves to `sent/`, so a restart never sends it again; a malformed file
 /// moves to `rejected/` with the reason logged. Names starting with `.` are ignored, so a
 /// writer can create `.reply.tmp` and rename it into place; empty files wait for their writer.
+///
+/// inotify can lose events (its queue overflows under a burst while the pipeline is busy) and
+/// does not report every way a file can appear (a hard link). So the folder is scanned again
+/// after an overflow and every `rescan_interval`: a file with no delivery pending or finished
+/// is picked up then. A file whose delivery failed for good waits for the next start.
 struct ReplyFolderSource: Source, OneShotSource {
     static let summary = "Sends one event per JSON file written into a folder (inotify), then moves it to sent/."
 
@@ -15,15 +20,18 @@ struct ReplyFolderSource: Source, OneShotSource {
     /// - `path` (string, required): the folder; created when missing; relative paths start at the working directory.
     /// - `required_fields` (list of strings; `[message_id, text]`): string fields a reply must have.
     /// - `id_field` (string; `message_id`): field used as the event id.
+    /// - `rescan_interval` (duration; 60s): how often the folder is scanned besides inotify.
     struct Configuration: StageConfiguration {
         var path: String
         var requiredFields: [String]
         var idField: String
+        var rescanInterval: Double
 
         static let schema = Schema([
             .required("path", .string, "The folder replies are written to."),
             SchemaKey("required_fields", .list(.string), default: ["message_id", "text"], "String fields every reply file must have."),
             SchemaKey("id_field", .string, default: "message_id", "Field used as the event id."),
+            SchemaKey("rescan_interval", .duration, default: 60, "How often the folder is scanned besides inotify (a safety net for lost events)."),
         ])
     }
 
@@ -33,6 +41,9 @@ struct ReplyFolderSource: Source, OneShotSource {
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard !configuration.path.isEmpty else {
             throw ConfigurationValueError(keyPath: "path", "the reply folder is not set", expected: "a folder path")
+        }
+        guard configuration.rescanInterval >= 0.1 else {
+            throw ConfigurationValueError(keyPath: "rescan_interval", "a scan more often than 10 times a second is a polling loop", expected: "100ms or more")
         }
         self.configuration = configuration
         directory = configuration.path
@@ -44,26 +55,59 @@ struct ReplyFolderSource: Source, OneShotSource {
             try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         // Watch first, then scan: a file landing in between is seen twice and sent once.
-        let names = try FolderWatcher(directory: directory).names()
+        let watcher = try FolderWatcher(directory: directory)
         let inFlight = InFlightNames()
-        let existing = (try? fileManager.contentsOfDirectory(atPath: directory))?.sorted() ?? []
-        context.logger.info("watching \(directory) for replies; \(existing.filter { !$0.hasPrefix(".") && $0 != "sent" && $0 != "rejected" }.count) waiting")
-        for name in existing { try await handle(name, foundByScan: true, sink: sink, context: context, inFlight: inFlight) }
-        for await name in names {
-            try await handle(name, foundByScan: false, sink: sink, context: context, inFlight: inFlight)
+        let waiting = waitingNames()
+        context.logger.info("watching \(directory) for replies; \(waiting.count) waiting")
+        for name in waiting { try await handle(name, foundByScan: true, sink: sink, context: context, inFlight: inFlight) }
+        let interval = Duration.milliseconds(Int64(configuration.rescanInterval * 1000))
+        var nextScan = ContinuousClock.now + interval
+        while let change = await watcher.next(until: nextScan) {
+            switch change {
+            case .files(let names):
+                for name in names { try await handle(name, foundByScan: false, sink: sink, context: context, inFlight: inFlight) }
+                guard ContinuousClock.now >= nextScan else { continue }
+            case .overflow:
+                context.logger.warning("inotify dropped events in \(directory) (queue overflow); scanning the folder")
+            case .idle:
+                break
+            }
+            let found = try await rescan(sink: sink, context: context, inFlight: inFlight)
+            if found > 0 && change == .idle { context.logger.warning("the folder scan found \(found) replies inotify did not report") }
+            nextScan = ContinuousClock.now + interval
         }
+    }
+
+    /// Reply files in the folder now, oldest name first (not `sent/`, `rejected/` or dot files).
+    func waitingNames() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+            .filter { !$0.hasPrefix(".") && $0 != "sent" && $0 != "rejected" }
+    }
+
+    /// Submits what waits in the folder and has no delivery pending or finished (in this
+    /// process, since start-up: failed ones wait for the next start). Returns how many.
+    func rescan(sink: any EventSink, context: StageContext, inFlight: InFlightNames) async throws -> Int {
+        var found = 0
+        let waiting = waitingNames()
+        inFlight.forgetFailures(except: Set(waiting))
+        for name in waiting where !inFlight.isSettled(name) {
+            if try await handle(name, foundByScan: true, sink: sink, context: context, inFlight: inFlight) { found += 1 }
+        }
+        return found
     }
 
     /// - Parameter foundByScan: the file was listed at startup rather than reported closed or
     ///   renamed, so it may still be open for writing.
-    func handle(_ name: String, foundByScan: Bool, sink: any EventSink, context: StageContext, inFlight: InFlightNames) async throws {
+    /// Returns whether the file was submitted.
+    @discardableResult
+    func handle(_ name: String, foundByScan: Bool, sink: any EventSink, context: StageContext, inFlight: InFlightNames) async throws -> Bool {
         let path = "\(directory)/\(name)"
         var isDirectory: ObjCBool = false
-        guard !name.hasPrefix("."), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return }
+        guard !name.hasPrefix("."), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
         // An empty file was closed before anything was written (touch, or a writer that
         // reopens it): its next close-after-write brings it back.
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        guard size > 0, inFlight.begin(name) else { return }
+        guard size > 0, inFlight.begin(name) else { return false }
         let body: JSON
         do {
             body = try parse(path)
@@ -73,33 +117,40 @@ struct ReplyFolderSource: Source, OneShotSource {
                 // Probably still being written: its close-after-write event will bring it back.
                 context.logger.debug("reply file \(name) is incomplete; waiting for its writer")
                 inFlight.end(name)
-                return
+                return false
             }
             context.logger.error("rejected reply file \(name): \(error)")
             move(name, to: "rejected", context: context)
             inFlight.end(name)
-            return
+            return false
         }
         var event = Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
         let mode = context.mode
         event.onComplete = { report in
-            defer { inFlight.end(name) }
-            guard mode == .live else { return }
+            // A dry run moves nothing: the file is settled for this process, not sent again by a scan.
+            guard mode == .live else { return inFlight.end(name, settled: true) }
             switch report.status {
             case .delivered, .partial, .noRecipients:
                 move(name, to: "sent", context: context)
+                inFlight.end(name)
                 context.logger.info("reply \(name) \(report.status.rawValue); moved to sent/")
             case .failed, .filtered:
+                inFlight.end(name, settled: true)
                 context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); it stays and is sent at the next start")
             }
         }
-        try await sink.submit(event)
+        do {
+            try await sink.submit(event)
+        } catch {
+            inFlight.end(name)
+            throw error
+        }
+        return true
     }
 
     /// The replies waiting in the folder now; nothing is moved.
     func eventsOnce(context: StageContext) async throws -> [Event] {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted().filter { !$0.hasPrefix(".") }
-        return names.compactMap { name in
+        waitingNames().compactMap { name in
             guard let body = try? parse("\(directory)/\(name)") else { return nil }
             return Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
         }
@@ -126,9 +177,38 @@ struct ReplyFolderSource: Source, OneShotSource {
     }
 }
 
-/// Files being processed, so a name reported twice (scan + inotify) is sent once.
+/// Files being processed, so a name reported twice (scan + inotify) is sent once; and files
+/// whose delivery failed for good, which a scan leaves alone until the next start (a file
+/// written again under that name is new, and inotify brings it back).
 final class InFlightNames: Sendable {
-    private let names = Mutex(Set<String>())
-    func begin(_ name: String) -> Bool { names.withLock { $0.insert(name).inserted } }
-    func end(_ name: String) { names.withLock { _ = $0.remove(name) } }
+    private struct Names {
+        var processing = Set<String>()
+        var failed = Set<String>()
+    }
+
+    private let names = Mutex(Names())
+
+    func begin(_ name: String) -> Bool {
+        names.withLock { names in
+            names.failed.remove(name)
+            return names.processing.insert(name).inserted
+        }
+    }
+
+    func end(_ name: String, settled failed: Bool = false) {
+        names.withLock { names in
+            names.processing.remove(name)
+            if failed { names.failed.insert(name) }
+        }
+    }
+
+    /// Failed files that left the folder need no memory.
+    func forgetFailures(except present: Set<String>) {
+        names.withLock { $0.failed.formIntersection(present) }
+    }
+
+    /// Pending or failed: not for a scan to send.
+    func isSettled(_ name: String) -> Bool {
+        names.withLock { $0.processing.contains(name) || $0.failed.contains(name) }
+    }
 }

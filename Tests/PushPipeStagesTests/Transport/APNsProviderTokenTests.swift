@@ -60,4 +60,21 @@ import Testing
         clock.advance(minutes: 1.5)
         #expect(provider.invalidate())
     }
+
+    /// Issue 12: concurrent refreshes signed different tokens (ECDSA signatures are
+    /// randomized), and APNs answers a switch between them with TooManyProviderTokenUpdates.
+    @Test func concurrentCallersShareOneSigning() async throws {
+        let clock = Clock()
+        let provider = try await APNsProviderToken(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K", teamID: "T", now: { clock.date })
+        for round in 0..<2 {
+            let tokens = await withTaskGroup(of: String?.self, returning: Set<String>.self) { group in
+                for _ in 0..<64 { group.addTask { try? await provider.token() } }
+                var tokens = Set<String>()
+                for await token in group { if let token { tokens.insert(token) } }
+                return tokens
+            }
+            #expect(tokens.count == 1, "round \(round): \(tokens.count) different tokens for one refresh")
+            clock.advance(minutes: 51)
+        }
+    }
 }

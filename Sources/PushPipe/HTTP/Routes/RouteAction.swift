@@ -34,6 +34,8 @@ public struct RouteAction: Sendable {
     static let userKeys = [
         SchemaKey("user_field", .string, "Body field naming the user (string or number); omit when `user_param` or a JWT names the user."),
         SchemaKey("user_param", .string, "Path parameter naming the user."),
+        SchemaKey("user_format", .oneOf(UserIDFormat.allCases.map(\.rawValue)), default: "text",
+                  "What a valid user id is: `text` (a string only) or `digits` (a string of digits or a JSON number, e.g. OGS)."),
     ]
 }
 
@@ -41,28 +43,17 @@ public struct RouteAction: Sendable {
 struct UserSelector: Sendable {
     var field: String?
     var parameter: String?
+    var format: UserIDFormat
 
     init(_ configuration: JSON) {
         field = configuration["user_field"]?.stringValue
         parameter = configuration["user_param"]?.stringValue
+        format = configuration["user_format"]?.stringValue.flatMap(UserIDFormat.init(rawValue:)) ?? .text
     }
 
     func user(in request: RouteRequest) throws -> String {
-        if let field {
-            guard let value = request.body?[field], value != .null else { throw HTTPError.badRequest("missing field '\(field)'", field: field) }
-            let text: String
-            switch value {
-            case .string(let string): text = string.trimmingCharacters(in: .whitespaces)
-            case .int(let number): text = String(number)
-            default: throw HTTPError.unprocessable("'\(field)' must be a string or a number, found \(value.typeName)", field: field)
-            }
-            guard !text.isEmpty, text.count <= 128 else { throw HTTPError.badRequest("'\(field)' must be 1 to 128 characters", field: field) }
-            return text
-        }
-        if let parameter, let value = request.parameters[parameter] {
-            guard value.count <= 128 else { throw HTTPError.badRequest("'\(parameter)' is too long", field: parameter) }
-            return value
-        }
+        if let field { return try format.user(from: request.body?[field], field: field) }
+        if let parameter, let value = request.parameters[parameter] { return try format.user(fromText: value, field: parameter) }
         if let user = request.authenticatedUser { return user }
         throw HTTPError.unauthorized()
     }

@@ -14,15 +14,22 @@ enum TokenFormat: String, Sendable {
         let token = raw.trimmingCharacters(in: .whitespaces)
         switch self {
         case .hex:
-            guard (32...400).contains(token.count), token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            // ASCII hex only: `Character.isHexDigit` also takes fullwidth digits.
+            guard (32...400).contains(token.utf8.count), token.utf8.count % 2 == 0, token.utf8.allSatisfy(\.isHexDigit) else {
                 throw HTTPError.badRequest("'\(field)' must be an even number (32 to 400) of hex characters", field: field)
             }
             return token.lowercased()
         case .opaque:
-            guard (1...4096).contains(token.count), !token.contains(where: { $0.isWhitespace || $0.isNewline }) else {
-                throw HTTPError.badRequest("'\(field)' must be 1 to 4096 characters without spaces", field: field)
+            guard (1...4096).contains(token.count),
+                  !token.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+                throw HTTPError.badRequest("'\(field)' must be 1 to 4096 characters without spaces or control characters", field: field)
             }
             return token
         }
     }
+}
+
+extension UInt8 {
+    /// ASCII `0-9`, `A-F`, `a-f`: what a token in a URL path may hold.
+    public var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
 }

@@ -15,7 +15,15 @@ public final class APNsProviderToken: Sendable {
     let lifetime: TimeInterval
     let now: @Sendable () -> Date
     private let signer: JWTKeyCollection
-    private let cached = Mutex<(token: String, issuedAt: Date)?>(nil)
+    private let cached = Mutex<Cached?>(nil)
+
+    /// A token, or the one signing every waiter shares: two tokens signed at once are two
+    /// different tokens (ECDSA signatures are randomized), and APNs answers a connection that
+    /// switches between them with TooManyProviderTokenUpdates.
+    private enum Cached {
+        case signed(token: String, issuedAt: Date)
+        case signing(Task<(token: String, issuedAt: Date), any Error>)
+    }
     private let forcedRefreshAt = Mutex<Date?>(nil)
 
     struct Claims: JWTPayload {
@@ -36,16 +44,41 @@ public final class APNsProviderToken: Sendable {
         await signer.add(ecdsa: try ES256PrivateKey(pem: pem), kid: JWKIdentifier(string: keyID))
     }
 
-    /// The current token, signing a new one only when the cached one is too old.
+    /// The current token, signing a new one only when the cached one is too old; callers
+    /// arriving while it is signed wait for that one.
     public func token() async throws -> String {
         let current = now()
-        if let cached = cached.withLock({ $0 }), current.timeIntervalSince(cached.issuedAt) < lifetime {
-            return cached.token
+        let signing = cached.withLock { cached -> Task<(token: String, issuedAt: Date), any Error>? in
+            switch cached {
+            case .signed(_, let issuedAt) where current.timeIntervalSince(issuedAt) < lifetime:
+                return nil
+            case .signing(let task):
+                return task
+            default:
+                let task = Task { [signer, keyID, teamID] in
+                    let claims = Claims(iss: teamID, iat: Int(current.timeIntervalSince1970))
+                    return (token: try await signer.sign(claims, kid: JWKIdentifier(string: keyID)), issuedAt: current)
+                }
+                cached = .signing(task)
+                return task
+            }
         }
-        let claims = Claims(iss: teamID, iat: Int(current.timeIntervalSince1970))
-        let token = try await signer.sign(claims, kid: JWKIdentifier(string: keyID))
-        cached.withLock { $0 = (token, current) }
-        return token
+        guard let signing else {
+            if case .signed(let token, _) = cached.withLock({ $0 }) { return token }
+            return try await token()
+        }
+        do {
+            let signed = try await signing.value
+            cached.withLock { cached in
+                if case .signing(let task) = cached, task == signing { cached = .signed(token: signed.token, issuedAt: signed.issuedAt) }
+            }
+            return signed.token
+        } catch {
+            cached.withLock { cached in
+                if case .signing(let task) = cached, task == signing { cached = nil }
+            }
+            throw error
+        }
     }
 
     /// Drops the cached token after APNs called it expired. Returns false (and keeps the
@@ -58,10 +91,20 @@ public final class APNsProviderToken: Sendable {
             last = current
             return true
         }
-        if allowed { cached.withLock { $0 = nil } }
+        if allowed {
+            cached.withLock { cached in
+                // A token being signed now is a new one already.
+                if case .signed = cached { cached = nil }
+            }
+        }
         return allowed
     }
 
     /// When the cached token was signed (for tests and diagnostics).
-    public var issuedAt: Date? { cached.withLock { $0?.issuedAt } }
+    public var issuedAt: Date? {
+        cached.withLock { cached in
+            if case .signed(_, let issuedAt) = cached { return issuedAt }
+            return nil
+        }
+    }
 }

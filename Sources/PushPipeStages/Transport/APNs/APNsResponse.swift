@@ -30,7 +30,8 @@ struct APNsResponse: Sendable {
         case (403, "UnrelatedKeyIdInToken"):
             return (.retryAfter(seconds: 0, reason: reason), .reconnect)
         case (429, "TooManyProviderTokenUpdates"):
-            return (.configError(reason: "TooManyProviderTokenUpdates: the provider token was rotated too often"), .keep)
+            // The token is valid, only new to APNs too often: keep it and retry with backoff.
+            return (.retryAfter(seconds: nil, reason: "TooManyProviderTokenUpdates: the provider token was rotated too often"), .keep)
         case (429, _):
             return (.retryAfter(seconds: nil, reason: reason), .keep)
         case (500..., "Shutdown"):

@@ -228,7 +228,3 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
         }
     }
 }
-
-private extension UInt8 {
-    var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
-}

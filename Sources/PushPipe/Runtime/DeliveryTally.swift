@@ -1,0 +1,27 @@
+/// What one event's deliveries came to, across the pages of a broadcast: counts for the
+/// status, and the first reports only, so a report on 100,000 tokens stays small.
+struct DeliveryTally {
+    static var reportLimit: Int { 1000 }
+
+    private(set) var total = 0
+    private(set) var delivered = 0
+    /// The first retry or configuration failure: why the event is not fully delivered.
+    private(set) var unresolvedReason: String?
+    private(set) var reports: [DeliveryReport] = []
+
+    mutating func add(_ deliveries: [DeliveryReport]) {
+        total += deliveries.count
+        for delivery in deliveries {
+            switch delivery.outcome {
+            case "delivered": delivered += 1
+            case "retry-after", "config-error": if unresolvedReason == nil { unresolvedReason = delivery.reason ?? delivery.outcome }
+            default: break
+            }
+        }
+        reports += deliveries.prefix(max(0, Self.reportLimit - reports.count))
+    }
+
+    var status: EventReport.Status {
+        delivered == 0 ? .failed : unresolvedReason == nil ? .delivered : .partial
+    }
+}

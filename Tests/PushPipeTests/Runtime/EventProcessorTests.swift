@@ -1,0 +1,48 @@
+import Foundation
+import PushPipe
+import PushPipeTesting
+import Testing
+
+@Suite struct EventProcessorTests {
+    static let renderer = """
+        renderer: {type: json.template, payload: {text: "{{text}}"}}
+        """
+
+    /// Issue 12: after a cancelled backoff sleep the retry loop sent once more.
+    @Test func aCancelledBackoffSendsNoFurtherAttempt() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
+            try await pipeline.register("alice", String(repeating: "ab", count: 16))
+            pipeline.transport.answer(.retryAfter(seconds: nil, reason: "ServiceUnavailable"))
+            let processor = pipeline.processor
+            let event = pipeline.event(user: "alice", ["text": "hi"])
+            let processing = Task { await processor.process(event) }
+            await pipeline.transport.waitForSends(1)
+            processing.cancel()
+            let report = await processing.value
+            #expect(pipeline.transport.sends.count == 1, "cancelled means no further attempt")
+            #expect(report.status == .failed)
+            #expect(report.deliveries.first?.outcome == "retry-after")
+        }
+    }
+
+    /// Issue 12: a broadcast loaded every token and started a task per token at once.
+    @Test func aBroadcastGoesOutPageByPageWithBoundedConcurrency() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {fanout: 8}") { pipeline in
+            let users = 2_500
+            for index in 0..<users {
+                try await pipeline.register(String(format: "user-%05d", index), String(format: "%032x", index + 1))
+            }
+            let report = await pipeline.processor.process(pipeline.event(user: nil, ["text": "to everyone"]))
+            let sends = pipeline.transport.sends
+            #expect(sends.count == users)
+            #expect(Set(sends).count == users, "every token exactly once")
+            #expect(pipeline.transport.mostRunning <= 8, "at most `fanout` deliveries at once, saw \(pipeline.transport.mostRunning)")
+            #expect(pipeline.transport.mostRunning > 1, "deliveries do run concurrently")
+            #expect(report.status == .delivered)
+            #expect(report.deliveries.count == 1000, "the report keeps the first deliveries")
+            #expect(report.omittedDeliveries == users - 1000)
+            let history = try await pipeline.store.history(pipeline: pipeline.definition.name, user: "user-02499", limit: 10, before: nil)
+            #expect(history.count == 1, "the last page is recorded too")
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Logging
+import PushPipe
+import PushPipeStages
+import PushPipeTesting
+import Synchronization
+
+/// A transport whose answers the test decides: it counts sends and how many run at once,
+/// and can hold every send until the test lets it go (a delivery "in flight").
+final class ScriptedTransport: Transport, Sendable {
+    struct Configuration: StageConfiguration {
+        static let schema = Schema([])
+    }
+
+    private struct State {
+        var sends: [String] = []
+        var running = 0
+        var mostRunning = 0
+        var answer: TransportOutcome = .delivered(providerID: "ok")
+        var holding = false
+        var held: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    /// Yields after every send started: tests await the count they need.
+    let started = AsyncStream<Int>.makeStream()
+
+    var sends: [String] { state.withLock { $0.sends } }
+    var mostRunning: Int { state.withLock { $0.mostRunning } }
+
+    func answer(_ outcome: TransportOutcome) { state.withLock { $0.answer = outcome } }
+
+    func hold() { state.withLock { $0.holding = true } }
+
+    func release() {
+        let held = state.withLock { state in
+            state.holding = false
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    /// Returns once `count` sends have started.
+    func waitForSends(_ count: Int) async {
+        if sends.count >= count { return }
+        for await started in started.stream where started >= count { return }
+    }
+
+    func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
+        OutgoingRequest(url: "scripted://\(notification.token.value)", headers: [], sending: notification)
+    }
+
+    func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
+        let count = state.withLock { state in
+            state.sends.append(request.token.value)
+            state.running += 1
+            state.mostRunning = max(state.mostRunning, state.running)
+            return state.sends.count
+        }
+        started.continuation.yield(count)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let holding = state.withLock { state in
+                if state.holding { state.held.append(continuation) }
+                return state.holding
+            }
+            if !holding { continuation.resume() }
+        }
+        await Task.yield()
+        return state.withLock { state in
+            state.running -= 1
+            return state.answer
+        }
+    }
+}
+
+/// A pipeline built from YAML with the scripted transport, and a real SQLite store.
+struct ScriptedPipeline {
+    let directory: TemporaryDirectory
+    let transport: ScriptedTransport
+    let store: SQLiteStore
+    let definition: PipelineDefinition
+
+    /// - Parameter body: the pipeline's YAML after `pipeline:` and `sources:`; the transport is `scripted`.
+    static func make(_ body: String) async throws -> ScriptedPipeline {
+        let directory = try TemporaryDirectory("scripted")
+        let transport = ScriptedTransport()
+        let descriptor = StageDescriptor.transport("scripted", "Answers as the test says.", ScriptedTransport.Configuration.self) { _, _ in transport }
+        let file = try directory.write("scripted.yaml", """
+            pipeline: scripted
+            sources:
+              - {type: http.event, path: /events}
+            \(body)
+            transport: {type: scripted}
+            """)
+        let loader = ConfigLoader(builtins: BuiltinStages.all + [descriptor], interpolation: EnvironmentInterpolation(environment: [:]))
+        let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
+        guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
+        return ScriptedPipeline(directory: directory, transport: transport, store: try SQLiteStore(path: directory.file("state.sqlite")),
+                                definition: definition)
+    }
+
+    var processor: EventProcessor {
+        EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live, output: OutputSink { _ in })
+    }
+
+    func register(_ user: String, _ token: String) async throws {
+        try await store.register(DeviceToken(user: user, kind: "device", value: token), pipeline: definition.name, environment: nil, replace: false)
+    }
+
+    func event(user: String?, _ body: JSON) -> Event {
+        Event(pipeline: definition.name, user: user, body: body)
+    }
+
+    func close() async {
+        try? await store.close()
+        directory.remove()
+    }
+
+    static func with(_ body: String, _ run: (ScriptedPipeline) async throws -> Void) async throws {
+        let pipeline = try await make(body)
+        try await withCleanup({ try await run(pipeline) }, cleanup: pipeline.close)
+    }
+}

@@ -1,0 +1,48 @@
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+@Suite struct GroupCommitTests {
+    struct Broken: Error {}
+
+    /// Issue 12: the leader committed batches until none was pending, so under sustained load
+    /// one caller (an HTTP request waiting for its 202) waited seconds for other callers'
+    /// writes. Each caller now waits for at most the batch in progress and its own.
+    @Test func eachCallerWaitsForAtMostTwoCommitsUnderSustainedLoad() async throws {
+        let commits = Counter()
+        let group = GroupCommit<Int> { _ in
+            commits.increment()
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let writers = 16
+        let writesEach = 40
+        let mostCommitsWaited = await withTaskGroup(of: Int.self, returning: Int.self) { tasks in
+            for writer in 0..<writers {
+                tasks.addTask {
+                    var most = 0
+                    for write in 0..<writesEach {
+                        let before = commits.current
+                        try? await group.submit(writer * writesEach + write)
+                        most = max(most, commits.current - before)
+                    }
+                    return most
+                }
+            }
+            var most = 0
+            for await value in tasks { most = max(most, value) }
+            return most
+        }
+        // The commit running when the write arrived, and the one holding it.
+        #expect(mostCommitsWaited <= 2, "a caller waited through \(mostCommitsWaited) commits")
+        #expect(commits.current < writers * writesEach, "writes still share transactions")
+    }
+
+    @Test func aFailedBatchFailsItsCallersAndTheNextBatchGoesOn() async throws {
+        let calls = Counter()
+        let group = GroupCommit<Int> { _ in
+            if calls.increment() == 1 { throw Broken() }
+        }
+        await #expect(throws: Broken.self) { try await group.submit(1) }
+        try await group.submit(2)
+    }
+}
