@@ -60,7 +60,7 @@ import Testing
                 #expect(response.body?["field"] == (field.map(JSON.string) ?? .null), "\(response.text)")
             }
             let token = String(repeating: "ab", count: 80)
-            #expect(try await client.request("POST", "/register", json: ["user_id": 1783478, "device_token": .string(token.uppercased())]).status == 200)
+            #expect(try await client.request("POST", "/register", json: ["user_id": "1783478", "device_token": .string(token.uppercased())]).status == 200)
             expectError(try await client.request("POST", "/register", rawBody: "{not json", headers: ["content-type": "application/json"]), 400, field: "body")
             expectError(try await client.request("POST", "/register", json: ["user_id": "u"]), 400, field: "device_token")
             expectError(try await client.request("POST", "/register", json: ["user_id": "u", "device_token": "abc"]), 400, field: "device_token")

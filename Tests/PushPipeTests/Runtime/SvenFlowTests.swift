@@ -34,6 +34,10 @@ import Testing
 
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
+            // The install id is a string: a number is refused, not coerced (issue 12).
+            let numeric = try await client.request("POST", "/register-apns", json: ["device_token": 12345, "apns_token": .string(oldToken)])
+            #expect(numeric.status == 422)
+            #expect(numeric.body?["field"] == "device_token")
             for token in [oldToken, newToken] {
                 let response = try await client.request("POST", "/register-apns", json: ["device_token": "install-1", "apns_token": .string(token.uppercased())])
                 #expect(response.status == 200)
