@@ -11,10 +11,16 @@ import Testing
     final class RecordingSink: EventSink {
         let events = ObservedState([Event]())
         let status: EventReport.Status
+        /// While closed, `submit` waits (a busy pipeline): the source reads no more inotify events.
+        private let gate = ObservedState(true)
         init(status: EventReport.Status) { self.status = status }
+
+        func close() { gate.update { $0 = false } }
+        func open() { gate.update { $0 = true } }
 
         /// Records after the completion callback, so a test that saw the event also sees its file moved.
         func submit(_ event: Event) async throws {
+            try await gate.wait(timeout: 60, { $0 ? true : nil }, failure: { _ in WaitTimedOut("the gate stayed closed") })
             await event.onComplete?(EventReport(eventID: event.id, pipeline: event.pipeline, user: nil, status: status))
             events.update { $0.append(event) }
         }
@@ -29,14 +35,14 @@ import Testing
         }
     }
 
-    func withSource(status: EventReport.Status = .delivered, _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
+    func withSource(status: EventReport.Status = .delivered, options: String = "", _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
                     _ body: @Sendable (TemporaryDirectory, RecordingSink) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("replies")
         defer { directory.remove() }
         try prepare(directory)
         let file = try directory.write("pipeline.yaml", """
             pipeline: replies
-            sources: [{type: reply.folder, path: \(directory.path)}]
+            sources: [{type: reply.folder, path: \(directory.path)\(options)}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
             """)
@@ -137,6 +143,41 @@ import Testing
             _ = try await sink.waitFor(1)
             #expect(FileManager.default.fileExists(atPath: directory.file("a.json")))
             #expect(!FileManager.default.fileExists(atPath: directory.file("sent/a.json")))
+        }
+    }
+
+    /// Issue 12: a file can appear without an event inotify reports (a hard link makes only
+    /// IN_CREATE); the periodic scan picks it up.
+    @Test func aFileInotifyDoesNotReportIsFoundByTheRescan() async throws {
+        try await withSource(options: ", rescan_interval: 200ms") { directory, sink in
+            let outside = try TemporaryDirectory("outside")
+            defer { outside.remove() }
+            let original = try outside.write("reply.json", #"{"message_id": "linked", "text": "hello"}"#)
+            #expect(link(original, directory.file("reply.json")) == 0)
+            #expect(try await sink.waitFor(1).map(\.id) == ["linked"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("sent/reply.json")))
+        }
+    }
+
+    /// Issue 12: replies written while inotify's queue overflowed were never sent until a
+    /// restart. The pipeline is held busy (the source reads no events) while more files than
+    /// the kernel queues are written; every one is then sent exactly once, long before the
+    /// periodic scan (60 s) would run.
+    @Test func anInotifyQueueOverflowIsFollowedByAScan() async throws {
+        let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 16384
+        try #require(limit <= 65536, "max_queued_events is \(limit): too many files to write for an overflow")
+        try await withSource { directory, sink in
+            sink.close()
+            try directory.write("first.json", #"{"message_id": "first", "text": "x"}"#)
+            let files = limit + 100
+            for index in 0..<files {
+                try directory.write(String(format: "r%06d.json", index), #"{"message_id": "m\#(index)", "text": "x"}"#)
+            }
+            sink.open()
+            let events = try await sink.waitFor(files + 1)
+            #expect(events.count == files + 1)
+            #expect(Set(events.map(\.id)).count == files + 1, "each reply once")
         }
     }
 }
