@@ -14,7 +14,9 @@ public struct TestCertificateAuthority: Sendable {
 
     public init() throws {
         let caKey = P256.Signing.PrivateKey()
-        let caName = try DistinguishedName { CommonName("pushpipe throwaway test CA") }
+        // A name of its own: two CAs in one trust file must not share a subject, or the
+        // verifier may pick the wrong one as the issuer.
+        let caName = try DistinguishedName { CommonName("pushpipe throwaway test CA \(UUID().uuidString.prefix(8))") }
         let now = Date()
         let ca = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),

@@ -14,10 +14,17 @@ struct OGSFlowHarness: Sendable {
     static let player: Int64 = 1783478
     static let token = "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"
 
-    static func make(environment extra: [String: String] = [:]) async throws -> OGSFlowHarness {
+    /// - Parameter privateCA: OGS served over HTTPS by a CA of its own, trusted only through
+    ///   `PUSHPIPE_CA_FILE` (which then holds the APNs stand-in's CA and this one).
+    static func make(environment extra: [String: String] = [:], privateCA: Bool = false) async throws -> OGSFlowHarness {
         let directory = try TemporaryDirectory("ogs")
         let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "OGSTEAM001", keyID: "OGSKEY0001")
-        let ogs = try await OGSStandIn.start()
+        let ogsAuthority = privateCA ? try TestCertificateAuthority() : nil
+        if let ogsAuthority, let caFile = apnsEnvironment["PUSHPIPE_CA_FILE"] {
+            let both = try String(contentsOfFile: caFile, encoding: .utf8) + "\n" + ogsAuthority.caCertificatePEM
+            try both.write(toFile: caFile, atomically: true, encoding: .utf8)
+        }
+        let ogs = try await OGSStandIn.start(authority: ogsAuthority)
         let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/ogs-turns.yaml"), encoding: .utf8)
         try directory.write("pipelines/ogs-turns.yaml", pipeline)
         var environment = apnsEnvironment.merging([
@@ -43,8 +50,8 @@ struct OGSFlowHarness: Sendable {
     }
 
     /// Runs `body` and always stops the stand-ins.
-    static func with(environment: [String: String] = [:], _ body: (OGSFlowHarness) async throws -> Void) async throws {
-        let harness = try await make(environment: environment)
+    static func with(environment: [String: String] = [:], privateCA: Bool = false, _ body: (OGSFlowHarness) async throws -> Void) async throws {
+        let harness = try await make(environment: environment, privateCA: privateCA)
         try await withCleanup({ try await body(harness) }, cleanup: harness.close)
     }
 

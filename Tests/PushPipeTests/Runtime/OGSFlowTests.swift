@@ -158,4 +158,39 @@ import Testing
             }
         }
     }
+
+    /// Issue 12: `PUSHPIPE_CA_FILE` reached only the APNs transport; an OGS mirror with a
+    /// private CA failed every check with CERTIFICATE_VERIFY_FAILED.
+    @Test func anOGSMirrorWithAPrivateCAIsTrustedThroughTheCAFile() async throws {
+        try await H.with(privateCA: true) { harness in
+            #expect(harness.environment["OGS_API_BASE"]?.hasPrefix("https://") == true)
+            harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
+            try await harness.daemon { _, client in
+                #expect(try await client.request("POST", "/register", json: ["user_id": .string(String(H.player)), "device_token": .string(H.token)]).status == 200)
+                let request = try #require(try await harness.apns.waitForRequests(1).first)
+                #expect(request.body?["game_id"] == 101)
+                let check = try await client.request("GET", "/check/\(H.player)")
+                #expect(check.body?["error"] == nil, "\(check.text)")
+                #expect(check.body?["total_active_games"] == 1)
+            }
+        }
+    }
+
+    /// Issue 12: with APNs answering 503 twice, the next checks (every second) emitted the
+    /// same game again while its delivery was in backoff, and the player got it twice.
+    @Test func aMoveInBackoffIsNotSentAgainByTheNextChecks() async throws {
+        try await H.with(environment: ["CHECK_INTERVAL_SECONDS": "1"]) { harness in
+            harness.apns.script(.reject(status: 503, reason: "ServiceUnavailable"), .reject(status: 503, reason: "ServiceUnavailable"))
+            harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
+            try await harness.daemon { _, client in
+                #expect(try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)]).status == 200)
+                let requests = try await harness.apns.waitForRequests(3)
+                #expect(requests[2].rejection == nil, "delivered at the third attempt")
+                // Three more checks after the delivery: none sends the move again.
+                let checked = harness.ogs.requests.count
+                _ = try await harness.ogs.waitForRequests(checked + 3)
+                #expect(harness.apns.requests.count == 3, "one notification, tried three times, sent once")
+            }
+        }
+    }
 }
