@@ -58,4 +58,27 @@ import Testing
         #expect(fromFile.status == 0)
         #expect(fromFile.output.contains { $0.contains("\"message_id\": \"m-2\"") })
     }
+
+    /// Issue 12: the shipped `_test.yaml` cases failed on a machine that runs the daemon (its
+    /// APNs and bundle-id variables exported), and `validate DIR` from another directory did
+    /// not find the plugins beside DIR.
+    @Test func pipelineTestsAndValidationDoNotDependOnTheCallersShellOrDirectory() async throws {
+        let deploy = try TemporaryDirectory("deploy")
+        let elsewhere = try TemporaryDirectory("elsewhere")
+        defer { deploy.remove(); elsewhere.remove() }
+        for folder in ["pipelines", "plugins.d"] {
+            try FileManager.default.copyItem(atPath: SvenFlowTests.repository.appendingPathComponent(folder).path, toPath: deploy.file(folder))
+        }
+        let exported = [
+            "APNS_BASE_URL": "https://apns.proxy.invalid:8443", "APNS_DEVELOPMENT": "true", "OGS_BUNDLE_ID": "com.other.ogs",
+            "SVEN_BUNDLE_ID": "com.other.sven", "PAGER_BUNDLE_ID": "com.other.pager", "NOTIFICATION_ENVIRONMENT": "staging",
+            "FCM_BASE_URL": "https://fcm.proxy.invalid", "APNS_TEAM_ID": "OTHERTEAM1",
+        ]
+        let tests = try await pushpipe(["test", deploy.file("pipelines")], in: elsewhere, environment: exported)
+        #expect(tests.status == 0, "\(tests.output.filter { $0.hasPrefix("FAIL") || $0.hasPrefix("  ") }.prefix(10)) \(tests.errors.suffix(5))")
+        #expect(tests.output.last?.hasSuffix(" 0 failed") == true)
+        let validation = try await pushpipe(["validate", "--dry-run", deploy.file("pipelines")], in: elsewhere)
+        #expect(validation.status == 0, "\(validation.output.suffix(5))")
+        #expect(validation.output.contains("ok \(deploy.file("pipelines/example.yaml"))"), "the example's plugin is found beside the pipelines")
+    }
 }
