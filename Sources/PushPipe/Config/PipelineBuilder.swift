@@ -53,15 +53,20 @@ struct PipelineBuilder {
         if delivery.fanout < 1 || delivery.fanout > 10_000 {
             report(.invalidValue, at: "delivery.fanout", "\(delivery.fanout) is out of range", expected: "1 to 10000")
         }
+        let retention = (try? RetentionPolicy.schema.decode(RetentionPolicy.self, from: json["retention"] ?? RetentionPolicy.defaults.json)) ?? .defaults
+        if retention.perUser < 0 { report(.invalidValue, at: "retention.per_user", "must not be negative", expected: "0 (keep all) or more") }
+        if retention.interval < 1 { report(.invalidValue, at: "retention.interval", "pruning more often than every second", expected: "1s or more") }
         guard let renderer, let transport, !diagnostics.hasErrors else { return nil }
         let usedPlugins = plugins.filter { plugin in
             (sources.map(\.type) + filters.map(\.type) + [renderer.type, transport.type]).contains(plugin.name)
         }
         let fingerprint = json.compactText + usedPlugins.map(\.fingerprint).joined()
-        return PipelineDefinition(
+        var definition = PipelineDefinition(
             name: name, file: file, description: json["description"]?.stringValue, fingerprint: fingerprint,
             sources: sources, filters: filters, renderer: renderer, transport: transport, routes: routes,
             delivery: delivery, location: SourceLocation(file: file, line: 1, column: 1))
+        definition.retention = retention
+        return definition
     }
 
     mutating func build<S>(_ stageJSON: JSON, id: String, kind: StageKind, pipeline: String, extract: (AnyStage) -> S?)

@@ -25,6 +25,7 @@ public struct PipelineDefinition: Sendable {
     public var transport: Stage<any Transport>
     public var routes: [DeclaredRoute]
     public var delivery: DeliveryPolicy
+    public var retention: RetentionPolicy = .defaults
     public var location: SourceLocation
 
     /// Every stage that keeps resources for its life.

@@ -11,6 +11,7 @@ public enum PipelineSchema {
             .required("renderer", registry.stageType(kind: .renderer), "Builds the payload per recipient token."),
             .required("transport", registry.stageType(kind: .transport), "Delivers the payloads."),
             SchemaKey("delivery", .object(DeliveryPolicy.schema), default: DeliveryPolicy.defaults.json, "Concurrency and retries."),
+            SchemaKey("retention", .object(RetentionPolicy.schema), default: RetentionPolicy.defaults.json, "How long delivery rows and history are kept."),
         ])
     }
 }

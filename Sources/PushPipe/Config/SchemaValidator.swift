@@ -255,10 +255,10 @@ public struct SchemaValidator {
     /// the integer nanoseconds and milliseconds timers work in.
     public static let maximumDuration: Double = 366 * 86400
 
-    /// `250ms`, `30s`, `5m`, `2h`, or plain seconds; nil when malformed, negative or over a year.
+    /// `250ms`, `30s`, `5m`, `2h`, `90d`, or plain seconds; nil when malformed, negative or over a year.
     public static func parseDuration(_ text: String) -> Double? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
         var seconds: Double?
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
             if let value = Double(trimmed.dropLast(suffix.count)) { seconds = value * factor }

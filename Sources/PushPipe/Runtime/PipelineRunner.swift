@@ -82,6 +82,10 @@ public final class PipelineRunner: EventSink, Sendable {
             for (id, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id)) }
             }
+            if mode == .live {
+                let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
+                stages.addTask { await pruner.run() }
+            }
             await withTaskGroup(of: Bool.self) { workers in
                 let workerCount = definition.delivery.concurrency
                 for _ in 0..<workerCount {

@@ -34,6 +34,14 @@ public protocol Store: Sendable {
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 
+    /// Deletes at most `limit` of the pipeline's oldest delivery rows created before `cutoff`
+    /// (UNIX seconds), with their history. Returns how many went: fewer than `limit` means done.
+    func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+    /// For the users after `after` (a page of at most `users`), deletes the rows beyond each
+    /// one's newest `keep`. Returns the rows deleted and the page's last user (nil: no user left).
+    func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
+        -> (deleted: Int, lastUser: String?)
+
     /// Keeps an accepted event until `dequeue`: committed before the source answers for it.
     func enqueue(_ event: QueuedEvent) async throws
     /// The source's events that other (earlier) processes accepted and did not finish; they

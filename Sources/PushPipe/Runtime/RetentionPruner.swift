@@ -1,0 +1,51 @@
+import Foundation
+import Logging
+
+/// Applies a pipeline's retention in the background: at start, then every `interval`, in
+/// batches of a few hundred rows, each its own short transaction, so deliveries never wait
+/// long behind it.
+struct RetentionPruner: Sendable {
+    let pipeline: String
+    let policy: RetentionPolicy
+    let store: any Store
+    let logger: Logger
+
+    static var rowsPerBatch: Int { 500 }
+    static var usersPerBatch: Int { 50 }
+
+    func run() async {
+        while !Task.isCancelled {
+            await pruneOnce()
+            do { try await Task.sleep(for: .seconds(policy.interval)) } catch { return }
+        }
+    }
+
+    /// One pass over the pipeline's rows; returns how many were pruned.
+    @discardableResult
+    func pruneOnce(now: Date = Date()) async -> Int {
+        var pruned = 0
+        do {
+            let cutoff = now.timeIntervalSince1970 - policy.maxAge
+            while !Task.isCancelled {
+                let deleted = try await store.pruneDeliveries(pipeline: pipeline, createdBefore: cutoff, limit: Self.rowsPerBatch)
+                pruned += deleted
+                if deleted < Self.rowsPerBatch { break }
+                await Task.yield()
+            }
+            if policy.perUser > 0 {
+                var after: String?
+                repeat {
+                    let (deleted, last) = try await store.pruneDeliveries(pipeline: pipeline, keepingPerUser: policy.perUser, usersAfter: after,
+                                                                          users: Self.usersPerBatch)
+                    pruned += deleted
+                    after = last
+                    await Task.yield()
+                } while after != nil && !Task.isCancelled
+            }
+        } catch {
+            logger.error("retention: pruning stopped: \(error)")
+        }
+        if pruned > 0 { logger.info("retention: pruned \(pruned) delivery rows") }
+        return pruned
+    }
+}
