@@ -93,6 +93,7 @@ let package = Package(
             dependencies: [
                 "PushPipe", "PushPipeStages", "PushPipeTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "bench/Sources/pushpipe-bench"
         ),

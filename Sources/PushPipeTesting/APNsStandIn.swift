@@ -47,6 +47,8 @@ public final class APNsStandIn: Sendable {
     struct State: Sendable {
         var requests: [Request] = []
         var script: [Answer] = []
+        /// How to answer when nothing is scripted (a soak's mix of faults); accept when nil.
+        var policy: (@Sendable (Request) -> Answer)?
         var connections = 0
         var openConnections = 0
         /// Requests received and not answered yet, and the most there ever were.
@@ -105,6 +107,19 @@ public final class APNsStandIn: Sendable {
         state.update { $0.script += answers }
     }
 
+    /// Decides the answer of every request nothing is scripted for.
+    public func answer(with policy: @escaping @Sendable (Request) -> Answer) {
+        state.update { $0.policy = policy }
+    }
+
+    /// Forgets the requests received so far (a long soak keeps only what it counts).
+    public func takeRequests() -> [Request] {
+        state.update { state in
+            defer { state.requests.removeAll() }
+            return state.requests
+        }
+    }
+
     /// Waits until at least `count` requests arrived.
     @discardableResult
     public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Request] {
@@ -141,7 +156,8 @@ public final class APNsStandIn: Sendable {
                 let status = rejection == "PayloadTooLarge" ? 413 : rejection.hasSuffix("ProviderToken") ? 403 : 400
                 return .reject(status: status, reason: rejection)
             }
-            return state.script.isEmpty ? .accept : state.script.removeFirst()
+            if !state.script.isEmpty { return state.script.removeFirst() }
+            return state.policy?(request) ?? .accept
         }
         return (request, answer)
     }

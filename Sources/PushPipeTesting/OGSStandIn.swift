@@ -90,6 +90,11 @@ public final class OGSStandIn: Sendable {
         state.update { $0.games[player] = games }
     }
 
+    /// Adds one game to a player's active games.
+    public func addGame(_ player: Int64, _ game: Game) {
+        state.update { $0.games[player, default: []].append(game) }
+    }
+
     /// Moves a game's clock: whose turn it is and when the last move was made.
     public func move(game id: Int64, currentPlayer: Int64, lastMove: Int64) {
         state.update { state in

@@ -1,0 +1,57 @@
+import Foundation
+import PushPipe
+import PushPipeTesting
+
+/// The soak's pipelines: two written here (events, replies), and the shipped OGS pipeline
+/// as it is. Every payload carries the id the ledger counts by.
+enum SoakPipelines {
+    static let users = 20
+
+    static let transport = """
+        transport:
+          type: apns
+          team_id: "${APNS_TEAM_ID}"
+          key_id: "${APNS_KEY_ID}"
+          key_path: "${APNS_KEY_PATH}"
+          bundle_id: com.example.soak
+          base_url: "${APNS_BASE_URL}"
+          ca_file: "${PUSHPIPE_CA_FILE}"
+          timeout: 2s
+        delivery: {attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 1s}
+        """
+
+    static func write(into directory: TemporaryDirectory) throws {
+        try directory.write("pipelines/soak-events.yaml", """
+            pipeline: soak-events
+            routes:
+              - {action: register, path: /soak/register, user_field: user_id, token_field: device_token, token_kind: device}
+            sources:
+              - {type: http.event, path: /soak/events, id_field: id}
+            renderer: {type: apns.alert, title: Soak, body: "event {{id}}", custom: {id: {$from: id}}}
+            \(transport)
+            """)
+        try directory.write("pipelines/soak-replies.yaml", """
+            pipeline: soak-replies
+            routes:
+              - {action: register, path: /soak/register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
+            sources:
+              - {type: reply.folder, path: "${SOAK_REPLY_DIR}", rescan_interval: 5s}
+            renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
+            \(transport)
+            """)
+        let shipped = try String(contentsOfFile: "pipelines/ogs-turns.yaml", encoding: .utf8)
+        try directory.write("pipelines/ogs-turns.yaml", shipped)
+        try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory.file("staging"), withIntermediateDirectories: true)
+    }
+
+    /// Route and body of each registration: every events user, user-0 also with a dead token,
+    /// one Sven install, the OGS player.
+    static func registrations(live: String, dead: String, player: Int64) -> [(String, JSON)] {
+        var registrations: [(String, JSON)] = (0..<users).map { ("/soak/register", ["user_id": .string("user-\($0)"), "device_token": .string(live)]) }
+        registrations.append(("/soak/register", ["user_id": "user-0", "device_token": .string(dead)]))
+        registrations.append(("/soak/register-apns", ["device_token": "install-1", "apns_token": .string(live)]))
+        registrations.append(("/register", ["user_id": .int(player), "device_token": .string(live)]))
+        return registrations
+    }
+}
