@@ -106,6 +106,7 @@ public final class DaemonProcess: Sendable {
         return port
     }
 
+    /// Sends a signal to the running process; nothing before it started (await `port()`) or after it exited.
     public func signal(_ number: Int32) {
         let current = state.value
         if current.exitStatus == nil, let pid = current.pid { kill(pid, number) }

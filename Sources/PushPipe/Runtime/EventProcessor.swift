@@ -65,9 +65,12 @@ public struct EventProcessor: Sendable {
                 // An event for every user: one page of users at a time, so memory and tasks
                 // stay bounded however many tokens are registered.
                 var after: String?
-                while !Task.isCancelled {
+                while true {
                     let users = try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage)
                     guard let first = users.first, let last = users.last else { break }
+                    // Stopped (the drain timeout) with users left: not delivered, so a source
+                    // keeps the event (a reply file stays) and it goes out again at the next start.
+                    guard !Task.isCancelled else { return failed("stopped before every user was reached (\(tally.total) deliveries made)") }
                     var context = rendererContext
                     context.broadcastUsers = first...last
                     try await renderAndDeliver(event, context: context, tally: &tally)

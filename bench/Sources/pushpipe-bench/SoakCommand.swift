@@ -69,6 +69,7 @@ struct SoakCommand: AsyncParsableCommand {
             }
             kills += 1
             _ = apns.takeRequests()
+            FileHandle.standardError.write(Data("soak: \(kills) SIGKILLs, \(ledger.progress)\n".utf8))
         }
 
         // The calm end: no faults, no kills, until every accepted notification is delivered.
@@ -78,13 +79,20 @@ struct SoakCommand: AsyncParsableCommand {
             return .accept
         }
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+            _ = try await daemon.port() // started: a signal needs its process id
             let calm = ContinuousClock.now + .seconds(90)
             while ContinuousClock.now < calm, ledger.lost > 0 {
                 _ = apns.takeRequests()
                 try await Task.sleep(for: .milliseconds(500))
             }
+            FileHandle.standardError.write(Data("soak: calm run done, \(ledger.progress)\n".utf8))
             daemon.signal(SIGTERM)
-            _ = try await daemon.waitForExit()
+            guard let status = try? await daemon.waitForExit() else {
+                let lines = daemon.standardError.filter { !$0.contains("checked 1 users") && !$0.contains("nothing newer") }.suffix(40)
+                FileHandle.standardError.write(Data("soak: the daemon did not stop after SIGTERM:\n\(lines.joined(separator: "\n"))\n".utf8))
+                throw ExitCode(1)
+            }
+            if status != 0 { FileHandle.standardError.write(Data("soak: the daemon exited with \(status) after SIGTERM\n".utf8)) }
         }
         await apns.stop()
         await ogs.stop()

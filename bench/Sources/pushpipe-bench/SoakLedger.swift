@@ -40,6 +40,13 @@ final class SoakLedger: Sendable {
 
     var lost: Int { state.withLock { state in state.accepted.filter { state.delivered[$0] == nil }.count } }
 
+    var progress: String {
+        state.withLock { state in
+            let waiting = state.accepted.filter { state.delivered[$0] == nil }
+            return "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(5))"
+        }
+    }
+
     func summary(kills: Int, integrity: String) -> String {
         state.withLock { state in
             let delivered = state.accepted.filter { state.delivered[$0] != nil }.count
