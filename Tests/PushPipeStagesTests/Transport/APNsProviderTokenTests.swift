@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import PushPipeStages
+import PushPipeTesting
 import Synchronization
 import Testing
 
@@ -67,8 +68,17 @@ import Testing
         let clock = Clock()
         let provider = try await APNsProviderToken(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K", teamID: "T", now: { clock.date })
         for round in 0..<2 {
+            let gate = Gate()
             let tokens = await withTaskGroup(of: String?.self, returning: Set<String>.self) { group in
-                for _ in 0..<64 { group.addTask { try? await provider.token() } }
+                for _ in 0..<64 {
+                    group.addTask {
+                        await gate.wait()
+                        return try? await provider.token()
+                    }
+                }
+                // Every caller asks at once: all of them find the cache empty.
+                while gate.waiting < 64 { await Task.yield() }
+                gate.open()
                 var tokens = Set<String>()
                 for await token in group { if let token { tokens.insert(token) } }
                 return tokens

@@ -17,7 +17,8 @@ final class ScriptedTransport: Transport, Sendable {
         var running = 0
         var mostRunning = 0
         var answer: TransportOutcome = .delivered(providerID: "ok")
-        var holding = false
+        /// Sends still to hold (a delivery "in flight" until `release`).
+        var toHold = 0
         var held: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -30,11 +31,12 @@ final class ScriptedTransport: Transport, Sendable {
 
     func answer(_ outcome: TransportOutcome) { state.withLock { $0.answer = outcome } }
 
-    func hold() { state.withLock { $0.holding = true } }
+    /// Holds the next `count` sends until `release`; later ones go through.
+    func hold(next count: Int = 1) { state.withLock { $0.toHold = count } }
 
     func release() {
         let held = state.withLock { state in
-            state.holding = false
+            state.toHold = 0
             defer { state.held.removeAll() }
             return state.held
         }
@@ -61,8 +63,10 @@ final class ScriptedTransport: Transport, Sendable {
         started.continuation.yield(count)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let holding = state.withLock { state in
-                if state.holding { state.held.append(continuation) }
-                return state.holding
+                guard state.toHold > 0 else { return false }
+                state.toHold -= 1
+                state.held.append(continuation)
+                return true
             }
             if !holding { continuation.resume() }
         }
@@ -100,8 +104,10 @@ struct ScriptedPipeline {
                                 definition: definition)
     }
 
-    var processor: EventProcessor {
-        EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live, output: OutputSink { _ in })
+    var processor: EventProcessor { processor(logger: Logger(label: "scripted")) }
+
+    func processor(logger: Logger) -> EventProcessor {
+        EventProcessor(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
     }
 
     func register(_ user: String, _ token: String) async throws {
@@ -120,5 +126,28 @@ struct ScriptedPipeline {
     static func with(_ body: String, _ run: (ScriptedPipeline) async throws -> Void) async throws {
         let pipeline = try await make(body)
         try await withCleanup({ try await run(pipeline) }, cleanup: pipeline.close)
+    }
+}
+
+/// A log handler that hands every message to the test: what the processor logs marks where
+/// it is (a retry being scheduled), so a test can act at that moment without sleeping.
+struct StreamingLogHandler: LogHandler {
+    let messages: AsyncStream<String>.Continuation
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        messages.yield(message.description)
+    }
+
+    /// A logger whose messages arrive on the returned stream.
+    static func logger() -> (Logger, AsyncStream<String>) {
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        return (Logger(label: "scripted") { _ in StreamingLogHandler(messages: continuation) }, stream)
     }
 }
