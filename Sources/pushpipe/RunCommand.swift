@@ -14,8 +14,11 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(name: .long, help: "SQLite state file.")
-    var state = "var/pushpipe.sqlite"
+    @Option(name: .long, help: "SQLite state file (the same as --store sqlite:PATH).")
+    var state: String?
+
+    @Option(name: .long, help: "Where state lives: sqlite:PATH (default sqlite:var/pushpipe.sqlite) or postgres://user:password@host:port/database[?sslmode=...]. Also PUSHPIPE_STORE.")
+    var store: String?
 
     @Option(name: .long, help: "Address to listen on (HOST:PORT; port 0 picks a free one).")
     var listen = "127.0.0.1:8080"
@@ -29,9 +32,16 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080")
         }
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
+        let location: StoreLocation
+        do {
+            let chosen = store ?? state.map { "sqlite:\($0)" } ?? ProcessInfo.processInfo.environment["PUSHPIPE_STORE"] ?? "sqlite:var/pushpipe.sqlite"
+            location = try StoreLocation(parsing: chosen)
+        } catch {
+            throw ValidationError("--store: \(error)")
+        }
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
-                           statePath: state, host: String(listen[..<colon]), port: port, mode: dryRun ? .dryRun : .live,
+                           store: location, host: String(listen[..<colon]), port: port, mode: dryRun ? .dryRun : .live,
                            environment: ProcessInfo.processInfo.environment),
             builtins: BuiltinStages.all, logger: logger)
         do {

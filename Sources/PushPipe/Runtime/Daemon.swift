@@ -10,17 +10,17 @@ public final class Daemon: Sendable {
     public struct Options: Sendable {
         public var pipelinePaths: [String]
         public var pluginsDirectory: String
-        public var statePath: String
+        public var store: StoreLocation
         public var host: String
         public var port: Int
         public var mode: RunMode
         public var environment: [String: String]
 
-        public init(pipelinePaths: [String], pluginsDirectory: String, statePath: String, host: String, port: Int, mode: RunMode,
+        public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
                     environment: [String: String]) {
             self.pipelinePaths = pipelinePaths
             self.pluginsDirectory = pluginsDirectory
-            self.statePath = statePath
+            self.store = store
             self.host = host
             self.port = port
             self.mode = mode
@@ -51,7 +51,8 @@ public final class Daemon: Sendable {
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
-        let store = try SQLiteStore(path: options.statePath)
+        let store = try await options.store.open(logger: logger)
+        logger.info("store: \(options.store)")
         let host = HTTPHost(logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode)
         let logger = self.logger

@@ -10,14 +10,6 @@ public final class SQLiteStore: Store {
     let outcomes: GroupCommit<OutcomeWrite>
     private let tokenCache = TokenCache()
 
-    enum OutcomeWrite: Sendable {
-        case history(HistoryEntry)
-        case state([StateWrite], pipeline: String)
-        case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
-        case enqueue(QueuedEvent)
-        case dequeue(pipeline: String, eventID: String)
-    }
-
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
     public init(path: String) throws {
         self.path = path

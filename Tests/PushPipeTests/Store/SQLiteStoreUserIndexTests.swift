@@ -6,7 +6,7 @@ import Testing
 
 /// Rows reach the per-user index in batches; reads must see indexed and unindexed rows alike.
 @Suite struct SQLiteStoreUserIndexTests {
-    func outcome(_ event: Int, user: String = "u", outcome: String = "delivered") -> SQLiteStore.OutcomeWrite {
+    func outcome(_ event: Int, user: String = "u", outcome: String = "delivered") -> OutcomeWrite {
         .outcome(deliveries: [DeliveryRecord(pipeline: "p", eventID: "e\(event)", user: user, tokenKind: "device", token: "t\(event)",
                                              outcome: outcome, reason: nil, providerID: "id\(event)", attempts: 1, createdAt: Double(event))],
                  history: outcome == "delivered" ? [HistoryEntry(pipeline: "p", user: user, eventID: "e\(event)", createdAt: Double(event),

@@ -1,0 +1,186 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The store on PostgreSQL: the same `Store` as the embedded SQLite one, for daemons that
+/// share a database. Outcomes, history, watermarks and queued events are group-committed
+/// as in SQLite (one transaction for the writes that arrive together); reads and
+/// registrations are single statements on a pooled `PostgresClient`.
+public final class PostgresStore: Store {
+    let client: PostgresClient
+    let logger: Logger
+    /// The pool's connections live as long as this task; `close` ends it.
+    private let running: Task<Void, Never>
+    private let outcomes: GroupCommit<OutcomeWrite>
+
+    /// Connects, and migrates the database to the latest version (once, whatever the number
+    /// of daemons starting together: they wait on an advisory lock).
+    public init(configuration: PostgresClient.Configuration, logger: Logger) async throws {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        running = Task { await client.run() }
+        outcomes = GroupCommit { writes in
+            try await client.withTransaction(logger: logger) { connection in
+                for write in writes { try await Self.apply(write, on: connection, logger: logger) }
+            }
+        }
+        do {
+            try await Self.migrate(client, logger: logger)
+        } catch {
+            running.cancel()
+            throw error
+        }
+    }
+
+    public func close() async throws {
+        running.cancel()
+        await running.value
+    }
+
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        let now = Date().timeIntervalSince1970
+        try await client.withTransaction(logger: logger) { connection in
+            if replace {
+                try await connection.query("""
+                    DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
+                    AND scope = \(token.scope) AND token <> \(token.value)
+                    """, logger: logger)
+            }
+            try await connection.query("""
+                INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
+                VALUES (\(pipeline), \(token.user), \(token.kind), \(token.value), \(token.scope), \(environment), \(now), \(now))
+                ON CONFLICT (pipeline, user_id, token_kind, token)
+                DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
+                """, logger: logger)
+        }
+    }
+
+    public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        let rows = if let user {
+            try await client.query("""
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
+                """, logger: logger)
+        } else {
+            try await client.query("""
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
+                """, logger: logger)
+        }
+        return try await Self.tokens(rows)
+    }
+
+    public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
+        try await Self.tokens(client.query("""
+            SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+            WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
+            ORDER BY user_id, updated_at DESC
+            """, logger: logger))
+    }
+
+    private static func tokens(_ rows: PostgresRowSequence) async throws -> [DeviceToken] {
+        var tokens: [DeviceToken] = []
+        for try await (user, kind, value, scope, updatedAt) in rows.decode((String, String, String, String, Double).self) {
+            tokens.append(DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt))
+        }
+        return tokens
+    }
+
+    public func users(pipeline: String) async throws -> [String] {
+        try await strings(client.query("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id", logger: logger))
+    }
+
+    public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
+        try await strings(client.query("""
+            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(limit)
+            """, logger: logger))
+    }
+
+    public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
+        if let kind {
+            return try await strings(client.query("""
+                SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) AND token_kind = \(kind) ORDER BY user_id
+                """, logger: logger))
+        }
+        return try await strings(client.query("""
+            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) ORDER BY user_id
+            """, logger: logger))
+    }
+
+    func strings(_ rows: PostgresRowSequence) async throws -> [String] {
+        var values: [String] = []
+        for try await value in rows.decode(String.self) { values.append(value) }
+        return values
+    }
+
+    public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
+        let rows = try await client.query("""
+            DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
+            AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id
+            """, logger: logger)
+        return try await !strings(rows).isEmpty
+    }
+
+    public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
+        let rows = try await client.query("""
+            SELECT value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user) AND key = \(key)
+            """, logger: logger)
+        return try await strings(rows).first.map { try JSON.parse($0) }
+    }
+
+    public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
+        let rows = try await client.query("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)", logger: logger)
+        var result: [String: JSON] = [:]
+        for try await (key, value) in rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        return result
+    }
+
+    public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
+        let now = Date().timeIntervalSince1970
+        try await client.withTransaction(logger: logger) { connection in
+            for (key, value) in values {
+                try await connection.query("""
+                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText), \(now))
+                    ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
+        try await states(pipeline: pipeline, stage: stage, keys: [key])[key]
+    }
+
+    public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
+        guard !keys.isEmpty else { return [:] }
+        let rows = try await client.query("""
+            SELECT key, value FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(keys))
+            """, logger: logger)
+        var result: [String: JSON] = [:]
+        for try await (key, value) in rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        return result
+    }
+
+    public func setState(_ writes: [StateWrite], pipeline: String) async throws {
+        guard !writes.isEmpty else { return }
+        try await outcomes.submit(.state(writes, pipeline: pipeline))
+    }
+
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
+        guard !deliveries.isEmpty || !history.isEmpty || !state.isEmpty else { return }
+        try await outcomes.submit(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
+    }
+
+    public func appendHistory(_ entry: HistoryEntry) async throws {
+        try await outcomes.submit(.history(entry))
+    }
+
+    public func enqueue(_ event: QueuedEvent) async throws {
+        try await outcomes.submit(.enqueue(event))
+    }
+
+    public func dequeue(pipeline: String, eventID: String) async throws {
+        try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+/// Where the daemon keeps its state: `sqlite:PATH` (the default, one machine) or
+/// `postgres://user:password@host:port/database?sslmode=...` (several daemons on one database).
+/// `description` never shows the password: the location ends up in logs.
+public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(PostgresLocation)
+
+    public struct PostgresLocation: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var user: String
+        public var password: String?
+        public var database: String
+        /// PostgreSQL's `sslmode`: `disable`, `prefer` (the default), `require` (encrypted, not
+        /// verified) or `verify-full` (encrypted, certificate and host name verified).
+        public var sslMode: String
+    }
+
+    public struct InvalidLocation: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
+
+    public init(parsing text: String) throws {
+        if text.hasPrefix("sqlite:") {
+            let path = String(text.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { throw InvalidLocation(description: "sqlite: needs a file path, e.g. sqlite:var/pushpipe.sqlite") }
+            self = .sqlite(path: path)
+            return
+        }
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text), let host = url.host,
+              !host.isEmpty, let user = url.user, !user.isEmpty else {
+            throw InvalidLocation(description: "a store is sqlite:PATH or postgres://user[:password]@host[:port]/database[?sslmode=...]")
+        }
+        let database = String(url.path.drop { $0 == "/" })
+        let sslMode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
+        guard ["disable", "prefer", "require", "verify-full"].contains(sslMode) else {
+            throw InvalidLocation(description: "sslmode '\(sslMode)' is not one of disable, prefer, require, verify-full")
+        }
+        self = .postgres(PostgresLocation(host: host, port: url.port ?? 5432, user: user, password: url.password,
+                                          database: database.isEmpty ? user : database, sslMode: sslMode))
+    }
+
+    public var description: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let location):
+            "postgres://\(location.user)\(location.password == nil ? "" : ":•••")@\(location.host):\(location.port)/\(location.database)?sslmode=\(location.sslMode)"
+        }
+    }
+
+    /// Opens (and migrates) the store.
+    public func open(logger: Logger) async throws -> any Store {
+        switch self {
+        case .sqlite(let path):
+            return try SQLiteStore(path: path)
+        case .postgres(let location):
+            return try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        }
+    }
+}
+
+extension StoreLocation.PostgresLocation {
+    public var clientConfiguration: PostgresClient.Configuration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if sslMode == "require" { tls.certificateVerification = .none }
+        let mode: PostgresClient.Configuration.TLS = switch sslMode {
+        case "disable": .disable
+        case "prefer": .prefer(tls)
+        default: .require(tls)
+        }
+        return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushPipe
+
+/// Stores for tests: a SQLite file, or a fresh database on the PostgreSQL server named by
+/// `PUSHPIPE_TEST_POSTGRES_URL` (`.ci/run` starts one; without it PostgreSQL tests skip).
+public enum TestStores {
+    public static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["PUSHPIPE_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+
+    /// A new, empty database on the test server; returns its location.
+    public static func freshPostgresDatabase() async throws -> StoreLocation {
+        guard let url = postgresURL, case .postgres(var location) = try StoreLocation(parsing: url) else {
+            throw StoreLocation.InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not a postgres:// URL")
+        }
+        let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: Logger(label: "test-postgres"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            defer { group.cancelAll() }
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        location.database = name
+        return .postgres(location)
+    }
+}
+

@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// What every store must do, run against the embedded SQLite store and against PostgreSQL
+/// (issue 13). The PostgreSQL half needs a server: `.ci/run` starts one and exports
+/// `PUSHPIPE_TEST_POSTGRES_URL`; without it, it is skipped with that reason.
+@Suite struct StoreContractTests {
+    static let logger = Logger(label: "store-contract")
+
+    @Test func sqlite() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await contract(.sqlite(path: directory.file("state.sqlite")))
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgres() async throws {
+        try await contract(try await TestStores.freshPostgresDatabase())
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func daemonsStartingTogetherMigrateAnEmptyDatabaseOnce() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let stores = try await withThrowingTaskGroup(of: (any Store).self, returning: [any Store].self) { group in
+            for _ in 0..<3 { group.addTask { try await location.open(logger: Self.logger) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for store in stores {
+            let applied = try await (store as? PostgresStore)?.appliedMigrations()
+            #expect(applied == PostgresStore.migrationNames)
+        }
+        for store in stores { try await store.close() }
+    }
+
+    func contract(_ location: StoreLocation) async throws {
+        let store = try await location.open(logger: Self.logger)
+        try await withCleanup({
+            try await registrations(store)
+            try await settingsAndState(store)
+            try await outcomesAndHistory(store)
+            try await queuedEvents(store)
+            try await retention(store)
+        }, cleanup: { try? await store.close() })
+    }
+
+    func registrations(_ store: any Store) async throws {
+        let alice = DeviceToken(user: "alice", kind: "device", value: "aa11")
+        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
+        try await store.register(alice, pipeline: "p", environment: "production", replace: false)
+        try await store.register(DeviceToken(user: "alice", kind: "device", value: "bb22"), pipeline: "p", environment: nil, replace: false)
+        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
+        try await store.register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), pipeline: "p", environment: nil, replace: true)
+        try await store.register(DeviceToken(user: "alice", kind: "device", value: "dd44"), pipeline: "p", environment: nil, replace: true)
+        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value) == ["dd44"])
+        for user in ["bob", "carol", "dave"] {
+            try await store.register(DeviceToken(user: user, kind: "device", value: "ee55"), pipeline: "p", environment: nil, replace: false)
+        }
+        #expect(try await store.users(pipeline: "p") == ["alice", "bob", "carol", "dave"])
+        #expect(try await store.users(pipeline: "p", after: "alice", limit: 2) == ["bob", "carol"])
+        #expect(try await store.tokens(pipeline: "p", kind: "device", users: "bob"..."carol").map(\.user) == ["bob", "carol"])
+        #expect(try await store.tokens(pipeline: "p", user: nil, kind: "device").count == 4)
+        #expect(try await store.users(pipeline: "p", token: "ee55", kind: "device") == ["bob", "carol", "dave"])
+        let registeredAt = try #require(try await store.tokens(pipeline: "p", user: "bob", kind: "device").first?.updatedAt)
+        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: registeredAt - 60) == false)
+        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: nil) == true)
+        #expect(try await store.users(pipeline: "p", token: "ee55", kind: nil).isEmpty)
+    }
+
+    func settingsAndState(_ store: any Store) async throws {
+        try await store.setSettings(["enabled": false, "quiet": ["from": 22]], pipeline: "p", user: "alice")
+        #expect(try await store.setting(pipeline: "p", user: "alice", key: "enabled") == false)
+        #expect(try await store.settings(pipeline: "p", user: "alice") == ["enabled": false, "quiet": ["from": 22]])
+        #expect(try await store.setting(pipeline: "p", user: "nobody", key: "enabled") == nil)
+        try await store.setState([StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200)],
+                                 pipeline: "p")
+        try await store.setState([StateWrite(stage: "dedupe", key: "alice/1", value: 150)], pipeline: "p")
+        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/3"]) == ["alice/1": 150, "alice/2": 200])
+        #expect(try await store.state(pipeline: "p", stage: "dedupe", key: "alice/2") == 200)
+    }
+
+    func outcomesAndHistory(_ store: any Store) async throws {
+        let now = Date().timeIntervalSince1970
+        for number in 0..<5 {
+            let event = "e\(number)"
+            try await store.recordOutcome(
+                deliveries: [DeliveryRecord(pipeline: "h", eventID: event, user: "alice", tokenKind: "device", token: "aa11",
+                                            outcome: number == 4 ? "retry-after" : "delivered", reason: number == 4 ? "ServiceUnavailable" : nil,
+                                            providerID: "id-\(number)", attempts: 1, createdAt: now + Double(number))],
+                history: number == 4 ? [] : [HistoryEntry(pipeline: "h", user: "alice", eventID: event, createdAt: now + Double(number), record: ["n": .int(Int64(number))])],
+                state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))], pipeline: "h")
+        }
+        let firstPage = try await store.history(pipeline: "h", user: "alice", limit: 2, before: nil)
+        #expect(firstPage.map { $0.record["n"] } == [3, 2])
+        let secondPage = try await store.history(pipeline: "h", user: "alice", limit: 10, before: firstPage.last?.id)
+        #expect(secondPage.map { $0.record["n"] } == [1, 0])
+        let last = try #require(try await store.lastDelivery(pipeline: "h", user: "alice"))
+        #expect(last.eventID == "e3" && last.providerID == "id-3" && last.outcome == "delivered")
+        #expect(try await store.state(pipeline: "h", stage: "w", key: "alice") == 4)
+        try await store.appendHistory(HistoryEntry(pipeline: "h", user: "bob", eventID: "x", createdAt: now, record: ["only": "history"]))
+        #expect(try await store.history(pipeline: "h", user: "bob", limit: 5, before: nil).map(\.record) == [["only": "history"]])
+    }
+
+    func queuedEvents(_ store: any Store) async throws {
+        let earlier = QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "left", user: "alice", time: 1,
+                                  body: ["text": "left over"])
+        try await store.enqueue(earlier)
+        try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:]))
+        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]")
+        #expect(claimed.map(\.eventID) == ["left"], "only what other processes left")
+        #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]").isEmpty, "claimed once")
+        try await store.dequeue(pipeline: "q", eventID: "left")
+        try await store.dequeue(pipeline: "q", eventID: "mine")
+    }
+
+    func retention(_ store: any Store) async throws {
+        let now = Date().timeIntervalSince1970
+        for number in 0..<12 {
+            let age = number < 4 ? 400 * 86400.0 : Double(100 - number)
+            try await store.recordOutcome(
+                deliveries: [DeliveryRecord(pipeline: "r", eventID: "r\(number)", user: "alice", tokenKind: "device", token: "aa11",
+                                            outcome: "delivered", reason: nil, providerID: nil, attempts: 1, createdAt: now - age)],
+                history: [HistoryEntry(pipeline: "r", user: "alice", eventID: "r\(number)", createdAt: now - age, record: ["n": .int(Int64(number))])],
+                state: [], pipeline: "r")
+        }
+        #expect(try await store.pruneDeliveries(pipeline: "r", createdBefore: now - 365 * 86400, limit: 3) == 3)
+        #expect(try await store.pruneDeliveries(pipeline: "r", createdBefore: now - 365 * 86400, limit: 3) == 1)
+        var deleted = 0
+        var after: String?
+        repeat {
+            let (count, last) = try await store.pruneDeliveries(pipeline: "r", keepingPerUser: 5, usersAfter: after, users: 10)
+            deleted += count
+            after = last
+        } while after != nil
+        #expect(deleted == 3)
+        #expect(try await store.history(pipeline: "r", user: "alice", limit: 100, before: nil).map { $0.record["n"] } == [11, 10, 9, 8, 7])
+    }
+}
