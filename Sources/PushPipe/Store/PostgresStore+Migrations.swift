@@ -38,6 +38,10 @@ extension PostgresStore {
             """,
             "CREATE INDEX queued_events_by_event ON queued_events (pipeline, event_id)",
         ]),
+        ("v2-queued-event-leases", [
+            "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
+            "CREATE INDEX queued_events_by_lease ON queued_events (pipeline, source, lease_until)",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

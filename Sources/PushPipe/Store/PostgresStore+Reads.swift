@@ -28,19 +28,29 @@ extension PostgresStore {
         return nil
     }
 
-    public func claimQueuedEvents(pipeline: String, source: String) async throws -> [QueuedEvent] {
+    public func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
+        let now = Date().timeIntervalSince1970
+        // SKIP LOCKED: daemons claiming at the same moment split the rows instead of waiting.
         let rows = try await client.query("""
-            UPDATE queued_events SET instance = \(instance)
-            WHERE pipeline = \(pipeline) AND source = \(source) AND instance <> \(instance)
+            UPDATE queued_events SET instance = \(instance), lease_until = \(now + lease)
+            WHERE id IN (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source) AND instance <> \(instance)
+                         AND lease_until < \(now) ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED)
             RETURNING id, event_id, user_id, time, body
             """, logger: logger)
         var claimed: [(Int64, QueuedEvent)] = []
         for try await (id, eventID, user, time, body) in rows.decode((Int64, String, String?, Double, String).self) {
             claimed.append((id, QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
-                                            body: try JSON.parse(body))))
+                                            body: try JSON.parse(body), leaseUntil: now + lease)))
         }
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    public func renewLeases(pipeline: String, source: String, lease: Double) async throws {
+        try await client.query("""
+            UPDATE queued_events SET lease_until = \(Date().timeIntervalSince1970 + lease)
+            WHERE pipeline = \(pipeline) AND source = \(source) AND instance = \(QueuedEvent.thisProcess)
+            """, logger: logger)
     }
 
     public func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {

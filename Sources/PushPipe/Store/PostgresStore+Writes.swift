@@ -32,8 +32,9 @@ extension PostgresStore {
             try await apply(.state(state, pipeline: pipeline), on: connection, logger: logger)
         case .enqueue(let event):
             try await connection.query("""
-                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body)
-                VALUES (\(event.pipeline), \(event.source), \(event.instance), \(event.eventID), \(event.user), \(event.time), \(event.body.compactText))
+                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
+                VALUES (\(event.pipeline), \(event.source), \(event.instance), \(event.eventID), \(event.user), \(event.time), \(event.body.compactText),
+                        \(event.leaseUntil))
                 """, logger: logger)
         case .dequeue(let pipeline, let eventID):
             // One row: a backend that reuses an event id keeps its other events queued.

@@ -15,9 +15,12 @@ public struct QueuedEvent: Sendable, Equatable {
     /// When it was accepted (UNIX seconds): templates see the original time after a restart.
     public var time: Double
     public var body: JSON
+    /// Until when (UNIX seconds) it stays with `instance` without a renewal: then another
+    /// daemon on the same database takes it over.
+    public var leaseUntil: Double
 
     public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
-                body: JSON) {
+                body: JSON, leaseUntil: Double = 0) {
         self.pipeline = pipeline
         self.source = source
         self.instance = instance
@@ -25,6 +28,7 @@ public struct QueuedEvent: Sendable, Equatable {
         self.user = user
         self.time = time
         self.body = body
+        self.leaseUntil = leaseUntil
     }
 
     /// Identifies this process among the runs that used the store.

@@ -111,6 +111,10 @@ extension SQLiteStore {
                 CREATE INDEX queued_events_by_event ON queued_events (pipeline, event_id);
                 """)
         }
+        migrator.registerMigration("v7-queued-event-leases") { db in
+            // Until when an accepted event stays with the process that holds it (see `Store.claimQueuedEvents`).
+            try db.execute(sql: "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

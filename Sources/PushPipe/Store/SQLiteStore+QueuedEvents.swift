@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension SQLiteStore {
@@ -9,26 +10,36 @@ extension SQLiteStore {
         try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
     }
 
-    public func claimQueuedEvents(pipeline: String, source: String) async throws -> [QueuedEvent] {
+    public func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
+        let leaseUntil = Date().timeIntervalSince1970 + lease
         let rows = try await database.write { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT event_id, user_id, time, body FROM queued_events WHERE pipeline = ? AND source = ? AND instance <> ? ORDER BY id
                 """, arguments: [pipeline, source, instance])
-            try db.execute(sql: "UPDATE queued_events SET instance = ? WHERE pipeline = ? AND source = ? AND instance <> ?",
-                           arguments: [instance, pipeline, source, instance])
+            try db.execute(sql: "UPDATE queued_events SET instance = ?, lease_until = ? WHERE pipeline = ? AND source = ? AND instance <> ?",
+                           arguments: [instance, leaseUntil, pipeline, source, instance])
             return rows
         }
         return try rows.map { row in
             QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: row["event_id"], user: row["user_id"], time: row["time"],
-                        body: try JSON.parse(row["body"] as String))
+                        body: try JSON.parse(row["body"] as String), leaseUntil: leaseUntil)
+        }
+    }
+
+    public func renewLeases(pipeline: String, source: String, lease: Double) async throws {
+        let leaseUntil = Date().timeIntervalSince1970 + lease
+        try await database.write { db in
+            try db.execute(sql: "UPDATE queued_events SET lease_until = ? WHERE pipeline = ? AND source = ? AND instance = ?",
+                           arguments: [leaseUntil, pipeline, source, QueuedEvent.thisProcess])
         }
     }
 
     static func insertQueued(_ event: QueuedEvent, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText])
+            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText,
+                                     event.leaseUntil])
     }
 
     static func deleteQueued(pipeline: String, eventID: String, in db: Database) throws {

@@ -44,9 +44,14 @@ public protocol Store: Sendable {
 
     /// Keeps an accepted event until `dequeue`: committed before the source answers for it.
     func enqueue(_ event: QueuedEvent) async throws
-    /// The source's events that other (earlier) processes accepted and did not finish; they
-    /// become this process's, so a pipeline restarted within the process does not send them twice.
-    func claimQueuedEvents(pipeline: String, source: String) async throws -> [QueuedEvent]
+    /// The source's events whose owner is gone, now this process's with a lease of `lease`
+    /// seconds (so a pipeline restarted within the process does not send them twice). SQLite
+    /// has one daemon per file: any other process's events are left over. PostgreSQL is shared
+    /// by several daemons: only events whose lease ran out (their daemon died) are taken, each
+    /// by one daemon (`FOR UPDATE SKIP LOCKED`).
+    func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent]
+    /// Extends the leases of this process's queued events of a source: they are in flight here.
+    func renewLeases(pipeline: String, source: String, lease: Double) async throws
     /// The event's processing ended (whatever its outcome): it is not sent again.
     func dequeue(pipeline: String, eventID: String) async throws
 

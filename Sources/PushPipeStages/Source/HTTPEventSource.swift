@@ -17,6 +17,8 @@ struct HTTPEventSource: Source {
     ///   Without `wait`, the 202 comes after the event is in the store: a daemon stopped before
     ///   the event was processed sends it after its restart.
     /// - `known_values` (map of lists; `{}`): e.g. `{type: [upvote, comment]}`; other values are accepted with a warning.
+    /// - `lease` (duration; 15s): an accepted event stays with this daemon while it renews the
+    ///   lease (every third of it); a daemon sharing the database takes over events whose lease ran out.
     struct Configuration: StageConfiguration {
         var knownValues: [String: [String]]
         var path: String
@@ -26,6 +28,7 @@ struct HTTPEventSource: Source {
         var requireUser: Bool
         var idField: String?
         var wait: Bool
+        var lease: Double
 
         static let schema = Schema([
             .required("path", .string, "The route, e.g. `/api/notifications/events`."),
@@ -37,6 +40,8 @@ struct HTTPEventSource: Source {
             SchemaKey("wait", .boolean, default: false, "Answer with the delivery report instead of 202 once queued."),
             SchemaKey("known_values", .map(.list(.string)), default: [:],
                       "Expected values per field; others are accepted with a warning (lists grow)."),
+            SchemaKey("lease", .duration, default: 15,
+                      "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over."),
         ])
     }
 
@@ -46,6 +51,9 @@ struct HTTPEventSource: Source {
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard configuration.path.hasPrefix("/") else {
             throw ConfigurationValueError(keyPath: "path", "'\(configuration.path)' is not a route path", expected: "a path starting with '/'")
+        }
+        guard configuration.lease >= 1 else {
+            throw ConfigurationValueError(keyPath: "lease", "a lease under a second cannot be renewed in time", expected: "1s or more")
         }
         self.configuration = configuration
         let source = context.stage
@@ -57,16 +65,31 @@ struct HTTPEventSource: Source {
 
     var routes: [RouteDefinition] { [route] }
 
-    /// Sends what an earlier run accepted and did not finish; new events arrive through the route.
+    /// New events arrive through the route. Meanwhile: renew the leases of the events in
+    /// flight here, and send what an earlier run, or a daemon that died, accepted and did not finish.
     func run(into sink: any EventSink, context: StageContext) async throws {
-        let left = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage)
-        if !left.isEmpty { context.logger.notice("sending \(left.count) events accepted before the restart") }
-        for queued in left {
-            var event = queued.event
-            event.onComplete = Self.dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: queued.eventID, logger: context.logger)
-            try await sink.submit(event)
+        let lease = configuration.lease
+        let renewal = Duration.milliseconds(Int64(lease * 1000 / 3))
+        while !Task.isCancelled {
+            do {
+                try await context.store.renewLeases(pipeline: context.pipeline, source: context.stage, lease: lease)
+                let left = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage, lease: lease)
+                if !left.isEmpty { context.logger.notice("sending \(left.count) accepted events whose daemon stopped before finishing them") }
+                for queued in left {
+                    var event = queued.event
+                    event.onComplete = Self.dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: queued.eventID,
+                                                            logger: context.logger)
+                    try await sink.submit(event)
+                }
+            } catch is CancellationError {
+                return
+            } catch let error as HTTPError where error.status == 503 {
+                return // the pipeline is stopping
+            } catch {
+                context.logger.error("queued events: \(error)")
+            }
+            do { try await Task.sleep(for: renewal) } catch { return }
         }
-        await untilCancelled()
     }
 
     /// Removes the event from the store once processed, whatever the outcome (it is recorded).
@@ -112,7 +135,9 @@ struct HTTPEventSource: Source {
             let report = try await context.sink.submitAndWait(Event(id: id, pipeline: context.pipeline, user: user, body: body))
             return RouteResponse(try JSON(encoding: report))
         }
-        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970, body: body)
+        let now = Date().timeIntervalSince1970
+        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: now, body: body,
+                                 leaseUntil: now + configuration.lease)
         try await context.store.enqueue(queued)
         var event = queued.event
         event.onComplete = dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: id, logger: context.logger)

@@ -63,7 +63,7 @@ import Testing
 
         try Self.pipeline(transport: "{type: stdout, format: compact}").write(toFile: file, atomically: true, encoding: .utf8)
         try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
-            try await daemon.waitForLine(containing: "sending 1 events accepted before the restart")
+            try await daemon.waitForLine(containing: "sending 1 accepted events whose daemon stopped before finishing them")
             try await daemon.waitForLine(containing: #"of u: {"n":7}"#)
             try await daemon.waitForLine(containing: "removed from the queue")
             #expect(try await queued(directory).isEmpty)

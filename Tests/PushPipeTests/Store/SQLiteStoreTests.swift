@@ -155,11 +155,12 @@ extension SQLiteStoreTests {
         try await store.enqueue(queued("e2", instance: "earlier"))
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
 
-        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]")
+        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
-        #expect(claimed.first == queued("e1", instance: QueuedEvent.thisProcess))
+        #expect(claimed.first.map { claimed in var event = claimed; event.leaseUntil = 0; return event } == queued("e1", instance: QueuedEvent.thisProcess))
+        #expect((claimed.first?.leaseUntil ?? 0) > Date().timeIntervalSince1970, "claimed with a lease")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
-        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]").isEmpty, "claimed once")
+        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15).isEmpty, "claimed once")
 
         try await store.enqueue(queued("e2", instance: QueuedEvent.thisProcess))
         try await store.dequeue(pipeline: "p", eventID: "e1")

@@ -108,10 +108,10 @@ import Testing
                                   body: ["text": "left over"])
         try await store.enqueue(earlier)
         try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:]))
-        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]")
+        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15)
         #expect(claimed.map(\.eventID) == ["left"], "only what other processes left")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]").isEmpty, "claimed once")
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15).isEmpty, "claimed once")
         try await store.dequeue(pipeline: "q", eventID: "left")
         try await store.dequeue(pipeline: "q", eventID: "mine")
     }

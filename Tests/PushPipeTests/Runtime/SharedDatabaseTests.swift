@@ -1,0 +1,79 @@
+import Foundation
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// Several daemons on one PostgreSQL database (issue 13), as real processes.
+@Suite struct SharedDatabaseTests {
+    static let pipeline = """
+        pipeline: shared
+        routes:
+          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+        sources:
+          - {type: http.event, path: /events, id_field: id, lease: 2s}
+        renderer: {type: apns.alert, title: Shared, body: "event {{id}}", custom: {id: {$from: id}}}
+        transport:
+          type: apns
+          team_id: "${APNS_TEAM_ID}"
+          key_id: "${APNS_KEY_ID}"
+          key_path: "${APNS_KEY_PATH}"
+          bundle_id: com.example.shared
+          base_url: "${APNS_BASE_URL}"
+          ca_file: "${PUSHPIPE_CA_FILE}"
+        delivery: {concurrency: 8, drain_timeout: 1s}
+        """
+
+    /// 1,000 events posted round-robin to three daemons; one is killed with SIGKILL midway.
+    /// Every event is delivered; a duplicate is possible only for what the killed daemon had
+    /// in flight (at most its `delivery.concurrency`).
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func acceptedEventsSurviveTheLossOfADaemon() async throws {
+        let directory = try TemporaryDirectory("shared")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "SHAREDTEAM", keyID: "SHAREDKEY1")
+        let delivered = ObservedState([String: Int]())
+        apns.answer { request in
+            if let id = request.body?["id"]?.stringValue { delivered.update { $0[id, default: 0] += 1 } }
+            return .delayed(seconds: 0.02, .accept)
+        }
+        try directory.write("pipelines/shared.yaml", Self.pipeline)
+        let store = try await TestStores.freshPostgresDatabase()
+        guard case .postgres(let location) = store else { return }
+        let url = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        let run = { @Sendable (body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { try await body($0) }
+        }
+        let events = 1000
+        try await withCleanup({
+            try await run { first in
+                try await run { second in
+                    try await run { third in
+                        let clients = [try await first.port(), try await second.port(), try await third.port()].map(HTTPTestClient.init(port:))
+                        let registered = try await clients[0].request("POST", "/register", json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))])
+                        #expect(registered.status == 200)
+                        var accepted = 0
+                        for number in 0..<events {
+                            if number == events / 2 {
+                                second.signal(SIGKILL)
+                                _ = try await second.waitForExit()
+                            }
+                            var daemon = number % 3
+                            if number >= events / 2 && daemon == 1 { daemon = 2 }
+                            let response = try await clients[daemon].request("POST", "/events", json: ["user": "alice", "id": .string("e\(number)")])
+                            if response.status == 202 { accepted += 1 }
+                        }
+                        #expect(accepted == events)
+                        // The killed daemon's unfinished events are taken over once their 2 s lease ran out.
+                        try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
+                                                 failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
+                    }
+                }
+            }
+        }, cleanup: apns.stop)
+        let counts = delivered.value
+        #expect(counts.count == events, "every event delivered")
+        let extra = counts.values.reduce(0) { $0 + $1 - 1 }
+        #expect(extra <= 8, "duplicates only for what the killed daemon had in flight: \(extra)")
+    }
+}
