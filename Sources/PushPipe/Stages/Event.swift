@@ -45,10 +45,14 @@ public struct StateWrite: Sendable, Hashable {
     public var stage: String
     public var key: String
     public var value: JSON
+    /// A watermark: written only over a smaller number, never back. Two daemons finishing
+    /// deliveries in any order leave the newest.
+    public var onlyForward: Bool
 
-    public init(stage: String, key: String, value: JSON) {
+    public init(stage: String, key: String, value: JSON, onlyForward: Bool = false) {
         self.stage = stage
         self.key = key
         self.value = value
+        self.onlyForward = onlyForward
     }
 }

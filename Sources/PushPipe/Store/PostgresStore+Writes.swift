@@ -17,6 +17,7 @@ extension PostgresStore {
                 try await connection.query("""
                     INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (\(pipeline), \(write.stage), \(write.key), \(write.value.compactText), \(now))
                     ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    WHERE NOT \(write.onlyForward) OR stage_state.value::double precision < excluded.value::double precision
                     """, logger: logger)
             }
         case .outcome(let deliveries, let history, let state, let pipeline):

@@ -61,7 +61,8 @@ public final class SQLiteStore: Store {
                 try db.cachedStatement(sql: """
                     INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now])
+                    WHERE ? = 0 OR CAST(stage_state.value AS REAL) < CAST(excluded.value AS REAL)
+                    """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now, write.onlyForward ? 1 : 0])
             }
         case .outcome(let deliveries, let history, let state, let pipeline):
             var unattached = history

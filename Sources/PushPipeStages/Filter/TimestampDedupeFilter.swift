@@ -81,7 +81,7 @@ struct TimestampDedupeFilter: Filter {
         if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
         var passed = event
         passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))
-        passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value) }
+        passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value, onlyForward: true) }
         // Released once the event's processing ended, after its watermark was committed (or
         // not, when the delivery failed for good: the next check retries the items).
         let previous = passed.onComplete

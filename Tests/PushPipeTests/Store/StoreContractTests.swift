@@ -79,6 +79,11 @@ import Testing
         try await store.setState([StateWrite(stage: "dedupe", key: "alice/1", value: 150)], pipeline: "p")
         #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/3"]) == ["alice/1": 150, "alice/2": 200])
         #expect(try await store.state(pipeline: "p", stage: "dedupe", key: "alice/2") == 200)
+        // Watermarks only move forward, whatever order two daemons commit them in.
+        try await store.setState([StateWrite(stage: "dedupe", key: "alice/2", value: 180, onlyForward: true),
+                                  StateWrite(stage: "dedupe", key: "alice/1", value: 1_500_000_000_000, onlyForward: true),
+                                  StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true)], pipeline: "p")
+        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == ["alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7])
     }
 
     func outcomesAndHistory(_ store: any Store) async throws {
