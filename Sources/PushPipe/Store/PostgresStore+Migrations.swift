@@ -42,6 +42,14 @@ extension PostgresStore {
             "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
             "CREATE INDEX queued_events_by_lease ON queued_events (pipeline, source, lease_until)",
         ]),
+        ("v3-poll-schedule", [
+            """
+            CREATE TABLE poll_schedule (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, user_id TEXT NOT NULL, due_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (pipeline, source, user_id))
+            """,
+            "CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at)",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -115,6 +115,14 @@ extension SQLiteStore {
             // Until when an accepted event stays with the process that holds it (see `Store.claimQueuedEvents`).
             try db.execute(sql: "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v8-poll-schedule") { db in
+            try db.execute(sql: """
+                CREATE TABLE poll_schedule (
+                    pipeline TEXT NOT NULL, source TEXT NOT NULL, user_id TEXT NOT NULL, due_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, source, user_id));
+                CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at);
+                """)
+        }
         return migrator
     }
 

@@ -42,6 +42,14 @@ public protocol Store: Sendable {
     func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
         -> (deleted: Int, lastUser: String?)
 
+    /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due at a
+    /// random moment of the next `interval`, so checks spread out) and takes users without one off.
+    func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws
+    /// Users due for a check, claimed for this daemon: their next check moves `interval` on, so
+    /// across every daemon on the store each user is checked once per interval, and a daemon
+    /// that dies after claiming leaves its users due again an interval later.
+    func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
+
     /// Keeps an accepted event until `dequeue`: committed before the source answers for it.
     func enqueue(_ event: QueuedEvent) async throws
     /// The source's events whose owner is gone, now this process's with a lease of `lease`

@@ -7,8 +7,11 @@ import Synchronization
 
 /// Polls Online-Go.com for every registered user and emits the games where it is their turn.
 ///
-/// Each cycle spreads the users' requests over the interval (no burst) and runs at most
-/// `concurrency` at once. A 429 pauses every request for its `Retry-After`; any other
+/// Which user is due when lives in the store (`poll_schedule`): every daemon on a shared
+/// database claims the users that are due, so each user is checked once per interval across
+/// all of them, adding a daemon spreads the load, and a dead daemon's users come due again
+/// for the others. New users are due at a random moment of their first interval, so checks
+/// spread out instead of bursting; at most `concurrency` run at once per daemon. A 429 pauses every request for its `Retry-After`; any other
 /// failure (5xx, timeout, malformed JSON) backs off that user only, exponentially, is
 /// recorded and shown in that user's diagnostics, and never delays another user. A newly
 /// registered user is checked right away.
@@ -109,25 +112,39 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         }
     }
 
+    /// Claims the users that are due, a tick at a time, and checks them, `concurrency` at once.
     private func cycles(sink: any EventSink, context: StageContext) async {
-        let interval = Duration.milliseconds(Int64(configuration.interval * 1000))
-        while !Task.isCancelled {
-            let started = ContinuousClock.now
-            let now = ContinuousClock.now
-            let backingOff = status.withLock { status in Set(status.filter { ($0.value.retryAt ?? now) > now }.keys) }
-            let users = ((try? await context.store.users(pipeline: context.pipeline)) ?? []).filter { !backingOff.contains($0) }
-            // Spread the starts over 80% of the interval, at most `concurrency` at a time.
-            let spacing = users.isEmpty ? .zero : (interval * 0.8) / users.count
-            await withTaskGroup(of: Void.self) { group in
-                for (index, user) in users.enumerated() {
-                    if index >= configuration.concurrency { await group.next() }
-                    try? await Task.sleep(until: started + spacing * index)
-                    if Task.isCancelled { break }
-                    group.addTask { _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false) }
+        let interval = configuration.interval
+        let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
+        let store = context.store
+        var nextSync = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            while !Task.isCancelled {
+                do {
+                    if ContinuousClock.now >= nextSync {
+                        try await store.syncPollSchedule(pipeline: context.pipeline, source: context.stage, tokenKind: configuration.tokenKind,
+                                                         interval: interval)
+                        nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
+                    }
+                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.stage, interval: interval, limit: 1000)
+                    let now = ContinuousClock.now
+                    let backingOff = status.withLock { status in Set(status.filter { ($0.value.retryAt ?? now) > now }.keys) }
+                    for user in due where !backingOff.contains(user) {
+                        if running >= configuration.concurrency {
+                            await group.next()
+                            running -= 1
+                        }
+                        if Task.isCancelled { break }
+                        group.addTask { _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false) }
+                        running += 1
+                    }
+                    if !due.isEmpty { context.logger.debug("claimed \(due.count) due checks") }
+                } catch {
+                    context.logger.error("poll schedule: \(error)")
                 }
+                try? await Task.sleep(for: tick)
             }
-            context.logger.debug("checked \(users.count) users in \(ContinuousClock.now - started)")
-            try? await Task.sleep(until: started + interval)
         }
     }
 

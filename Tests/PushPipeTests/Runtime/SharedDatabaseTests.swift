@@ -76,4 +76,61 @@ import Testing
         let extra = counts.values.reduce(0) { $0 + $1 - 1 }
         #expect(extra <= 8, "duplicates only for what the killed daemon had in flight: \(extra)")
     }
+
+    /// 300 OGS players across three daemons: each is checked once per interval in total (not
+    /// once per daemon); a daemon killed with SIGKILL leaves its players to the others.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func pollersShareTheirUsersAndOutliveADaemon() async throws {
+        let directory = try TemporaryDirectory("shared-ogs")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "SHAREDTEAM", keyID: "SHAREDKEY1")
+        let ogs = try await OGSStandIn.start()
+        let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/ogs-turns.yaml"), encoding: .utf8)
+        try directory.write("pipelines/ogs-turns.yaml", pipeline)
+        let store = try await TestStores.freshPostgresDatabase()
+        guard case .postgres(let location) = store else { return }
+        let url = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        let environment = apnsEnvironment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "2"]) { _, new in new }
+        let run = { @Sendable (body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { try await body($0) }
+        }
+        let players = (0..<300).map { Int64(5000 + $0) }
+        /// Checks per player among the requests OGS received from `start` on.
+        @Sendable func checks(from start: Int) -> [Int64: Int] {
+            ogs.requests.dropFirst(start).reduce(into: [:]) { $0[$1, default: 0] += 1 }
+        }
+        try await withCleanup({
+            try await run { first in
+                try await run { second in
+                    try await run { third in
+                        let client = HTTPTestClient(port: try await first.port())
+                        _ = try await second.port()
+                        _ = try await third.port()
+                        for player in players {
+                            let response = try await client.request("POST", "/register", json: ["user_id": .int(player),
+                                                                                               "device_token": .string(String(repeating: "ab", count: 32))])
+                            #expect(response.status == 200)
+                        }
+                        // Let every player come due once, then count three intervals' worth of checks.
+                        _ = try await ogs.waitForRequests(players.count * 2, timeout: 30)
+                        let start = ogs.requests.count
+                        _ = try await ogs.waitForRequests(start + players.count * 3, timeout: 30)
+                        let window = checks(from: start)
+                        #expect(window.count == players.count, "every player is checked")
+                        #expect((window.values.max() ?? 0) <= 4, "once per interval in total, not once per daemon: \(window.values.max() ?? 0)")
+
+                        second.signal(SIGKILL)
+                        _ = try await second.waitForExit()
+                        let afterKill = ogs.requests.count
+                        _ = try await ogs.waitForRequests(afterKill + players.count * 2, timeout: 30)
+                        #expect(checks(from: afterKill).count == players.count, "the killed daemon's players are checked by the others")
+                    }
+                }
+            }
+        }, cleanup: {
+            await apns.stop()
+            await ogs.stop()
+        })
+    }
 }
