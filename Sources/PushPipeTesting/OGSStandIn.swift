@@ -43,6 +43,7 @@ public final class OGSStandIn: Sendable {
         var games: [Int64: [Game]] = [:]
         var behaviors: [Int64: Behavior] = [:]
         var requests: [Int64] = []
+        var requestTimes: [ContinuousClock.Instant] = []
     }
 
     let state = ObservedState(State())
@@ -85,6 +86,11 @@ public final class OGSStandIn: Sendable {
     /// `localhost` for HTTPS: the throwaway certificate names it.
     public var baseURL: String { scheme == "https" ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
     public var requests: [Int64] { state.value.requests }
+    /// Each request's player and when it arrived, in order.
+    public var timedRequests: [(player: Int64, at: ContinuousClock.Instant)] {
+        let state = state.value
+        return Array(zip(state.requests, state.requestTimes).map { (player: $0, at: $1) })
+    }
 
     public func setGames(_ player: Int64, _ games: [Game]) {
         state.update { $0.games[player] = games }
@@ -132,6 +138,7 @@ public final class OGSStandIn: Sendable {
         }
         let (games, behavior) = state.update { state -> ([Game]?, Behavior) in
             state.requests.append(player)
+            state.requestTimes.append(.now)
             return (state.games[player], state.behaviors[player] ?? .normal)
         }
         switch behavior {

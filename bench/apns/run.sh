@@ -68,6 +68,20 @@ for connections in 1 4; do
   rates+=("$(echo "$line" | sed -E 's/.* = ([0-9]+)\/s.*/\1/')")
 done
 
+# The same on PostgreSQL (Debian's package, a throwaway server on 127.0.0.1 sharing the two
+# cores), against the SQLite rate of this run.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt-get install -y -qq postgresql >/dev/null; fi
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$RUN/postgres" && chown postgres "$RUN/postgres"
+su postgres -s /bin/sh -c "'$PGBIN/initdb' -D '$RUN/postgres' -A trust -U postgres >/dev/null && '$PGBIN/pg_ctl' -D '$RUN/postgres' -o '-c listen_addresses=127.0.0.1 -p $PGPORT -k $RUN/postgres' -l '$RUN/postgres/log' -w start >/dev/null"
+echo "== pushpipe on PostgreSQL: $COUNT notifications, 1 connection"
+pgline=$("$bench" apns "${common[@]}" --count "$COUNT" --connections 1 --store "postgres://postgres@127.0.0.1:$PGPORT/postgres?sslmode=disable" | tail -1)
+su postgres -s /bin/sh -c "'$PGBIN/pg_ctl' -D '$RUN/postgres' -m fast -w stop >/dev/null" || true
+echo "$pgline"
+pgrate=$(echo "$pgline" | sed -E 's/.* = ([0-9]+)\/s.*/\1/')
+python3 -c "print('PostgreSQL/SQLite, 1 connection: %.0f%% (%s/s of %s/s)' % (100.0 * $pgrate / ${rates[0]}, '$pgrate', '${rates[0]}'))"
+
 echo "== h2load again"
 after=$(h2load_run)
 ceiling=$(python3 -c "print('%.0f' % (($before + $after) / 2))")

@@ -12,6 +12,9 @@ public final class PostgresStore: Store {
     /// The pool's connections live as long as this task; `close` ends it.
     private let running: Task<Void, Never>
     private let outcomes: GroupCommit<OutcomeWrite>
+    /// Recipients are read once per event: cached for a second, which is how soon another
+    /// daemon's registration is used here (this daemon's own changes clear it at once).
+    private let tokenCache = TokenCache(lifetime: .seconds(1))
 
     /// Connects, and migrates the database to the latest version (once, whatever the number
     /// of daemons starting together: they wait on an advisory lock).
@@ -22,7 +25,7 @@ public final class PostgresStore: Store {
         running = Task { await client.run() }
         outcomes = GroupCommit { writes in
             try await client.withTransaction(logger: logger) { connection in
-                for write in writes { try await Self.apply(write, on: connection, logger: logger) }
+                try await Self.commit(writes, on: connection, logger: logger)
             }
         }
         do {
@@ -39,6 +42,7 @@ public final class PostgresStore: Store {
     }
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        defer { tokenCache.invalidate() }
         let now = Date().timeIntervalSince1970
         try await client.withTransaction(logger: logger) { connection in
             if replace {
@@ -57,6 +61,18 @@ public final class PostgresStore: Store {
     }
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        let query = TokenCache.Query(pipeline: pipeline, user: user, kind: kind)
+        switch tokenCache.lookup(query) {
+        case .hit(let tokens):
+            return tokens
+        case .miss(let generation):
+            let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
+            tokenCache.store(tokens, for: query, readAt: generation)
+            return tokens
+        }
+    }
+
+    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
         let rows = if let user {
             try await client.query("""
                 SELECT user_id, token_kind, token, scope, updated_at FROM registrations
@@ -115,6 +131,7 @@ public final class PostgresStore: Store {
     }
 
     public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
+        defer { tokenCache.invalidate() }
         let rows = try await client.query("""
             DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
             AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id

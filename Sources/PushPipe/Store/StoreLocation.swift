@@ -54,6 +54,11 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    public var isPostgres: Bool {
+        if case .postgres = self { return true }
+        return false
+    }
+
     /// Opens (and migrates) the store.
     public func open(logger: Logger) async throws -> any Store {
         switch self {

@@ -20,6 +20,7 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "Streams open at once per connection (max_streams).") var maxStreams = 100
     @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 1000
     @Option(help: "Registered devices the events go to.") var devices = 1000
+    @Option(help: "The store: a new SQLite file by default, or postgres://... (an empty database on 127.0.0.1).") var store: String?
 
     func validate() throws {
         guard let host = URL(string: baseURL)?.host, ["127.0.0.1", "localhost", "::1"].contains(host) else {
@@ -61,13 +62,17 @@ struct APNsBenchmark: AsyncParsableCommand {
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
-        let store = try SQLiteStore(path: "\(directory)/state.sqlite")
+        var logger = Logger(label: "bench")
+        logger.logLevel = .warning
+        let location = try StoreLocation(parsing: self.store ?? "sqlite:\(directory)/state.sqlite")
+        if case .postgres(let postgres) = location, postgres.host != "127.0.0.1" && postgres.host != "localhost" {
+            throw ValidationError("benchmarks only use a PostgreSQL server on 127.0.0.1")
+        }
+        let store = try await location.open(logger: logger)
         for index in 0..<devices {
             try await store.register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
                                      pipeline: "bench", environment: nil, replace: false)
         }
-        var logger = Logger(label: "bench")
-        logger.logLevel = .warning
         let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live)
         let outcomes = OutcomeCounter()
         let text = String(repeating: "x", count: 120)
@@ -95,7 +100,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
-        print(String(format: "pushpipe: %d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+        print("pushpipe (\(location.isPostgres ? "PostgreSQL" : "SQLite")): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
                      count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
     }
