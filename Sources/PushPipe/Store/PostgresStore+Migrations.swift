@@ -50,6 +50,13 @@ extension PostgresStore {
             """,
             "CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at)",
         ]),
+        ("v4-stage-holds", [
+            """
+            CREATE TABLE stage_holds (
+                pipeline TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL,
+                until DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, stage, key))
+            """,
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -18,6 +18,26 @@ extension PostgresStore {
         }
     }
 
+    public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let now = Date().timeIntervalSince1970
+        // A key is taken when nobody holds it or its holder's lease ran out (a dead daemon).
+        let taken = try await strings(client.query("""
+            INSERT INTO stage_holds (pipeline, stage, key, owner, until)
+            SELECT \(pipeline), \(stage), key, \(QueuedEvent.thisProcess), \(now + lease) FROM unnest(\(Array(keys))::text[]) AS key
+            ON CONFLICT (pipeline, stage, key) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE stage_holds.until < \(now)
+            RETURNING key
+            """, logger: logger))
+        return Set(taken)
+    }
+
+    public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
+        guard !keys.isEmpty else { return }
+        try await client.query("""
+            DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            """, logger: logger)
+    }
+
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {
         let now = Date().timeIntervalSince1970
         // SKIP LOCKED: daemons claiming at the same moment split the due users between them.

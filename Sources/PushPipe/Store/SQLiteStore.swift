@@ -9,6 +9,7 @@ public final class SQLiteStore: Store {
     /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
     let outcomes: GroupCommit<OutcomeWrite>
     private let tokenCache = TokenCache()
+    private let held = HeldKeys()
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
     public init(path: String) throws {
@@ -288,6 +289,15 @@ public final class SQLiteStore: Store {
         let queue = try DatabaseQueue(path: source, configuration: configuration)
         try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
         try queue.close()
+    }
+
+    public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
+        let prefix = "\(pipeline)\u{0}\(stage)\u{0}"
+        return Set(held.claim(Set(keys.map { prefix + $0 })).map { String($0.dropFirst(prefix.count)) })
+    }
+
+    public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
+        held.release(Set(keys.map { "\(pipeline)\u{0}\(stage)\u{0}\($0)" }))
     }
 
     public func close() async throws {

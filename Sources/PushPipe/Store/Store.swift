@@ -42,6 +42,13 @@ public protocol Store: Sendable {
     func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
         -> (deleted: Int, lastUser: String?)
 
+    /// Holds a stage's keys while their notification is on its way (a watermark's items in
+    /// backoff): returns the keys nobody holds. Held by another task of this process, or on a
+    /// shared database by another daemon, a key is not returned. Released by `release`, or
+    /// after `lease` seconds (a daemon that died). SQLite: in memory, one daemon per file.
+    func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
+    func release(keys: Set<String>, pipeline: String, stage: String) async throws
+
     /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due at a
     /// random moment of the next `interval`, so checks spread out) and takes users without one off.
     func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws

@@ -1,5 +1,4 @@
 import PushPipe
-import Synchronization
 
 /// Drops items already notified, by a durable watermark that moves only after delivery.
 ///
@@ -19,6 +18,7 @@ struct TimestampDedupeFilter: Filter {
     /// - `key` (string; the event's user): body path naming the watermark's owner.
     /// - `newest_first` (boolean; true): sort kept items newest first, so `items[0]` is the newest.
     /// - `state` (string; `dedupe`): name the watermarks are stored under (keep it when reordering filters).
+    /// - `hold` (duration; 10m): how long items on their way stay held if their daemon dies (on a shared database).
     struct Configuration: StageConfiguration {
         var items: String
         var timestamp: String
@@ -26,6 +26,7 @@ struct TimestampDedupeFilter: Filter {
         var key: String?
         var newestFirst: Bool
         var state: String
+        var hold: Double
 
         static let schema = Schema([
             .required("items", .string, "Path of the item list in the event body, e.g. `games`."),
@@ -34,14 +35,12 @@ struct TimestampDedupeFilter: Filter {
             SchemaKey("key", .string, "Body path naming the watermark owner; the event's user when omitted."),
             SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first."),
             SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under."),
+            SchemaKey("hold", .duration, default: 600,
+                      "How long items being delivered stay held when their daemon dies (a shared database); longer than a delivery's retries."),
         ])
     }
 
     let configuration: Configuration
-    /// Watermark keys whose notification is being delivered by this process. A poller emits
-    /// the same items again at its next check; while their delivery is pending (in backoff,
-    /// say) they must not go out a second time.
-    let inFlight = InFlightKeys()
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let owner = configuration.key.flatMap { event.body.value(at: $0)?.textValue } ?? event.user
@@ -53,9 +52,14 @@ struct TimestampDedupeFilter: Filter {
             guard let field = configuration.itemId else { return owner }
             return "\(owner)/\(item.value(at: field)?.textValue ?? "")"
         }
-        // Claim before reading the watermarks: a delivery that ended before the claim has
-        // committed its watermark already, and none can move it while the claim is held.
-        let claimed = inFlight.claim(Set(items.map(stateKey)))
+        // A poller emits the same items again at its next check; while their notification is
+        // on its way (in backoff, say), here or on another daemon, they must not go out twice.
+        // Held before reading the watermarks: a delivery that ended before has committed its
+        // watermark already, and none can move it while the hold lasts.
+        let store = context.store
+        let pipeline = context.pipeline
+        let holds = configuration.state
+        let claimed = try await store.hold(keys: Set(items.map(stateKey)), pipeline: pipeline, stage: holds, lease: configuration.hold)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered") }
         var kept: [(item: JSON, timestamp: Double)] = []
         do {
@@ -66,7 +70,7 @@ struct TimestampDedupeFilter: Filter {
                 kept.append((item, timestamp))
             }
         } catch {
-            inFlight.release(claimed)
+            try? await store.release(keys: claimed, pipeline: pipeline, stage: holds)
             throw error
         }
         var newest: [String: JSON] = [:]
@@ -76,7 +80,7 @@ struct TimestampDedupeFilter: Filter {
             if (newest[key]?.doubleValue ?? -.infinity) < (value.doubleValue ?? 0) { newest[key] = value }
         }
         let held = Set(newest.keys)
-        inFlight.release(claimed.subtracting(held))
+        try? await store.release(keys: claimed.subtracting(held), pipeline: pipeline, stage: holds)
         guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about") }
         if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
         var passed = event
@@ -85,30 +89,10 @@ struct TimestampDedupeFilter: Filter {
         // Released once the event's processing ended, after its watermark was committed (or
         // not, when the delivery failed for good: the next check retries the items).
         let previous = passed.onComplete
-        let inFlight = self.inFlight
         passed.onComplete = { report in
-            inFlight.release(held)
+            try? await store.release(keys: held, pipeline: pipeline, stage: holds)
             await previous?(report)
         }
         return .pass(passed)
-    }
-}
-
-/// Keys held by events on their way to delivery.
-final class InFlightKeys: Sendable {
-    private let keys = Mutex(Set<String>())
-
-    /// Claims the keys nobody holds; returns those.
-    func claim(_ wanted: Set<String>) -> Set<String> {
-        keys.withLock { held in
-            let free = wanted.subtracting(held)
-            held.formUnion(free)
-            return free
-        }
-    }
-
-    func release(_ released: Set<String>) {
-        guard !released.isEmpty else { return }
-        keys.withLock { $0.subtract(released) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import PushPipe
+@testable import PushPipe
+import PostgresNIO
 import PushPipeTesting
 import Testing
 
@@ -18,7 +19,19 @@ import Testing
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgres() async throws {
-        try await contract(try await TestStores.freshPostgresDatabase())
+        let location = try await TestStores.freshPostgresDatabase()
+        try await contract(location)
+        // Another daemon's hold counts until its lease runs out.
+        let store = try #require(try await location.open(logger: Self.logger) as? PostgresStore)
+        let now = Date().timeIntervalSince1970
+        try await store.client.query("""
+            INSERT INTO stage_holds (pipeline, stage, key, owner, until) VALUES
+            ('d', 's', 'alive', 'another-daemon', \(now + 60)), ('d', 's', 'dead', 'another-daemon', \(now - 1))
+            """)
+        #expect(try await store.hold(keys: ["alive", "dead"], pipeline: "d", stage: "s", lease: 60) == ["dead"])
+        try await store.release(keys: ["alive"], pipeline: "d", stage: "s")
+        #expect(try await store.hold(keys: ["alive"], pipeline: "d", stage: "s", lease: 60).isEmpty, "only its holder releases it")
+        try await store.close()
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
@@ -43,6 +56,7 @@ import Testing
             try await outcomesAndHistory(store)
             try await queuedEvents(store)
             try await retention(store)
+            try await holds(store)
         }, cleanup: { try? await store.close() })
     }
 
@@ -119,6 +133,14 @@ import Testing
         #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15).isEmpty, "claimed once")
         try await store.dequeue(pipeline: "q", eventID: "left")
         try await store.dequeue(pipeline: "q", eventID: "mine")
+    }
+
+    func holds(_ store: any Store) async throws {
+        #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
+        #expect(try await store.hold(keys: ["b", "c"], pipeline: "d", stage: "w", lease: 60) == ["c"], "b is held")
+        #expect(try await store.hold(keys: ["a"], pipeline: "d", stage: "other", lease: 60) == ["a"], "holds are per stage")
+        try await store.release(keys: ["a", "b"], pipeline: "d", stage: "w")
+        #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
     }
 
     func retention(_ store: any Store) async throws {
