@@ -13,6 +13,12 @@ import Synchronization
 /// does not report every way a file can appear (a hard link). So the folder is scanned again
 /// after an overflow and every `rescan_interval`: a file with no delivery pending or finished
 /// is picked up then. A file whose delivery failed for good waits for the next start.
+///
+/// Several daemons may watch one folder (a shared volume): each file is claimed by renaming
+/// it into `.claimed/<process>/` first. rename(2) is atomic, so exactly one daemon gets it.
+/// The owner touches its claimed files every third of `claim_lease`; files in a claim folder
+/// nobody touched for a whole lease (their daemon died or restarted) go back into the folder,
+/// where one daemon claims them again.
 struct ReplyFolderSource: Source, OneShotSource {
     static let summary = "Sends one event per JSON file written into a folder (inotify), then moves it to sent/."
 
@@ -21,17 +27,21 @@ struct ReplyFolderSource: Source, OneShotSource {
     /// - `required_fields` (list of strings; `[message_id, text]`): string fields a reply must have.
     /// - `id_field` (string; `message_id`): field used as the event id.
     /// - `rescan_interval` (duration; 60s): how often the folder is scanned besides inotify.
+    /// - `claim_lease` (duration; 30s): how long a claimed file stays with a daemon that stopped touching it.
     struct Configuration: StageConfiguration {
         var path: String
         var requiredFields: [String]
         var idField: String
         var rescanInterval: Double
+        var claimLease: Double
 
         static let schema = Schema([
             .required("path", .string, "The folder replies are written to."),
             SchemaKey("required_fields", .list(.string), default: ["message_id", "text"], "String fields every reply file must have."),
             SchemaKey("id_field", .string, default: "message_id", "Field used as the event id."),
             SchemaKey("rescan_interval", .duration, default: 60, "How often the folder is scanned besides inotify (a safety net for lost events)."),
+            SchemaKey("claim_lease", .duration, default: 30,
+                      "How long a file claimed by a daemon that stopped renewing its claims (died, restarted) waits before another takes it."),
         ])
     }
 
@@ -45,15 +55,28 @@ struct ReplyFolderSource: Source, OneShotSource {
         guard configuration.rescanInterval >= 0.1 else {
             throw ConfigurationValueError(keyPath: "rescan_interval", "a scan more often than 10 times a second is a polling loop", expected: "100ms or more")
         }
+        guard configuration.claimLease >= 1 else {
+            throw ConfigurationValueError(keyPath: "claim_lease", "a claim under a second cannot be renewed in time", expected: "1s or more")
+        }
         self.configuration = configuration
         directory = configuration.path
     }
 
     func run(into sink: any EventSink, context: StageContext) async throws {
         let fileManager = FileManager.default
-        for folder in [directory, "\(directory)/sent", "\(directory)/rejected"] {
+        for folder in [directory, "\(directory)/sent", "\(directory)/rejected", claimDirectory] {
             try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
+        guard context.mode == .live else { return try await watch(into: sink, context: context) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.keepClaims(context: context) }
+            defer { group.cancelAll() }
+            try await watch(into: sink, context: context)
+        }
+    }
+
+    /// The scan at start, then inotify and the periodic scans.
+    private func watch(into sink: any EventSink, context: StageContext) async throws {
         // Watch first, then scan: a file landing in between is seen twice and sent once.
         let watcher = try FolderWatcher(directory: directory)
         let inFlight = InFlightNames()
@@ -119,11 +142,19 @@ struct ReplyFolderSource: Source, OneShotSource {
                 inFlight.end(name)
                 return false
             }
+            defer { inFlight.end(name) }
+            // Claimed first: of several daemons, one rejects it.
+            guard context.mode != .live || claim(name) else { return false }
             context.logger.error("rejected reply file \(name): \(error)")
-            move(name, to: "rejected", context: context)
+            move(name, from: context.mode == .live ? claimDirectory : directory, to: "rejected", context: context)
+            return false
+        }
+        // Of several daemons watching the folder, the one whose rename succeeds sends it.
+        guard context.mode != .live || claim(name) else {
             inFlight.end(name)
             return false
         }
+        let claimDirectory = self.claimDirectory
         var event = Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
         let mode = context.mode
         event.onComplete = { report in
@@ -131,12 +162,13 @@ struct ReplyFolderSource: Source, OneShotSource {
             guard mode == .live else { return inFlight.end(name, settled: true) }
             switch report.status {
             case .delivered, .partial, .noRecipients:
-                move(name, to: "sent", context: context)
+                move(name, from: claimDirectory, to: "sent", context: context)
                 inFlight.end(name)
                 context.logger.info("reply \(name) \(report.status.rawValue); moved to sent/")
             case .failed, .filtered:
+                // It stays claimed by this process until it ends: then it goes back to the folder.
                 inFlight.end(name, settled: true)
-                context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); it stays and is sent at the next start")
+                context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); it is sent again after the next start")
             }
         }
         do {
@@ -166,11 +198,11 @@ struct ReplyFolderSource: Source, OneShotSource {
         return json
     }
 
-    func move(_ name: String, to folder: String, context: StageContext) {
+    func move(_ name: String, from source: String, to folder: String, context: StageContext) {
         do {
             let target = "\(directory)/\(folder)/\(name)"
             if FileManager.default.fileExists(atPath: target) { try FileManager.default.removeItem(atPath: target) }
-            try FileManager.default.moveItem(atPath: "\(directory)/\(name)", toPath: target)
+            try FileManager.default.moveItem(atPath: "\(source)/\(name)", toPath: target)
         } catch {
             context.logger.error("could not move \(name) to \(folder)/: \(error)")
         }

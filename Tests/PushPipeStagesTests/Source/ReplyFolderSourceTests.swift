@@ -20,7 +20,7 @@ import Testing
 
         /// Records after the completion callback, so a test that saw the event also sees its file moved.
         func submit(_ event: Event) async throws {
-            try await gate.wait(timeout: 60, { $0 ? true : nil }, failure: { _ in WaitTimedOut("the gate stayed closed") })
+            _ = try await gate.wait(timeout: 60, { $0 ? true : nil }, failure: { _ in WaitTimedOut("the gate stayed closed") })
             await event.onComplete?(EventReport(eventID: event.id, pipeline: event.pipeline, user: nil, status: status))
             events.update { $0.append(event) }
         }
@@ -141,8 +141,24 @@ import Testing
         try await withSource(status: .failed) { directory, sink in
             try directory.write("a.json", #"{"message_id": "m1", "text": "one"}"#)
             _ = try await sink.waitFor(1)
-            #expect(FileManager.default.fileExists(atPath: directory.file("a.json")))
+            // Kept claimed by this process; after it ends, its claims go back to the folder.
+            #expect(FileManager.default.fileExists(atPath: directory.file(".claimed/\(QueuedEvent.thisProcess)/a.json")))
             #expect(!FileManager.default.fileExists(atPath: directory.file("sent/a.json")))
+        }
+    }
+
+    /// Issue 13: a file claimed by a daemon that stopped touching its claims (it died) goes
+    /// back into the folder after `claim_lease`, and is sent.
+    @Test func claimsOfAStoppedDaemonComeBack() async throws {
+        let prepare: (TemporaryDirectory) throws -> Void = { directory in
+            try FileManager.default.createDirectory(atPath: directory.file(".claimed/a-dead-daemon"), withIntermediateDirectories: true)
+            let path = try directory.write(".claimed/a-dead-daemon/r.json", #"{"message_id": "orphan", "text": "x"}"#)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-60)], ofItemAtPath: path)
+        }
+        try await withSource(options: ", claim_lease: 1s", prepare) { directory, sink in
+            let ids = try await sink.waitFor(1).map(\.id)
+            #expect(ids == ["orphan"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("sent/r.json")))
         }
     }
 
