@@ -121,6 +121,12 @@ public final class OGSStandIn: Sendable {
     }
 
     @discardableResult
+    /// Waits until every one of `players` was asked for after the first `skip` requests.
+    public func waitForRequests(from players: Set<Int64>, after skip: Int, timeout: Double = 20) async throws {
+        try await state.wait(timeout: timeout, { state in players.isSubset(of: Set(state.requests.dropFirst(skip))) ? () : nil },
+                             failure: { state in WaitTimedOut("\(players.subtracting(state.requests.dropFirst(skip)).count) players not asked for") })
+    }
+
     public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Int64] {
         try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
                              failure: { WaitTimedOut("expected \(count) OGS requests, got \($0.requests.count)") })
