@@ -51,7 +51,7 @@ public final class Daemon: Sendable {
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
-        let store = try await options.store.open(logger: logger)
+        let (store, storeService) = try await options.store.openInServiceGroup(logger: logger)
         logger.info("store: \(options.store)")
         let host = HTTPHost(logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode)
@@ -64,8 +64,10 @@ public final class Daemon: Sendable {
             ])
         }
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
+        // The store's pool (PostgreSQL) first: services shut down in reverse order, so it stops
+        // after the pipelines drained.
         let group = ServiceGroup(configuration: .init(
-            services: [
+            services: (storeService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
                 .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 
 /// The store on PostgreSQL: the same `Store` as the embedded SQLite one, for daemons that
 /// share a database. Outcomes, history, watermarks and queued events are group-committed
@@ -9,8 +10,9 @@ import PostgresNIO
 public final class PostgresStore: Store {
     let client: PostgresClient
     let logger: Logger
-    /// The pool's connections live as long as this task; `close` ends it.
-    private let running: Task<Void, Never>
+    /// Without a service group to run the pool in (tests, benchmarks), the store runs it in a
+    /// task of its own, which `close` ends.
+    private let running: Task<Void, Never>?
     private let outcomes: GroupCommit<OutcomeWrite>
     /// Recipients are read once per event: cached for a second, which is how soon another
     /// daemon's registration is used here (this daemon's own changes clear it at once).
@@ -18,11 +20,27 @@ public final class PostgresStore: Store {
 
     /// Connects, and migrates the database to the latest version (once, whatever the number
     /// of daemons starting together: they wait on an advisory lock).
-    public init(configuration: PostgresClient.Configuration, logger: Logger) async throws {
+    /// - Parameter runsPool: false when the caller runs `pool` as a service of its service
+    ///   group (the daemon); the migration then uses a short-lived pool of its own.
+    public init(configuration: PostgresClient.Configuration, logger: Logger, runsPool: Bool = true) async throws {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
-        running = Task { await client.run() }
+        guard runsPool else {
+            running = nil
+            outcomes = GroupCommit { writes in
+                try await client.withTransaction(logger: logger) { connection in try await Self.commit(writes, on: connection, logger: logger) }
+            }
+            let migrating = PostgresClient(configuration: configuration, backgroundLogger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await migrating.run() }
+                defer { group.cancelAll() }
+                try await Self.migrate(migrating, logger: logger)
+            }
+            return
+        }
+        let running = Task { await client.run() }
+        self.running = running
         outcomes = GroupCommit { writes in
             try await client.withTransaction(logger: logger) { connection in
                 try await Self.commit(writes, on: connection, logger: logger)
@@ -36,9 +54,13 @@ public final class PostgresStore: Store {
         }
     }
 
+    /// The connection pool, for a service group to run (`runsPool: false`). It stops at the
+    /// group's graceful shutdown, so it belongs first in the group: shut down last.
+    public var pool: any Service { client }
+
     public func close() async throws {
-        running.cancel()
-        await running.value
+        running?.cancel()
+        await running?.value
     }
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 
 /// Where the daemon keeps its state: `sqlite:PATH` (the default, one machine) or
 /// `postgres://user:password@host:port/database?sslmode=...` (several daemons on one database).
@@ -57,6 +58,18 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
     public var isPostgres: Bool {
         if case .postgres = self { return true }
         return false
+    }
+
+    /// Opens (and migrates) the store for a service group: the PostgreSQL pool is returned as
+    /// a service to run first in the group (it shuts down last, after the pipelines drained).
+    public func openInServiceGroup(logger: Logger) async throws -> (store: any Store, service: (any Service)?) {
+        switch self {
+        case .sqlite(let path):
+            return (try SQLiteStore(path: path), nil)
+        case .postgres(let location):
+            let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger, runsPool: false)
+            return (store, store.pool)
+        }
     }
 
     /// Opens (and migrates) the store.

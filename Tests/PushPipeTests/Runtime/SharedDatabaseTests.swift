@@ -153,4 +153,42 @@ import Testing
             await ogs.stop()
         })
     }
+
+    /// The daemon on PostgreSQL: the pool runs in the service group and stops last, so a
+    /// SIGTERM drains the pipelines with the store still there; the password is never shown.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func aDaemonOnPostgresDrainsAtSIGTERMAndNeverShowsThePassword() async throws {
+        let directory = try TemporaryDirectory("postgres-daemon")
+        defer { directory.remove() }
+        try directory.write("pipelines/p.yaml", """
+            pipeline: p
+            routes:
+              - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+              - {action: history, path: /history/:user_id, user_param: user_id}
+            sources:
+              - {type: http.event, path: /events}
+            renderer: {type: json.template, payload: {title: "{{title}}"}}
+            transport: {type: stdout}
+            """)
+        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let secret = "pw-\(UUID().uuidString.prefix(8))"
+        let url = "postgres://\(location.user):\(secret)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none"], directory: directory.path,
+                                    environment: ["PUSHPIPE_STORE": url]) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 16))]).status == 200)
+            #expect(try await client.request("POST", "/events", json: ["user": "alice", "title": "hi"]).status == 202)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            let output = daemon.standardError + daemon.standardOutput
+            #expect(output.contains { $0.contains("stopped; store closed") })
+            #expect(output.contains { $0.contains("store: postgres://\(location.user):•••@") })
+            #expect(!output.contains { $0.contains(secret) }, "the password never reaches a log")
+        }
+        // What the first daemon accepted it also delivered and recorded before it stopped.
+        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none", "--store", url], directory: directory.path) { daemon in
+            let history = try await HTTPTestClient(port: try await daemon.port()).request("GET", "/history/alice")
+            #expect(history.body?["history"]?.arrayValue?.count == 1, "\(history.text)")
+        }
+    }
 }
