@@ -7,3 +7,36 @@ enum OutcomeWrite: Sendable {
     case enqueue(QueuedEvent)
     case dequeue(pipeline: String, eventID: String)
 }
+
+/// A row of `deliveries`: a delivery, with the history record it carries, if any.
+struct DeliveryRow {
+    var delivery: DeliveryRecord
+    var record: String?
+
+    /// One row per delivery; a delivered one carries the user's history record for the event,
+    /// so a notification costs one row (and one index entry), not two of each. History with no
+    /// delivery of its own becomes a row of outcome `history`.
+    static func rows(deliveries: [DeliveryRecord], history: [HistoryEntry]) -> [DeliveryRow] {
+        var unattached = history
+        var rows: [DeliveryRow] = []
+        rows.reserveCapacity(deliveries.count + history.count)
+        for delivery in deliveries {
+            var record: String?
+            if delivery.outcome == "delivered", let index = unattached.firstIndex(where: { $0.user == delivery.user && $0.eventID == delivery.eventID }) {
+                record = text(of: unattached.remove(at: index))
+            }
+            rows.append(DeliveryRow(delivery: delivery, record: record))
+        }
+        return rows + unattached.map(historyOnly)
+    }
+
+    static func historyOnly(_ entry: HistoryEntry) -> DeliveryRow {
+        DeliveryRow(delivery: DeliveryRecord(pipeline: entry.pipeline, eventID: entry.eventID, user: entry.user, tokenKind: "", token: "",
+                                             outcome: "history", reason: nil, providerID: nil, attempts: 0, createdAt: entry.createdAt),
+                    record: text(of: entry))
+    }
+
+    private static func text(of entry: HistoryEntry) -> String {
+        entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText
+    }
+}

@@ -83,14 +83,8 @@ public final class PostgresStore: Store {
     }
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        let query = TokenCache.Query(pipeline: pipeline, user: user, kind: kind)
-        switch tokenCache.lookup(query) {
-        case .hit(let tokens):
-            return tokens
-        case .miss(let generation):
-            let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
-            tokenCache.store(tokens, for: query, readAt: generation)
-            return tokens
+        try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
+            try await readTokens(pipeline: pipeline, user: user, kind: kind)
         }
     }
 

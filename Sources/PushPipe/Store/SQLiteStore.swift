@@ -48,14 +48,11 @@ public final class SQLiteStore: Store {
         try indexUserDeliveriesIfDue(afterCommitOf: writes.count, in: db)
     }
 
-    /// One row per delivery; a delivered one carries the user's history record for the event
-    /// (`record`), so a notification costs one row and one index entry, not two of each.
     static func apply(_ write: OutcomeWrite, in db: Database) throws {
         switch write {
         case .history(let entry):
             // History without a delivery of its own (kept for callers that only record history).
-            try insertDelivery(pipeline: entry.pipeline, eventID: entry.eventID, user: entry.user, tokenKind: "", token: "", outcome: "history",
-                               reason: nil, providerID: nil, attempts: 0, createdAt: entry.createdAt, record: recordText(entry), in: db)
+            try insert(DeliveryRow.historyOnly(entry), in: db)
         case .state(let writes, let pipeline):
             let now = Date().timeIntervalSince1970
             for write in writes {
@@ -66,17 +63,7 @@ public final class SQLiteStore: Store {
                     """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now, write.onlyForward ? 1 : 0])
             }
         case .outcome(let deliveries, let history, let state, let pipeline):
-            var unattached = history
-            for record in deliveries {
-                var text: String?
-                if record.outcome == "delivered", let index = unattached.firstIndex(where: { $0.user == record.user && $0.eventID == record.eventID }) {
-                    text = recordText(unattached.remove(at: index))
-                }
-                try insertDelivery(pipeline: record.pipeline, eventID: record.eventID, user: record.user, tokenKind: record.tokenKind,
-                                   token: record.token, outcome: record.outcome, reason: record.reason, providerID: record.providerID,
-                                   attempts: record.attempts, createdAt: record.createdAt, record: text, in: db)
-            }
-            for entry in unattached { try apply(.history(entry), in: db) }
+            for row in DeliveryRow.rows(deliveries: deliveries, history: history) { try insert(row, in: db) }
             try apply(.state(state, pipeline: pipeline), in: db)
         case .enqueue(let event):
             try insertQueued(event, in: db)
@@ -85,18 +72,15 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private static func recordText(_ entry: HistoryEntry) -> String {
-        entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText
-    }
 
-    private static func insertDelivery(pipeline: String, eventID: String, user: String, tokenKind: String, token: String, outcome: String,
-                                       reason: String?, providerID: String?, attempts: Int, createdAt: Double, record: String?,
-                                       in db: Database) throws {
+    private static func insert(_ row: DeliveryRow, in db: Database) throws {
+        let delivery = row.delivery
         // Cached statement: parsed once per connection, not once per write.
         try db.cachedStatement(sql: """
             INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [pipeline, eventID, user, tokenKind, token, outcome, reason, providerID, attempts, createdAt, record])
+            """).execute(arguments: [delivery.pipeline, delivery.eventID, delivery.user, delivery.tokenKind, delivery.token, delivery.outcome,
+                                     delivery.reason, delivery.providerID, delivery.attempts, delivery.createdAt, row.record])
     }
 
     public func appliedMigrations() throws -> [String] {
@@ -122,14 +106,8 @@ public final class SQLiteStore: Store {
     }
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        let query = TokenCache.Query(pipeline: pipeline, user: user, kind: kind)
-        switch tokenCache.lookup(query) {
-        case .hit(let tokens):
-            return tokens
-        case .miss(let generation):
-            let tokens = try await readTokens(pipeline: pipeline, user: user, kind: kind)
-            tokenCache.store(tokens, for: query, readAt: generation)
-            return tokens
+        try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
+            try await readTokens(pipeline: pipeline, user: user, kind: kind)
         }
     }
 

@@ -49,6 +49,18 @@ final class TokenCache: Sendable {
         }
     }
 
+    /// The cached tokens for `query`, or what `read` returns (cached unless a change raced it).
+    func tokens(for query: Query, read: () async throws -> [DeviceToken]) async rethrows -> [DeviceToken] {
+        switch lookup(query) {
+        case .hit(let tokens):
+            return tokens
+        case .miss(let generation):
+            let tokens = try await read()
+            store(tokens, for: query, readAt: generation)
+            return tokens
+        }
+    }
+
     func invalidate() {
         state.withLock { state in
             state.generation &+= 1
