@@ -7,7 +7,7 @@ extension PostgresStore {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT DISTINCT pipeline, \(source), user_id, \(now) + random() * \(interval) FROM registrations
+                SELECT DISTINCT pipeline, \(source), user_id, \(now) + random() * \(interval * 0.8) FROM registrations
                 WHERE pipeline = \(pipeline) AND token_kind = \(tokenKind)
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
                 """, logger: logger)

@@ -10,7 +10,7 @@ extension SQLiteStore {
                 SELECT DISTINCT pipeline, ?, user_id, ? + (abs(random()) % 1000000) / 1000000.0 * ? FROM registrations
                 WHERE pipeline = ? AND token_kind = ? AND true
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
-                """, arguments: [source, now, interval, pipeline, tokenKind])
+                """, arguments: [source, now, interval * 0.8, pipeline, tokenKind])
             try db.execute(sql: """
                 DELETE FROM poll_schedule WHERE pipeline = ? AND source = ?
                 AND user_id NOT IN (SELECT user_id FROM registrations WHERE pipeline = ? AND token_kind = ?)

@@ -50,7 +50,8 @@ public protocol Store: Sendable {
     func release(keys: Set<String>, pipeline: String, stage: String) async throws
 
     /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due at a
-    /// random moment of the next `interval`, so checks spread out) and takes users without one off.
+    /// random moment of the first 80% of the next `interval`, so checks spread out and the first
+    /// round ends within the interval) and takes users without one off.
     func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws
     /// Users due for a check, claimed for this daemon: their next check moves `interval` on, so
     /// across every daemon on the store each user is checked once per interval, and a daemon
