@@ -92,9 +92,9 @@ public struct EventProcessor: Sendable {
         let status = tally.status
         // A broadcast's watermarks move once every page is delivered (an event for one user
         // wrote them with its only batch).
-        if mode == .live, event.user == nil, status == .delivered, !event.commitOnDelivery.isEmpty {
+        if mode == .live, event.user == nil, status == .delivered {
             do {
-                try await store.recordOutcome(deliveries: [], history: [], state: event.commitOnDelivery, pipeline: definition.name)
+                try await store.setState(event.commitOnDelivery, pipeline: definition.name)
             } catch {
                 logger.error("could not record the outcome: \(error)")
             }

@@ -6,6 +6,23 @@ enum OutcomeWrite: Sendable {
     case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
     case enqueue(QueuedEvent)
     case dequeue(pipeline: String, eventID: String)
+
+    /// Writes nothing: not worth a place in a transaction.
+    var isEmpty: Bool {
+        switch self {
+        case .state(let writes, _): writes.isEmpty
+        case .outcome(let deliveries, let history, let state, _): deliveries.isEmpty && history.isEmpty && state.isEmpty
+        case .history, .enqueue, .dequeue: false
+        }
+    }
+}
+
+extension GroupCommit where Write == OutcomeWrite {
+    /// What both stores' write methods do: share a transaction, unless there is nothing to write.
+    func submitUnlessEmpty(_ write: OutcomeWrite) async throws {
+        guard !write.isEmpty else { return }
+        try await submit(write)
+    }
 }
 
 /// A row of `deliveries`: a delivery, with the history record it carries, if any.

@@ -196,13 +196,11 @@ public final class PostgresStore: Store {
     }
 
     public func setState(_ writes: [StateWrite], pipeline: String) async throws {
-        guard !writes.isEmpty else { return }
-        try await outcomes.submit(.state(writes, pipeline: pipeline))
+        try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
     }
 
     public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
-        guard !deliveries.isEmpty || !history.isEmpty || !state.isEmpty else { return }
-        try await outcomes.submit(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
     }
 
     public func appendHistory(_ entry: HistoryEntry) async throws {

@@ -64,10 +64,12 @@ struct ReplyFolderSource: Source, OneShotSource {
 
     func run(into sink: any EventSink, context: StageContext) async throws {
         let fileManager = FileManager.default
-        for folder in [directory, "\(directory)/sent", "\(directory)/rejected", claimDirectory] {
+        for folder in [directory, "\(directory)/sent", "\(directory)/rejected"] {
             try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
+        // A dry run claims nothing (it moves no file), so it leaves no claim folder behind.
         guard context.mode == .live else { return try await watch(into: sink, context: context) }
+        try fileManager.createDirectory(atPath: claimDirectory, withIntermediateDirectories: true)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await self.keepClaims(context: context) }
             defer { group.cancelAll() }
@@ -107,12 +109,12 @@ struct ReplyFolderSource: Source, OneShotSource {
             .filter { !$0.hasPrefix(".") && $0 != "sent" && $0 != "rejected" }
     }
 
-    /// Submits what waits in the folder and has no delivery pending or finished (in this
-    /// process, since start-up: failed ones wait for the next start). Returns how many.
+    /// Submits what waits in the folder and has no delivery pending (a file whose delivery
+    /// ended is in `sent/`, `rejected/` or this process's claim folder). Returns how many.
     func rescan(sink: any EventSink, context: StageContext, inFlight: InFlightNames) async throws -> Int {
         var found = 0
         let waiting = waitingNames()
-        inFlight.forgetFailures(except: Set(waiting))
+        inFlight.forgetShown(except: Set(waiting))
         for name in waiting where !inFlight.isSettled(name) {
             if try await handle(name, foundByScan: true, sink: sink, context: context, inFlight: inFlight) { found += 1 }
         }
@@ -159,7 +161,7 @@ struct ReplyFolderSource: Source, OneShotSource {
         let mode = context.mode
         event.onComplete = { report in
             // A dry run moves nothing: the file is settled for this process, not sent again by a scan.
-            guard mode == .live else { return inFlight.end(name, settled: true) }
+            guard mode == .live else { return inFlight.end(name, shown: true) }
             switch report.status {
             case .delivered, .partial, .noRecipients:
                 move(name, from: claimDirectory, to: "sent", context: context)
@@ -167,7 +169,7 @@ struct ReplyFolderSource: Source, OneShotSource {
                 context.logger.info("reply \(name) \(report.status.rawValue); moved to sent/")
             case .failed, .filtered:
                 // It stays claimed by this process until it ends: then it goes back to the folder.
-                inFlight.end(name, settled: true)
+                inFlight.end(name)
                 context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); it is sent again after the next start")
             }
         }
@@ -209,38 +211,39 @@ struct ReplyFolderSource: Source, OneShotSource {
     }
 }
 
-/// Files being processed, so a name reported twice (scan + inotify) is sent once; and files
-/// whose delivery failed for good, which a scan leaves alone until the next start (a file
-/// written again under that name is new, and inotify brings it back).
+/// Files being processed, so a name reported twice (scan + inotify) is sent once; and, in a
+/// dry run (which moves nothing), files already shown, which a scan leaves alone (a file
+/// written again under that name is new, and inotify brings it back). A live daemon needs no
+/// such memory: a file it processed is in `sent/` or in its claim folder.
 final class InFlightNames: Sendable {
     private struct Names {
         var processing = Set<String>()
-        var failed = Set<String>()
+        var shown = Set<String>()
     }
 
     private let names = Mutex(Names())
 
     func begin(_ name: String) -> Bool {
         names.withLock { names in
-            names.failed.remove(name)
+            names.shown.remove(name)
             return names.processing.insert(name).inserted
         }
     }
 
-    func end(_ name: String, settled failed: Bool = false) {
+    func end(_ name: String, shown: Bool = false) {
         names.withLock { names in
             names.processing.remove(name)
-            if failed { names.failed.insert(name) }
+            if shown { names.shown.insert(name) }
         }
     }
 
-    /// Failed files that left the folder need no memory.
-    func forgetFailures(except present: Set<String>) {
-        names.withLock { $0.failed.formIntersection(present) }
+    /// Shown files that left the folder need no memory.
+    func forgetShown(except present: Set<String>) {
+        names.withLock { $0.shown.formIntersection(present) }
     }
 
-    /// Pending or failed: not for a scan to send.
+    /// Pending, or shown by a dry run: not for a scan to send.
     func isSettled(_ name: String) -> Bool {
-        names.withLock { $0.processing.contains(name) || $0.failed.contains(name) }
+        names.withLock { $0.processing.contains(name) || $0.shown.contains(name) }
     }
 }
