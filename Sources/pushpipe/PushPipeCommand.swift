@@ -9,7 +9,7 @@ struct PushPipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
-        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SimulateCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self],
         defaultSubcommand: RunCommand.self)
 }
 

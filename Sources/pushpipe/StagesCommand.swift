@@ -7,9 +7,16 @@ struct StagesCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
+    @Flag(name: .long, help: "Print the Markdown reference (docs/stages.md) instead.")
+    var markdown = false
+
     func run() async throws {
         let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"]))
         printDiagnostics(result.diagnostics)
+        if markdown {
+            print(StageReference.markdown(registry: result.registry), terminator: "")
+            return
+        }
         for kind in StageKind.allCases {
             print("\(kind.rawValue)s:")
             for descriptor in result.registry.all(kind: kind) {

@@ -1,12 +1,4 @@
 /// The `delivery:` key of a pipeline: how many events are in flight and how retries back off.
-///
-/// Keys:
-/// - `concurrency` (integer, 32): events processed at once; also the bound on memory.
-/// - `attempts` (integer, 5): tries per notification on `retry-after` outcomes.
-/// - `backoff` (duration, 500ms): first retry delay; doubles each attempt, with jitter.
-/// - `max_backoff` (duration, 30s): largest retry delay.
-/// - `drain_timeout` (duration, 10s): how long a stopping pipeline waits for in-flight events.
-/// - `fanout` (integer, 64): deliveries of one event in flight at once (a broadcast's tokens).
 public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public var concurrency: Int
     public var attempts: Int

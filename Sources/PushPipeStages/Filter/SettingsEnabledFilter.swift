@@ -5,9 +5,6 @@ import PushPipe
 struct SettingsEnabledFilter: Filter {
     static let summary = "Drops events for users whose boolean setting (default `enabled`) is false."
 
-    /// Keys:
-    /// - `key` (string; `enabled`): the setting to read.
-    /// - `default` (boolean; true): the value for users who never set it.
     struct Configuration: StageConfiguration {
         var key: String
         var `default`: Bool

@@ -11,14 +11,6 @@ import PushPipe
 struct TimestampDedupeFilter: Filter {
     static let summary = "Keeps only items newer than the delivered watermark (per key or per item); drops the event when none is left."
 
-    /// Keys:
-    /// - `items` (string, required): path of the item list in the event body, e.g. `games`.
-    /// - `timestamp` (string, required): the timestamp field of an item, e.g. `last_move`.
-    /// - `item_id` (string; none): with it, one watermark per key and item (e.g. per game); without, one per key.
-    /// - `key` (string; the event's user): body path naming the watermark's owner.
-    /// - `newest_first` (boolean; true): sort kept items newest first, so `items[0]` is the newest.
-    /// - `state` (string; `dedupe`): name the watermarks are stored under (keep it when reordering filters).
-    /// - `hold` (duration; 10m): how long items on their way stay held if their daemon dies (on a shared database).
     struct Configuration: StageConfiguration {
         var items: String
         var timestamp: String
@@ -31,10 +23,10 @@ struct TimestampDedupeFilter: Filter {
         static let schema = Schema([
             .required("items", .string, "Path of the item list in the event body, e.g. `games`."),
             .required("timestamp", .string, "Timestamp field of an item (any number: ms or s), e.g. `last_move`."),
-            SchemaKey("item_id", .string, "Item field for one watermark per key and item (e.g. `game_id`)."),
+            SchemaKey("item_id", .string, "Item field for one watermark per key and item (e.g. `game_id`); without it, one watermark per key."),
             SchemaKey("key", .string, "Body path naming the watermark owner; the event's user when omitted."),
-            SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first."),
-            SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under."),
+            SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first, so `items[0]` is the newest."),
+            SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under (keep it when reordering filters)."),
             SchemaKey("hold", .duration, default: 600,
                       "How long items being delivered stay held when their daemon dies (a shared database); longer than a delivery's retries."),
         ])

@@ -5,16 +5,6 @@ import PushPipe
 struct APNsAlertRenderer: Renderer {
     static let summary = "Renders an APNs alert payload (aps + custom keys) per device token."
 
-    /// Keys:
-    /// - `token_kind` (string; `device`): which registered tokens receive it.
-    /// - `title`, `subtitle`, `body` (string templates): the alert text; `{{truncate100(text)}}` shortens by characters.
-    /// - `sound` (string), `badge` (integer or `{$from: path}`), `thread_id`, `category` (string templates).
-    /// - `content_available`, `mutable_content` (boolean; false).
-    /// - `push_type` (one of alert, background; `alert`), `priority` (integer; 10, background 5).
-    /// - `expiration` (integer or `{$from}`; none), `collapse_id` (string template; none).
-    /// - `custom` (map; `{}`): top-level keys next to `aps`, templated, types kept.
-    /// - `history` (any; the payload): what the history route shows.
-    /// - `vars` (map; `{}`): values computed from the event, used as `{{vars.name}}`.
     struct Configuration: StageConfiguration {
         var vars: [String: JSON]
         var tokenKind: String
@@ -40,14 +30,14 @@ struct APNsAlertRenderer: Renderer {
             SchemaKey("subtitle", .string, "Alert subtitle template."),
             SchemaKey("body", .string, "Alert body template; `{{truncate100(text)}}` cuts at 100 characters plus `...`."),
             SchemaKey("sound", .string, "Sound name, e.g. `default`."),
-            SchemaKey("badge", .any, "Badge number, or `{$from: path}`."),
+            SchemaKey("badge", .any, "Badge number (integer), or `{$from: path}`."),
             SchemaKey("thread_id", .string, "Groups notifications (template)."),
             SchemaKey("category", .string, "Notification category for actions (template)."),
             SchemaKey("content_available", .boolean, default: false, "Wake the app (`content-available: 1`)."),
             SchemaKey("mutable_content", .boolean, default: false, "Let a service extension change it."),
             SchemaKey("push_type", .oneOf(["alert", "background"]), default: "alert", "APNs push type."),
-            SchemaKey("priority", .integer, "10 immediately, 5 power-aware, 1 never wake; background must be 5."),
-            SchemaKey("expiration", .any, "UNIX seconds after which APNs stops trying; 0 tries once."),
+            SchemaKey("priority", .integer, "10 immediately, 5 power-aware, 1 never wake; 10 when omitted, 5 for background (which must be 5)."),
+            SchemaKey("expiration", .any, "UNIX seconds (or `{$from: path}`) after which APNs stops trying; 0 tries once; none when omitted."),
             SchemaKey("collapse_id", .string, "Replaces an earlier notification with the same id (template, at most 64 bytes)."),
             SchemaKey("custom", .map(.any), default: [:], "Top-level keys next to `aps`, templated, JSON types kept."),
             SchemaKey("history", .any, "What the history route shows; the payload when omitted."),

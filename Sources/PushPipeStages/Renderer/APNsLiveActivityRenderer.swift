@@ -6,16 +6,6 @@ import PushPipe
 struct APNsLiveActivityRenderer: Renderer {
     static let summary = "Renders Live Activity start/update/end payloads; falls back to an alert on the device token."
 
-    /// Keys:
-    /// - `event` (one of auto, start, update, end; `auto`): `auto` updates when an update token is registered, else starts.
-    /// - `attributes_type` (string, required): the Swift type name of the app's `ActivityAttributes`.
-    /// - `attributes` (map; `{}`): static data for a start, templated, types kept.
-    /// - `content_state` (map, required): the dynamic `ContentState`, templated, types kept.
-    /// - `alert` (object: `title`, `body`, `sound` templates): required for a start; also the fallback alert.
-    /// - `stale_date`, `dismissal_date` (UNIX seconds or `{$from}`), `relevance_score` (number).
-    /// - `input_push_token` (boolean; false): iOS 18 `input-push-token: 1` on start.
-    /// - `priority` (integer; 10): 5 does not count against the device's update budget, 10 does.
-    /// - `start_token_kind` (`push-to-start`), `update_token_kind` (`activity-update`), `fallback_token_kind` (`device`; empty: no fallback).
     struct Configuration: StageConfiguration {
         var event: String
         var attributesType: String
@@ -35,18 +25,18 @@ struct APNsLiveActivityRenderer: Renderer {
         static let schema = Schema([
             SchemaKey("event", .oneOf(["auto", "start", "update", "end"]), default: "auto", "`auto`: update when an update token exists, else start."),
             .required("attributes_type", .string, "Swift type name of the app's ActivityAttributes."),
-            SchemaKey("attributes", .map(.any), default: [:], "Static attributes of a start (templated)."),
-            .required("content_state", .map(.any), "The ContentState (templated; keys must match the app's type)."),
+            SchemaKey("attributes", .map(.any), default: [:], "Static attributes of a start (templated, JSON types kept)."),
+            .required("content_state", .map(.any), "The dynamic ContentState (templated, JSON types kept; keys must match the app's type)."),
             SchemaKey("alert", .object(Schema([
                 SchemaKey("title", .string, "Title template."),
                 SchemaKey("body", .string, "Body template."),
                 SchemaKey("sound", .string, "Sound name."),
             ])), "Alert of a start (required by iOS) and of the fallback."),
-            SchemaKey("stale_date", .any, "UNIX seconds when the content is outdated."),
-            SchemaKey("dismissal_date", .any, "UNIX seconds when an ended activity leaves the lock screen."),
-            SchemaKey("relevance_score", .any, "Which activity the Dynamic Island shows first."),
-            SchemaKey("input_push_token", .boolean, default: false, "iOS 18: ask for an update token with the start."),
-            SchemaKey("priority", .integer, default: 10, "10 counts against the update budget; 5 does not."),
+            SchemaKey("stale_date", .any, "UNIX seconds (or `{$from: path}`) when the content is outdated."),
+            SchemaKey("dismissal_date", .any, "UNIX seconds (or `{$from: path}`) when an ended activity leaves the lock screen."),
+            SchemaKey("relevance_score", .any, "A number: which activity the Dynamic Island shows first."),
+            SchemaKey("input_push_token", .boolean, default: false, "iOS 18: send `input-push-token: 1` with a start, asking the device for an update token."),
+            SchemaKey("priority", .integer, default: 10, "10 counts against the device's update budget; 5 does not."),
             SchemaKey("start_token_kind", .string, default: "push-to-start", "Token kind that starts activities."),
             SchemaKey("update_token_kind", .string, default: "activity-update", "Token kind of a running activity."),
             SchemaKey("fallback_token_kind", .string, default: "device", "Token kind for the fallback alert; empty for none."),

@@ -8,13 +8,6 @@ import PushPipe
 struct FCMMessageRenderer: Renderer {
     static let summary = "Renders an FCM v1 message (notification, string-only data, apns/android overrides)."
 
-    /// Keys:
-    /// - `token_kind` (string; `fcm`): which registered tokens receive it.
-    /// - `notification` (object: `title`, `body`, `image` templates; none).
-    /// - `data` (map; `{}`): templated values, each sent as a string; null or missing ones are omitted.
-    /// - `apns`, `android` (any; none): platform overrides, templated.
-    /// - `history` (any; `{notification, data}` with nulls kept): what the history route shows.
-    /// - `vars` (map; `{}`): values computed from the event, used as `{{vars.name}}`.
     struct Configuration: StageConfiguration {
         var tokenKind: String
         var notification: [String: JSON]?

@@ -5,12 +5,6 @@ import PushPipe
 struct JSONTemplateRenderer: Renderer {
     static let summary = "Renders a JSON payload from a template tree, one per recipient token."
 
-    /// Keys:
-    /// - `token_kind` (string; `device`): which registered tokens receive the payload.
-    /// - `payload` (any, required): the template tree; strings with `{{...}}` are Mustache, `{$from: path}` copies a typed value.
-    /// - `options` (map; `{}`): transport options (headers), templated the same way.
-    /// - `history` (any; the payload): what the history route shows for this notification.
-    /// - `vars` (map; `{}`): values computed from the event, used as `{{vars.name}}`.
     struct Configuration: StageConfiguration {
         var vars: [String: JSON]
         var tokenKind: String
@@ -20,7 +14,7 @@ struct JSONTemplateRenderer: Renderer {
 
         static let schema = Schema([
             SchemaKey("token_kind", .string, default: "device", "Which registered tokens receive the payload."),
-            .required("payload", .any, "Template tree: `{{field}}` strings, `{$from: path}` typed values."),
+            .required("payload", .any, "Template tree: strings with `{{...}}` are Mustache, `{$from: path}` copies a typed value."),
             SchemaKey("options", .map(.any), default: [:], "Transport options (headers), templated the same way."),
             SchemaKey("history", .any, "What the history route shows; the payload when omitted."),
             SchemaKey("vars", .map(.any), default: [:], "Values computed from the event, used as `{{vars.name}}` (templates, `$from`, `$switch`)."),

@@ -6,19 +6,6 @@ import PushPipe
 struct HTTPEventSource: Source {
     static let summary = "Accepts events as JSON on an authenticated HTTP route."
 
-    /// Keys:
-    /// - `path` (string, required): the route, e.g. `/api/notifications/events`.
-    /// - `method` (one of POST, PUT; `POST`).
-    /// - `auth` (object; `{type: none}`): `{type: token, token}` for a backend's shared secret.
-    /// - `user_field` (string; `user`): body field naming the recipient (string or number).
-    /// - `require_user` (boolean; true): reject events without a recipient; false sends them to every registered user.
-    /// - `id_field` (string; none): body field used as the event id (must be unique); generated otherwise.
-    /// - `wait` (boolean; false): answer 200 with the delivery report instead of 202 once queued.
-    ///   Without `wait`, the 202 comes after the event is in the store: a daemon stopped before
-    ///   the event was processed sends it after its restart.
-    /// - `known_values` (map of lists; `{}`): e.g. `{type: [upvote, comment]}`; other values are accepted with a warning.
-    /// - `lease` (duration; 15s): an accepted event stays with this daemon while it renews the
-    ///   lease (every third of it); a daemon sharing the database takes over events whose lease ran out.
     struct Configuration: StageConfiguration {
         var knownValues: [String: [String]]
         var path: String
@@ -34,10 +21,10 @@ struct HTTPEventSource: Source {
             .required("path", .string, "The route, e.g. `/api/notifications/events`."),
             SchemaKey("method", .oneOf(["POST", "PUT"]), default: "POST", "HTTP method."),
             SchemaKey("auth", RouteAuthConfiguration.backendValueType, default: ["type": "none"], "`{type: token, token}` for the backend's shared secret."),
-            SchemaKey("user_field", .string, default: "user", "Body field naming the recipient."),
+            SchemaKey("user_field", .string, default: "user", "Body field naming the recipient (string or number)."),
             SchemaKey("require_user", .boolean, default: true, "Reject events without a recipient; false broadcasts them."),
-            SchemaKey("id_field", .string, "Body field used as the event id; generated when absent."),
-            SchemaKey("wait", .boolean, default: false, "Answer with the delivery report instead of 202 once queued."),
+            SchemaKey("id_field", .string, "Body field used as the event id (must be unique); generated when absent."),
+            SchemaKey("wait", .boolean, default: false, "Answer 200 with the delivery report instead of 202. Without it, the 202 comes once the event is in the store: a daemon stopped before processing it sends it after its restart."),
             SchemaKey("known_values", .map(.list(.string)), default: [:],
                       "Expected values per field; others are accepted with a warning (lists grow)."),
             SchemaKey("lease", .duration, default: 15,

@@ -18,15 +18,6 @@ import Synchronization
 final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneShotSource, Sendable {
     static let summary = "Polls OGS /api/v1/players/{id}/full per registered user; emits the games where it is their turn."
 
-    /// Keys:
-    /// - `base_url` (string; `https://online-go.com`): the OGS server or a mirror.
-    /// - `interval` (duration; 30s): time between two checks of the same user.
-    /// - `concurrency` (integer; 8): requests in flight at once.
-    /// - `timeout` (duration; 10s): per request.
-    /// - `token_kind` (string; `device`): users with a token of this kind are monitored.
-    /// - `check_path` (string; `/check/:user_id`): route that runs one check now; empty for none.
-    /// - `min_time_per_move` (integer; 0): only games with at least this many seconds per move (3600 = correspondence only).
-    /// - `ca_file` (string; empty): PEM file of extra CAs to trust (a mirror or stand-in with a private CA); verification stays on.
     struct Configuration: StageConfiguration {
         var baseUrl: String
         var interval: Double

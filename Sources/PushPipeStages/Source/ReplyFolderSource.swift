@@ -22,12 +22,6 @@ import Synchronization
 struct ReplyFolderSource: Source, OneShotSource {
     static let summary = "Sends one event per JSON file written into a folder (inotify), then moves it to sent/."
 
-    /// Keys:
-    /// - `path` (string, required): the folder; created when missing; relative paths start at the working directory.
-    /// - `required_fields` (list of strings; `[message_id, text]`): string fields a reply must have.
-    /// - `id_field` (string; `message_id`): field used as the event id.
-    /// - `rescan_interval` (duration; 60s): how often the folder is scanned besides inotify.
-    /// - `claim_lease` (duration; 30s): how long a claimed file stays with a daemon that stopped touching it.
     struct Configuration: StageConfiguration {
         var path: String
         var requiredFields: [String]
@@ -36,7 +30,7 @@ struct ReplyFolderSource: Source, OneShotSource {
         var claimLease: Double
 
         static let schema = Schema([
-            .required("path", .string, "The folder replies are written to."),
+            .required("path", .string, "The folder replies are written to; created when missing; relative paths start at the working directory."),
             SchemaKey("required_fields", .list(.string), default: ["message_id", "text"], "String fields every reply file must have."),
             SchemaKey("id_field", .string, default: "message_id", "Field used as the event id."),
             SchemaKey("rescan_interval", .duration, default: 60, "How often the folder is scanned besides inotify (a safety net for lost events)."),

@@ -6,8 +6,6 @@ import PushPipe
 struct StdoutTransport: Transport {
     static let summary = "Prints each notification as JSON on standard output; always delivered."
 
-    /// Keys:
-    /// - `format` (one of pretty, compact; `pretty`): how the JSON is printed.
     struct Configuration: StageConfiguration {
         var format: String
         static let schema = Schema([

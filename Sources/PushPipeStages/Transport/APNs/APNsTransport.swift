@@ -10,22 +10,6 @@ import Synchronization
 final class APNsTransport: Transport, LongRunningStage, Sendable {
     static let summary = "Delivers to APNs over HTTP/2 (token auth, pooled connections, many streams each)."
 
-    /// Keys:
-    /// - `team_id` (string, required), `key_id` (string, required): the provider token's issuer and key.
-    /// - `key_path` (string, required): the `.p8` file; relative paths start at the working directory.
-    /// - `bundle_id` (string, required): topic base; Live Activities use `<bundle>.push-type.liveactivity`.
-    /// - `sandbox` (boolean; false): the development host instead of production.
-    /// - `base_url` (string; empty): overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in.
-    /// - `ca_file` (string; empty): PEM file of extra CAs to trust (verification stays on).
-    /// - `connections` (integer; 1): pooled connections.
-    /// - `max_streams` (integer; 1000): streams open at once per connection, 1 to 1000; more
-    ///   requests wait their turn. The server's own limit (APNs: up to 1000) applies too. Over
-    ///   real networks a connection carries at most `max_streams` per round trip; next to the
-    ///   server (a stand-in, a proxy) fewer streams cost less bookkeeping per request.
-    /// - `timeout` (duration; 10s): per request.
-    /// - `token_lifetime` (duration; 50m): how long one provider token is reused (20 to 60 minutes).
-    /// - `live_activity_token_kinds` (list; `[push-to-start, activity-update]`): token kinds that only
-    ///   take `liveactivity` pushes; every other kind never does. A mix-up fails before sending.
     struct Configuration: StageConfiguration {
         var liveActivityTokenKinds: [String]
         var teamId: String
@@ -44,12 +28,12 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
             .required("team_id", .string, "Apple developer team id (the provider token's issuer)."),
             .required("key_id", .string, "The 10-character id of the .p8 key."),
             .required("key_path", .string, "Path of the .p8 key file (relative to the working directory)."),
-            .required("bundle_id", .string, "App bundle id: the topic of alerts."),
+            .required("bundle_id", .string, "App bundle id: the topic of alerts; Live Activities use `<bundle>.push-type.liveactivity`."),
             SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
-            SchemaKey("base_url", .string, default: "", "Overrides the host (stand-ins, proxies)."),
+            SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
             SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
-            SchemaKey("max_streams", .integer, default: 1000, "Streams open at once per connection (1-1000); more requests wait."),
+            SchemaKey("max_streams", .integer, default: 1000, "Streams open at once per connection (1-1000); more requests wait their turn, and the server's own limit applies too. Over real networks a connection carries at most this many per round trip; next to the server fewer streams cost less bookkeeping."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
             SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],

@@ -9,13 +9,6 @@ import Synchronization
 final class FCMTransport: Transport, LongRunningStage, Sendable {
     static let summary = "Delivers through FCM HTTP v1 (service-account OAuth2, pooled connections)."
 
-    /// Keys:
-    /// - `credentials_file` (string, required): the service-account JSON (`GOOGLE_APPLICATION_CREDENTIALS`).
-    /// - `project_id` (string; from the credentials): the Firebase project.
-    /// - `base_url` (string; `https://fcm.googleapis.com`): FCM or a stand-in.
-    /// - `ca_file` (string; empty): PEM file of extra CAs to trust (verification stays on).
-    /// - `validate_only` (boolean; false): FCM's own dry run: validated, not delivered.
-    /// - `timeout` (duration; 10s): per request.
     struct Configuration: StageConfiguration {
         var credentialsFile: String
         var projectId: String
