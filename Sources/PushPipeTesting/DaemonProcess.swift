@@ -44,6 +44,8 @@ public final class DaemonProcess: Sendable {
         _ body: @Sendable (DaemonProcess) async throws -> T
     ) async throws -> T {
         let daemon = DaemonProcess()
+        // Many daemons run at once in tests: each gets its own admin port unless the test chose one.
+        let arguments = arguments.first == "run" && !arguments.contains("--admin-listen") ? arguments + ["--admin-listen", "127.0.0.1:0"] : arguments
         var overrides: [Environment.Key: String?] = ["PUSHPIPE_LOG_LEVEL": ProcessInfo.processInfo.environment["PUSHPIPE_LOG_LEVEL"] ?? "debug"]
         for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
         let processEnvironment = Environment.inherit.updating(overrides)
@@ -102,6 +104,14 @@ public final class DaemonProcess: Sendable {
     public func port() async throws -> Int {
         let line = try await waitForLine(containing: "listening on http://")
         guard let range = line.range(of: #"listening on http://[^:]+:(\d+)"#, options: .regularExpression),
+              let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
+        return port
+    }
+
+    /// The port of the admin listener, from the daemon's `admin on http://host:port` line.
+    public func adminPort() async throws -> Int {
+        let line = try await waitForLine(containing: "admin on http://")
+        guard let range = line.range(of: #"admin on http://[^:]+:(\d+)"#, options: .regularExpression),
               let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
         return port
     }

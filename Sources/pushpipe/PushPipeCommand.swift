@@ -9,7 +9,7 @@ struct PushPipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
-        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self, TapCommand.self],
         defaultSubcommand: RunCommand.self)
 }
 
@@ -38,8 +38,16 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(name: .long, help: "Log lines as text or json (one object per line, with pipeline, stage, event and masked token). Also PUSHPIPE_LOG_FORMAT.")
+    var logFormat: LogFormat?
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
     func makeLogger(label: String = "pushpipe") -> Logger {
-        Logging.bootstrapOnce()
+        let format = logFormat ?? ProcessInfo.processInfo.environment["PUSHPIPE_LOG_FORMAT"].flatMap(LogFormat.init) ?? .text
+        Logging.bootstrapOnce(json: format == .json)
         var logger = Logger(label: label)
         let level = logLevel ?? ProcessInfo.processInfo.environment["PUSHPIPE_LOG_LEVEL"] ?? "info"
         logger.logLevel = Logger.Level(rawValue: level) ?? .info
@@ -65,10 +73,14 @@ struct ConfigurationOptions: ParsableArguments {
 
 enum Logging {
     nonisolated(unsafe) private static var bootstrapped = false
-    static func bootstrapOnce() {
+    static func bootstrapOnce(json: Bool) {
         guard !bootstrapped else { return }
         bootstrapped = true
-        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        if json {
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        } else {
+            LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        }
     }
 }
 

@@ -23,14 +23,16 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Address to listen on (HOST:PORT; port 0 picks a free one).")
     var listen = "127.0.0.1:8080"
 
+    @Option(name: .long, help: "Admin listener for operators: /metrics, /healthz, /readyz, /tap and the status page (HOST:PORT, or off).")
+    var adminListen = "127.0.0.1:9090"
+
     @Flag(name: .long, help: "Print the requests transports would send instead of sending; record nothing as delivered.")
     var dryRun = false
 
     func run() async throws {
         let logger = options.makeLogger()
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
-            throw ValidationError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080")
-        }
+        let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
+        let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
         let location: StoreLocation
         do {
@@ -41,8 +43,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
-                           store: location, host: String(listen[..<colon]), port: port, mode: dryRun ? .dryRun : .live,
-                           environment: ProcessInfo.processInfo.environment),
+                           store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
+                           environment: ProcessInfo.processInfo.environment, admin: admin),
             builtins: BuiltinStages.all, logger: logger)
         do {
             try await daemon.run()
@@ -51,5 +53,12 @@ struct RunCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("pushpipe: not starting: \(error.diagnostics.count) error(s)\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    static func address(_ text: String, option: String, example: String) throws -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("\(option) must be HOST:PORT, e.g. \(example)")
+        }
+        return (String(text[..<colon]), port)
     }
 }

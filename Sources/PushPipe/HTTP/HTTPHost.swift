@@ -4,7 +4,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Serves every route the running pipelines declare, plus `GET /healthz`.
+/// Serves every route the running pipelines declare, plus `GET /healthz` and `GET /readyz`.
 ///
 /// Routing is done here, not by Hummingbird's router, because the table changes on reload
 /// without restarting the server, and because a path that exists with another method must
@@ -12,6 +12,7 @@ import Synchronization
 public final class HTTPHost: Sendable {
     public static let maxBodyBytes = 64 * 1024
     private let table = Mutex(RouteTable())
+    private let readiness = Mutex<(@Sendable () async -> [String: String])?>(nil)
     let logger: Logger
 
     public init(logger: Logger) {
@@ -24,13 +25,26 @@ public final class HTTPHost: Sendable {
 
     public var routes: RouteTable { table.withLock { $0 } }
 
+    /// What `/readyz` reports: the problems that keep the daemon from being ready.
+    public func setReadiness(_ problems: @escaping @Sendable () async -> [String: String]) {
+        readiness.withLock { $0 = problems }
+    }
+
     /// The Hummingbird application; a `Service` to run in the daemon's service group.
     public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some Service
     {
+        Self.application(responder: Responder(host: self), serverName: "pushpipe", host: host, port: port, logger: logger, onRunning: onRunning)
+    }
+
+    /// A Hummingbird server on `host:port` that reports the port it got (port 0 picks one).
+    static func application<Responder: HTTPResponder>(responder: Responder, serverName: String, host: String, port: Int, logger: Logger,
+                                                      onRunning: @escaping @Sendable (Int) async -> Void) -> some Service
+        where Responder.Context == BasicRequestContext
+    {
         Application(
-            responder: Responder(host: self),
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "pushpipe"),
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger
         )
@@ -56,6 +70,9 @@ public final class HTTPHost: Sendable {
         let method = request.method.rawValue
         let path = request.uri.path
         if path == "/healthz" && (method == "GET" || method == "HEAD") { return (200, ["status": "ok"]) }
+        if path == "/readyz" && (method == "GET" || method == "HEAD") {
+            return Health.readiness(await readiness.withLock { $0 }?() ?? ["pipelines": "starting"])
+        }
         let entry: RouteTable.Entry
         let parameters: [String: String]
         switch routes.lookup(method: method, path: path) {

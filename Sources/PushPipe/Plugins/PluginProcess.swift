@@ -25,6 +25,8 @@ public final class PluginProcess: Sendable {
         var starts = 0
         var stopped = false
         var eventHandler: (@Sendable (JSON) async -> Void)?
+        /// Where restarts and timeouts are counted: the running pipeline's.
+        var telemetry: Telemetry = .unobserved
     }
 
     private let state = Mutex(State())
@@ -44,9 +46,10 @@ public final class PluginProcess: Sendable {
     }
 
     /// Keeps the process running until cancelled, restarting it after crashes.
-    public func run(logger baseLogger: Logger) async {
+    public func run(context: StageContext) async {
         signal(SIGPIPE, SIG_IGN)
-        var logger = baseLogger
+        state.withLock { $0.telemetry = context.telemetry }
+        var logger = context.logger
         logger[metadataKey: "plugin"] = .string(manifest.name)
         var backoff = 0.1
         while !Task.isCancelled {
@@ -62,6 +65,7 @@ public final class PluginProcess: Sendable {
             if Task.isCancelled { break }
             if ContinuousClock.now - started > .seconds(10) { backoff = 0.1 }
             logger.error("plugin \(exit); restarting in \(String(format: "%.1f", backoff))s")
+            count(.pluginRestarts)
             try? await Task.sleep(for: .seconds(backoff))
             backoff = min(backoff * 2, 5)
         }
@@ -152,11 +156,16 @@ public final class PluginProcess: Sendable {
             group.addTask { try await self.exchange(type, fields) }
             group.addTask {
                 try await Task.sleep(for: .seconds(timeout))
+                self.count(.pluginTimeouts)
                 throw StageError(.pluginTimeout, stage: self.stage, "plugin \(self.manifest.name) gave no answer within \(timeout)s")
             }
             defer { group.cancelAll() }
             return try await group.next()!
         }
+    }
+
+    private func count(_ metric: Metric) {
+        state.withLock { $0.telemetry }.increment(metric, [("pipeline", pipeline), ("stage", stage), ("plugin", manifest.name)])
     }
 
     private func exchange(_ type: String, _ fields: [String: JSON]) async throws -> JSON {

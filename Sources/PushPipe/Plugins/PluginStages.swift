@@ -4,7 +4,7 @@ import Foundation
 struct PluginFilter: Filter, LongRunningStage {
     let process: PluginProcess
 
-    func run(context: StageContext) async throws { await process.run(logger: context.logger) }
+    func run(context: StageContext) async throws { await process.run(context: context) }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let result = try await process.request("filter", ["event": event.json])
@@ -23,7 +23,7 @@ struct PluginRenderer: Renderer, LongRunningStage {
     let process: PluginProcess
     let tokenKind: String
 
-    func run(context: StageContext) async throws { await process.run(logger: context.logger) }
+    func run(context: StageContext) async throws { await process.run(context: context) }
 
     func render(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
         let tokens = try await context.tokens(for: event, kind: tokenKind)
@@ -41,7 +41,7 @@ struct PluginRenderer: Renderer, LongRunningStage {
 struct PluginTransport: Transport, LongRunningStage {
     let process: PluginProcess
 
-    func run(context: StageContext) async throws { await process.run(logger: context.logger) }
+    func run(context: StageContext) async throws { await process.run(context: context) }
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
@@ -70,7 +70,7 @@ struct PluginTransport: Transport, LongRunningStage {
 struct PluginSource: Source, LongRunningStage {
     let process: PluginProcess
 
-    func run(context: StageContext) async throws { await process.run(logger: context.logger) }
+    func run(context: StageContext) async throws { await process.run(context: context) }
 
     func run(into sink: any EventSink, context: StageContext) async throws {
         process.setEventHandler { message in

@@ -15,9 +15,12 @@ public final class Daemon: Sendable {
         public var port: Int
         public var mode: RunMode
         public var environment: [String: String]
+        /// The admin listener (metrics, health, tap, status page); nil: off.
+        public var admin: (host: String, port: Int)?
 
         public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
-                    environment: [String: String]) {
+                    environment: [String: String], admin: (host: String, port: Int)? = nil) {
+            self.admin = admin
             self.pipelinePaths = pipelinePaths
             self.pluginsDirectory = pluginsDirectory
             self.store = store
@@ -31,6 +34,7 @@ public final class Daemon: Sendable {
     let options: Options
     let builtins: [StageDescriptor]
     let logger: Logger
+    public let telemetry = Telemetry()
 
     public init(options: Options, builtins: [StageDescriptor], logger: Logger) {
         self.options = options
@@ -53,8 +57,13 @@ public final class Daemon: Sendable {
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
         let (store, storeService) = try await options.store.openInServiceGroup(logger: logger)
         logger.info("store: \(options.store)")
+        let telemetry = self.telemetry
+        let storeLabel = [("store", options.store.isPostgres ? "postgres" : "sqlite")]
+        store.observeCommits { duration in telemetry.record(.storeCommitLatency, storeLabel, duration: duration) }
         let host = HTTPHost(logger: logger)
-        let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode)
+        let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
+                                            telemetry: telemetry)
+        host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options
         let application = host.application(host: options.host, port: options.port) { port in
@@ -64,6 +73,13 @@ public final class Daemon: Sendable {
             ])
         }
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
+        var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let admin = options.admin {
+            let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode), logger: logger)
+            adminServices.append(.init(service: adminHost.application(host: admin.host, port: admin.port) { port in
+                logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
+            }))
+        }
         // The store's pool (PostgreSQL) first: services shut down in reverse order, so it stops
         // after the pipelines drained.
         let group = ServiceGroup(configuration: .init(
@@ -71,7 +87,7 @@ public final class Daemon: Sendable {
                 .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),
-            ],
+            ] + adminServices,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         do {
@@ -91,9 +107,11 @@ public final class Daemon: Sendable {
         guard !result.diagnostics.hasErrors else {
             for diagnostic in result.diagnostics { logger.error("\(diagnostic)") }
             logger.error("reload rejected: \(result.diagnostics.errors.count) error(s); the previous configuration keeps running")
+            telemetry.increment(.reloads, [("result", "rejected")])
             return
         }
         await supervisor.apply(result.pipelines)
+        telemetry.increment(.reloads, [("result", "ok")])
         logger.notice("reloaded: \(result.pipelines.map(\.name).joined(separator: ", "))")
     }
 }

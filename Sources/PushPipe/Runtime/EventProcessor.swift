@@ -10,6 +10,7 @@ public struct EventProcessor: Sendable {
     public let logger: Logger
     public let mode: RunMode
     public let output: OutputSink
+    public let telemetry: PipelineTelemetry
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
     private let reportedConfigErrors = RepeatedMessages(window: nil)
@@ -19,13 +20,15 @@ public struct EventProcessor: Sendable {
     private let rendererContext: StageContext
     private let transportContext: StageContext
 
-    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput) {
+    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
+                telemetry: Telemetry = .unobserved) {
         self.definition = definition
         self.store = store
         self.logger = logger
         self.mode = mode
         self.output = output
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+        self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry)
         filterContexts = definition.filters.map { context.forStage($0.id) }
         rendererContext = context.forStage(definition.renderer.id)
         transportContext = context.forStage(definition.transport.id)
@@ -41,22 +44,28 @@ public struct EventProcessor: Sendable {
 
     private func run(_ incoming: Event) async -> (EventReport, Event) {
         var event = incoming
-        let logger = self.logger
-        func failed(_ reason: String) -> (EventReport, Event) {
+        var logger = self.logger
+        logger[metadataKey: "event"] = .string(event.id)
+        let telemetry = self.telemetry
+        func failed(_ reason: String, stage: String) -> (EventReport, Event) {
             logger.error("event \(event.id) failed: \(reason)")
+            telemetry.failed(event, stage: stage, reason: reason)
             return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason), event)
         }
         for (filter, filterContext) in zip(definition.filters, filterContexts) {
             do {
                 switch try await filter.stage.apply(to: event, context: filterContext) {
-                case .pass(let passed): event = passed
+                case .pass(let passed):
+                    event = passed
+                    telemetry.passed(event, stage: filter.id, type: filter.type)
                 case .drop(let reason):
+                    telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)")
                     return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
                                         reason: "\(filter.type): \(reason)"), event)
                 }
             } catch {
-                return failed("\(filter.id) (\(filter.type)): \(error)")
+                return failed("\(filter.id) (\(filter.type)): \(error)", stage: filter.id)
             }
         }
         var tally = DeliveryTally()
@@ -70,22 +79,25 @@ public struct EventProcessor: Sendable {
                     guard let first = users.first, let last = users.last else { break }
                     // Stopped (the drain timeout) with users left: not delivered, so a source
                     // keeps the event (a reply file stays) and it goes out again at the next start.
-                    guard !Task.isCancelled else { return failed("stopped before every user was reached (\(tally.total) deliveries made)") }
+                    guard !Task.isCancelled else {
+                        return failed("stopped before every user was reached (\(tally.total) deliveries made)", stage: definition.renderer.id)
+                    }
                     var context = rendererContext
                     context.broadcastUsers = first...last
-                    try await renderAndDeliver(event, context: context, tally: &tally)
+                    try await renderAndDeliver(event, context: context, tally: &tally, logger: logger)
                     after = last
                     if users.count < Self.usersPerPage { break }
                 }
             } else {
-                try await renderAndDeliver(event, context: rendererContext, tally: &tally)
+                try await renderAndDeliver(event, context: rendererContext, tally: &tally, logger: logger)
             }
         } catch let error as RenderFailure {
-            return failed("renderer (\(definition.renderer.type)): \(error.underlying)")
+            return failed("renderer (\(definition.renderer.type)): \(error.underlying)", stage: definition.renderer.id)
         } catch {
-            return failed("recipients: \(error)")
+            return failed("recipients: \(error)", stage: definition.renderer.id)
         }
         guard tally.total > 0 else {
+            telemetry.noRecipients(event, stage: definition.renderer.id)
             return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .noRecipients,
                                 reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")"), event)
         }
@@ -114,7 +126,7 @@ public struct EventProcessor: Sendable {
 
     /// Renders the event for the context's recipients, delivers at most `delivery.fanout` at
     /// once, and records the outcomes and history of this batch.
-    private func renderAndDeliver(_ event: Event, context: StageContext, tally: inout DeliveryTally) async throws {
+    private func renderAndDeliver(_ event: Event, context: StageContext, tally: inout DeliveryTally, logger: Logger) async throws {
         let notifications: [RenderedNotification]
         do {
             notifications = try await definition.renderer.stage.render(event, context: context)
@@ -122,7 +134,8 @@ public struct EventProcessor: Sendable {
             throw RenderFailure(underlying: error)
         }
         guard !notifications.isEmpty else { return }
-        let deliveries = await deliverAll(notifications, event: event)
+        telemetry.rendered(event, notifications, stage: definition.renderer.id)
+        let deliveries = await deliverAll(notifications, event: event, logger: logger)
         tally.add(deliveries)
         guard mode == .live else { return }
         // Watermarks move only when everything that could be delivered was.
@@ -130,8 +143,7 @@ public struct EventProcessor: Sendable {
         await record(event, deliveries: deliveries, notifications: notifications, state: state)
     }
 
-    private func deliverAll(_ notifications: [RenderedNotification], event: Event) async -> [DeliveryReport] {
-        let logger = self.logger
+    private func deliverAll(_ notifications: [RenderedNotification], event: Event, logger: Logger) async -> [DeliveryReport] {
         if notifications.count == 1 { return [await deliver(notifications[0], event: event, logger: logger)] }
         let fanout = definition.delivery.fanout
         return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
@@ -169,16 +181,20 @@ public struct EventProcessor: Sendable {
         }
     }
 
-    private func deliver(_ notification: RenderedNotification, event: Event, logger: Logger) async -> DeliveryReport {
+    private func deliver(_ notification: RenderedNotification, event: Event, logger eventLogger: Logger) async -> DeliveryReport {
         let token = notification.token
+        var logger = eventLogger
+        logger[metadataKey: "token"] = .string(token.masked)
         let transport = definition.transport.stage
         var attempts = 0
         var outcome: TransportOutcome
         do {
             let request = try transport.prepare(notification, context: transportContext)
             onRequest?(request)
+            telemetry.request(event, request)
             if mode == .dryRun {
                 output.print("[\(definition.name)] would send:\n\(request.printable)\n")
+                telemetry.delivery(event, notification, outcome: "dry_run", reason: nil, attempts: 0)
                 return report(notification, .delivered(providerID: "dry-run"), attempts: 0)
             }
             repeat {
@@ -186,6 +202,7 @@ public struct EventProcessor: Sendable {
                 outcome = await transport.send(request, context: transportContext)
                 guard case .retryAfter(let hint, let reason) = outcome, attempts < definition.delivery.attempts, !Task.isCancelled else { break }
                 let delay = definition.delivery.delay(afterAttempt: attempts, hint: hint)
+                telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason)") {
                     logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))")
                 }
@@ -193,8 +210,13 @@ public struct EventProcessor: Sendable {
                 do { try await Task.sleep(for: .seconds(delay)) } catch { break }
             } while true
         } catch {
+            // The transport refused the notification before sending (not an APNs token, too large).
             outcome = .configError(reason: "\(error)")
+            telemetry.delivery(event, notification, outcome: "refused", reason: "\(error)", attempts: attempts)
+            await apply(outcome, to: notification, event: event, attempts: attempts, logger: logger)
+            return report(notification, outcome, attempts: attempts)
         }
+        telemetry.delivery(event, notification, outcome: outcome.metricName, reason: outcome.reason, attempts: attempts)
         await apply(outcome, to: notification, event: event, attempts: attempts, logger: logger)
         return report(notification, outcome, attempts: attempts)
     }
@@ -212,6 +234,7 @@ public struct EventProcessor: Sendable {
             do {
                 let removed = try await store.removeToken(pipeline: definition.name, kind: token.kind, token: token.value, unlessUpdatedAfter: since)
                 if removed {
+                    telemetry.tokenPruned()
                     logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)")
                 } else {
                     logger.notice("kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))")

@@ -12,6 +12,9 @@ public final class PipelineRunner: EventSink, Sendable {
     private let state = Mutex(State())
     private let stopSignal: AsyncStream<Void>
     private let stopContinuation: AsyncStream<Void>.Continuation
+    public let telemetry: PipelineTelemetry
+    private let inFlight = Atomic<Int>(0)
+    private let started = Atomic<Bool>(false)
 
     struct Job: Sendable {
         var event: Event
@@ -28,13 +31,14 @@ public final class PipelineRunner: EventSink, Sendable {
     let onEventCompleted: (@Sendable (EventReport) -> Void)?
 
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
+                telemetry: Telemetry = .unobserved, onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
         self.definition = definition
         self.onEventCompleted = onEventCompleted
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
-        processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output)
+        processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+        self.telemetry = processor.telemetry
         (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
     }
 
@@ -45,6 +49,7 @@ public final class PipelineRunner: EventSink, Sendable {
             return true
         }
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
+        telemetry.received(event, stage: event.source ?? definition.sources.first?.id ?? "sources")
         let taken = await queue.send(Job(event: event))
         let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.submitting -= 1
@@ -76,8 +81,15 @@ public final class PipelineRunner: EventSink, Sendable {
         stopContinuation.finish()
     }
 
+    /// Events waiting for a worker, and events a worker is processing (read at each scrape).
+    public var queued: Int { state.withLock { $0.submitting } }
+    public var processing: Int { inFlight.load(ordering: .relaxed) }
+    /// Whether its sources started and it has not begun to stop.
+    public var isRunning: Bool { started.load(ordering: .relaxed) }
+
     public func run(store: any Store, mode: RunMode) async {
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode)
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
+                                   telemetry: telemetry.telemetry)
         await withTaskGroup(of: Void.self) { stages in
             for (id, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id)) }
@@ -91,7 +103,9 @@ public final class PipelineRunner: EventSink, Sendable {
                 for _ in 0..<workerCount {
                     workers.addTask {
                         while let job = await self.queue.next() {
+                            self.inFlight.add(1, ordering: .relaxed)
                             let report = await self.processor.process(job.event)
+                            self.inFlight.subtract(1, ordering: .relaxed)
                             self.onEventCompleted?(report)
                         }
                         return false
@@ -101,7 +115,7 @@ public final class PipelineRunner: EventSink, Sendable {
                     for source in definition.sources {
                         sources.addTask {
                             do {
-                                try await source.stage.run(into: self, context: context.forStage(source.id))
+                                try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id))
                             } catch is CancellationError {
                             } catch {
                                 self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")
@@ -109,7 +123,9 @@ public final class PipelineRunner: EventSink, Sendable {
                         }
                     }
                     logger.info("pipeline started", metadata: ["file": .string(definition.file)])
+                    started.store(true, ordering: .relaxed)
                     for await _ in stopSignal { break }
+                    started.store(false, ordering: .relaxed)
                     sources.cancelAll()
                 }
                 await closeAdmission()
@@ -147,5 +163,23 @@ public final class PipelineRunner: EventSink, Sendable {
             if done { continuation.resume() }
         }
         queue.finish()
+    }
+}
+
+/// What a source submits into: its events carry its id, for metrics and taps.
+struct SourceSink: EventSink {
+    let runner: PipelineRunner
+    let source: String
+
+    func submit(_ event: Event) async throws {
+        var event = event
+        if event.source == nil { event.source = source }
+        try await runner.submit(event)
+    }
+
+    func submitAndWait(_ event: Event) async throws -> EventReport {
+        var event = event
+        if event.source == nil { event.source = source }
+        return try await runner.submitAndWait(event)
     }
 }

@@ -10,6 +10,9 @@ public final class PipelineSupervisor: Service, Sendable {
     let logger: Logger
     let mode: RunMode
     let output: OutputSink
+    public let telemetry: Telemetry
+    /// Set once the first set of pipelines was applied (readiness waits for it).
+    private let appliedOnce = Atomic<Bool>(false)
     private let commands: AsyncStream<Command>
     private let commandContinuation: AsyncStream<Command>.Continuation
     private let running = Mutex<[String: Running]>([:])
@@ -27,8 +30,9 @@ public final class PipelineSupervisor: Service, Sendable {
 
     /// - Parameter initial: the pipelines started as soon as `run` begins.
     public init(initial: [PipelineDefinition], store: any Store, host: HTTPHost, logger: Logger, mode: RunMode,
-                output: OutputSink = .standardOutput) {
+                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved) {
         self.store = store
+        self.telemetry = telemetry
         self.host = host
         self.logger = logger
         self.mode = mode
@@ -47,11 +51,19 @@ public final class PipelineSupervisor: Service, Sendable {
 
     public var runningPipelines: [String] { running.withLock { Array($0.keys).sorted() } }
 
+    /// The runners, by name (status page, gauges, readiness).
+    public var runners: [PipelineRunner] {
+        running.withLock { $0.values.map(\.runner) }.sorted { $0.definition.name < $1.definition.name }
+    }
+
+    var hasAppliedConfiguration: Bool { appliedOnce.load(ordering: .relaxed) }
+
     public func run() async throws {
         await withDiscardingTaskGroup { group in
             await withGracefulShutdownHandler {
                 for await command in commands {
                     await apply(command.definitions, in: &group)
+                    appliedOnce.store(true, ordering: .relaxed)
                     command.done()
                 }
             } onGracefulShutdown: {
@@ -74,7 +86,7 @@ public final class PipelineSupervisor: Service, Sendable {
             running.withLock { _ = $0.removeValue(forKey: name) }
         }
         for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
-            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output)
+            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
             let (finished, finish) = AsyncStream<Void>.makeStream()
             running.withLock { $0[definition.name] = Running(runner: runner, finished: finished, finish: finish) }
             group.addTask { [store, mode] in

@@ -11,6 +11,8 @@ public struct Event: Sendable {
     public var user: String?
     public var time: Date
     public var body: JSON
+    /// The id of the source stage that produced it (`sources[0]`), for metrics and taps.
+    public var source: String?
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
     public var commitOnDelivery: [StateWrite] = []

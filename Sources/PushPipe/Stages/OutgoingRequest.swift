@@ -41,6 +41,27 @@ public struct OutgoingRequest: Sendable {
         return ["method": .string(method), "url": .string(url), "headers": .object(headerObject), "body": body]
     }
 
+    /// What a tap shows: the device token masked wherever it appears (the URL of APNs, the body
+    /// of FCM) and the authorization header masked.
+    public var maskedJSON: JSON {
+        var headerObject: [String: JSON] = [:]
+        for header in headers {
+            let name = header.name.lowercased()
+            headerObject[name] = .string(name == "authorization" ? Self.maskAuthorization(header.value) : header.value)
+        }
+        return ["method": .string(method), "url": .string(url.replacingOccurrences(of: token.value, with: token.masked)),
+                "headers": .object(headerObject), "body": Self.masking(token.value, as: token.masked, in: body)]
+    }
+
+    static func masking(_ secret: String, as masked: String, in value: JSON) -> JSON {
+        switch value {
+        case .string(let text) where text == secret: .string(masked)
+        case .array(let elements): .array(elements.map { masking(secret, as: masked, in: $0) })
+        case .object(let members): .object(members.mapValues { masking(secret, as: masked, in: $0) })
+        default: value
+        }
+    }
+
     /// A printable form: the authorization header and the device token are masked.
     public var printable: String {
         var lines = ["\(method) \(url.replacingOccurrences(of: token.value, with: token.masked))"]

@@ -11,13 +11,21 @@ public struct StageContext: Sendable {
     /// While a broadcast (an event for every user) is rendered page by page: the users of
     /// this page, so a renderer's `tokens(for:kind:)` returns only theirs.
     public var broadcastUsers: ClosedRange<String>?
+    /// Where a stage counts what only it knows (a poller's checks, a plugin's restarts).
+    public var telemetry: Telemetry
 
-    public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode) {
+    public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode, telemetry: Telemetry = .unobserved) {
         self.pipeline = pipeline
         self.stage = stage
         self.store = store
         self.logger = logger
         self.mode = mode
+        self.telemetry = telemetry
+    }
+
+    /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).
+    public func count(_ metric: Metric, _ labels: [(String, String)] = [], by amount: Int = 1) {
+        telemetry.increment(metric, [("pipeline", pipeline), ("stage", stage)] + labels, by: amount)
     }
 
     public func forStage(_ stage: String) -> StageContext {

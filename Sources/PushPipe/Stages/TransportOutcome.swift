@@ -20,6 +20,16 @@ public enum TransportOutcome: Sendable, Equatable {
         }
     }
 
+    /// The outcome as a metric label.
+    public var metricName: String {
+        switch self {
+        case .delivered: "delivered"
+        case .retryAfter: "retry"
+        case .dropToken: "dead_token"
+        case .configError: "config_error"
+        }
+    }
+
     public var reason: String? {
         switch self {
         case .delivered: nil

@@ -28,6 +28,8 @@ final class GroupCommit<Write: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let commit: @Sendable ([Write]) async throws -> Void
+    /// Told how long each transaction took (the store commit latency metric).
+    let observer = Mutex<(@Sendable (Duration) -> Void)?>(nil)
     static var gatheringWindow: Duration { .milliseconds(2) }
 
     init(commit: @escaping @Sendable ([Write]) async throws -> Void) {
@@ -57,11 +59,13 @@ final class GroupCommit<Write: Sendable>: Sendable {
             return state.pending
         }
         var failure: (any Error)?
+        let started = ContinuousClock.now
         do {
             try await commit(batch.map(\.write))
         } catch {
             failure = error
         }
+        if let observe = observer.withLock({ $0 }) { observe(ContinuousClock.now - started) }
         for entry in batch where !entry.isLeader {
             if let failure { entry.continuation.resume(throwing: failure) } else { entry.continuation.resume(returning: false) }
         }

@@ -58,6 +58,14 @@ public final class PostgresStore: Store {
     /// group's graceful shutdown, so it belongs first in the group: shut down last.
     public var pool: any Service { client }
 
+    public func ping() async throws {
+        try await client.query("SELECT 1", logger: logger).collect()
+    }
+
+    public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
+        outcomes.observer.withLock { $0 = observer }
+    }
+
     public func close() async throws {
         running?.cancel()
         await running?.value

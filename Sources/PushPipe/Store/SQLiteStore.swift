@@ -276,6 +276,14 @@ public final class SQLiteStore: Store {
         held.release(Set(keys.map { "\(pipeline)\u{0}\(stage)\u{0}\($0)" }))
     }
 
+    public func ping() async throws {
+        _ = try await database.read { try Int.fetchOne($0, sql: "SELECT 1") }
+    }
+
+    public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
+        outcomes.observer.withLock { $0 = observer }
+    }
+
     public func close() async throws {
         try database.close()
     }

@@ -71,6 +71,11 @@ public protocol Store: Sendable {
     /// The event's processing ended (whatever its outcome): it is not sent again.
     func dequeue(pipeline: String, eventID: String) async throws
 
+    /// Answers when the store does (the readiness check).
+    func ping() async throws
+    /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
+    func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
+
     func close() async throws
 }
 

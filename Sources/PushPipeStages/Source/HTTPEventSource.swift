@@ -61,7 +61,10 @@ struct HTTPEventSource: Source {
             do {
                 try await context.store.renewLeases(pipeline: context.pipeline, source: context.stage, lease: lease)
                 let left = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage, lease: lease)
-                if !left.isEmpty { context.logger.notice("sending \(left.count) accepted events whose daemon stopped before finishing them") }
+                if !left.isEmpty {
+                    context.logger.notice("sending \(left.count) accepted events whose daemon stopped before finishing them")
+                    context.count(.eventsRecovered, by: left.count)
+                }
                 for queued in left {
                     var event = queued.event
                     event.onComplete = Self.dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: queued.eventID,
@@ -119,7 +122,9 @@ struct HTTPEventSource: Source {
         }
         if configuration.wait {
             // The caller learns the outcome: nothing to keep if the daemon stops before.
-            let report = try await context.sink.submitAndWait(Event(id: id, pipeline: context.pipeline, user: user, body: body))
+            var event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
+            event.source = source
+            let report = try await context.sink.submitAndWait(event)
             return RouteResponse(try JSON(encoding: report))
         }
         let now = Date().timeIntervalSince1970
@@ -127,6 +132,7 @@ struct HTTPEventSource: Source {
                                  leaseUntil: now + configuration.lease)
         try await context.store.enqueue(queued)
         var event = queued.event
+        event.source = source
         event.onComplete = dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: id, logger: context.logger)
         do {
             try await context.sink.submit(event)

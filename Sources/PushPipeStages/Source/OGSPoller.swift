@@ -45,6 +45,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     let logger = Logger(label: "pushpipe.ogs")
     private let status = Mutex<[String: UserStatus]>([:])
     private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    /// Where checks are counted: the running pipeline's, once `run` started.
+    private let telemetry = Mutex<Telemetry>(.unobserved)
+    let pipeline: String
+    let stage: String
     private let registrations = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1000))
 
     /// What the last check of one user found, for diagnostics.
@@ -70,6 +74,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             throw ConfigurationValueError(keyPath: "interval", "an interval under a second would hammer OGS", expected: "1s or more")
         }
         self.configuration = configuration
+        pipeline = context.pipeline
+        stage = context.stage
         baseURL = configuration.baseUrl.hasSuffix("/") ? String(configuration.baseUrl.dropLast()) : configuration.baseUrl
     }
 
@@ -90,6 +96,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     }
 
     func run(into sink: any EventSink, context: StageContext) async throws {
+        telemetry.withLock { $0 = context.telemetry }
         await withTaskGroup(of: Void.self) { group in
             // New registrations are checked at once, beside the regular cycles.
             group.addTask {
@@ -143,6 +150,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// - Parameter wait: wait for the notification's outcome (the `/check` route reports it).
     private func check(_ user: String, pipeline: String, sink: any EventSink, logger: Logger, wait: Bool) async -> JSON {
         var result: [String: JSON] = ["user_id": .string(user)]
+        count(.pollerChecks)
         do {
             let document = try await fetch(user)
             let (yourTurn, all) = try OGSPlayerDocument.games(in: document, user: user, minTimePerMove: configuration.minTimePerMove)
@@ -179,9 +187,26 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 status[user]!.retryAt = .now + .milliseconds(Int64(skip * 1000))
             }
             logger.warning("OGS check of user \(user) failed: \(message)")
+            count(.pollerFailures, [("reason", Self.failureReason(error))])
             result["error"] = .string(message)
         }
         return .object(result)
+    }
+
+    private func count(_ metric: Metric, _ labels: [(String, String)] = []) {
+        telemetry.withLock { $0 }.increment(metric, [("pipeline", pipeline), ("stage", stage)] + labels)
+    }
+
+    /// A failed check's reason as a metric label: a handful of values, never a message.
+    static func failureReason(_ error: any Error) -> String {
+        switch error {
+        case OGSError.status(let code, _): "http_\(code)"
+        case OGSError.malformed: "malformed"
+        case OGSError.notAPlayerID: "not_a_player_id"
+        case let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout: "timeout"
+        case is HTTPClientError, is IOError, is ChannelError: "connection"
+        default: "other"
+        }
     }
 
     /// The event of one check: the your-turn games (the dedupe filter trims them) and the
@@ -206,7 +231,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     private func fetch(_ user: String) async throws -> JSON {
         guard !user.isEmpty, user.count <= 20, user.allSatisfy(\.isNumber) else { throw OGSError.notAPlayerID(user) }
-        if let until = pausedUntil.withLock({ $0 }), until > .now { try await Task.sleep(until: until) }
+        if let until = pausedUntil.withLock({ $0 }), until > .now {
+            count(.pollerRateLimitWaits)
+            try await Task.sleep(until: until)
+        }
         var request = HTTPClientRequest(url: "\(baseURL)/api/v1/players/\(user)/full")
         request.headers.add(name: "accept", value: "application/json")
         request.headers.add(name: "user-agent", value: "pushpipe")

@@ -38,6 +38,16 @@ final class APNsConnectionPool: Sendable {
         slots = Mutex(Array(repeating: .empty, count: max(1, size)))
     }
 
+    /// Connections up and taking requests.
+    var openConnections: Int {
+        slots.withLock { slots in
+            slots.reduce(0) { count, slot in
+                if case .ready(let connection) = slot, connection.isUsable { return count + 1 }
+                return count
+            }
+        }
+    }
+
     func connection() async throws -> APNsConnection {
         let count = slots.withLock { $0.count }
         let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % count

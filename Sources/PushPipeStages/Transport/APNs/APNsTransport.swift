@@ -7,7 +7,7 @@ import PushPipe
 import Synchronization
 
 /// Apple Push Notification service over HTTP/2 with token (.p8) authentication.
-final class APNsTransport: Transport, LongRunningStage, Sendable {
+final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, ConnectionReporting, Sendable {
     static let summary = "Delivers to APNs over HTTP/2 (token auth, pooled connections, many streams each)."
 
     struct Configuration: StageConfiguration {
@@ -53,6 +53,7 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     let keyPath: String
     let lastUsableStreamID: HTTP2StreamID
     private let state = Mutex<Resources?>(nil)
+    private let credentials = CredentialsReadiness(provider: "APNs")
     /// Times one request moves to another connection because its own closed before sending it
     /// (GOAWAY, out of stream ids): it never reached APNs, so this is not a delivery attempt.
     static let maximumHandOvers = 3
@@ -135,7 +136,9 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     }
 
     func run(context: StageContext) async throws {
-        // Connections and the key live as long as the pipeline; nothing to do until then.
+        // The key is read at start, so readiness reports a missing or bad key at once.
+        if context.mode == .live { _ = try? await resources() }
+        // Connections and the key live as long as the pipeline.
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
         if let resources = state.withLock({ current in defer { current = nil }; return current }) { await resources.pool.shutdown() }
@@ -191,8 +194,18 @@ final class APNsTransport: Transport, LongRunningStage, Sendable {
     }
 
     /// The key is read and the pool created on first use, so validation and dry runs never need credentials.
+    var notReadyReason: String? { credentials.notReadyReason }
+
+    var openConnections: Int {
+        state.withLock { $0 }?.pool.openConnections ?? 0
+    }
+
     private func resources() async throws -> Resources {
         if let existing = state.withLock({ $0 }) { return existing }
+        return try await credentials.loading(loadResources)
+    }
+
+    private func loadResources() async throws -> Resources {
         guard let data = FileManager.default.contents(atPath: keyPath), let pem = String(data: data, encoding: .utf8) else {
             throw StageError(.unavailable, stage: "transport", "cannot read the .p8 key at key_path")
         }

@@ -6,7 +6,7 @@ import PushPipe
 import Synchronization
 
 /// Firebase Cloud Messaging HTTP v1, authenticated with a service account's OAuth2 tokens.
-final class FCMTransport: Transport, LongRunningStage, Sendable {
+final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Sendable {
     static let summary = "Delivers through FCM HTTP v1 (service-account OAuth2, pooled connections)."
 
     struct Configuration: StageConfiguration {
@@ -32,6 +32,7 @@ final class FCMTransport: Transport, LongRunningStage, Sendable {
     let configuration: Configuration
     let baseURL: String
     private let resources = Mutex<Resources?>(nil)
+    private let credentials = CredentialsReadiness(provider: "FCM")
 
     struct Resources: Sendable {
         var client: HTTPClient
@@ -64,6 +65,8 @@ final class FCMTransport: Transport, LongRunningStage, Sendable {
     }
 
     func run(context: StageContext) async throws {
+        // Loaded at start in a live daemon, so readiness reports missing credentials at once.
+        if context.mode == .live { _ = try? await resources() }
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
         if let existing = resources.withLock({ current in defer { current = nil }; return current }) { try? await existing.client.shutdown() }
@@ -100,16 +103,30 @@ final class FCMTransport: Transport, LongRunningStage, Sendable {
         }
     }
 
-    /// Credentials are read on first use, so validation and dry runs never need them.
+    var notReadyReason: String? { credentials.notReadyReason }
+
+    /// Credentials are read when the pipeline starts (or on first use), never by validation or dry runs.
     private func resources() async throws -> Resources {
         if let existing = resources.withLock({ $0 }) { return existing }
+        return try await credentials.loading(loadResources)
+    }
+
+    private func loadResources() async throws -> Resources {
         let account = try GoogleServiceAccount.load(path: configuration.credentialsFile)
         var tls = TLSConfiguration.makeClientConfiguration()
         if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
         var clientConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
         clientConfiguration.connectionPool = .init(idleTimeout: .seconds(600), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        let created = Resources(client: client, accessToken: try await GoogleAccessToken(account: account, client: client),
+        let accessToken: GoogleAccessToken
+        do {
+            accessToken = try await GoogleAccessToken(account: account, client: client)
+        } catch {
+            // A client must be shut down before it goes away.
+            try? await client.shutdown()
+            throw error
+        }
+        let created = Resources(client: client, accessToken: accessToken,
                                 projectID: configuration.projectId.isEmpty ? account.projectID : configuration.projectId)
         let (winner, loser) = resources.withLock { current -> (Resources, Resources?) in
             if let current { return (current, created) }

@@ -1,0 +1,121 @@
+import CoreMetrics
+import Foundation
+
+/// One pipeline's side of `Telemetry`: what the runtime reports as an event goes through,
+/// each in one call that feeds the metrics, the status page and the taps alike.
+public struct PipelineTelemetry: Sendable {
+    public let telemetry: Telemetry
+    public let pipeline: String
+    let transport: String
+    let transportType: String
+    // The counters every delivery touches, resolved once.
+    private let delivered: CoreMetrics.Counter
+    private let latency: CoreMetrics.Timer
+    private let retries: CoreMetrics.Counter
+
+    public init(telemetry: Telemetry, definition: PipelineDefinition) {
+        self.telemetry = telemetry
+        pipeline = definition.name
+        transport = definition.transport.id
+        transportType = definition.transport.type
+        delivered = telemetry.counter(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", "delivered"), ("reason", "")])
+        latency = telemetry.timer(.deliveryLatency, [("pipeline", pipeline), ("transport", transportType)])
+        retries = telemetry.counter(.deliveryRetries, [("pipeline", pipeline), ("transport", transportType)])
+    }
+
+    var tap: TapHub { telemetry.tap }
+
+    public func received(_ event: Event, stage: String) {
+        telemetry.increment(.eventsReceived, [("pipeline", pipeline), ("stage", stage)])
+        telemetry.activity.update(pipeline) { $0.received += 1 }
+        tap.publish(pipeline: pipeline, stage: stage) {
+            record(stage: stage, kind: "source", event: event, ["what": "event", "body": event.body])
+        }
+    }
+
+    func passed(_ event: Event, stage: String, type: String) {
+        tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "filter", event: event, ["what": "pass", "type": .string(type)]) }
+    }
+
+    func dropped(_ event: Event, stage: String, type: String, reason: String) {
+        telemetry.increment(.eventsDropped, [("pipeline", pipeline), ("stage", stage), ("type", type)])
+        telemetry.activity.update(pipeline) { $0.dropped += 1 }
+        tap.publish(pipeline: pipeline, stage: stage) {
+            record(stage: stage, kind: "filter", event: event, ["what": "drop", "type": .string(type), "reason": .string(reason)])
+        }
+    }
+
+    func failed(_ event: Event, stage: String, reason: String) {
+        telemetry.increment(.eventsFailed, [("pipeline", pipeline), ("stage", stage)])
+        telemetry.activity.update(pipeline) { $0.failed += 1 }
+        telemetry.activity.problem(pipeline, stage: stage, "event \(event.id): \(reason)")
+        tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "event", event: event, ["what": "failed", "reason": .string(reason)]) }
+    }
+
+    func rendered(_ event: Event, _ notifications: [RenderedNotification], stage: String) {
+        telemetry.increment(.notificationsRendered, [("pipeline", pipeline), ("stage", stage)], by: notifications.count)
+        telemetry.activity.update(pipeline) { $0.rendered += notifications.count }
+        for notification in notifications {
+            tap.publish(pipeline: pipeline, stage: stage) {
+                record(stage: stage, kind: "renderer", event: event, ["what": "rendered", "user": .string(notification.token.user),
+                                                                     "token_kind": .string(notification.token.kind),
+                                                                     "token": .string(notification.token.masked), "payload": notification.payload])
+            }
+        }
+    }
+
+    func noRecipients(_ event: Event, stage: String) {
+        tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "renderer", event: event, ["what": "no_recipients"]) }
+    }
+
+    func request(_ event: Event, _ request: OutgoingRequest) {
+        tap.publish(pipeline: pipeline, stage: transport) {
+            record(stage: transport, kind: "transport", event: event, ["what": "request", "request": request.maskedJSON])
+        }
+    }
+
+    func retry() {
+        retries.increment()
+        telemetry.activity.update(pipeline) { $0.retries += 1 }
+    }
+
+    func tokenPruned() {
+        telemetry.increment(.tokensPruned, [("pipeline", pipeline)])
+        telemetry.activity.update(pipeline) { $0.tokensPruned += 1 }
+    }
+
+    /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error`, `refused` or `dry_run`.
+    func delivery(_ event: Event, _ notification: RenderedNotification, outcome: String, reason: String?, attempts: Int) {
+        if outcome == "delivered" {
+            delivered.increment()
+        } else {
+            telemetry.increment(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
+                                              ("reason", telemetry.reasonLabel(reason))])
+        }
+        if outcome != "dry_run" && outcome != "refused" {
+            latency.recordNanoseconds(Int64(max(0, Date().timeIntervalSince(event.time)) * 1e9))
+        }
+        let token = notification.token
+        telemetry.activity.delivery(pipeline, .init(time: Date(), user: token.user, token: token.masked, outcome: outcome, reason: reason))
+        if outcome == "config_error" || outcome == "refused", let reason {
+            telemetry.activity.problem(pipeline, stage: transport, "\(token.masked): \(reason)")
+        }
+        tap.publish(pipeline: pipeline, stage: transport) {
+            var fields: [String: JSON] = ["what": "outcome", "outcome": .string(outcome), "user": .string(token.user),
+                                          "token": .string(token.masked), "attempts": .int(Int64(attempts))]
+            if let reason { fields["reason"] = .string(reason) }
+            return record(stage: transport, kind: "transport", event: event, fields)
+        }
+    }
+
+    func record(stage: String, kind: String, event: Event, _ fields: [String: JSON]) -> JSON {
+        var record = fields
+        record["time"] = .double((Date().timeIntervalSince1970 * 1000).rounded() / 1000)
+        record["pipeline"] = .string(pipeline)
+        record["stage"] = .string(stage)
+        record["kind"] = .string(kind)
+        record["event"] = .string(event.id)
+        if let user = event.user, record["user"] == nil { record["user"] = .string(user) }
+        return .object(record)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+extension PipelineSupervisor {
+    /// What keeps the daemon from being ready, by component; empty when it is ready.
+    /// The store must answer, every pipeline must run, and in a live daemon every transport
+    /// must have loaded its credentials.
+    public func readinessProblems(storeTimeout: Duration = .seconds(2)) async -> [String: String] {
+        var problems: [String: String] = [:]
+        if let storeProblem = await Self.storeProblem(store, timeout: storeTimeout) { problems["store"] = storeProblem }
+        guard hasAppliedConfiguration else {
+            problems["pipelines"] = "starting"
+            return problems
+        }
+        for runner in runners {
+            let name = runner.definition.name
+            if !runner.isRunning { problems["pipeline \(name)"] = "not running (starting or stopping)" }
+            if mode == .live, let transport = runner.definition.transport.stage as? any ReadinessReporting, let reason = transport.notReadyReason {
+                problems["pipeline \(name) transport"] = reason
+            }
+        }
+        return problems
+    }
+
+    static func storeProblem(_ store: any Store, timeout: Duration) async -> String? {
+        await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                do {
+                    try await store.ping()
+                    return nil
+                } catch {
+                    return "does not answer: \(error)"
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return "no answer within \(timeout)"
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// The gauges that describe the present (queue depth, events in flight, provider
+    /// connections), set just before a scrape reads them.
+    public func refreshGauges() {
+        for runner in runners {
+            let pipeline = runner.definition.name
+            telemetry.set(.eventsQueued, [("pipeline", pipeline)], to: runner.queued)
+            telemetry.set(.eventsInFlight, [("pipeline", pipeline)], to: runner.processing)
+            if let transport = runner.definition.transport.stage as? any ConnectionReporting {
+                telemetry.set(.providerConnections, [("pipeline", pipeline), ("transport", runner.definition.transport.type)],
+                              to: transport.openConnections)
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import PushPipe
+
+/// `pushpipe tap`: what a running daemon does, live, stage by stage (like `vector tap`).
+struct TapCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tap",
+        abstract: "Print, live, each event as it passes each stage of a running daemon (one JSON object per line).")
+
+    @Option(name: .long, help: "The daemon's admin listener.")
+    var admin = "http://127.0.0.1:9090"
+
+    @Option(name: .long, help: "Only this pipeline.")
+    var pipeline: String?
+
+    @Option(name: .long, help: "Only this stage: an id such as sources[0], renderer, transport, or a kind prefix such as filters.")
+    var stage: String?
+
+    @Option(name: .long, help: "Stop after this many records.")
+    var limit: Int?
+
+    @Flag(name: .long, help: "One JSON object per line even on a terminal.")
+    var json = false
+
+    func run() async throws {
+        guard var components = URLComponents(string: admin), components.scheme == "http" || components.scheme == "https" else {
+            throw ValidationError("--admin must be a URL such as http://127.0.0.1:9090")
+        }
+        components.path = "/tap"
+        components.queryItems = [pipeline.map { URLQueryItem(name: "pipeline", value: $0) }, stage.map { URLQueryItem(name: "stage", value: $0) }]
+            .compactMap { $0 }
+        guard let url = components.url else { throw ValidationError("--admin: not a URL") }
+        let readable = !json && isatty(STDOUT_FILENO) == 1
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.headers.add(name: "accept", value: "text/event-stream")
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
+        } catch {
+            throw TapError("cannot reach the daemon's admin listener at \(admin): \(error)")
+        }
+        guard response.status == .ok else { throw TapError("\(admin)/tap answered HTTP \(response.status.code)") }
+        var printed = 0
+        var pending = ""
+        for try await buffer in response.body {
+            pending += String(buffer: buffer)
+            while let newline = pending.firstIndex(of: "\n") {
+                let line = pending[..<newline]
+                pending = String(pending[pending.index(after: newline)...])
+                if line.hasPrefix(": pushpipe tap") {
+                    // The daemon subscribed this tap: from here on nothing is missed.
+                    FileHandle.standardError.write(Data("pushpipe tap: connected to \(admin)\n".utf8))
+                }
+                guard line.hasPrefix("data: ") else { continue }
+                let text = String(line.dropFirst(6))
+                // One write per record: a pipe reader (jq, a test) sees each as it comes.
+                FileHandle.standardOutput.write(Data(((readable ? TapFormatter.readable(text) : text) + "\n").utf8))
+                printed += 1
+                if let limit, printed >= limit { return }
+            }
+        }
+    }
+}
+
+struct TapError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
