@@ -184,6 +184,7 @@ public struct EventProcessor: Sendable {
     private func deliver(_ notification: RenderedNotification, event: Event, logger eventLogger: Logger) async -> DeliveryReport {
         let token = notification.token
         var logger = eventLogger
+        logger[metadataKey: "stage"] = .string(definition.transport.id)
         logger[metadataKey: "token"] = .string(token.masked)
         let transport = definition.transport.stage
         var attempts = 0

@@ -31,6 +31,8 @@ import Testing
     static let tokens = ["good": String(repeating: "a1", count: 32), "dead": String(repeating: "d2", count: 32),
                          "flaky": String(repeating: "f3", count: 32), "quiet": String(repeating: "c4", count: 32)]
 
+    /// Also `--log-format json`: every line an object, the dead token's with its pipeline,
+    /// stage, event and masked token.
     @Test func metricsCountWhatHappenedAndHealthAnswersOnBothListeners() async throws {
         let directory = try TemporaryDirectory("admin")
         defer { directory.remove() }
@@ -43,7 +45,8 @@ import Testing
             return .accept
         }
         try directory.write("pipelines/observed.yaml", Self.pipeline)
-        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:state.sqlite", "--plugins", "none"]
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:state.sqlite", "--plugins", "none",
+                         "--log-format", "json"]
         try await withCleanup({
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
                 let api = HTTPTestClient(port: try await daemon.port())
@@ -83,6 +86,16 @@ import Testing
                 daemon.signal(SIGHUP)
                 try await daemon.waitForLine(containing: "reload rejected")
                 #expect(try await Self.scrape(admin)[#"pushpipe_reloads_total{result="rejected"}"#] == 1)
+
+                try await daemon.waitForLine(containing: "removed dead device token")
+                let logs = try daemon.standardError.map { try JSON.parse($0) }
+                #expect(logs.allSatisfy { $0["level"] != nil && $0["message"] != nil && $0["time"] != nil })
+                let removal = try #require(logs.first { $0["message"]?.stringValue?.hasPrefix("removed dead device token") == true })
+                #expect(removal["pipeline"] == "observed")
+                #expect(removal["stage"] == "transport")
+                #expect(removal["token"] == "d2d2d2d2…")
+                #expect(removal["event"]?.stringValue?.count == 24)
+                #expect(!daemon.standardError.joined().contains(Self.tokens["dead"]!), "no full token in the logs")
 
                 let unknown = try await admin.request("GET", "/nothing")
                 #expect(unknown.status == 404)

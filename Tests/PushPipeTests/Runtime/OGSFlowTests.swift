@@ -130,11 +130,23 @@ import Testing
                 let other = try await harness.apns.waitForRequests(1)
                 #expect(other.first?.body?["game_id"] == 302)
                 // And the failing user is notified once OGS recovers.
+                let failedFetches = harness.ogs.requests.filter { $0 == H.player }.count
                 harness.ogs.behave(.normal, for: H.player)
                 let recovered = try await client.request("GET", "/check/\(H.player)")
                 #expect(recovered.body?["sent"]?["status"] == "delivered")
                 #expect(try await client.request("GET", "/healthz").status == 200)
-                _ = daemon
+                // The admin listener counted the checks, the failure by reason, and the waits a 429 imposed.
+                let metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: try await daemon.adminPort()))
+                let labels = #"pipeline="ogs-turns",stage="sources[0]""#
+                let reason = switch failure {
+                case .status(let code, _): "http_\(code)"
+                case .throttled: "http_429"
+                default: "malformed"
+                }
+                // Each fetch OGS failed (at registration, then /check) is one failure of that reason.
+                #expect(metrics[#"pushpipe_poller_failures_total{\#(labels),reason="\#(reason)"}"#] == Double(failedFetches))
+                #expect((metrics[#"pushpipe_poller_checks_total{\#(labels)}"#] ?? 0) >= 3)
+                if reason == "http_429" { #expect((metrics[#"pushpipe_poller_rate_limit_waits_total{\#(labels)}"#] ?? 0) >= 1) }
             }
         }
     }
