@@ -81,3 +81,13 @@ import Testing
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }
+
+extension GeneratedReferenceTests {
+    /// Every exported metric is documented for operators.
+    @Test func everyMetricIsDocumented() throws {
+        let operations = try String(contentsOf: Self.repository.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        for metric in Metric.allCases {
+            #expect(operations.contains("`\(metric.rawValue)`"), "\(metric.rawValue) is missing from docs/operations.md")
+        }
+    }
+}

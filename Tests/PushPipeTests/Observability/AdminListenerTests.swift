@@ -81,6 +81,14 @@ import Testing
                 // The stand-in saw what the counters say: 2 accepted, 1 gone, 1 failed once and retried.
                 #expect(standIn.requests.count == 4)
 
+                // The status page shows the same, tokens masked.
+                let page = try await admin.request("GET", "/")
+                #expect(page.status == 200)
+                #expect(page.text.contains(#"id="pipeline-observed""#) && page.text.contains("<td>dead_token</td>") == false)
+                #expect(page.text.contains("<code>d2d2d2d2…</code></td><td class=\"bad\">dead_token</td><td>Unregistered</td>"))
+                #expect(page.text.contains("<code>a1a1a1a1…</code></td><td class=\"ok\">delivered</td>"))
+                #expect(!Self.tokens.values.contains { page.text.contains($0) })
+
                 // A reload that fails is counted, and changes nothing.
                 try directory.write("pipelines/observed.yaml", Self.pipeline.replacingOccurrences(of: "type: apns\n", with: "type: apnz\n"))
                 daemon.signal(SIGHUP)
