@@ -39,7 +39,7 @@ def handle(request):
         moment = datetime.fromtimestamp(event["time"], tz=timezone.utc)
         now = moment.hour * 60 + moment.minute
         if in_window(now, minutes(config["start"]), minutes(config["end"])):
-            return {"drop": "quiet hours %s-%s UTC" % (config["start"], config["end"])}
+            return {"drop": "quiet hours %s-%s UTC" % (config["start"], config["end"]), "code": "quiet_hours"}
         return {"event": event}
     raise ValueError("unknown request type %r" % kind)
 

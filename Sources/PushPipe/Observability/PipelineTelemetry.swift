@@ -37,11 +37,11 @@ public struct PipelineTelemetry: Sendable {
         tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "filter", event: event, ["what": "pass", "type": .string(type)]) }
     }
 
-    func dropped(_ event: Event, stage: String, type: String, reason: String) {
-        telemetry.increment(.eventsDropped, [("pipeline", pipeline), ("stage", stage), ("type", type)])
+    func dropped(_ event: Event, stage: String, type: String, reason: String, code: String) {
+        telemetry.increment(.eventsDropped, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", code)])
         telemetry.activity.update(pipeline) { $0.dropped += 1 }
         tap.publish(pipeline: pipeline, stage: stage) {
-            record(stage: stage, kind: "filter", event: event, ["what": "drop", "type": .string(type), "reason": .string(reason)])
+            record(stage: stage, kind: "filter", event: event, ["what": "drop", "type": .string(type), "reason": .string(reason), "code": .string(code)])
         }
     }
 

@@ -58,8 +58,8 @@ public struct EventProcessor: Sendable {
                 case .pass(let passed):
                     event = passed
                     telemetry.passed(event, stage: filter.id, type: filter.type)
-                case .drop(let reason):
-                    telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason)
+                case .drop(let reason, let code):
+                    telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)")
                     return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
                                         reason: "\(filter.type): \(reason)"), event)

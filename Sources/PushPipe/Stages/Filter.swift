@@ -5,5 +5,7 @@ public protocol Filter: Sendable {
 
 public enum FilterResult: Sendable {
     case pass(Event)
-    case drop(reason: String)
+    /// `reason` is for people (logs, reports, the tap); `code` is a short fixed label
+    /// (`setting_off`, `not_newer`) that metrics can count without a series per user.
+    case drop(reason: String, code: String)
 }

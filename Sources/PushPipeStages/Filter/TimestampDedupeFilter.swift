@@ -52,7 +52,7 @@ struct TimestampDedupeFilter: Filter {
         let pipeline = context.pipeline
         let holds = configuration.state
         let claimed = try await store.hold(keys: Set(items.map(stateKey)), pipeline: pipeline, stage: holds, lease: configuration.hold)
-        guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered") }
+        guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, timestamp: Double)] = []
         do {
             let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
@@ -73,7 +73,7 @@ struct TimestampDedupeFilter: Filter {
         }
         let held = Set(newest.keys)
         try? await store.release(keys: claimed.subtracting(held), pipeline: pipeline, stage: holds)
-        guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about") }
+        guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about", code: "not_newer") }
         if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
         var passed = event
         passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))

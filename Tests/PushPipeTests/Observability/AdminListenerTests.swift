@@ -68,7 +68,7 @@ import Testing
                 let metrics = try await Self.scrape(admin)
                 let labels = #"pipeline="observed""#
                 #expect(metrics[#"pushpipe_events_received_total{\#(labels),stage="sources[0]"}"#] == 4)
-                #expect(metrics[#"pushpipe_events_dropped_total{\#(labels),stage="filters[0]",type="settings.enabled"}"#] == 1)
+                #expect(metrics[#"pushpipe_events_dropped_total{\#(labels),stage="filters[0]",type="settings.enabled",reason="setting_off"}"#] == 1)
                 #expect(metrics[#"pushpipe_notifications_rendered_total{\#(labels),stage="renderer"}"#] == 3)
                 #expect(metrics[#"pushpipe_deliveries_total{\#(labels),transport="apns",outcome="delivered",reason=""}"#] == 2)
                 #expect(metrics[#"pushpipe_deliveries_total{\#(labels),transport="apns",outcome="dead_token",reason="Unregistered"}"#] == 1)

@@ -42,7 +42,8 @@ import Testing
             return
         }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "test"), mode: .live)
+        let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "test"), mode: .live,
+                                   telemetry: Telemetry())
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await longRunning.run(context: context) }
             try await body(filter, context, manifest)
@@ -78,6 +79,8 @@ import Testing
                 return
             }
             #expect(passed.body["seen_by_plugin"] == true)
+            #expect(context.telemetry.exposition().contains(#"pushpipe_plugin_restarts_total{pipeline="p",stage="filters[0]",plugin="flaky"} 1"#),
+                    "\(context.telemetry.exposition())")
         }
     }
 
@@ -90,6 +93,7 @@ import Testing
             } catch let error as StageError {
                 #expect(error.code == .pluginTimeout)
             }
+            #expect(context.telemetry.exposition().contains(#"pushpipe_plugin_timeouts_total{pipeline="p",stage="filters[0]",plugin="flaky"} 1"#))
             // Once the plugin is done with the slow event it answers the next one again.
             var passed = false
             for _ in 0..<10 where !passed {
