@@ -105,9 +105,9 @@ public final class Daemon: Sendable {
         logger.notice("reloading configuration")
         let result = await load()
         guard !result.diagnostics.hasErrors else {
+            telemetry.increment(.reloads, [("result", "rejected")])
             for diagnostic in result.diagnostics { logger.error("\(diagnostic)") }
             logger.error("reload rejected: \(result.diagnostics.errors.count) error(s); the previous configuration keeps running")
-            telemetry.increment(.reloads, [("result", "rejected")])
             return
         }
         await supervisor.apply(result.pipelines)

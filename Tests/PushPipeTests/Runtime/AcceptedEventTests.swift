@@ -68,6 +68,9 @@ import Testing
             try await daemon.waitForLine(containing: "removed from the queue")
             #expect(try await queued(directory).isEmpty)
             #expect(daemon.standardOutput.filter { $0.contains(#"{"n":7}"#) }.count == 1)
+            // Operators see it as a recovered event.
+            let metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: try await daemon.adminPort()))
+            #expect(metrics[#"pushpipe_events_recovered_total{pipeline="accepted",stage="sources[0]"}"#] == 1)
         }
     }
 
