@@ -38,6 +38,11 @@ extension JSON: Codable {
         try JSONParser.parse(Array(data))
     }
 
+    /// Parses only the selected parts; the rest is checked for structure and skipped.
+    public static func parse(_ data: some DataProtocol, selecting selection: JSONSelection) throws -> JSON {
+        try JSONParser.parse(Array(data), selecting: selection)
+    }
+
     public static func parse(_ text: String) throws -> JSON {
         try parse(Data(text.utf8))
     }

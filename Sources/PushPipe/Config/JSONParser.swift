@@ -5,9 +5,9 @@
 struct JSONParser {
     static let maximumDepth = 256
 
-    private let bytes: [UInt8]
-    private var index = 0
-    private var depth = 0
+    let bytes: [UInt8]
+    var index = 0
+    var depth = 0
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -21,15 +21,15 @@ struct JSONParser {
         return value
     }
 
-    private func failure(_ reason: String) -> JSONParseError {
+    func failure(_ reason: String) -> JSONParseError {
         JSONParseError(reason: "\(reason) at byte \(index)")
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
     }
 
-    private mutating func value() throws -> JSON {
+    mutating func value() throws -> JSON {
         skipWhitespace()
         guard index < bytes.count else { throw failure("unexpected end of input") }
         switch bytes[index] {
@@ -52,58 +52,24 @@ struct JSONParser {
         return value
     }
 
-    private mutating func nest() throws {
+    mutating func nest() throws {
         depth += 1
         guard depth <= Self.maximumDepth else { throw failure("nested deeper than \(Self.maximumDepth) levels") }
     }
 
     private mutating func object() throws -> JSON {
-        try nest()
-        defer { depth -= 1 }
-        index += 1
         var members: [String: JSON] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
-            let key = try string()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            members[key] = try value()
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unterminated object") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-            throw failure("expected ',' or '}'")
-        }
+        try walkObject { parser, key in members[key] = try parser.value() }
+        return .object(members)
     }
 
     private mutating func array() throws -> JSON {
-        try nest()
-        defer { depth -= 1 }
-        index += 1
         var elements: [JSON] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
-        while true {
-            elements.append(try value())
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unterminated array") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
-            throw failure("expected ',' or ']'")
-        }
+        try walkArray { parser in elements.append(try parser.value()) }
+        return .array(elements)
     }
 
-    private mutating func string() throws -> String {
+    mutating func string() throws -> String {
         index += 1
         let start = index
         // Fast path: no escapes.

@@ -2,6 +2,18 @@ import PushPipe
 
 /// Reads `GET /api/v1/players/{id}/full` (shared/fixtures/ogs-player-full.reconstructed.json).
 enum OGSPlayerDocument {
+    /// The members `games(in:)` reads: a player's document also holds the profile, ratings and
+    /// each game's whole state (moves, chat, every clock field), which are skipped unbuilt.
+    static let selection: JSONSelection = .members([
+        "active_games": .members([
+            "id": .everything, "name": .everything, "time_per_move": .everything,
+            "black": .members(["id": .everything, "username": .everything]),
+            "white": .members(["id": .everything, "username": .everything]),
+            "json": .members(["game_id": .everything, "game_name": .everything,
+                              "clock": .members(["current_player": .everything, "last_move": .everything])]),
+        ]),
+    ])
+
     /// The games where it is `user`'s turn (for the notification) and every active game (for
     /// diagnostics). "Your turn" is OGS's own REST rule: `json.clock.current_player == user`.
     static func games(in document: JSON, user: String, minTimePerMove: Int) throws -> (yourTurn: [JSON], all: [JSON]) {

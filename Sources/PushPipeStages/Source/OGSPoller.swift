@@ -251,7 +251,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         }
         guard code == 200 else { throw OGSError.status(code, retryAfter: nil) }
         do {
-            return try JSON.parse(body.readableBytesView)
+            return try JSON.parse(body.readableBytesView, selecting: OGSPlayerDocument.selection)
         } catch {
             throw OGSError.malformed("\(error)")
         }

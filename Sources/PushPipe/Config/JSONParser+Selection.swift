@@ -1,0 +1,110 @@
+/// Which parts of a document to build. A poller that reads one list out of a large document
+/// (an OGS player's `/full`: profile, ratings, every game's full state) should not allocate a
+/// string and a dictionary for everything else.
+public indirect enum JSONSelection: Sendable {
+    case everything
+    /// Only these members of an object (and, in an array, of each element); others are skipped.
+    case members([String: JSONSelection])
+}
+
+extension JSONParser {
+    static func parse(_ bytes: [UInt8], selecting selection: JSONSelection) throws -> JSON {
+        var parser = JSONParser(bytes)
+        let value = try parser.selectedValue(selection)
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.failure("unexpected data after the JSON value") }
+        return value
+    }
+
+    mutating func selectedValue(_ selection: JSONSelection) throws -> JSON {
+        guard case .members(let wanted) = selection else { return try value() }
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            var members: [String: JSON] = [:]
+            try walkObject { parser, key in
+                if let inner = wanted[key] { members[key] = try parser.selectedValue(inner) } else { try parser.skipValue() }
+            }
+            return .object(members)
+        case UInt8(ascii: "["):
+            var elements: [JSON] = []
+            try walkArray { parser in elements.append(try parser.selectedValue(selection)) }
+            return .array(elements)
+        default:
+            return try value()
+        }
+    }
+
+    /// Checks a value's structure and moves past it without building it (a skipped string's
+    /// escapes are stepped over, not decoded).
+    mutating func skipValue() throws {
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): try walkObject { parser, _ in try parser.skipValue() }
+        case UInt8(ascii: "["): try walkArray { parser in try parser.skipValue() }
+        case UInt8(ascii: "\""): try skipString()
+        default: _ = try value()
+        }
+    }
+
+    mutating func skipString() throws {
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return
+            }
+            guard byte >= 0x20 else { throw failure("control character in a string") }
+            index += byte == UInt8(ascii: "\\") ? 2 : 1
+        }
+        throw failure("unterminated string")
+    }
+
+    /// Calls `member` with each key, the parser standing before its value.
+    mutating func walkObject(_ member: (inout JSONParser, String) throws -> Void) throws {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+            let key = try string()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
+            index += 1
+            try member(&self, key)
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            throw failure("expected ',' or '}'")
+        }
+    }
+
+    mutating func walkArray(_ element: (inout JSONParser) throws -> Void) throws {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return
+        }
+        while true {
+            try element(&self)
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            throw failure("expected ',' or ']'")
+        }
+    }
+}
