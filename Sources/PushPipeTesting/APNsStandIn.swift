@@ -21,6 +21,8 @@ public final class APNsStandIn: Sendable {
         public var authorization: String
         /// What was wrong with the request, in APNs reasons; empty when it was valid.
         public var rejection: String?
+        /// When the whole request had arrived (latency benchmarks).
+        public var receivedAt = ContinuousClock.now
     }
 
     /// How to answer the next request(s).

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Reply latency (issue 15): a reply file closed in Sven's folder → the request received by an
+# APNs stand-in (HTTP/2 + TLS, verifying the provider token), through the real daemon on the
+# shipped pipelines/sven-replies.yaml, release build. 1,000 files at 20 per second; prints
+# p50/p90/p99/max. Bounded: the files are counted, the daemon is stopped at the end.
+#   FILES=1000 RATE=20 bash bench/sven/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FILES=${FILES:-1000}
+RATE=${RATE:-20}
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
+if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1 && swift build -c release --product pushpipe >/dev/null 2>&1; fi
+bench=${BENCH:-.build/release/pushpipe-bench}
+export PUSHPIPE_BINARY=${PUSHPIPE_BINARY:-$(cd "$(dirname "$bench")" && pwd)/pushpipe}
+"$bench" reply-latency --files "$FILES" --rate "$RATE" --pipeline pipelines/sven-replies.yaml
