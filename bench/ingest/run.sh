@@ -30,7 +30,7 @@ renderer: {type: json.template, payload: {title: "{{title}}"}}
 transport: {type: stdout, format: compact}
 YAML
 printf '{"user": "alice", "title": "Hello"}' > "$RUN/event.json"
-(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --plugins none > /dev/null 2> "$RUN/daemon.log") &
+(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --admin-listen off --plugins none > /dev/null 2> "$RUN/daemon.log") &
 DAEMON=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
 curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
