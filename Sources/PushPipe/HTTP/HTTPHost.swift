@@ -12,7 +12,9 @@ import Synchronization
 public final class HTTPHost: Sendable {
     public static let maxBodyBytes = 64 * 1024
     private let table = Mutex(RouteTable())
-    private let readiness = Mutex<(@Sendable () async -> [String: String])?>(nil)
+    /// In a struct, not as the mutex's value itself (see `CommitObserver`).
+    private struct ReadinessCheck: Sendable { let problems: @Sendable () async -> [String: String] }
+    private let readiness = Mutex<ReadinessCheck?>(nil)
     let logger: Logger
 
     public init(logger: Logger) {
@@ -27,7 +29,7 @@ public final class HTTPHost: Sendable {
 
     /// What `/readyz` reports: the problems that keep the daemon from being ready.
     public func setReadiness(_ problems: @escaping @Sendable () async -> [String: String]) {
-        readiness.withLock { $0 = problems }
+        readiness.withLock { $0 = ReadinessCheck(problems: problems) }
     }
 
     /// The Hummingbird application; a `Service` to run in the daemon's service group.
@@ -71,7 +73,7 @@ public final class HTTPHost: Sendable {
         let path = request.uri.path
         if path == "/healthz" && (method == "GET" || method == "HEAD") { return (200, ["status": "ok"]) }
         if path == "/readyz" && (method == "GET" || method == "HEAD") {
-            return Health.readiness(await readiness.withLock { $0 }?() ?? ["pipelines": "starting"])
+            return Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"])
         }
         let entry: RouteTable.Entry
         let parameters: [String: String]

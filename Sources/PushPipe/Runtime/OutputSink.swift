@@ -3,10 +3,13 @@ import Synchronization
 
 /// Where dry runs print requests. One lock so concurrent deliveries never interleave lines.
 public final class OutputSink: Sendable {
-    private let write: Mutex<@Sendable (String) -> Void>
+    private let write: @Sendable (String) -> Void
+    /// Not the closure itself as the mutex's value: that is converted and re-wrapped in
+    /// thunks at every access (see `CommitObserver`).
+    private let lock = Mutex(())
 
     public init(_ write: @escaping @Sendable (String) -> Void) {
-        self.write = Mutex(write)
+        self.write = write
     }
 
     public static let standardOutput = OutputSink { text in
@@ -14,6 +17,6 @@ public final class OutputSink: Sendable {
     }
 
     public func print(_ text: String) {
-        write.withLock { $0(text) }
+        lock.withLock { _ in write(text) }
     }
 }

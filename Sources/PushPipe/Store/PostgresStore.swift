@@ -63,7 +63,7 @@ public final class PostgresStore: Store {
     }
 
     public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
-        outcomes.observer.withLock { $0 = observer }
+        outcomes.observer.withLock { $0 = CommitObserver(observe: observer) }
     }
 
     public func close() async throws {

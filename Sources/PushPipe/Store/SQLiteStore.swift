@@ -281,7 +281,7 @@ public final class SQLiteStore: Store {
     }
 
     public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
-        outcomes.observer.withLock { $0 = observer }
+        outcomes.observer.withLock { $0 = CommitObserver(observe: observer) }
     }
 
     public func close() async throws {
