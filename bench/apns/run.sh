@@ -20,27 +20,13 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then e
 swift build -c release --product pushpipe-bench >/dev/null 2>&1
 
 RUN=$(mktemp -d /tmp/pushpipe-apns-bench.XXXXXX)
-chmod 755 "$RUN"
+source bench/lib/nginx-apns.sh
 cleanup() {
-  [ -f "$RUN/nginx.pid" ] && kill "$(cat "$RUN/nginx.pid")" 2>/dev/null || true
+  stop_nginx_apns "$RUN"
   rm -rf "$RUN"
 }
 trap cleanup EXIT
-
-# A throwaway CA and a server certificate for localhost / 127.0.0.1.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$RUN/ca.key" -out "$RUN/ca.pem" \
-  -days 1 -subj /CN=pushpipe-bench-ca 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$RUN/server.key" -out "$RUN/server.csr" \
-  -subj /CN=localhost 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$RUN/ext.cnf"
-openssl x509 -req -in "$RUN/server.csr" -CA "$RUN/ca.pem" -CAkey "$RUN/ca.key" -CAcreateserial -out "$RUN/server.pem" \
-  -days 1 -extfile "$RUN/ext.cnf" 2>/dev/null
-chmod 644 "$RUN"/*.pem "$RUN"/*.key
-
-mkdir -p "$RUN"/tmp_body "$RUN"/tmp_proxy "$RUN"/tmp_fastcgi "$RUN"/tmp_uwsgi "$RUN"/tmp_scgi
-chmod 777 "$RUN"/tmp_*
-sed -e "s|@RUN@|$RUN|g" -e "s|@CERTS@|$RUN|g" -e "s|@PORT@|$PORT|g" bench/apns/nginx.conf > "$RUN/nginx.conf"
-nginx -p "$RUN/" -c "$RUN/nginx.conf"
+start_nginx_apns "$RUN" "$PORT"
 
 # 200 bytes of JSON, like a small alert.
 python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$RUN/payload.json"

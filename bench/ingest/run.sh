@@ -40,3 +40,52 @@ for connections in 16 64; do
   h2load --h1 -n "$COUNT" -c "$connections" -d "$RUN/event.json" -H 'content-type: application/json' \
     "http://127.0.0.1:$PORT/events" | grep -E '^finished in|^status codes|time for request'
 done
+
+# Issue 15: the same while every event is delivered over HTTP/2 to the nginx APNs stand-in,
+# first as fast as h2load can (the rate), then at a fixed 2,000 events/s (16 clients × 125/s,
+# each request's time in h2load's log: the p99).
+kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
+DAEMON=
+source bench/lib/nginx-apns.sh
+APNS_PORT=${APNS_PORT:-8443}
+start_nginx_apns "$RUN" "$APNS_PORT"
+trap 'stop_nginx_apns "$RUN"; cleanup' EXIT
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$RUN/AuthKey.p8" 2>/dev/null
+rm -f "$RUN"/state.sqlite* "$RUN/pipelines/ingest.yaml"
+cat > "$RUN/pipelines/ingest-apns.yaml" <<YAML
+pipeline: ingest-apns
+routes:
+  - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+sources:
+  - {type: http.event, path: /events}
+renderer: {type: apns.alert, title: "{{title}}", body: "An event for {{user}}"}
+transport:
+  type: apns
+  team_id: BENCHTEAM1
+  key_id: BENCHKEY01
+  key_path: $RUN/AuthKey.p8
+  bundle_id: com.example.bench
+  base_url: https://localhost:$APNS_PORT
+  ca_file: $RUN/ca.pem
+  max_streams: 100
+YAML
+(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --admin-listen off --plugins none > /dev/null 2> "$RUN/daemon.log") &
+DAEMON=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
+curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
+  -d '{"user_id": "alice", "device_token": "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"}' > /dev/null
+echo "== $COUNT events delivered to the nginx APNs stand-in, h2load --h1, 64 keep-alive connections"
+h2load --h1 -n "$COUNT" -c 64 -d "$RUN/event.json" -H 'content-type: application/json' \
+  "http://127.0.0.1:$PORT/events" | grep -E '^finished in|^status codes|time for request'
+echo "== 2,000 events/s for 10 s (16 connections × 125/s), delivered to the nginx APNs stand-in"
+h2load --h1 -n 20000 -c 16 --rps 125 -d "$RUN/event.json" -H 'content-type: application/json' --log-file "$RUN/latency.log" \
+  "http://127.0.0.1:$PORT/events" | grep -E '^finished in|^status codes'
+python3 - "$RUN/latency.log" <<'PY'
+import sys
+times = sorted(int(line.split()[2]) / 1000 for line in open(sys.argv[1]) if line.strip())
+pick = lambda q: times[min(len(times) - 1, int(len(times) * q))]
+print("202 answer times at 2,000/s over %d events: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms"
+      % (len(times), pick(0.5), pick(0.9), pick(0.99), times[-1]))
+PY
+grep -c "error" "$RUN/daemon.log" | sed 's/^/daemon log errors: /'
+

@@ -1,0 +1,26 @@
+# Sourced by the benchmarks: nginx as an HTTP/2 + TLS APNs stand-in on 127.0.0.1
+# (bench/apns/nginx.conf), with a throwaway CA and server certificate in $RUN.
+#   start_nginx_apns RUN PORT   # then https://localhost:PORT, trusting RUN/ca.pem
+#   stop_nginx_apns RUN
+start_nginx_apns() {
+  local run=$1 port=$2 conf
+  conf="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/apns/nginx.conf"
+  if ! command -v nginx >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; fi
+  chmod 755 "$run"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$run/ca.key" -out "$run/ca.pem" \
+    -days 1 -subj /CN=pushpipe-bench-ca 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$run/server.key" -out "$run/server.csr" \
+    -subj /CN=localhost 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$run/ext.cnf"
+  openssl x509 -req -in "$run/server.csr" -CA "$run/ca.pem" -CAkey "$run/ca.key" -CAcreateserial -out "$run/server.pem" \
+    -days 1 -extfile "$run/ext.cnf" 2>/dev/null
+  chmod 644 "$run"/*.pem "$run"/*.key
+  mkdir -p "$run"/tmp_body "$run"/tmp_proxy "$run"/tmp_fastcgi "$run"/tmp_uwsgi "$run"/tmp_scgi
+  chmod 777 "$run"/tmp_*
+  sed -e "s|@RUN@|$run|g" -e "s|@CERTS@|$run|g" -e "s|@PORT@|$port|g" "$conf" > "$run/nginx.conf"
+  nginx -p "$run/" -c "$run/nginx.conf"
+}
+
+stop_nginx_apns() {
+  [ -f "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null || true
+}
