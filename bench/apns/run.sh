@@ -17,7 +17,8 @@ fi
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 
 # Built first, so the build does not run between the measurements.
-swift build -c release --product pushpipe-bench >/dev/null 2>&1
+# BENCH=path/to/pushpipe-bench measures another build (A/B) instead of building this one.
+if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1; fi
 
 RUN=$(mktemp -d /tmp/pushpipe-apns-bench.XXXXXX)
 source bench/lib/nginx-apns.sh
@@ -43,7 +44,7 @@ h2load_run() {
 echo "== h2load: $COUNT requests, 1 connection, 100 concurrent streams, $(wc -c < "$RUN/payload.json")-byte payload"
 before=$(h2load_run)
 
-bench=.build/release/pushpipe-bench
+bench=${BENCH:-.build/release/pushpipe-bench}
 common=(--base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem")
 
 rates=()

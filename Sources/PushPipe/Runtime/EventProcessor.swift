@@ -44,11 +44,10 @@ public struct EventProcessor: Sendable {
 
     private func run(_ incoming: Event) async -> (EventReport, Event) {
         var event = incoming
-        var logger = self.logger
-        logger[metadataKey: "event"] = .string(event.id)
+        let logger = self.logger
         let telemetry = self.telemetry
         func failed(_ reason: String, stage: String) -> (EventReport, Event) {
-            logger.error("event \(event.id) failed: \(reason)")
+            logger.error("event \(event.id) failed: \(reason)", metadata: Self.metadata(event))
             telemetry.failed(event, stage: stage, reason: reason)
             return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason), event)
         }
@@ -60,7 +59,7 @@ public struct EventProcessor: Sendable {
                     telemetry.passed(event, stage: filter.id, type: filter.type)
                 case .drop(let reason, let code):
                     telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
-                    logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)")
+                    logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)", metadata: Self.metadata(event))
                     return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
                                         reason: "\(filter.type): \(reason)"), event)
                 }
@@ -108,13 +107,22 @@ public struct EventProcessor: Sendable {
             do {
                 try await store.setState(event.commitOnDelivery, pipeline: definition.name)
             } catch {
-                logger.error("could not record the outcome: \(error)")
+                logger.error("could not record the outcome: \(error)", metadata: Self.metadata(event))
             }
         }
-        logger.debug("event \(status.rawValue): \(tally.delivered) of \(tally.total) deliveries accepted")
+        logger.debug("event \(status.rawValue): \(tally.delivered) of \(tally.total) deliveries accepted", metadata: Self.metadata(event))
         return (EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: status,
                             reason: tally.unresolvedReason, deliveries: tally.reports,
                             omittedDeliveries: tally.total > tally.reports.count ? tally.total - tally.reports.count : nil), event)
+    }
+
+    /// A log line's context, built only when the line is written: making a logger with
+    /// metadata per event and per delivery cost an allocation each on the hot path.
+    static func metadata(_ event: Event, token: DeviceToken? = nil, stage: String? = nil) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["event": .string(event.id)]
+        if let token { metadata["token"] = .string(token.masked) }
+        if let stage { metadata["stage"] = .string(stage) }
+        return metadata
     }
 
     /// Users a broadcast renders at once: a page's notifications are all that is in memory.
@@ -177,15 +185,13 @@ public struct EventProcessor: Sendable {
         do {
             try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
         } catch {
-            logger.error("could not record the outcome: \(error)")
+            logger.error("could not record the outcome: \(error)", metadata: Self.metadata(event))
         }
     }
 
-    private func deliver(_ notification: RenderedNotification, event: Event, logger eventLogger: Logger) async -> DeliveryReport {
+    private func deliver(_ notification: RenderedNotification, event: Event, logger: Logger) async -> DeliveryReport {
         let token = notification.token
-        var logger = eventLogger
-        logger[metadataKey: "stage"] = .string(definition.transport.id)
-        logger[metadataKey: "token"] = .string(token.masked)
+        func context() -> Logger.Metadata { Self.metadata(event, token: token, stage: definition.transport.id) }
         let transport = definition.transport.stage
         var attempts = 0
         var outcome: TransportOutcome
@@ -205,7 +211,7 @@ public struct EventProcessor: Sendable {
                 let delay = definition.delivery.delay(afterAttempt: attempts, hint: hint)
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason)") {
-                    logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))")
+                    logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))", metadata: context())
                 }
                 // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
                 do { try await Task.sleep(for: .seconds(delay)) } catch { break }
@@ -224,28 +230,29 @@ public struct EventProcessor: Sendable {
 
     private func apply(_ outcome: TransportOutcome, to notification: RenderedNotification, event: Event, attempts: Int, logger: Logger) async {
         let token = notification.token
+        func context() -> Logger.Metadata { Self.metadata(event, token: token, stage: definition.transport.id) }
         switch outcome {
         case .delivered:
             break
         case .retryAfter(_, let reason):
             if let suppressed = repeatedFailures.admit("failed: \(reason)") {
-                logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))")
+                logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))", metadata: context())
             }
         case .dropToken(let reason, let since):
             do {
                 let removed = try await store.removeToken(pipeline: definition.name, kind: token.kind, token: token.value, unlessUpdatedAfter: since)
                 if removed {
                     telemetry.tokenPruned()
-                    logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)")
+                    logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)", metadata: context())
                 } else {
-                    logger.notice("kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))")
+                    logger.notice("kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))", metadata: context())
                 }
             } catch {
-                logger.error("could not remove dead token \(token.masked): \(error)")
+                logger.error("could not remove dead token \(token.masked): \(error)", metadata: context())
             }
         case .configError(let reason):
             if reportedConfigErrors.admit(reason) != nil {
-                logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)")
+                logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)", metadata: context())
             }
         }
     }
