@@ -35,7 +35,7 @@ extension JSON: Codable {
 
     /// Parses JSON text; throws `JSONParseError` with a readable reason and position.
     public static func parse(_ data: some DataProtocol) throws -> JSON {
-        try JSONParser.parse(Array(data))
+        try parse(data, selecting: .everything)
     }
 
     /// Parses only the selected parts; the rest is checked for structure and skipped.

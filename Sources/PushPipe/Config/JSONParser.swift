@@ -14,11 +14,7 @@ struct JSONParser {
     }
 
     static func parse(_ bytes: [UInt8]) throws -> JSON {
-        var parser = JSONParser(bytes)
-        let value = try parser.value()
-        parser.skipWhitespace()
-        guard parser.index == bytes.count else { throw parser.failure("unexpected data after the JSON value") }
-        return value
+        try parse(bytes, selecting: .everything)
     }
 
     func failure(_ reason: String) -> JSONParseError {

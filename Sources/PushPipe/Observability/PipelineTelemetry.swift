@@ -8,7 +8,9 @@ public struct PipelineTelemetry: Sendable {
     public let pipeline: String
     let transport: String
     let transportType: String
-    // The counters every delivery touches, resolved once.
+    // The series every event and every delivery touches, resolved once.
+    private let receivedBySource: [String: CoreMetrics.Counter]
+    private let renderedCounter: CoreMetrics.Counter
     private let delivered: CoreMetrics.Counter
     private let latency: CoreMetrics.Timer
     private let retries: CoreMetrics.Counter
@@ -18,6 +20,11 @@ public struct PipelineTelemetry: Sendable {
         pipeline = definition.name
         transport = definition.transport.id
         transportType = definition.transport.type
+        let pipeline = definition.name
+        receivedBySource = Dictionary(uniqueKeysWithValues: definition.sources.map {
+            ($0.id, telemetry.counter(.eventsReceived, [("pipeline", pipeline), ("stage", $0.id)]))
+        })
+        renderedCounter = telemetry.counter(.notificationsRendered, [("pipeline", pipeline), ("stage", definition.renderer.id)])
         delivered = telemetry.counter(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", "delivered"), ("reason", "")])
         latency = telemetry.timer(.deliveryLatency, [("pipeline", pipeline), ("transport", transportType)])
         retries = telemetry.counter(.deliveryRetries, [("pipeline", pipeline), ("transport", transportType)])
@@ -26,7 +33,11 @@ public struct PipelineTelemetry: Sendable {
     var tap: TapHub { telemetry.tap }
 
     public func received(_ event: Event, stage: String) {
-        telemetry.increment(.eventsReceived, [("pipeline", pipeline), ("stage", stage)])
+        if let counter = receivedBySource[stage] {
+            counter.increment()
+        } else {
+            telemetry.increment(.eventsReceived, [("pipeline", pipeline), ("stage", stage)])
+        }
         telemetry.activity.update(pipeline) { $0.received += 1 }
         tap.publish(pipeline: pipeline, stage: stage) {
             record(stage: stage, kind: "source", event: event, ["what": "event", "body": event.body])
@@ -53,7 +64,7 @@ public struct PipelineTelemetry: Sendable {
     }
 
     func rendered(_ event: Event, _ notifications: [RenderedNotification], stage: String) {
-        telemetry.increment(.notificationsRendered, [("pipeline", pipeline), ("stage", stage)], by: notifications.count)
+        renderedCounter.increment(by: notifications.count)
         telemetry.activity.update(pipeline) { $0.rendered += notifications.count }
         for notification in notifications {
             tap.publish(pipeline: pipeline, stage: stage) {
@@ -92,11 +103,12 @@ public struct PipelineTelemetry: Sendable {
             telemetry.increment(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
                                               ("reason", telemetry.reasonLabel(reason))])
         }
+        let now = Date()
         if outcome != "dry_run" && outcome != "refused" {
-            latency.recordNanoseconds(Int64(max(0, Date().timeIntervalSince(event.time)) * 1e9))
+            latency.recordNanoseconds(Int64(max(0, now.timeIntervalSince(event.time)) * 1e9))
         }
         let token = notification.token
-        telemetry.activity.delivery(pipeline, .init(time: Date(), user: token.user, token: token.masked, outcome: outcome, reason: reason))
+        telemetry.activity.delivery(pipeline, .init(time: now, user: token.user, token: token.masked, outcome: outcome, reason: reason))
         if outcome == "config_error" || outcome == "refused", let reason {
             telemetry.activity.problem(pipeline, stage: transport, "\(token.masked): \(reason)")
         }

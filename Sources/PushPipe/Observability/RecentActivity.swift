@@ -39,24 +39,28 @@ public final class RecentActivity: Sendable {
     static let kept = 20
     private let pipelines = Mutex<[String: Pipeline]>([:])
 
+    /// Changes a pipeline's entry where it is stored: a copy taken out and written back would
+    /// copy its rings at every delivery.
+    private func modify(_ pipeline: String, _ change: (inout Pipeline) -> Void) {
+        pipelines.withLock { change(&$0[pipeline, default: Pipeline()]) }
+    }
+
     public func update(_ pipeline: String, _ change: (inout Totals) -> Void) {
-        pipelines.withLock { change(&$0[pipeline, default: Pipeline()].totals) }
+        modify(pipeline) { change(&$0.totals) }
     }
 
     public func delivery(_ pipeline: String, _ delivery: Delivery) {
-        pipelines.withLock { all in
-            var entry = all[pipeline, default: Pipeline()]
+        modify(pipeline) { entry in
             if delivery.outcome == "delivered" || delivery.outcome == "dry_run" { entry.totals.delivered += 1 } else { entry.totals.notDelivered += 1 }
             entry.deliveries.append(delivery)
             if entry.deliveries.count > Self.kept { entry.deliveries.removeFirst() }
-            all[pipeline] = entry
         }
     }
 
     public func problem(_ pipeline: String, stage: String, _ message: String) {
-        pipelines.withLock { all in
-            all[pipeline, default: Pipeline()].problems.append(Problem(time: Date(), stage: stage, message: message))
-            if all[pipeline]!.problems.count > Self.kept { all[pipeline]!.problems.removeFirst() }
+        modify(pipeline) { entry in
+            entry.problems.append(Problem(time: Date(), stage: stage, message: message))
+            if entry.problems.count > Self.kept { entry.problems.removeFirst() }
         }
     }
 

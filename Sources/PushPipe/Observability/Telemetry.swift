@@ -46,10 +46,6 @@ public final class Telemetry: Sendable {
             .record(value)
     }
 
-    public func record(_ metric: Metric, _ labels: [(String, String)], duration: Duration) {
-        timer(metric, labels).record(duration: duration)
-    }
-
     public func timer(_ metric: Metric, _ labels: [(String, String)]) -> CoreMetrics.Timer {
         Self.cached(timers, Self.key(metric, labels)) { CoreMetrics.Timer(label: metric.rawValue, dimensions: labels, factory: factory) }
     }

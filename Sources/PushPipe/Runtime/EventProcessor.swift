@@ -195,6 +195,7 @@ public struct EventProcessor: Sendable {
         let transport = definition.transport.stage
         var attempts = 0
         var outcome: TransportOutcome
+        var metricOutcome: String?
         do {
             let request = try transport.prepare(notification, context: transportContext)
             onRequest?(request)
@@ -219,11 +220,9 @@ public struct EventProcessor: Sendable {
         } catch {
             // The transport refused the notification before sending (not an APNs token, too large).
             outcome = .configError(reason: "\(error)")
-            telemetry.delivery(event, notification, outcome: "refused", reason: "\(error)", attempts: attempts)
-            await apply(outcome, to: notification, event: event, attempts: attempts, logger: logger)
-            return report(notification, outcome, attempts: attempts)
+            metricOutcome = "refused"
         }
-        telemetry.delivery(event, notification, outcome: outcome.metricName, reason: outcome.reason, attempts: attempts)
+        telemetry.delivery(event, notification, outcome: metricOutcome ?? outcome.metricName, reason: outcome.reason, attempts: attempts)
         await apply(outcome, to: notification, event: event, attempts: attempts, logger: logger)
         return report(notification, outcome, attempts: attempts)
     }

@@ -172,14 +172,16 @@ struct SourceSink: EventSink {
     let source: String
 
     func submit(_ event: Event) async throws {
-        var event = event
-        if event.source == nil { event.source = source }
-        try await runner.submit(event)
+        try await runner.submit(fromSource(event))
     }
 
     func submitAndWait(_ event: Event) async throws -> EventReport {
+        try await runner.submitAndWait(fromSource(event))
+    }
+
+    private func fromSource(_ event: Event) -> Event {
         var event = event
         if event.source == nil { event.source = source }
-        return try await runner.submitAndWait(event)
+        return event
     }
 }

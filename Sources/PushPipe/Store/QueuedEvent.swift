@@ -35,6 +35,8 @@ public struct QueuedEvent: Sendable, Equatable {
     public static let thisProcess = RandomIdentifier.hex(nibbles: 16)
 
     public var event: Event {
-        Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
+        var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
+        event.source = source
+        return event
     }
 }

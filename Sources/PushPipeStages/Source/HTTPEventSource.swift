@@ -132,7 +132,6 @@ struct HTTPEventSource: Source {
                                  leaseUntil: now + configuration.lease)
         try await context.store.enqueue(queued)
         var event = queued.event
-        event.source = source
         event.onComplete = dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: id, logger: context.logger)
         do {
             try await context.sink.submit(event)

@@ -193,13 +193,14 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
     }
 
-    /// The key is read and the pool created on first use, so validation and dry runs never need credentials.
     var notReadyReason: String? { credentials.notReadyReason }
 
     var openConnections: Int {
         state.withLock { $0 }?.pool.openConnections ?? 0
     }
 
+    /// The key is read and the pool created when the pipeline starts (or on use after a
+    /// failure), never by validation or dry runs.
     private func resources() async throws -> Resources {
         if let existing = state.withLock({ $0 }) { return existing }
         return try await credentials.loading(loadResources)
