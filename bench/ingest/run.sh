@@ -9,17 +9,8 @@ cd "$(dirname "$0")/../.."
 COUNT=${COUNT:-30000}
 PORT=${PORT:-8099}
 if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-swift build -c release --product pushpipe >/dev/null
-BINARY=${PUSHPIPE_BINARY:-$PWD/.build/release/pushpipe}
-
-RUN=$(mktemp -d /tmp/pushpipe-ingest-bench.XXXXXX)
-cleanup() {
-  [ -n "${DAEMON:-}" ] && kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
-mkdir -p "$RUN/pipelines"
+source bench/lib/daemon.sh
+use_daemon ingest
 cat > "$RUN/pipelines/ingest.yaml" <<'YAML'
 pipeline: ingest
 routes:
@@ -30,8 +21,7 @@ renderer: {type: json.template, payload: {title: "{{title}}"}}
 transport: {type: stdout, format: compact}
 YAML
 printf '{"user": "alice", "title": "Hello"}' > "$RUN/event.json"
-(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --admin-listen off --plugins none > /dev/null 2> "$RUN/daemon.log") &
-DAEMON=$!
+start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
 curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
   -d '{"user_id": "alice", "device_token": "808605752f2f8d4c9ae1b3f4e9d2c7a1"}' > /dev/null
@@ -44,14 +34,13 @@ done
 # Issue 15: the same while every event is delivered over HTTP/2 to the nginx APNs stand-in,
 # first as fast as h2load can (the rate), then at a fixed 2,000 events/s (16 clients × 125/s,
 # each request's time in h2load's log: the p99).
-kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
-DAEMON=
+stop_daemon
 source bench/lib/nginx-apns.sh
 APNS_PORT=${APNS_PORT:-8443}
 start_nginx_apns "$RUN" "$APNS_PORT"
 trap 'stop_nginx_apns "$RUN"; cleanup' EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$RUN/AuthKey.p8" 2>/dev/null
-rm -f "$RUN"/state.sqlite* "$RUN/pipelines/ingest.yaml"
+rm -rf "$RUN/var" "$RUN/pipelines/ingest.yaml"   # a new store and only the APNs pipeline
 cat > "$RUN/pipelines/ingest-apns.yaml" <<YAML
 pipeline: ingest-apns
 routes:
@@ -69,8 +58,7 @@ transport:
   ca_file: $RUN/ca.pem
   max_streams: 100
 YAML
-(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --admin-listen off --plugins none > /dev/null 2> "$RUN/daemon.log") &
-DAEMON=$!
+start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
 curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
   -d '{"user_id": "alice", "device_token": "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"}' > /dev/null

@@ -13,17 +13,8 @@ CONNECTIONS=${CONNECTIONS:-32}
 PORT=${PORT:-8097}
 ADMIN_PORT=${ADMIN_PORT:-9097}
 if ! command -v wrk >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; fi
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-if [ -z "${PUSHPIPE_BINARY:-}" ]; then swift build -c release --product pushpipe >/dev/null; fi
-BINARY=${PUSHPIPE_BINARY:-$PWD/.build/release/pushpipe}
-
-RUN=$(mktemp -d /tmp/pushpipe-tokens-bench.XXXXXX)
-cleanup() {
-  [ -n "${DAEMON:-}" ] && kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
-mkdir -p "$RUN/pipelines"
+source bench/lib/daemon.sh
+use_daemon tokens
 cat > "$RUN/pipelines/tokens.yaml" <<'YAML'
 pipeline: tokens
 routes:
@@ -48,9 +39,7 @@ function request()
     string.format('{"user_id": "u%08d", "device_token": "%064x"}', n, n))
 end
 LUA
-(cd "$RUN" && PUSHPIPE_LOG_LEVEL=warning exec "$BINARY" run --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  --store "sqlite:$RUN/state.sqlite" --plugins none > /dev/null 2> "$RUN/daemon.log") &
-DAEMON=$!
+start_daemon --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" --store "sqlite:$RUN/state.sqlite"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null && break; sleep 0.1; done
 
 echo "== $TOKENS registrations through POST /register, wrk, $CONNECTIONS keep-alive connections"
