@@ -24,7 +24,12 @@ extension JSONParser {
         case UInt8(ascii: "{"):
             var members: [String: JSON] = [:]
             try walkObject { parser, key in
-                if let inner = wanted[key] { members[key] = try parser.selectedValue(inner) } else { try parser.skipValue() }
+                // Keys are compared as bytes: a skipped member's key is never made a string.
+                if let (name, inner) = wanted.first(where: { parser.key(key, is: $0.key) }) {
+                    members[name] = try parser.selectedValue(inner)
+                } else {
+                    try parser.skipValue()
+                }
             }
             return .object(members)
         case UInt8(ascii: "["):
@@ -45,6 +50,7 @@ extension JSONParser {
         case UInt8(ascii: "{"): try walkObject { parser, _ in try parser.skipValue() }
         case UInt8(ascii: "["): try walkArray { parser in try parser.skipValue() }
         case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try scanNumber()
         default: _ = try value()
         }
     }
@@ -63,8 +69,9 @@ extension JSONParser {
         throw failure("unterminated string")
     }
 
-    /// Calls `member` with each key, the parser standing before its value.
-    mutating func walkObject(_ member: (inout JSONParser, String) throws -> Void) throws {
+    /// Calls `member` with each key's bytes as they stand between the quotes (escapes
+    /// undecoded; see `decodedKey`), the parser standing before its value.
+    mutating func walkObject(_ member: (inout JSONParser, Range<Int>) throws -> Void) throws {
         try nest()
         defer { depth -= 1 }
         index += 1
@@ -76,7 +83,9 @@ extension JSONParser {
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
-            let key = try string()
+            let keyStart = index + 1
+            try skipString()
+            let key = keyStart..<index - 1
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1
@@ -87,6 +96,21 @@ extension JSONParser {
             if bytes[index] == UInt8(ascii: "}") { index += 1; return }
             throw failure("expected ',' or '}'")
         }
+    }
+
+    /// A key as a string, escapes decoded and UTF-8 validated.
+    mutating func decodedKey(_ key: Range<Int>) throws -> String {
+        let resume = index
+        defer { index = resume }
+        index = key.lowerBound - 1
+        return try string()
+    }
+
+    /// Whether a key's bytes spell `name` (an escaped key is decoded first).
+    func key(_ key: Range<Int>, is name: String) -> Bool {
+        guard bytes[key].contains(UInt8(ascii: "\\")) else { return name.utf8.elementsEqual(bytes[key]) }
+        var parser = self
+        return (try? parser.decodedKey(key)) == name
     }
 
     mutating func walkArray(_ element: (inout JSONParser) throws -> Void) throws {

@@ -40,10 +40,11 @@ struct JSONParser {
         }
     }
 
-    private mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
+    mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
         let count = text.utf8CodeUnitCount
-        guard index + count <= bytes.count,
-              text.withUTF8Buffer({ Array($0) }) == Array(bytes[index..<index + count]) else { throw failure("invalid literal") }
+        guard index + count <= bytes.count, text.withUTF8Buffer({ expected in
+            (0..<count).allSatisfy { expected[$0] == bytes[index + $0] }
+        }) else { throw failure("invalid literal") }
         index += count
         return value
     }
@@ -55,7 +56,7 @@ struct JSONParser {
 
     private mutating func object() throws -> JSON {
         var members: [String: JSON] = [:]
-        try walkObject { parser, key in members[key] = try parser.value() }
+        try walkObject { parser, key in members[try parser.decodedKey(key)] = try parser.value() }
         return .object(members)
     }
 
@@ -69,14 +70,17 @@ struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes.
+        var highBits: UInt8 = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
             guard bytes[index] >= 0x20 else { throw failure("control character in a string") }
+            highBits |= bytes[index]
             index += 1
         }
         guard index < bytes.count else { throw failure("unterminated string") }
         if bytes[index] == UInt8(ascii: "\"") {
             defer { index += 1 }
-            return try decodeUTF8(bytes[start..<index])
+            // ASCII needs no validation (and the generic validation looks up type metadata per call).
+            return highBits < 0x80 ? String(decoding: bytes[start..<index], as: UTF8.self) : try decodeUTF8(bytes[start..<index])
         }
         var scalars: [UInt8] = Array(bytes[start..<index])
         while index < bytes.count {
@@ -149,31 +153,45 @@ struct JSONParser {
 
     private mutating func number() throws -> JSON {
         let start = index
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        var isInteger = true
-        while index < bytes.count {
-            switch bytes[index] {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): break
-            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-"): isInteger = false
-            default:
-                return try numberValue(start, isInteger)
-            }
-            index += 1
+        let isInteger = try scanNumber()
+        // Up to 18 digits cannot overflow an Int64: no text is made for the common case.
+        let negative = bytes[start] == UInt8(ascii: "-")
+        if isInteger, index - start - (negative ? 1 : 0) <= 18 {
+            var value: Int64 = 0
+            for byte in bytes[(negative ? start + 1 : start)..<index] { value = value * 10 + Int64(byte - UInt8(ascii: "0")) }
+            return .int(negative ? -value : value)
         }
-        return try numberValue(start, isInteger)
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite else { throw failure("invalid number '\(text)'") }
+        return .double(value)
     }
 
-    private func numberValue(_ start: Int, _ isInteger: Bool) throws -> JSON {
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        // JSON allows no leading zeros, no bare '-', no '.5' or '5.'.
-        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
-        guard let first = digits.first, first.isNumber, !(first == "0" && digits.count > 1 && digits.dropFirst().first?.isNumber == true) else {
-            throw failure("invalid number '\(text)'")
+    /// Moves past a number, checking JSON's grammar (no leading zeros, no bare '-', no '.5' or
+    /// '5.'), and says whether it is an integer.
+    mutating func scanNumber() throws -> Bool {
+        let start = index
+        func isDigit(_ at: Int) -> Bool { at < bytes.count && bytes[at] >= UInt8(ascii: "0") && bytes[at] <= UInt8(ascii: "9") }
+        func digits() throws {
+            guard isDigit(index) else {
+                throw failure("invalid number '\(String(decoding: bytes[start..<min(index + 1, bytes.count)], as: UTF8.self))'")
+            }
+            while isDigit(index) { index += 1 }
         }
-        if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite, !text.hasSuffix("."), !text.contains(".e"), !text.contains(".E") else {
-            throw failure("invalid number '\(text)'")
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "0") { index += 1 } else { try digits() }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            try digits()
         }
-        return .double(value)
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            try digits()
+        }
+        return isInteger
     }
 }

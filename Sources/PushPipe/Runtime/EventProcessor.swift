@@ -28,7 +28,8 @@ public struct EventProcessor: Sendable {
         self.mode = mode
         self.output = output
         self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry)
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
+                                   output: output)
         filterContexts = definition.filters.map { context.forStage($0.id) }
         rendererContext = context.forStage(definition.renderer.id)
         transportContext = context.forStage(definition.transport.id)

@@ -13,14 +13,19 @@ public struct StageContext: Sendable {
     public var broadcastUsers: ClosedRange<String>?
     /// Where a stage counts what only it knows (a poller's checks, a plugin's restarts).
     public var telemetry: Telemetry
+    /// Where a stage that prints (the stdout transport) writes: the runner's output, so a test
+    /// or a benchmark can capture or discard it like the dry run's.
+    public var output: OutputSink
 
-    public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode, telemetry: Telemetry = .unobserved) {
+    public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode, telemetry: Telemetry = .unobserved,
+                output: OutputSink = .standardOutput) {
         self.pipeline = pipeline
         self.stage = stage
         self.store = store
         self.logger = logger
         self.mode = mode
         self.telemetry = telemetry
+        self.output = output
     }
 
     /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).

@@ -21,13 +21,11 @@ extension SQLiteStore {
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {
         let now = Date().timeIntervalSince1970
         return try await database.write { db in
-            let due = try String.fetchAll(db, sql: """
+            let due = try String.fetchAll(db.cachedStatement(sql: """
                 SELECT user_id FROM poll_schedule WHERE pipeline = ? AND source = ? AND due_at <= ? ORDER BY due_at LIMIT ?
-                """, arguments: [pipeline, source, now, limit])
-            for user in due {
-                try db.execute(sql: "UPDATE poll_schedule SET due_at = ? WHERE pipeline = ? AND source = ? AND user_id = ?",
-                               arguments: [now + interval, pipeline, source, user])
-            }
+                """), arguments: [pipeline, source, now, limit])
+            let claim = try db.cachedStatement(sql: "UPDATE poll_schedule SET due_at = ? WHERE pipeline = ? AND source = ? AND user_id = ?")
+            for user in due { try claim.execute(arguments: [now + interval, pipeline, source, user]) }
             return due
         }
     }

@@ -23,7 +23,7 @@ struct StdoutTransport: Transport {
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
         let body = configuration.format == "pretty" ? request.body.prettyText : request.body.compactText
-        OutputSink.standardOutput.print("[\(context.pipeline)] to \(request.token.kind) \(request.token.masked) of \(request.token.user): \(body)")
+        context.output.print("[\(context.pipeline)] to \(request.token.kind) \(request.token.masked) of \(request.token.user): \(body)")
         return .delivered(providerID: RandomIdentifier.uuid())
     }
 }

@@ -33,8 +33,20 @@ import Testing
         #"{"active_games": [{"id": 1, "moves": [[1, 2], [3, 4]}]}"#,
         "{\"user\": {\"bio\": \"a\u{01}b\"}, \"active_games\": []}",
         #"{"active_games": []} trailing"#,
+        #"{"ratings": {"overall": 01}, "active_games": []}"#,
+        #"{"ratings": [1.e3], "active_games": []}"#,
+        #"{"ratings": -, "active_games": []}"#,
+        #"{"flag": nul, "active_games": []}"#,
+        "{\"user\": {\"na\u{01}me\": 1}, \"active_games\": []}",
     ])
     func aBrokenDocumentIsRefusedEvenWhereNothingIsRead(_ text: String) {
         #expect(throws: JSONParseError.self) { try JSON.parse(Data(text.utf8), selecting: OGSPlayerDocument.selection) }
+    }
+
+    /// Keys are matched as bytes; an escaped key still matches what it spells.
+    @Test func anEscapedKeyIsSelectedByWhatItSpells() throws {
+        let text = #"{"act\u0069ve_games": [{"id": 7, "n\u0061me": "x", "skipped": {"a": [1, -2.5e3, true]}}]}"#
+        let selected = try JSON.parse(Data(text.utf8), selecting: OGSPlayerDocument.selection)
+        #expect(selected == ["active_games": [["id": 7, "name": "x"]]])
     }
 }

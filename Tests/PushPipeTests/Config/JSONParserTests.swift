@@ -13,6 +13,12 @@ import Testing
         (" [ ] ", .array([])),
         ("{}", .object([:])),
         (#""😀 plain UTF-8""#, .string("😀 plain UTF-8")),
+        ("-0", .int(0)),
+        ("999999999999999999", .int(999_999_999_999_999_999)),
+        ("-9223372036854775808", .int(Int64.min)),
+        ("9223372036854775807", .int(Int64.max)),
+        ("1E+2", .double(100)),
+        ("[0, -1, 10.5e-1]", .array([0, -1, 1.05])),
     ])
     func parses(_ text: String, _ expected: JSON) throws {
         #expect(try JSON.parse(text) == expected)
@@ -20,7 +26,7 @@ import Testing
 
     @Test(arguments: [
         "", "{", "[1,]", "{\"a\":}", "01", "-", "1.", ".5", "1.e3", "tru", "nul", "\"unterminated", "\"bad \\x escape\"",
-        "{\"a\" 1}", "[1 2]", "\"\\ud800\"", "\"tab\there\"", "1 2", "{'single': 1}", "NaN", "Infinity",
+        "{\"a\" 1}", "[1 2]", "\"\\ud800\"", "\"tab\there\"", "1 2", "{'single': 1}", "NaN", "Infinity", "-01", "1e", "1e+", "[-]", "00", "truex", "{\"a\u{01}\": 1}",
     ])
     func rejects(_ text: String) {
         #expect(throws: JSONParseError.self) { try JSON.parse(text) }
