@@ -1,4 +1,6 @@
 import AsyncHTTPClient
+import NIOCore
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -7,7 +9,11 @@ import Synchronization
 /// their own, and a pipeline reloaded with the same CA file keeps its pooled connections.
 enum SharedHTTPClients {
     private static let clients = Mutex<[String: HTTPClient]>([:])
-    private static let systemRootsOnly = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(tls: nil))
+    /// The loop every shared client runs its connections on; pollers run their checks on it
+    /// (`executor`), so a response resumes the check on the thread that read it.
+    private static let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    static let executor = EventLoopTaskExecutor(eventLoop)
+    private static let systemRootsOnly = HTTPClient(eventLoopGroup: eventLoop, configuration: configuration(tls: nil))
 
     /// The client trusting the system's roots and, when `caFile` is not empty, the PEM
     /// certificates in it (verification stays on).
@@ -17,7 +23,7 @@ enum SharedHTTPClients {
             if let existing = clients[caFile] { return existing }
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.additionalTrustRoots = [.file(caFile)]
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(tls: tls))
+            let client = HTTPClient(eventLoopGroup: eventLoop, configuration: configuration(tls: tls))
             clients[caFile] = client
             return client
         }

@@ -110,7 +110,12 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         }
     }
 
-    /// Claims the users that are due, a tick at a time, and checks them, `concurrency` at once.
+    /// Claims the users that are due and checks them, `concurrency` at once.
+    ///
+    /// A claim takes at most twice `concurrency` users, and the next claim comes when they
+    /// have all started: a daemon claims what it can check now, not everything due. Claiming
+    /// all that was due let a slow or busy daemon take users it reached only many seconds later
+    /// (their next due time already set), while the other daemons on the database had room.
     private func cycles(sink: any EventSink, context: StageContext) async {
         let interval = configuration.interval
         let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
@@ -125,25 +130,33 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                                                          interval: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                     }
-                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.stage, interval: interval, limit: 1000)
+                    let limit = configuration.concurrency * 2
+                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.stage, interval: interval, limit: limit)
                     let now = ContinuousClock.now
-                    let backingOff = status.withLock { status in Set(status.filter { ($0.value.retryAt ?? now) > now }.keys) }
-                    for user in due where !backingOff.contains(user) {
+                    for user in due where !isBackingOff(user, at: now) {
                         if running >= configuration.concurrency {
                             await group.next()
                             running -= 1
                         }
                         if Task.isCancelled { break }
-                        group.addTask { _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false) }
+                        group.addTask(executorPreference: SharedHTTPClients.executor) {
+                            _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
+                        }
                         running += 1
                     }
                     if !due.isEmpty { context.logger.debug("claimed \(due.count) due checks") }
+                    // A full claim: more may be due, claim again as soon as these have started.
+                    if due.count == limit { continue }
                 } catch {
                     context.logger.error("poll schedule: \(error)")
                 }
                 try? await Task.sleep(for: tick)
             }
         }
+    }
+
+    private func isBackingOff(_ user: String, at now: ContinuousClock.Instant) -> Bool {
+        status.withLock { $0[user]?.retryAt.map { $0 > now } ?? false }
     }
 
     /// Fetches one user's games, records what was found, and emits the your-turn games.
