@@ -98,8 +98,10 @@ extension JSONParser {
         }
     }
 
-    /// A key as a string, escapes decoded and UTF-8 validated.
+    /// A key as a string, escapes decoded and UTF-8 validated. `walkObject` found its end and
+    /// checked it for control characters: only a key with escapes is read again.
     mutating func decodedKey(_ key: Range<Int>) throws -> String {
+        guard bytes[key].contains(UInt8(ascii: "\\")) else { return try decodeUTF8(bytes[key]) }
         let resume = index
         defer { index = resume }
         index = key.lowerBound - 1

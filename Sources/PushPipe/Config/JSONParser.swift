@@ -40,7 +40,7 @@ struct JSONParser {
         }
     }
 
-    mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
+    private mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
         let count = text.utf8CodeUnitCount
         guard index + count <= bytes.count, text.withUTF8Buffer({ expected in
             (0..<count).allSatisfy { expected[$0] == bytes[index + $0] }
@@ -70,17 +70,14 @@ struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes.
-        var highBits: UInt8 = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
             guard bytes[index] >= 0x20 else { throw failure("control character in a string") }
-            highBits |= bytes[index]
             index += 1
         }
         guard index < bytes.count else { throw failure("unterminated string") }
         if bytes[index] == UInt8(ascii: "\"") {
             defer { index += 1 }
-            // ASCII needs no validation (and the generic validation looks up type metadata per call).
-            return highBits < 0x80 ? String(decoding: bytes[start..<index], as: UTF8.self) : try decodeUTF8(bytes[start..<index])
+            return try decodeUTF8(bytes[start..<index])
         }
         var scalars: [UInt8] = Array(bytes[start..<index])
         while index < bytes.count {
@@ -146,7 +143,9 @@ struct JSONParser {
         return value
     }
 
-    private func decodeUTF8(_ slice: ArraySlice<UInt8>) throws -> String {
+    /// ASCII needs no validation (and the generic validation looks up type metadata per call).
+    func decodeUTF8(_ slice: ArraySlice<UInt8>) throws -> String {
+        if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
         guard let string = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8") }
         return string
     }

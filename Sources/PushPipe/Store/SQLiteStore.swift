@@ -72,7 +72,6 @@ public final class SQLiteStore: Store {
         }
     }
 
-
     private static func insert(_ row: DeliveryRow, in db: Database) throws {
         let delivery = row.delivery
         // Cached statement: parsed once per connection, not once per write.
@@ -107,11 +106,11 @@ public final class SQLiteStore: Store {
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
         try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
-            try await readTokens(pipeline: pipeline, user: user, kind: kind)
+            try readTokens(pipeline: pipeline, user: user, kind: kind)
         }
     }
 
-    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+    private func readTokens(pipeline: String, user: String?, kind: String) throws -> [DeviceToken] {
         try readNow { db in
             let rows: [Row]
             if let user {

@@ -45,10 +45,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     let logger = Logger(label: "pushpipe.ogs")
     private let status = Mutex<[String: UserStatus]>([:])
     private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
-    /// Where checks are counted: the running pipeline's, once `run` started.
-    private let telemetry = Mutex<Telemetry>(.unobserved)
-    let pipeline: String
-    let stage: String
+    /// Where checks are counted: the running pipeline's context, once `run` started.
+    private let runContext = Mutex<StageContext?>(nil)
     private let registrations = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1000))
 
     /// What the last check of one user found, for diagnostics.
@@ -74,8 +72,6 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             throw ConfigurationValueError(keyPath: "interval", "an interval under a second would hammer OGS", expected: "1s or more")
         }
         self.configuration = configuration
-        pipeline = context.pipeline
-        stage = context.stage
         baseURL = configuration.baseUrl.hasSuffix("/") ? String(configuration.baseUrl.dropLast()) : configuration.baseUrl
     }
 
@@ -96,7 +92,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     }
 
     func run(into sink: any EventSink, context: StageContext) async throws {
-        telemetry.withLock { $0 = context.telemetry }
+        runContext.withLock { $0 = context }
         await withTaskGroup(of: Void.self) { group in
             // New registrations are checked at once, beside the regular cycles.
             group.addTask {
@@ -207,7 +203,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     }
 
     private func count(_ metric: Metric, _ labels: [(String, String)] = []) {
-        telemetry.withLock { $0 }.increment(metric, [("pipeline", pipeline), ("stage", stage)] + labels)
+        runContext.withLock { $0 }?.count(metric, labels)
     }
 
     /// A failed check's reason as a metric label: a handful of values, never a message.
