@@ -37,4 +37,13 @@ public struct PipelineDefinition: Sendable {
         if let stage = transport.stage as? any LongRunningStage { stages.append((transport.id, stage)) }
         return stages
     }
+
+    /// The executor every source names (`Source.preferredExecutor`), if they agree on one.
+    var sourcesExecutor: (any TaskExecutor)? {
+        guard let first = sources.first?.stage.preferredExecutor else { return nil }
+        let same = sources.allSatisfy { source in
+            source.stage.preferredExecutor.map { ObjectIdentifier($0 as AnyObject) == ObjectIdentifier(first as AnyObject) } ?? false
+        }
+        return same ? first : nil
+    }
 }

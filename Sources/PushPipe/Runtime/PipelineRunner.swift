@@ -100,8 +100,9 @@ public final class PipelineRunner: EventSink, Sendable {
             }
             await withTaskGroup(of: Bool.self) { workers in
                 let workerCount = definition.delivery.concurrency
+                let executor = definition.sourcesExecutor
                 for _ in 0..<workerCount {
-                    workers.addTask {
+                    workers.addTask(executorPreference: executor) {
                         while let job = await self.queue.next() {
                             self.inFlight.add(1, ordering: .relaxed)
                             let report = await self.processor.process(job.event)
@@ -113,7 +114,7 @@ public final class PipelineRunner: EventSink, Sendable {
                 }
                 await withTaskGroup(of: Void.self) { sources in
                     for source in definition.sources {
-                        sources.addTask {
+                        sources.addTask(executorPreference: source.stage.preferredExecutor) {
                             do {
                                 try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id))
                             } catch is CancellationError {

@@ -7,10 +7,17 @@ public protocol Source: Sendable {
     func run(into sink: EventSink, context: StageContext) async throws
     /// Routes this source serves, e.g. the POST route of `http.event`.
     var routes: [RouteDefinition] { get }
+    /// Where the pipeline's workers run when its sources all name the same executor. A
+    /// poller whose HTTP client lives on one event loop names that loop: the events it finds
+    /// are then processed on the thread that read them, instead of each waking a thread of
+    /// Swift's pool (at a few hundred checks a second, those wake-ups were a quarter of the
+    /// poller's CPU).
+    var preferredExecutor: (any TaskExecutor)? { get }
 }
 
 extension Source {
     public var routes: [RouteDefinition] { [] }
+    public var preferredExecutor: (any TaskExecutor)? { nil }
 }
 
 /// Stages that hold resources for their whole life (plugin processes, connection pools).

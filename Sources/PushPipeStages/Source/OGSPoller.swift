@@ -87,6 +87,9 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         }]
     }
 
+    /// The shared HTTP clients' loop: a check and the pipeline run of what it found share a thread.
+    var preferredExecutor: (any TaskExecutor)? { SharedHTTPClients.executor }
+
     func userRegistered(_ user: String) async {
         registrations.continuation.yield(user)
     }
@@ -244,11 +247,15 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             count(.pollerRateLimitWaits)
             try await Task.sleep(until: until)
         }
-        var request = HTTPClientRequest(url: "\(baseURL)/api/v1/players/\(user)/full")
-        request.headers.add(name: "accept", value: "application/json")
-        request.headers.add(name: "user-agent", value: "pushpipe")
-        let response = try await SharedHTTPClients.client(trusting: configuration.caFile).execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
-        let body = try await response.body.collect(upTo: 8 << 20)
+        // The futures API: the async one starts an unstructured task per request (its cancel
+        // handler's registration), which woke a thread of Swift's pool for every check.
+        let request = try HTTPClient.Request(url: "\(baseURL)/api/v1/players/\(user)/full",
+                                             headers: ["accept": "application/json", "user-agent": "pushpipe"])
+        let task = SharedHTTPClients.client(trusting: configuration.caFile)
+            .execute(request: request, delegate: ResponseAccumulator(request: request, maxBodySize: 8 << 20),
+                     deadline: .now() + .milliseconds(Int64(configuration.timeout * 1000)))
+        let response = try await withTaskCancellationHandler { try await task.futureResult.get() } onCancel: { task.cancel() }
+        let body = response.body ?? ByteBuffer()
         let code = Int(response.status.code)
         // Whatever the server sends, a pause stays finite and at most an hour.
         let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? min(max($0, 0), 3600) : nil }
