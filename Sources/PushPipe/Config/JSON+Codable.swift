@@ -40,7 +40,9 @@ extension JSON: Codable {
 
     /// Parses only the selected parts; the rest is checked for structure and skipped.
     public static func parse(_ data: some DataProtocol, selecting selection: JSONSelection) throws -> JSON {
-        try JSONParser.parse(Array(data), selecting: selection)
+        // A contiguous buffer (an HTTP body, `Data`) is read where it lies; anything else is copied once.
+        if let value = try data.withContiguousStorageIfAvailable({ try JSONParser.parse($0, selecting: selection) }) { return value }
+        return try Array(data).withUnsafeBufferPointer { try JSONParser.parse($0, selecting: selection) }
     }
 
     public static func parse(_ text: String) throws -> JSON {

@@ -1,14 +1,27 @@
 /// Which parts of a document to build. A poller that reads one list out of a large document
 /// (an OGS player's `/full`: profile, ratings, every game's full state) should not allocate a
 /// string and a dictionary for everything else.
-public indirect enum JSONSelection: Sendable {
-    case everything
+public struct JSONSelection: Sendable {
+    struct Member: Sendable {
+        let name: String
+        /// The name's bytes, compared with a key's bytes without making the key a string.
+        let utf8: [UInt8]
+        let selection: JSONSelection
+    }
+
+    /// nil: the whole value.
+    let wanted: [Member]?
+
+    public static let everything = JSONSelection(wanted: nil)
+
     /// Only these members of an object (and, in an array, of each element); others are skipped.
-    case members([String: JSONSelection])
+    public static func members(_ members: [String: JSONSelection]) -> JSONSelection {
+        JSONSelection(wanted: members.map { Member(name: $0.key, utf8: Array($0.key.utf8), selection: $0.value) })
+    }
 }
 
 extension JSONParser {
-    static func parse(_ bytes: [UInt8], selecting selection: JSONSelection) throws -> JSON {
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, selecting selection: JSONSelection) throws -> JSON {
         var parser = JSONParser(bytes)
         let value = try parser.selectedValue(selection)
         parser.skipWhitespace()
@@ -17,7 +30,7 @@ extension JSONParser {
     }
 
     mutating func selectedValue(_ selection: JSONSelection) throws -> JSON {
-        guard case .members(let wanted) = selection else { return try value() }
+        guard let wanted = selection.wanted else { return try value() }
         skipWhitespace()
         guard index < bytes.count else { throw failure("unexpected end of input") }
         switch bytes[index] {
@@ -25,8 +38,8 @@ extension JSONParser {
             var members: [String: JSON] = [:]
             try walkObject { parser, key in
                 // Keys are compared as bytes: a skipped member's key is never made a string.
-                if let (name, inner) = wanted.first(where: { parser.key(key, is: $0.key) }) {
-                    members[name] = try parser.selectedValue(inner)
+                if let member = parser.member(key, in: wanted) {
+                    members[member.name] = try parser.selectedValue(member.selection)
                 } else {
                     try parser.skipValue()
                 }
@@ -101,18 +114,22 @@ extension JSONParser {
     /// A key as a string, escapes decoded and UTF-8 validated. `walkObject` found its end and
     /// checked it for control characters: only a key with escapes is read again.
     mutating func decodedKey(_ key: Range<Int>) throws -> String {
-        guard bytes[key].contains(UInt8(ascii: "\\")) else { return try decodeUTF8(bytes[key]) }
+        guard bytes[key].contains(UInt8(ascii: "\\")) else { return try decodeUTF8(UnsafeBufferPointer(rebasing: bytes[key])) }
         let resume = index
         defer { index = resume }
         index = key.lowerBound - 1
         return try string()
     }
 
-    /// Whether a key's bytes spell `name` (an escaped key is decoded first).
-    func key(_ key: Range<Int>, is name: String) -> Bool {
-        guard bytes[key].contains(UInt8(ascii: "\\")) else { return name.utf8.elementsEqual(bytes[key]) }
+    /// The wanted member a key spells, if any (an escaped key is decoded first).
+    func member(_ key: Range<Int>, in wanted: [JSONSelection.Member]) -> JSONSelection.Member? {
+        let raw = UnsafeBufferPointer(rebasing: bytes[key])
+        guard raw.contains(UInt8(ascii: "\\")) else {
+            return wanted.first { $0.utf8.count == raw.count && $0.utf8.withUnsafeBufferPointer { $0.elementsEqual(raw) } }
+        }
         var parser = self
-        return (try? parser.decodedKey(key)) == name
+        guard let name = try? parser.decodedKey(key) else { return nil }
+        return wanted.first { $0.name == name }
     }
 
     mutating func walkArray(_ element: (inout JSONParser) throws -> Void) throws {

@@ -5,16 +5,18 @@
 struct JSONParser {
     static let maximumDepth = 256
 
-    let bytes: [UInt8]
+    /// The document, valid only during `parse`: reading through a pointer leaves out the bounds
+    /// checks an array repeats at every byte (each read is guarded by `index < bytes.count`).
+    let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
 
-    init(_ bytes: [UInt8]) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     static func parse(_ bytes: [UInt8]) throws -> JSON {
-        try parse(bytes, selecting: .everything)
+        try bytes.withUnsafeBufferPointer { try parse($0, selecting: .everything) }
     }
 
     func failure(_ reason: String) -> JSONParseError {
@@ -77,14 +79,14 @@ struct JSONParser {
         guard index < bytes.count else { throw failure("unterminated string") }
         if bytes[index] == UInt8(ascii: "\"") {
             defer { index += 1 }
-            return try decodeUTF8(bytes[start..<index])
+            return try decodeUTF8(UnsafeBufferPointer(rebasing: bytes[start..<index]))
         }
         var scalars: [UInt8] = Array(bytes[start..<index])
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
-                return try decodeUTF8(scalars[...])
+                return try scalars.withUnsafeBufferPointer { try decodeUTF8($0) }
             }
             if byte < 0x20 { throw failure("control character in a string") }
             guard byte == UInt8(ascii: "\\") else {
@@ -144,9 +146,9 @@ struct JSONParser {
     }
 
     /// ASCII needs no validation (and the generic validation looks up type metadata per call).
-    func decodeUTF8(_ slice: ArraySlice<UInt8>) throws -> String {
-        if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
-        guard let string = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8") }
+    func decodeUTF8(_ text: UnsafeBufferPointer<UInt8>) throws -> String {
+        if text.allSatisfy({ $0 < 0x80 }) { return String(decoding: text, as: UTF8.self) }
+        guard let string = String(validating: text, as: UTF8.self) else { throw failure("invalid UTF-8") }
         return string
     }
 
