@@ -44,12 +44,14 @@ public final class HTTPHost: Sendable {
                                                       onRunning: @escaping @Sendable (Int) async -> Void) -> some Service
         where Responder.Context == BasicRequestContext
     {
-        Application(
+        let application = Application(
             responder: responder,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger
         )
+        // Handlers on the loops that read their requests (the application's group is the singleton).
+        return ExecutorPreferringService(inner: application, executor: EventLoopGroupTaskExecutor.singleton)
     }
 
     struct Responder: HTTPResponder {

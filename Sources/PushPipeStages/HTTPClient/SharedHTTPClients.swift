@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PushPipe
 import Synchronization
 
 /// HTTP clients that live as long as the process, one per set of extra trusted CAs, like
@@ -12,7 +13,7 @@ enum SharedHTTPClients {
     /// The loop every shared client runs its connections on; pollers run their checks on it
     /// (`executor`), so a response resumes the check on the thread that read it.
     private static let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-    static let executor = EventLoopTaskExecutor(eventLoop)
+    static let executor = EventLoopGroupTaskExecutor(eventLoop)
     private static let systemRootsOnly = HTTPClient(eventLoopGroup: eventLoop, configuration: configuration(tls: nil))
 
     /// The client trusting the system's roots and, when `caFile` is not empty, the PEM

@@ -51,6 +51,9 @@ struct HTTPEventSource: Source {
     }
 
     var routes: [RouteDefinition] { [route] }
+    /// The HTTP server's loops, where the route's handler runs: a worker takes the event, and
+    /// answers its waiting caller, without waking a thread of Swift's pool.
+    var preferredExecutor: (any TaskExecutor)? { EventLoopGroupTaskExecutor.singleton }
 
     /// New events arrive through the route. Meanwhile: renew the leases of the events in
     /// flight here, and send what an earlier run, or a daemon that died, accepted and did not finish.
