@@ -38,8 +38,13 @@ public struct PipelineDefinition: Sendable {
         return stages
     }
 
-    /// The executor every source names (`Source.preferredExecutor`), if they agree on one.
-    var sourcesExecutor: (any TaskExecutor)? {
+    /// Where the workers run: the transport's choice, else the executor every source names
+    /// (`Source.preferredExecutor`) if they agree on one, else Swift's pool.
+    var workersExecutor: (any TaskExecutor)? {
+        transport.stage.preferredExecutor ?? sourcesExecutor
+    }
+
+    private var sourcesExecutor: (any TaskExecutor)? {
         guard let first = sources.first?.stage.preferredExecutor else { return nil }
         let same = sources.allSatisfy { source in
             source.stage.preferredExecutor.map { ObjectIdentifier($0 as AnyObject) == ObjectIdentifier(first as AnyObject) } ?? false

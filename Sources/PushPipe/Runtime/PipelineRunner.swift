@@ -100,7 +100,7 @@ public final class PipelineRunner: EventSink, Sendable {
             }
             await withTaskGroup(of: Bool.self) { workers in
                 let workerCount = definition.delivery.concurrency
-                let executor = definition.sourcesExecutor
+                let executor = definition.workersExecutor
                 for _ in 0..<workerCount {
                     workers.addTask(executorPreference: executor) {
                         while let job = await self.queue.next() {

@@ -88,6 +88,9 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
     }
 
+    /// Swift's pool: the connections' loops frame and encrypt every request.
+    var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
+
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let options = notification.options
         let pushType = options["push_type"]?.stringValue ?? "alert"

@@ -48,6 +48,9 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         baseURL = configuration.baseUrl.hasSuffix("/") ? String(configuration.baseUrl.dropLast()) : configuration.baseUrl
     }
 
+    /// Swift's pool: the connections' loops frame and encrypt every request.
+    var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
+
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         guard case .object(var message) = notification.payload else {
             throw StageError(.invalidEvent, stage: context.stage, "an FCM message must be an object")
