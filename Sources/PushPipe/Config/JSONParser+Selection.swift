@@ -85,29 +85,17 @@ extension JSONParser {
     /// Calls `member` with each key's bytes as they stand between the quotes (escapes
     /// undecoded; see `decodedKey`), the parser standing before its value.
     mutating func walkObject(_ member: (inout JSONParser, Range<Int>) throws -> Void) throws {
-        try nest()
-        defer { depth -= 1 }
-        index += 1
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
-            let keyStart = index + 1
-            try skipString()
-            let key = keyStart..<index - 1
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            try member(&self, key)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unterminated object") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
-            throw failure("expected ',' or '}'")
+        try walkContainer(closedBy: UInt8(ascii: "}"), "object") { parser in
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "\"") else {
+                throw parser.failure("expected a string key")
+            }
+            let keyStart = parser.index + 1
+            try parser.skipString()
+            let key = keyStart..<parser.index - 1
+            parser.skipWhitespace()
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: ":") else { throw parser.failure("expected ':'") }
+            parser.index += 1
+            try member(&parser, key)
         }
     }
 
@@ -133,21 +121,28 @@ extension JSONParser {
     }
 
     mutating func walkArray(_ element: (inout JSONParser) throws -> Void) throws {
+        try walkContainer(closedBy: UInt8(ascii: "]"), "array", element)
+    }
+
+    /// An object's or an array's brackets and commas, around `element` (which starts at the
+    /// element, whitespace skipped); nesting is bounded here for both.
+    private mutating func walkContainer(closedBy closer: UInt8, _ kind: String, _ element: (inout JSONParser) throws -> Void) throws {
         try nest()
         defer { depth -= 1 }
         index += 1
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+        if index < bytes.count, bytes[index] == closer {
             index += 1
             return
         }
         while true {
+            skipWhitespace()
             try element(&self)
             skipWhitespace()
-            guard index < bytes.count else { throw failure("unterminated array") }
+            guard index < bytes.count else { throw failure("unterminated \(kind)") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; return }
-            throw failure("expected ',' or ']'")
+            if bytes[index] == closer { index += 1; return }
+            throw failure("expected ',' or '\(Character(UnicodeScalar(closer)))'")
         }
     }
 }

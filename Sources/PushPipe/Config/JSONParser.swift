@@ -15,10 +15,6 @@ struct JSONParser {
         self.bytes = bytes
     }
 
-    static func parse(_ bytes: [UInt8]) throws -> JSON {
-        try bytes.withUnsafeBufferPointer { try parse($0, selecting: .everything) }
-    }
-
     func failure(_ reason: String) -> JSONParseError {
         JSONParseError(reason: "\(reason) at byte \(index)")
     }

@@ -46,9 +46,6 @@ public struct PipelineDefinition: Sendable {
 
     private var sourcesExecutor: (any TaskExecutor)? {
         guard let first = sources.first?.stage.preferredExecutor else { return nil }
-        let same = sources.allSatisfy { source in
-            source.stage.preferredExecutor.map { ObjectIdentifier($0 as AnyObject) == ObjectIdentifier(first as AnyObject) } ?? false
-        }
-        return same ? first : nil
+        return sources.allSatisfy { $0.stage.preferredExecutor === first } ? first : nil
     }
 }

@@ -138,7 +138,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                             running -= 1
                         }
                         if Task.isCancelled { break }
-                        group.addTask(executorPreference: SharedHTTPClients.executor) {
+                        group.addTask {
                             _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
                         }
                         running += 1
