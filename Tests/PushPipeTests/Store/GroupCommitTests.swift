@@ -52,6 +52,52 @@ import Testing
         #expect(started.current < writers * writesEach, "writes still share transactions")
     }
 
+    /// Issue 15: under load the leader waited out the whole gathering window before each
+    /// commit, so callers waiting for a 202 waited for the window even when every one of them
+    /// was already queued (ingestion was bound by the window with half the CPU idle). With a
+    /// window of a minute, closed-loop writers must still get through 60 commits at once:
+    /// the old leader needed a minute for each.
+    @Test func theLeaderCommitsOnceTheWritesItExpectsAreIn() async throws {
+        let commits = AsyncStream<Int>.makeStream()
+        // Each commit takes a millisecond, as a transaction does, so writes queue behind it.
+        let group = GroupCommit<Int>(gatheringWindow: .seconds(60)) { writes in
+            try await Task.sleep(for: .milliseconds(1))
+            commits.continuation.yield(writes.count)
+        }
+        let writers = 8
+        let made = await withTaskGroup(of: Int?.self) { tasks -> Int in
+            for writer in 0..<writers {
+                tasks.addTask {
+                    var write = writer
+                    // Cancelled at the end: a gathering leader stops waiting and commits.
+                    while !Task.isCancelled {
+                        try? await group.submit(write)
+                        write += writers
+                    }
+                    return nil
+                }
+            }
+            // A bound, not a synchronisation: the old leader would still be in its first window.
+            tasks.addTask { try? await Task.sleep(for: .seconds(20)); return nil }
+            tasks.addTask {
+                var made = 0
+                for await _ in commits.stream {
+                    made += 1
+                    if made == 60 { break }
+                }
+                return made
+            }
+            var made = 0
+            while let finished = await tasks.next() {
+                if let finished { made = finished }
+                break
+            }
+            tasks.cancelAll()
+            return made
+        }
+        #expect(made == 60, "\(made) commits before the bound; each waited out the window")
+    }
+
     /// The commit observer was stored as a `Mutex`'s value itself; each access re-wrapped it
     /// in two reabstraction thunks, so the call went one level deeper per commit (after a
     /// minute of load, 11% of the CPU and a stack that grows until it overflows). The depth of
