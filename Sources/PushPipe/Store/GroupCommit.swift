@@ -42,8 +42,10 @@ final class GroupCommit<Write: Sendable>: Sendable {
     let observer = Mutex<CommitObserver?>(nil)
     /// The longest a leader waits for the writes it expects.
     private let gatheringWindow: TimeAmount
-    /// Ends gathering windows: a scheduled callback costs less than a sleeping task raced against
-    /// the wait (two child tasks per commit cost an OGS check 4% more CPU than a plain sleep).
+    /// Ends gathering windows for leaders off NIO's loops: a scheduled callback costs less than
+    /// a sleeping task raced against the wait (two child tasks per commit cost an OGS check 4%
+    /// more CPU than a plain sleep). A leader on a loop (an OGS check's pipeline) uses its own,
+    /// which then wakes no other thread.
     private let timer = MultiThreadedEventLoopGroup.singleton.any()
 
     init(gatheringWindow: Duration = .milliseconds(2), commit: @escaping @Sendable ([Write]) async throws -> Void) {
@@ -115,7 +117,8 @@ final class GroupCommit<Write: Sendable>: Sendable {
                     return state.gathering
                 }
                 guard let gathering else { return continuation.resume() }
-                timer.scheduleTask(in: gatheringWindow) { self.stopGathering(gathering) }
+                let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? timer
+                loop.scheduleTask(in: gatheringWindow) { self.stopGathering(gathering) }
             }
         } onCancel: {
             stopGathering(nil)
