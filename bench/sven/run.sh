@@ -11,5 +11,7 @@ RATE=${RATE:-20}
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1 && swift build -c release --product pushpipe >/dev/null 2>&1; fi
 bench=${BENCH:-.build/release/pushpipe-bench}
-export PUSHPIPE_BINARY=${PUSHPIPE_BINARY:-$(cd "$(dirname "$bench")" && pwd)/pushpipe}
+PUSHPIPE_BINARY=${PUSHPIPE_BINARY:-$(dirname "$bench")/pushpipe}
+# Absolute: the driver starts the daemon from another folder.
+export PUSHPIPE_BINARY="$(cd "$(dirname "$PUSHPIPE_BINARY")" && pwd)/$(basename "$PUSHPIPE_BINARY")"
 "$bench" reply-latency --files "$FILES" --rate "$RATE" --pipeline pipelines/sven-replies.yaml
