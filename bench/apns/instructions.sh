@@ -19,7 +19,7 @@ RUN=$(mktemp -d /tmp/pushpipe-instructions.XXXXXX)
 source bench/lib/nginx-apns.sh
 trap 'stop_nginx_apns "$RUN"; rm -rf "$RUN"' EXIT
 start_nginx_apns "$RUN" "$PORT"
-python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$RUN/payload.json"
+apns_reference_load "$RUN" "$PORT"
 
 if perf stat -e instructions true 2>&1 | grep -q "not supported"; then
   # No hardware counter here, and valgrind 3.19 dies when a Swift 6.3 binary starts its first
@@ -39,10 +39,7 @@ else
   count() { perf stat -x, -e instructions -o "$RUN/perf.txt" "$@" >/dev/null 2>&1; awk -F, '/instructions/ { print $1; exit }' "$RUN/perf.txt"; }
 fi
 pushpipe() { count "$bench" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$1" --connections 1; }
-reference() {
-  count h2load -n "$1" -c 1 -m 100 -d "$RUN/payload.json" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert' \
-    -H 'apns-priority: 10' -H 'content-type: application/json' "https://127.0.0.1:$PORT/3/device/$(printf '%064d' 1)"
-}
+reference() { count h2load -n "$1" "${H2LOAD_APNS[@]}"; }
 per() {
   if [ -z "$1" ] || [ -z "$2" ]; then echo "not counted: the counter failed on this binary (bench/README.md)"; return; fi
   python3 -c "print('%.0f' % (($2 - $1) / ($LARGE - $SMALL)))"

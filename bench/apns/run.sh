@@ -29,15 +29,13 @@ cleanup() {
 trap cleanup EXIT
 start_nginx_apns "$RUN" "$PORT"
 
-# 200 bytes of JSON, like a small alert.
-python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$RUN/payload.json"
+# The reference load: 200 bytes of JSON, like a small alert.
+apns_reference_load "$RUN" "$PORT"
 
 # The machine's speed drifts (shared cores): h2load runs before and after pushpipe, and the
 # ratio is taken against the mean of the two.
 h2load_run() {
-  h2load -n "$COUNT" -c 1 -m 100 -d "$RUN/payload.json" \
-    -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert' -H 'apns-priority: 10' -H 'content-type: application/json' \
-    "https://127.0.0.1:$PORT/3/device/$(printf '%064d' 1)" > "$RUN/h2load.txt"
+  h2load -n "$COUNT" "${H2LOAD_APNS[@]}" > "$RUN/h2load.txt"
   grep -E '^finished in|^requests:|^status codes:' "$RUN/h2load.txt" >&2
   awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt"
 }

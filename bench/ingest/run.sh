@@ -21,10 +21,14 @@ renderer: {type: json.template, payload: {title: "{{title}}"}}
 transport: {type: stdout, format: compact}
 YAML
 printf '{"user": "alice", "title": "Hello"}' > "$RUN/event.json"
+# Once the daemon answers, registers alice's device TOKEN: every event goes to her.
+register_alice() {
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
+  curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
+    -d "{\"user_id\": \"alice\", \"device_token\": \"$1\"}" > /dev/null
+}
 start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
-curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
-  -d '{"user_id": "alice", "device_token": "808605752f2f8d4c9ae1b3f4e9d2c7a1"}' > /dev/null
+register_alice 808605752f2f8d4c9ae1b3f4e9d2c7a1
 for connections in 16 64; do
   echo "== $COUNT events, h2load --h1, $connections keep-alive connections"
   h2load --h1 -n "$COUNT" -c "$connections" -d "$RUN/event.json" -H 'content-type: application/json' \
@@ -63,9 +67,7 @@ transport:
 delivery: {concurrency: 100}
 YAML
 start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/register" && break; sleep 0.1; done
-curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
-  -d '{"user_id": "alice", "device_token": "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"}' > /dev/null
+register_alice 808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1
 echo "== $COUNT events delivered to the nginx APNs stand-in, h2load --h1, 64 keep-alive connections"
 h2load --h1 -n "$COUNT" -c 64 -d "$RUN/event.json" -H 'content-type: application/json' \
   "http://127.0.0.1:$PORT/events" | grep -E '^finished in|^status codes|time for request'

@@ -2,6 +2,7 @@
 # (bench/apns/nginx.conf), with a throwaway CA and server certificate in $RUN.
 #   start_nginx_apns RUN PORT   # then https://localhost:PORT, trusting RUN/ca.pem
 #   stop_nginx_apns RUN
+#   h2load -n COUNT "${H2LOAD_APNS[@]}"   # the reference load, once nginx is started
 start_nginx_apns() {
   local run=$1 port=$2 conf
   conf="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/apns/nginx.conf"
@@ -23,4 +24,13 @@ start_nginx_apns() {
 
 stop_nginx_apns() {
   [ -f "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null || true
+}
+
+# The reference load both APNs benchmarks measure against: a 200-byte alert (RUN/payload.json)
+# on 1 connection with 100 concurrent streams, h2load's arguments but the count.
+apns_reference_load() {
+  local run=$1 port=$2
+  python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$run/payload.json"
+  H2LOAD_APNS=(-c 1 -m 100 -d "$run/payload.json" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert'
+    -H 'apns-priority: 10' -H 'content-type: application/json' "https://127.0.0.1:$port/3/device/$(printf '%064d' 1)")
 }

@@ -27,11 +27,11 @@ final class GroupCommit<Write: Sendable>: Sendable {
     private struct State {
         var pending: [Entry] = []
         var committing = false
-        /// How many writes the last batch held: under load about as many are on their way.
+        /// How many writes the last batch held: under load about as many are on their way, and
+        /// a gathering leader waits for that many.
         var lastBatchSize = 0
-        /// The leader waiting for `gatheringTarget` pending writes, resumed by the write that makes them.
+        /// The gathering leader, resumed by the write that makes `lastBatchSize` pending.
         var gatherer: CheckedContinuation<Void, Never>?
-        var gatheringTarget = 0
         /// Counts gatherings, so that a window's timer ends only its own.
         var gathering: UInt64 = 0
     }
@@ -42,15 +42,9 @@ final class GroupCommit<Write: Sendable>: Sendable {
     let observer = Mutex<CommitObserver?>(nil)
     /// The longest a leader waits for the writes it expects.
     private let gatheringWindow: TimeAmount
-    /// Ends gathering windows for leaders off NIO's loops: a scheduled callback costs less than
-    /// a sleeping task raced against the wait (two child tasks per commit cost an OGS check 4%
-    /// more CPU than a plain sleep). A leader on a loop (an OGS check's pipeline) uses its own,
-    /// which then wakes no other thread.
-    private let timer = MultiThreadedEventLoopGroup.singleton.any()
 
     init(gatheringWindow: Duration = .milliseconds(2), commit: @escaping @Sendable ([Write]) async throws -> Void) {
-        let (seconds, attoseconds) = gatheringWindow.components
-        self.gatheringWindow = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.gatheringWindow = TimeAmount(gatheringWindow)
         self.commit = commit
     }
 
@@ -60,7 +54,7 @@ final class GroupCommit<Write: Sendable>: Sendable {
                 let leads = !state.committing
                 state.committing = true
                 state.pending.append(Entry(write: write, isLeader: leads, continuation: continuation))
-                guard state.gatherer != nil, state.pending.count >= state.gatheringTarget else { return (leads, nil) }
+                guard state.gatherer != nil, state.pending.count >= state.lastBatchSize else { return (leads, nil) }
                 defer { state.gatherer = nil }
                 return (leads, state.gatherer)
             }
@@ -73,8 +67,7 @@ final class GroupCommit<Write: Sendable>: Sendable {
     /// Commits one batch (which holds the leader's own write), then hands over to the oldest
     /// write that arrived meanwhile; throws if the batch failed.
     private func lead() async throws {
-        let expected = state.withLock { $0.lastBatchSize }
-        if expected > 1 { await gather(expected) }
+        if state.withLock({ $0.lastBatchSize > 1 }) { await gather() }
         let batch = state.withLock { state -> [Entry] in
             defer { state.pending.removeAll(keepingCapacity: true) }
             state.lastBatchSize = state.pending.count
@@ -104,20 +97,24 @@ final class GroupCommit<Write: Sendable>: Sendable {
         if let failure { throw failure }
     }
 
-    /// Returns once `expected` writes are pending, the window has passed or the leader is cancelled.
-    private func gather(_ expected: Int) async {
+    /// Returns once as many writes are pending as the last batch held, the window has passed or
+    /// the leader is cancelled. Only the leader changes `lastBatchSize`, so it holds meanwhile.
+    private func gather() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let gathering = state.withLock { state -> UInt64? in
                     // Checked under the lock: a cancellation before the gatherer is stored finds none to resume.
-                    if state.pending.count >= expected || Task.isCancelled { return nil }
+                    if state.pending.count >= state.lastBatchSize || Task.isCancelled { return nil }
                     state.gathering &+= 1
                     state.gatherer = continuation
-                    state.gatheringTarget = expected
                     return state.gathering
                 }
                 guard let gathering else { return continuation.resume() }
-                let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? timer
+                // A scheduled callback ends the window: it costs less than a sleeping task raced
+                // against the wait (two child tasks per commit cost an OGS check 4% more CPU than
+                // a plain sleep). A leader on a loop (an OGS check's pipeline) uses its own, which
+                // wakes no other thread; NIO's group is touched only when a window is needed.
+                let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
                 loop.scheduleTask(in: gatheringWindow) { self.stopGathering(gathering) }
             }
         } onCancel: {
