@@ -33,17 +33,27 @@ struct TimestampDedupeFilter: Filter {
     }
 
     let configuration: Configuration
+    /// Paths parsed once: an OGS check runs this filter for every player, on every item.
+    private let itemsPath: JSONPath
+    private let timestampPath: JSONPath
+    private let itemIdPath: JSONPath?
+    private let keyPath: JSONPath?
+
+    init(configuration: Configuration) {
+        self.configuration = configuration
+        itemsPath = JSONPath(configuration.items)
+        timestampPath = JSONPath(configuration.timestamp)
+        itemIdPath = configuration.itemId.map(JSONPath.init)
+        keyPath = configuration.key.map(JSONPath.init)
+    }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
-        let owner = configuration.key.flatMap { event.body.value(at: $0)?.textValue } ?? event.user
+        let owner = keyPath.flatMap { event.body.value(at: $0)?.textValue } ?? event.user
         guard let owner else { throw StageError(.invalidEvent, stage: context.stage, "no watermark key: the event names no user") }
-        guard let items = event.body.value(at: configuration.items)?.arrayValue else {
+        guard let items = event.body.value(at: itemsPath)?.arrayValue else {
             throw StageError(.invalidEvent, stage: context.stage, "'\(configuration.items)' is not a list")
         }
-        func stateKey(_ item: JSON) -> String {
-            guard let field = configuration.itemId else { return owner }
-            return "\(owner)/\(item.value(at: field)?.textValue ?? "")"
-        }
+        let keys = items.map { item in itemIdPath.map { "\(owner)/\(item.value(at: $0)?.textValue ?? "")" } ?? owner }
         // A poller emits the same items again at its next check; while their notification is
         // on its way (in backoff, say), here or on another daemon, they must not go out twice.
         // Held before reading the watermarks: a delivery that ended before has committed its
@@ -51,30 +61,28 @@ struct TimestampDedupeFilter: Filter {
         let store = context.store
         let pipeline = context.pipeline
         let holds = configuration.state
-        let claimed = try await store.hold(keys: Set(items.map(stateKey)), pipeline: pipeline, stage: holds, lease: configuration.hold)
+        let claimed = try await store.hold(keys: Set(keys), pipeline: pipeline, stage: holds, lease: configuration.hold)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
-        var kept: [(item: JSON, timestamp: Double)] = []
+        var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
         do {
             let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
-            for item in items where claimed.contains(stateKey(item)) {
-                guard let timestamp = item.value(at: configuration.timestamp)?.doubleValue else { continue }
-                if let mark = watermarks[stateKey(item)]?.doubleValue, timestamp <= mark { continue }
-                kept.append((item, timestamp))
+            for (item, key) in zip(items, keys) where claimed.contains(key) {
+                guard let timestamp = item.value(at: timestampPath), let seconds = timestamp.doubleValue else { continue }
+                if let mark = watermarks[key]?.doubleValue, seconds <= mark { continue }
+                kept.append((item, key, timestamp, seconds))
             }
         } catch {
             try? await store.release(keys: claimed, pipeline: pipeline, stage: holds)
             throw error
         }
         var newest: [String: JSON] = [:]
-        for (item, _) in kept {
-            let key = stateKey(item)
-            let value = item.value(at: configuration.timestamp) ?? .null
-            if (newest[key]?.doubleValue ?? -.infinity) < (value.doubleValue ?? 0) { newest[key] = value }
+        for (_, key, timestamp, seconds) in kept where (newest[key]?.doubleValue ?? -.infinity) < seconds {
+            newest[key] = timestamp
         }
         let held = Set(newest.keys)
         try? await store.release(keys: claimed.subtracting(held), pipeline: pipeline, stage: holds)
         guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about", code: "not_newer") }
-        if configuration.newestFirst { kept.sort { $0.timestamp > $1.timestamp } }
+        if configuration.newestFirst { kept.sort { $0.seconds > $1.seconds } }
         var passed = event
         passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))
         passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value, onlyForward: true) }
