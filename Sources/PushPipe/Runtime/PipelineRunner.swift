@@ -88,8 +88,10 @@ public final class PipelineRunner: EventSink, Sendable {
     public var isRunning: Bool { started.load(ordering: .relaxed) }
 
     public func run(store: any Store, mode: RunMode) async {
+        // The same output as the processor's stages: what a source or a long-running stage prints
+        // goes where the runner's caller asked, like the stdout transport's lines.
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
-                                   telemetry: telemetry.telemetry)
+                                   telemetry: telemetry.telemetry, output: processor.output)
         await withTaskGroup(of: Void.self) { stages in
             for (id, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id)) }
