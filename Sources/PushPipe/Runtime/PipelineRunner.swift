@@ -1,14 +1,15 @@
 import Logging
 import Synchronization
 
-/// Runs one pipeline: its long-running stages, its sources, and `delivery.concurrency`
-/// workers pulling events from a hand-off queue. A source's `submit` suspends until a
-/// worker is free, so a slow transport slows the sources and memory stays bounded.
+/// Runs one pipeline: its long-running stages, its sources, and a few workers taking events
+/// from a bounded queue. At most `delivery.concurrency` events are between a source's `submit`
+/// and their completion; `submit` suspends while that many are, so a slow transport slows the
+/// sources and memory stays bounded.
 public final class PipelineRunner: EventSink, Sendable {
     public let definition: PipelineDefinition
     let processor: EventProcessor
     let logger: Logger
-    private let queue = EventQueue<Job>()
+    private let queue: EventQueue<Job>
     private let state = Mutex(State())
     private let stopSignal: AsyncStream<Void>
     private let stopContinuation: AsyncStream<Void>.Continuation
@@ -37,6 +38,7 @@ public final class PipelineRunner: EventSink, Sendable {
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
+        queue = EventQueue(capacity: definition.delivery.concurrency)
         processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
         self.telemetry = processor.telemetry
         (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
@@ -101,16 +103,12 @@ public final class PipelineRunner: EventSink, Sendable {
                 stages.addTask { await pruner.run() }
             }
             await withTaskGroup(of: Bool.self) { workers in
-                let workerCount = definition.delivery.concurrency
+                let workerCount = Self.workerCount(concurrency: definition.delivery.concurrency)
+                let batchLimit = (definition.delivery.concurrency + workerCount - 1) / workerCount
                 let executor = definition.workersExecutor
                 for _ in 0..<workerCount {
                     workers.addTask(executorPreference: executor) {
-                        while let job = await self.queue.next() {
-                            self.inFlight.add(1, ordering: .relaxed)
-                            let report = await self.processor.process(job.event)
-                            self.inFlight.subtract(1, ordering: .relaxed)
-                            self.onEventCompleted?(report)
-                        }
+                        await self.work(batchLimit: batchLimit)
                         return false
                     }
                 }
@@ -152,6 +150,37 @@ public final class PipelineRunner: EventSink, Sendable {
             stages.cancelAll()
         }
         logger.info("pipeline stopped")
+    }
+
+    /// Workers that share `delivery.concurrency` events. Fewer workers than events in flight:
+    /// under load each takes many at once (one wake-up, one batch of requests, one write for
+    /// all), while a few let one batch's round trip overlap the next.
+    static func workerCount(concurrency: Int) -> Int {
+        concurrency <= 4 ? max(1, concurrency) : min(16, max(4, concurrency / 32))
+    }
+
+    /// Takes events until the queue finishes. Retries and broadcasts go on in child tasks, so the
+    /// worker takes the next batch meanwhile; it returns once they are done too.
+    private func work(batchLimit: Int) async {
+        await withDiscardingTaskGroup { followUps in
+            while true {
+                let events = await queue.next(upTo: batchLimit).map(\.event)
+                if events.isEmpty { break }
+                inFlight.add(events.count, ordering: .relaxed)
+                let started = await processor.start(events)
+                finished(started.reports)
+                for followUp in started.followUps {
+                    followUps.addTask { self.finished(await self.processor.finish(followUp)) }
+                }
+            }
+        }
+    }
+
+    private func finished(_ reports: [EventReport]) {
+        guard !reports.isEmpty else { return }
+        inFlight.subtract(reports.count, ordering: .relaxed)
+        queue.done(reports.count)
+        if let onEventCompleted { reports.forEach(onEventCompleted) }
     }
 
     /// Refuses new events, lets admitted ones reach a worker, then finishes the queue.

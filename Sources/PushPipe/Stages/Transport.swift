@@ -5,6 +5,9 @@
 public protocol Transport: Sendable {
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome
+    /// One attempt for each request, outcomes in the same order. A transport that can wait
+    /// for many answers at once implements it; the default sends them concurrently one by one.
+    func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome]
     /// Where the pipeline's workers run, over what the sources name (`Source.preferredExecutor`);
     /// nil follows the sources. A transport whose connections frame and encrypt every request
     /// on an event loop keeps the workers off the loops: on two cores, rendering and recording
@@ -14,4 +17,21 @@ public protocol Transport: Sendable {
 
 extension Transport {
     public var preferredExecutor: (any TaskExecutor)? { nil }
+
+    public func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
+        await sendConcurrently(requests, context: context)
+    }
+
+    /// Each request on its own, all at once: a batch for a transport that has no batch of its own.
+    public func sendConcurrently(_ requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
+        if requests.count == 1 { return [await send(requests[0], context: context)] }
+        return await withTaskGroup(of: (Int, TransportOutcome).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask { (index, await self.send(request, context: context)) }
+            }
+            var outcomes = [TransportOutcome?](repeating: nil, count: requests.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes.map { $0! }
+        }
+    }
 }

@@ -17,6 +17,10 @@ final class ScriptedTransport: Transport, Sendable {
         var running = 0
         var mostRunning = 0
         var answer: TransportOutcome = .delivered(providerID: "ok")
+        /// Answers for one token, first to last, before `answer` applies to it.
+        var scripted: [String: [TransportOutcome]] = [:]
+        /// How many requests each batch send carried.
+        var batches: [Int] = []
         /// Sends still to hold (a delivery "in flight" until `release`).
         var toHold = 0
         var held: [CheckedContinuation<Void, Never>] = []
@@ -29,7 +33,12 @@ final class ScriptedTransport: Transport, Sendable {
     var sends: [String] { state.withLock { $0.sends } }
     var mostRunning: Int { state.withLock { $0.mostRunning } }
 
+    var batches: [Int] { state.withLock { $0.batches } }
+
     func answer(_ outcome: TransportOutcome) { state.withLock { $0.answer = outcome } }
+
+    /// The next answers to requests for `token`.
+    func script(_ token: String, _ outcomes: [TransportOutcome]) { state.withLock { $0.scripted[token, default: []] += outcomes } }
 
     /// Holds the next `count` sends until `release`; later ones go through.
     func hold(next count: Int = 1) { state.withLock { $0.toHold = count } }
@@ -73,8 +82,18 @@ final class ScriptedTransport: Transport, Sendable {
         await Task.yield()
         return state.withLock { state in
             state.running -= 1
+            if var scripted = state.scripted[request.token.value], !scripted.isEmpty {
+                let next = scripted.removeFirst()
+                state.scripted[request.token.value] = scripted
+                return next
+            }
             return state.answer
         }
+    }
+
+    func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
+        state.withLock { $0.batches.append(requests.count) }
+        return await sendConcurrently(requests, context: context)
     }
 }
 

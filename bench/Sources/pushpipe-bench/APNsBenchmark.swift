@@ -20,6 +20,7 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "Streams open at once per connection (max_streams).") var maxStreams = 100
     @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 1000
     @Option(help: "Registered devices the events go to.") var devices = 1000
+    @Option(help: "Tasks submitting events, each one at a time.") var submitters = 4
     @Option(help: "The store: a new SQLite file by default, or postgres://... (an empty database on 127.0.0.1).") var store: String?
 
     func validate() throws {
@@ -81,7 +82,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await runner.run(store: store, mode: .live) }
             await withTaskGroup(of: Void.self) { producers in
-                let producerCount = 4
+                let producerCount = submitters
                 for producer in 0..<producerCount {
                     producers.addTask {
                         for n in stride(from: producer, to: count, by: producerCount) {

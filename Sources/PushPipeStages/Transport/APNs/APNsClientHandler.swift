@@ -17,7 +17,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private struct OpenStream {
-        var continuation: CheckedContinuation<APNsResponse, any Error>
+        var continuation: APNsCompletion
         var status: Int?
         var apnsID: String?
         var body: ByteBuffer?
@@ -290,7 +290,7 @@ struct APNsStreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
     var deadline: NIODeadline
-    var continuation: CheckedContinuation<APNsResponse, any Error>
+    var continuation: APNsCompletion
 }
 
 enum APNsConnectionError: Error, CustomStringConvertible {

@@ -70,9 +70,27 @@ final class APNsConnection: Sendable {
 
     func send(headers: HPACKHeaders, body: ByteBuffer, timeout: TimeAmount) async throws -> APNsResponse {
         try await withCheckedThrowingContinuation { continuation in
-            let request = APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: continuation)
+            let request = APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation))
             let scheduleWrite = outbox.withLock { outbox -> Bool in
                 outbox.requests.append(request)
+                defer { outbox.writeScheduled = true }
+                return !outbox.writeScheduled
+            }
+            guard scheduleWrite else { return }
+            channel.eventLoop.execute { self.writeOutbox() }
+        }
+    }
+
+    /// Sends every request and returns once all are answered, in their order.
+    func send(batch: [(headers: HPACKHeaders, body: ByteBuffer)], timeout: TimeAmount) async -> [Result<APNsResponse, any Error>] {
+        await withCheckedContinuation { continuation in
+            let answers = APNsBatchAnswers(count: batch.count, continuation: continuation)
+            let deadline = NIODeadline.now() + timeout
+            let scheduleWrite = outbox.withLock { outbox -> Bool in
+                for (index, request) in batch.enumerated() {
+                    outbox.requests.append(APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline,
+                                                             continuation: .batch(answers, index: index)))
+                }
                 defer { outbox.writeScheduled = true }
                 return !outbox.writeScheduled
             }

@@ -149,22 +149,10 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
         let resources: Resources
-        do {
-            resources = try await self.resources()
-        } catch {
-            return .configError(reason: "APNs credentials: \(error)")
-        }
-        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
-        // Values that differ per request would only push reusable ones out of the HPACK table.
-        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
-        do {
-            headers.add(name: "authorization", value: "bearer \(try await resources.token.token())")
-        } catch {
-            return .configError(reason: "APNs provider token: \(error)")
-        }
-        headers.add(name: "content-type", value: "application/json")
-        for header in request.headers {
-            headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
+        let headers: HPACKHeaders
+        switch await headersAndResources(for: request) {
+        case .success(let ready): (resources, headers) = ready
+        case .failure(let refusal): return refusal.outcome
         }
         var handOvers = 0
         while true {
@@ -175,25 +163,96 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
                 return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
             }
             do {
-                let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes),
-                                                         timeout: .milliseconds(Int64(configuration.timeout * 1000)))
-                let (outcome, action) = response.outcome
-                switch action {
-                case .keep: break
-                case .reconnect: resources.pool.retire(connection)
-                case .refreshToken:
-                    if !resources.token.invalidate() {
-                        return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
-                    }
-                }
-                return outcome
+                let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes), timeout: requestTimeout)
+                return outcome(of: response, from: connection, resources: resources)
             } catch APNsConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
                 handOvers += 1
             } catch {
-                if !connection.isUsable { resources.pool.retire(connection) }
-                return .retryAfter(seconds: nil, reason: "\(error)")
+                return outcome(of: error, from: connection, resources: resources)
             }
         }
+    }
+
+    /// All requests on one connection, answered together: one wait for the batch instead of one
+    /// per request. A request its connection closed before sending goes on alone.
+    func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
+        guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0], context: context)] }
+        var prepared: [(headers: HPACKHeaders, body: ByteBuffer)] = []
+        prepared.reserveCapacity(requests.count)
+        var resources: Resources?
+        for request in requests {
+            switch await headersAndResources(for: request) {
+            case .success(let ready):
+                resources = ready.0
+                prepared.append((ready.1, ByteBuffer(data: request.bodyBytes)))
+            case .failure(let refusal):
+                return Array(repeating: refusal.outcome, count: requests.count)
+            }
+        }
+        guard let resources else { return [] }
+        let connection: APNsConnection
+        do {
+            connection = try await resources.pool.connection()
+        } catch {
+            return Array(repeating: .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)"), count: requests.count)
+        }
+        let results = await connection.send(batch: prepared, timeout: requestTimeout)
+        var outcomes: [TransportOutcome] = []
+        outcomes.reserveCapacity(requests.count)
+        for (request, result) in zip(requests, results) {
+            switch result {
+            case .success(let response): outcomes.append(outcome(of: response, from: connection, resources: resources))
+            case .failure(APNsConnectionError.closedBeforeSending): outcomes.append(await send(request, context: context))
+            case .failure(let error): outcomes.append(outcome(of: error, from: connection, resources: resources))
+            }
+        }
+        return outcomes
+    }
+
+    private var requestTimeout: TimeAmount { .milliseconds(Int64(configuration.timeout * 1000)) }
+
+    private struct Refusal: Error {
+        var outcome: TransportOutcome
+    }
+
+    private func headersAndResources(for request: OutgoingRequest) async -> Result<(Resources, HPACKHeaders), Refusal> {
+        let resources: Resources
+        do {
+            resources = try await self.resources()
+        } catch {
+            return .failure(Refusal(outcome: .configError(reason: "APNs credentials: \(error)")))
+        }
+        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
+        // Values that differ per request would only push reusable ones out of the HPACK table.
+        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
+        do {
+            headers.add(name: "authorization", value: "bearer \(try await resources.token.token())")
+        } catch {
+            return .failure(Refusal(outcome: .configError(reason: "APNs provider token: \(error)")))
+        }
+        headers.add(name: "content-type", value: "application/json")
+        for header in request.headers {
+            headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
+        }
+        return .success((resources, headers))
+    }
+
+    private func outcome(of response: APNsResponse, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
+        let (outcome, action) = response.outcome
+        switch action {
+        case .keep: break
+        case .reconnect: resources.pool.retire(connection)
+        case .refreshToken:
+            if !resources.token.invalidate() {
+                return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
+            }
+        }
+        return outcome
+    }
+
+    private func outcome(of error: any Error, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
+        if !connection.isUsable { resources.pool.retire(connection) }
+        return .retryAfter(seconds: nil, reason: "\(error)")
     }
 
     var notReadyReason: String? { credentials.notReadyReason }

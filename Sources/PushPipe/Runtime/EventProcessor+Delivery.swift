@@ -1,0 +1,207 @@
+import Foundation
+import Logging
+
+/// One event's notifications on their way: each one's request and how its attempts ended.
+struct Delivering: Sendable {
+    var event: Event
+    var notifications: [RenderedNotification]
+    var attempts: [Attempt] = []
+
+    struct Attempt: Sendable {
+        var request: OutgoingRequest?
+        var outcome: TransportOutcome
+        /// Attempts made (0 when nothing was sent: refused, or a dry run).
+        var count: Int
+        /// The delivery metric's outcome when it is not the transport's (`refused`, `dry_run`).
+        var metricOutcome: String?
+    }
+
+    func needsRetry(within limit: Int) -> Bool {
+        attempts.contains { $0.isRetried(within: limit) }
+    }
+}
+
+extension Delivering.Attempt {
+    func isRetried(within limit: Int) -> Bool {
+        guard request != nil, metricOutcome == nil, case .retryAfter = outcome else { return false }
+        return count < limit && !Task.isCancelled
+    }
+}
+
+/// What one event's batch of deliveries writes.
+struct Outcome {
+    var delivering: Delivering
+    var deliveries: [DeliveryReport]
+    var state: [StateWrite]
+}
+
+extension EventProcessor {
+    /// Prepares every notification, then sends the first attempt of each, `together` at a time
+    /// through the transport's batch send: one wait for many answers.
+    func attemptFirst(_ deliverings: inout [Delivering], together: Int) async {
+        var sending: [(delivering: Int, notification: Int)] = []
+        for index in deliverings.indices {
+            let event = deliverings[index].event
+            deliverings[index].attempts = deliverings[index].notifications.map { notification in
+                do {
+                    let request = try definition.transport.stage.prepare(notification, context: transportContext)
+                    onRequest?(request)
+                    telemetry.request(event, request)
+                    if mode == .dryRun {
+                        output.print("[\(definition.name)] would send:\n\(request.printable)\n")
+                        return .init(request: request, outcome: .delivered(providerID: "dry-run"), count: 0, metricOutcome: "dry_run")
+                    }
+                    // Replaced by the first attempt's outcome below.
+                    return .init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0)
+                } catch {
+                    // The transport refused the notification before sending (not an APNs token, too large).
+                    return .init(request: nil, outcome: .configError(reason: "\(error)"), count: 0, metricOutcome: "refused")
+                }
+            }
+            for (position, attempt) in deliverings[index].attempts.enumerated() where attempt.request != nil && attempt.metricOutcome == nil {
+                sending.append((index, position))
+            }
+        }
+        var start = 0
+        while start < sending.count {
+            let chunk = sending[start..<min(sending.count, start + max(1, together))]
+            let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
+            let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext)
+            for (place, outcome) in zip(chunk, outcomes) {
+                deliverings[place.delivering].attempts[place.notification].outcome = outcome
+                deliverings[place.delivering].attempts[place.notification].count = 1
+            }
+            start += chunk.count
+        }
+    }
+
+    /// Attempts again, one by one with backoff, every notification whose last outcome was
+    /// `retry-after`, at most `delivery.fanout` at once.
+    func retry(_ deliverings: inout [Delivering]) async {
+        let limit = definition.delivery.attempts
+        var retrying: [(delivering: Int, notification: Int)] = []
+        for index in deliverings.indices {
+            for (position, attempt) in deliverings[index].attempts.enumerated() where attempt.isRetried(within: limit) {
+                retrying.append((index, position))
+            }
+        }
+        guard !retrying.isEmpty else { return }
+        let snapshot = deliverings
+        let fanout = definition.delivery.fanout
+        let finished = await withTaskGroup(of: (Int, Delivering.Attempt).self) { group in
+            var finished: [(Int, Delivering.Attempt)] = []
+            for (slot, place) in retrying.enumerated() {
+                if slot >= fanout, let done = await group.next() { finished.append(done) }
+                let delivering = snapshot[place.delivering]
+                let attempt = delivering.attempts[place.notification]
+                let notification = delivering.notifications[place.notification]
+                group.addTask { (slot, await self.retry(attempt, of: notification, event: delivering.event)) }
+            }
+            for await done in group { finished.append(done) }
+            return finished
+        }
+        for (slot, attempt) in finished {
+            deliverings[retrying[slot].delivering].attempts[retrying[slot].notification] = attempt
+        }
+    }
+
+    private func retry(_ first: Delivering.Attempt, of notification: RenderedNotification, event: Event) async -> Delivering.Attempt {
+        var attempt = first
+        let token = notification.token
+        while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome, let request = attempt.request {
+            let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
+            telemetry.retry()
+            if let suppressed = repeatedFailures.admit("retry: \(reason)") {
+                logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
+                               metadata: Self.metadata(event, token: token, stage: definition.transport.id))
+            }
+            // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
+            do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+            attempt.outcome = await definition.transport.stage.send(request, context: transportContext)
+            attempt.count += 1
+        }
+        return attempt
+    }
+
+    /// Counts and applies each notification's final outcome (a dead token is removed).
+    func settle(_ delivering: Delivering) async -> [DeliveryReport] {
+        var reports: [DeliveryReport] = []
+        reports.reserveCapacity(delivering.notifications.count)
+        for (notification, attempt) in zip(delivering.notifications, delivering.attempts) {
+            telemetry.delivery(delivering.event, notification, outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
+                               reason: attempt.metricOutcome == "dry_run" ? nil : attempt.outcome.reason, attempts: attempt.count)
+            if attempt.metricOutcome != "dry_run" {
+                await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
+            }
+            reports.append(report(notification, attempt.outcome, attempts: attempt.count))
+        }
+        return reports
+    }
+
+    /// The deliveries and history of several events, in one transaction; a broadcast writes its
+    /// watermarks separately once the whole event is known to be delivered.
+    func record(_ outcomes: [Outcome]) async {
+        let now = Date().timeIntervalSince1970
+        var history: [HistoryEntry] = []
+        var records: [DeliveryRecord] = []
+        var state: [StateWrite] = []
+        for outcome in outcomes {
+            let event = outcome.delivering.event
+            var historyUsers: Set<String> = []
+            for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) {
+                records.append(DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user,
+                                              tokenKind: notification.token.kind, token: notification.token.value, outcome: delivery.outcome,
+                                              reason: delivery.reason, providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now))
+                guard delivery.outcome == "delivered", historyUsers.insert(notification.token.user).inserted else { continue }
+                history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
+                                            record: notification.historyRecord ?? notification.payload,
+                                            serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
+            }
+            state += outcome.state
+        }
+        do {
+            try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
+        } catch {
+            for outcome in outcomes {
+                logger.error("could not record the outcome: \(error)", metadata: Self.metadata(outcome.delivering.event))
+            }
+        }
+    }
+
+    private func apply(_ outcome: TransportOutcome, to notification: RenderedNotification, event: Event, attempts: Int) async {
+        let token = notification.token
+        func context() -> Logger.Metadata { Self.metadata(event, token: token, stage: definition.transport.id) }
+        switch outcome {
+        case .delivered:
+            break
+        case .retryAfter(_, let reason):
+            if let suppressed = repeatedFailures.admit("failed: \(reason)") {
+                logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))", metadata: context())
+            }
+        case .dropToken(let reason, let since):
+            do {
+                let removed = try await store.removeToken(pipeline: definition.name, kind: token.kind, token: token.value, unlessUpdatedAfter: since)
+                if removed {
+                    telemetry.tokenPruned()
+                    logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)", metadata: context())
+                } else {
+                    logger.notice("kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))", metadata: context())
+                }
+            } catch {
+                logger.error("could not remove dead token \(token.masked): \(error)", metadata: context())
+            }
+        case .configError(let reason):
+            if reportedConfigErrors.admit(reason) != nil {
+                logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)", metadata: context())
+            }
+        }
+    }
+
+    private func report(_ notification: RenderedNotification, _ outcome: TransportOutcome, attempts: Int) -> DeliveryReport {
+        var providerID: String?
+        if case .delivered(let id) = outcome { providerID = id }
+        return DeliveryReport(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.masked,
+                              outcome: outcome.name, reason: outcome.reason, providerID: providerID, attempts: attempts,
+                              payload: notification.payload)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+extension EventProcessor {
+    /// Users a broadcast renders at once: a page's notifications are all that is in memory.
+    static var usersPerPage: Int { 1000 }
+
+    /// Events for one user each: rendered one by one, their notifications sent together. The
+    /// events whose deliveries settled at the first attempt are recorded (one write) and
+    /// complete; the others are returned for their retries, so a retry delays only its own event.
+    func deliverToUsers(_ events: [Event]) async -> (reports: [EventReport], retrying: [Delivering]) {
+        var reports: [EventReport] = []
+        var deliverings: [Delivering] = []
+        for event in events {
+            let notifications: [RenderedNotification]
+            do {
+                notifications = try await definition.renderer.stage.render(event, context: rendererContext)
+            } catch {
+                let report = failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
+                reports.append(report)
+                await complete(event, report)
+                continue
+            }
+            guard !notifications.isEmpty else {
+                let report = noRecipients(event)
+                reports.append(report)
+                await complete(event, report)
+                continue
+            }
+            telemetry.rendered(event, notifications, stage: definition.renderer.id)
+            deliverings.append(Delivering(event: event, notifications: notifications))
+        }
+        guard !deliverings.isEmpty else { return (reports, []) }
+        await attemptFirst(&deliverings, together: Int.max)
+        var settled: [Delivering] = []
+        var retrying: [Delivering] = []
+        for delivering in deliverings {
+            if delivering.needsRetry(within: definition.delivery.attempts) { retrying.append(delivering) } else { settled.append(delivering) }
+        }
+        reports += await finishForUsers(settled)
+        return (reports, retrying)
+    }
+
+    /// Applies the final outcomes, records them with each fully delivered event's watermarks in
+    /// one write, and completes the events.
+    func finishForUsers(_ deliverings: [Delivering]) async -> [EventReport] {
+        guard !deliverings.isEmpty else { return [] }
+        var reports: [EventReport] = []
+        var outcomes: [Outcome] = []
+        for delivering in deliverings {
+            let deliveries = await settle(delivering)
+            var tally = DeliveryTally()
+            tally.add(deliveries)
+            reports.append(finalReport(delivering.event, tally))
+            // Watermarks move only when everything that could be delivered was.
+            outcomes.append(Outcome(delivering: delivering, deliveries: deliveries,
+                                    state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
+        }
+        if mode == .live { await record(outcomes) }
+        for (delivering, report) in zip(deliverings, reports) { await complete(delivering.event, report) }
+        return reports
+    }
+
+    /// An event for every user: one page of users at a time, so memory and tasks stay bounded
+    /// however many tokens are registered. Its watermarks move once every page is delivered.
+    func broadcast(_ event: Event) async -> EventReport {
+        var tally = DeliveryTally()
+        var after: String?
+        while true {
+            let users: [String]
+            do {
+                users = try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage)
+            } catch {
+                return failed(event, "recipients: \(error)", stage: definition.renderer.id)
+            }
+            guard let first = users.first, let last = users.last else { break }
+            // Stopped (the drain timeout) with users left: not delivered, so a source keeps
+            // the event (a reply file stays) and it goes out again at the next start.
+            guard !Task.isCancelled else {
+                return failed(event, "stopped before every user was reached (\(tally.total) deliveries made)", stage: definition.renderer.id)
+            }
+            var context = rendererContext
+            context.broadcastUsers = first...last
+            let notifications: [RenderedNotification]
+            do {
+                notifications = try await definition.renderer.stage.render(event, context: context)
+            } catch {
+                return failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
+            }
+            if !notifications.isEmpty {
+                telemetry.rendered(event, notifications, stage: definition.renderer.id)
+                var page = [Delivering(event: event, notifications: notifications)]
+                await attemptFirst(&page, together: definition.delivery.fanout)
+                await retry(&page)
+                let deliveries = await settle(page[0])
+                tally.add(deliveries)
+                if mode == .live { await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])]) }
+            }
+            after = last
+            if users.count < Self.usersPerPage { break }
+        }
+        guard tally.total > 0 else { return noRecipients(event) }
+        if mode == .live, tally.status == .delivered {
+            do {
+                try await store.setState(event.commitOnDelivery, pipeline: definition.name)
+            } catch {
+                logger.error("could not record the outcome: \(error)", metadata: Self.metadata(event))
+            }
+        }
+        return finalReport(event, tally)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+@testable import PushPipe
+import PushPipeTesting
+import Synchronization
+import Testing
+
+/// Issue 15: a worker works on many events at once under load: their notifications go out in
+/// one batch send and are recorded in one write; a retry still delays only its own event.
+@Suite struct BatchProcessingTests {
+    static let renderer = """
+        renderer: {type: json.template, payload: {text: "{{text}}"}}
+        """
+
+    func token(_ index: Int) -> String { String(format: "%032x", index + 1) }
+
+    @Test func aBatchsNotificationsAreSentTogetherAndEachEventGetsItsOwnReport() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
+            pipeline.transport.script(token(1), [.dropToken(reason: "Unregistered", since: nil)])
+            let events = (0..<3).map { pipeline.event(user: "user\($0)", ["text": .string("hi \($0)")]) }
+            let started = await pipeline.processor.start(events)
+            #expect(pipeline.transport.batches == [3], "one send for the batch, not one per event")
+            #expect(started.followUps.isEmpty)
+            let byEvent = Dictionary(uniqueKeysWithValues: started.reports.map { ($0.eventID, $0) })
+            #expect(byEvent[events[0].id]?.status == .delivered)
+            #expect(byEvent[events[1].id]?.deliveries.first?.outcome == "drop-token")
+            #expect(byEvent[events[2].id]?.status == .delivered)
+            #expect(try await pipeline.store.tokens(pipeline: pipeline.definition.name, user: "user1", kind: "device").isEmpty, "the dead token is removed")
+            for index in [0, 2] {
+                let history = try await pipeline.store.history(pipeline: pipeline.definition.name, user: "user\(index)", limit: 5, before: nil)
+                #expect(history.map(\.eventID) == [events[index].id])
+            }
+        }
+    }
+
+    @Test func aRetryDelaysOnlyItsOwnEvent() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 10ms}") { pipeline in
+            for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
+            pipeline.transport.script(token(1), [.retryAfter(seconds: nil, reason: "ServiceUnavailable")])
+            let completed = Mutex<[String]>([])
+            let events = (0..<3).map { index in
+                var event = pipeline.event(user: "user\(index)", ["text": "hi"])
+                event.onComplete = { report in completed.withLock { $0.append(report.eventID) } }
+                return event
+            }
+            let processor = pipeline.processor
+            let started = await processor.start(events)
+            #expect(Set(started.reports.map(\.eventID)) == [events[0].id, events[2].id])
+            #expect(started.reports.allSatisfy { $0.status == .delivered })
+            #expect(Set(completed.withLock { $0 }) == [events[0].id, events[2].id], "settled events complete before the retry")
+            let delivered = try await pipeline.store.lastDelivery(pipeline: pipeline.definition.name, user: "user2")
+            #expect(delivered?.outcome == "delivered", "and are recorded before it")
+            #expect(started.followUps.map(\.events) == [1])
+            let retried = await processor.finish(started.followUps[0])
+            #expect(retried.map(\.eventID) == [events[1].id])
+            #expect(retried.first?.status == .delivered)
+            #expect(retried.first?.deliveries.first?.attempts == 2)
+            #expect(completed.withLock { $0 }.last == events[1].id)
+        }
+    }
+
+    /// Nine events with `concurrency: 8`: the first sends are held, so workers are busy while
+    /// the others arrive. They wait in the queue, are taken several at a time, and never more
+    /// than eight are in flight.
+    @Test func underLoadWorkersTakeSeveralEventsAtOnceWithinTheConcurrency() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {concurrency: 8}") { pipeline in
+            for index in 0..<9 { try await pipeline.register("user\(index)", token(index)) }
+            let completions = AsyncStream<EventReport>.makeStream()
+            let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: Logger(label: "batch"), mode: .live,
+                                        output: OutputSink { _ in }, onEventCompleted: { completions.continuation.yield($0) })
+            pipeline.transport.hold(next: 4)
+            var reports: [EventReport] = []
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await runner.run(store: pipeline.store, mode: .live) }
+                await withTaskGroup(of: Void.self) { submitters in
+                    for index in 0..<9 {
+                        submitters.addTask { try? await runner.submit(pipeline.event(user: "user\(index)", ["text": "hi"])) }
+                    }
+                    await pipeline.transport.waitForSends(4)
+                    pipeline.transport.release()
+                }
+                for await report in completions.stream {
+                    reports.append(report)
+                    if reports.count == 9 { break }
+                }
+                runner.stop()
+            }
+            #expect(reports.allSatisfy { $0.status == .delivered })
+            #expect(Set(pipeline.transport.sends).count == 9)
+            #expect(pipeline.transport.mostRunning <= 8, "at most `concurrency` events in flight, saw \(pipeline.transport.mostRunning)")
+            #expect(pipeline.transport.batches.contains { $0 > 1 }, "some worker took several events: \(pipeline.transport.batches)")
+        }
+    }
+}
