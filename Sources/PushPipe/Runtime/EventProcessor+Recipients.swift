@@ -56,7 +56,7 @@ extension EventProcessor {
                                     state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
         }
         if mode == .live { await record(outcomes) }
-        for (delivering, report) in zip(deliverings, reports) { await complete(delivering.event, report) }
+        await complete(zip(deliverings.map(\.event), reports))
         return reports
     }
 

@@ -112,6 +112,19 @@ public struct EventProcessor: Sendable {
         if let onComplete = event.onComplete { await onComplete(report) }
     }
 
+    /// Several events' completions at once: one after the other, an `http.event` source's
+    /// removals from its queue each waited for the last one's commit instead of sharing one.
+    func complete(_ finished: some Sequence<(Event, EventReport)>) async {
+        let waiting = finished.filter { $0.0.onComplete != nil }
+        guard waiting.count > 1 else {
+            for (event, report) in waiting { await complete(event, report) }
+            return
+        }
+        await withDiscardingTaskGroup { group in
+            for (event, report) in waiting { group.addTask { await complete(event, report) } }
+        }
+    }
+
     enum Filtered {
         case passed(Event)
         case finished(EventReport, Event)
