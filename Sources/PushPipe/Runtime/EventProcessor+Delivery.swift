@@ -22,8 +22,9 @@ struct Delivering: Sendable {
 }
 
 extension Delivering.Attempt {
+    /// Only what was sent is retried: a refused notification or a dry run made no attempt.
     func isRetried(within limit: Int) -> Bool {
-        guard request != nil, metricOutcome == nil, case .retryAfter = outcome else { return false }
+        guard count > 0, case .retryAfter = outcome else { return false }
         return count < limit && !Task.isCancelled
     }
 }
@@ -42,25 +43,27 @@ extension EventProcessor {
         var sending: [(delivering: Int, notification: Int)] = []
         for index in deliverings.indices {
             let event = deliverings[index].event
-            deliverings[index].attempts = deliverings[index].notifications.map { notification in
+            var attempts: [Delivering.Attempt] = []
+            attempts.reserveCapacity(deliverings[index].notifications.count)
+            for notification in deliverings[index].notifications {
                 do {
                     let request = try definition.transport.stage.prepare(notification, context: transportContext)
                     onRequest?(request)
                     telemetry.request(event, request)
                     if mode == .dryRun {
                         output.print("[\(definition.name)] would send:\n\(request.printable)\n")
-                        return .init(request: request, outcome: .delivered(providerID: "dry-run"), count: 0, metricOutcome: "dry_run")
+                        attempts.append(.init(request: request, outcome: .delivered(providerID: "dry-run"), count: 0, metricOutcome: "dry_run"))
+                    } else {
+                        // Replaced by the first attempt's outcome below.
+                        sending.append((index, attempts.count))
+                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0))
                     }
-                    // Replaced by the first attempt's outcome below.
-                    return .init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0)
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
-                    return .init(request: nil, outcome: .configError(reason: "\(error)"), count: 0, metricOutcome: "refused")
+                    attempts.append(.init(request: nil, outcome: .configError(reason: "\(error)"), count: 0, metricOutcome: "refused"))
                 }
             }
-            for (position, attempt) in deliverings[index].attempts.enumerated() where attempt.request != nil && attempt.metricOutcome == nil {
-                sending.append((index, position))
-            }
+            deliverings[index].attempts = attempts
         }
         var start = 0
         while start < sending.count {
@@ -129,10 +132,8 @@ extension EventProcessor {
         reports.reserveCapacity(delivering.notifications.count)
         for (notification, attempt) in zip(delivering.notifications, delivering.attempts) {
             telemetry.delivery(delivering.event, notification, outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
-                               reason: attempt.metricOutcome == "dry_run" ? nil : attempt.outcome.reason, attempts: attempt.count)
-            if attempt.metricOutcome != "dry_run" {
-                await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
-            }
+                               reason: attempt.outcome.reason, attempts: attempt.count)
+            await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
             reports.append(report(notification, attempt.outcome, attempts: attempt.count))
         }
         return reports

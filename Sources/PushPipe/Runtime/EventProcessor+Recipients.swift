@@ -5,59 +5,53 @@ extension EventProcessor {
     static var usersPerPage: Int { 1000 }
 
     /// Events for one user each: rendered one by one, their notifications sent together. The
-    /// events whose deliveries settled at the first attempt are recorded (one write) and
-    /// complete; the others are returned for their retries, so a retry delays only its own event.
-    func deliverToUsers(_ events: [Event]) async -> (reports: [EventReport], retrying: [Delivering]) {
-        var reports: [EventReport] = []
+    /// events whose deliveries settled at the first attempt are recorded (one write) and come
+    /// back finished; the others come back for their retries, so a retry delays only its own event.
+    func deliverToUsers(_ events: [Event]) async -> (finished: [Finished], retrying: [Delivering]) {
+        var finished: [Finished] = []
         var deliverings: [Delivering] = []
         for event in events {
             let notifications: [RenderedNotification]
             do {
                 notifications = try await definition.renderer.stage.render(event, context: rendererContext)
             } catch {
-                let report = failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
-                reports.append(report)
-                await complete(event, report)
+                finished.append((event, failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
                 continue
             }
             guard !notifications.isEmpty else {
-                let report = noRecipients(event)
-                reports.append(report)
-                await complete(event, report)
+                finished.append((event, noRecipients(event)))
                 continue
             }
             telemetry.rendered(event, notifications, stage: definition.renderer.id)
             deliverings.append(Delivering(event: event, notifications: notifications))
         }
-        guard !deliverings.isEmpty else { return (reports, []) }
+        guard !deliverings.isEmpty else { return (finished, []) }
         await attemptFirst(&deliverings, together: Int.max)
         var settled: [Delivering] = []
         var retrying: [Delivering] = []
         for delivering in deliverings {
             if delivering.needsRetry(within: definition.delivery.attempts) { retrying.append(delivering) } else { settled.append(delivering) }
         }
-        reports += await finishForUsers(settled)
-        return (reports, retrying)
+        return (finished + (await finishForUsers(settled)), retrying)
     }
 
-    /// Applies the final outcomes, records them with each fully delivered event's watermarks in
-    /// one write, and completes the events.
-    func finishForUsers(_ deliverings: [Delivering]) async -> [EventReport] {
+    /// Applies the final outcomes and records them with each fully delivered event's watermarks
+    /// in one write.
+    func finishForUsers(_ deliverings: [Delivering]) async -> [Finished] {
         guard !deliverings.isEmpty else { return [] }
-        var reports: [EventReport] = []
+        var finished: [Finished] = []
         var outcomes: [Outcome] = []
         for delivering in deliverings {
             let deliveries = await settle(delivering)
             var tally = DeliveryTally()
             tally.add(deliveries)
-            reports.append(finalReport(delivering.event, tally))
+            finished.append((delivering.event, finalReport(delivering.event, tally)))
             // Watermarks move only when everything that could be delivered was.
             outcomes.append(Outcome(delivering: delivering, deliveries: deliveries,
                                     state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
         }
         if mode == .live { await record(outcomes) }
-        await complete(zip(deliverings.map(\.event), reports))
-        return reports
+        return finished
     }
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded

@@ -50,79 +50,77 @@ public struct EventProcessor: Sendable {
 
     /// Work that outlasts a batch's first attempts: retries with backoff, or a broadcast's pages.
     /// Each runs on its own (`finish`), so it holds up neither the worker nor the other events.
-    struct FollowUp: Sendable {
-        enum Work: Sendable {
-            case retries([Delivering])
-            case broadcast(Event)
-        }
+    enum FollowUp: Sendable {
+        case retries([Delivering])
+        case broadcast(Event)
 
-        let work: Work
         /// Events it finishes.
         var events: Int {
-            switch work {
+            switch self {
             case .retries(let deliverings): deliverings.count
             case .broadcast: 1
             }
         }
     }
 
+    /// An event as the last filter passed it, with its report.
+    typealias Finished = (event: Event, report: EventReport)
+
     /// Events a worker took together: each goes through the filters on its own, then the
     /// notifications of all events for one user are sent together, and the events whose
-    /// deliveries settled at once are recorded in one write and complete (`onComplete`).
+    /// deliveries settled at once are recorded in one write. The events finished here complete
+    /// (`onComplete`) together.
     func start(_ batch: [Event]) async -> Started {
-        var started = Started(reports: [], followUps: [])
+        var finished: [Finished] = []
+        var followUps: [FollowUp] = []
         var forUsers: [Event] = []
         for event in batch {
             switch await filter(event) {
             case .finished(let report, let final):
-                started.reports.append(report)
-                await complete(final, report)
+                finished.append((final, report))
             case .passed(let passed):
                 if passed.user == nil {
-                    started.followUps.append(FollowUp(work: .broadcast(passed)))
+                    followUps.append(.broadcast(passed))
                 } else {
                     forUsers.append(passed)
                 }
             }
         }
         if !forUsers.isEmpty {
-            let (reports, retrying) = await deliverToUsers(forUsers)
-            started.reports += reports
-            if !retrying.isEmpty { started.followUps.append(FollowUp(work: .retries(retrying))) }
+            let (delivered, retrying) = await deliverToUsers(forUsers)
+            finished += delivered
+            if !retrying.isEmpty { followUps.append(.retries(retrying)) }
         }
-        return started
+        return Started(reports: await complete(finished), followUps: followUps)
     }
 
     /// Runs what `start` left and completes those events.
     func finish(_ followUp: FollowUp) async -> [EventReport] {
-        switch followUp.work {
+        switch followUp {
         case .retries(var deliverings):
             await retry(&deliverings)
-            return await finishForUsers(deliverings)
+            return await complete(await finishForUsers(deliverings))
         case .broadcast(let event):
-            let report = await broadcast(event)
-            await complete(event, report)
-            return [report]
+            return await complete([(event, await broadcast(event))])
         }
     }
 
-    /// The event as the last filter passed it: filters may have chained their own completion
-    /// (the dedupe filter releases what it holds in flight).
-    func complete(_ event: Event, _ report: EventReport) async {
-        if let onComplete = event.onComplete { await onComplete(report) }
-    }
-
-    /// Several events' completions at once: one after the other, an `http.event` source's
-    /// removals from its queue each waited for the last one's commit instead of sharing one.
-    func complete(_ finished: some Sequence<(Event, EventReport)>) async {
-        let waiting = finished.filter { $0.0.onComplete != nil }
-        guard waiting.count > 1 else {
-            for (event, report) in waiting { await complete(event, report) }
-            return
+    /// Calls the events' completions, all at once: one after the other, an `http.event`
+    /// source's removals from its queue each waited for the last one's commit instead of
+    /// sharing one. Filters may have chained their own completion (the dedupe filter releases
+    /// what it holds in flight). Returns the reports.
+    private func complete(_ finished: [Finished]) async -> [EventReport] {
+        let waiting = finished.filter { $0.event.onComplete != nil }
+        if waiting.count == 1, let onComplete = waiting[0].event.onComplete {
+            await onComplete(waiting[0].report)
+        } else if waiting.count > 1 {
+            await withDiscardingTaskGroup { group in
+                for (event, report) in waiting {
+                    if let onComplete = event.onComplete { group.addTask { await onComplete(report) } }
+                }
+            }
         }
-        await withDiscardingTaskGroup { group in
-            for (event, report) in waiting { group.addTask { await complete(event, report) } }
-        }
+        return finished.map(\.report)
     }
 
     enum Filtered {

@@ -120,6 +120,12 @@ final class EventQueue<Element: Sendable>: Sendable {
         for sender in senders { sender.resume() }
     }
 
+    /// Events buffered for a worker, and events workers took and have not reported `done`
+    /// (read at each scrape).
+    var counts: (buffered: Int, taken: Int) {
+        state.withLock { ($0.buffer.count, $0.held - $0.buffer.count) }
+    }
+
     /// Senders waiting for room (tests watch it to know a sender is suspended).
     var waitingSendCount: Int { state.withLock { $0.waitingSends.count } }
 

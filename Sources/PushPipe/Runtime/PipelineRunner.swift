@@ -9,21 +9,16 @@ public final class PipelineRunner: EventSink, Sendable {
     public let definition: PipelineDefinition
     let processor: EventProcessor
     let logger: Logger
-    private let queue: EventQueue<Job>
+    private let queue: EventQueue<Event>
     private let state = Mutex(State())
     private let stopSignal: AsyncStream<Void>
     private let stopContinuation: AsyncStream<Void>.Continuation
     public let telemetry: PipelineTelemetry
-    private let inFlight = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
-
-    struct Job: Sendable {
-        var event: Event
-    }
 
     struct State {
         var accepting = true
-        /// Submits that passed the `accepting` check and are waiting for a worker.
+        /// Submits that passed the `accepting` check and are waiting for room in the queue.
         var submitting = 0
         var submitsDrained: CheckedContinuation<Void, Never>?
     }
@@ -52,7 +47,7 @@ public final class PipelineRunner: EventSink, Sendable {
         }
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
         telemetry.received(event, stage: event.source ?? definition.sources.first?.id ?? "sources")
-        let taken = await queue.send(Job(event: event))
+        let taken = await queue.send(event)
         let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.submitting -= 1
             guard state.submitting == 0, !state.accepting else { return nil }
@@ -83,9 +78,10 @@ public final class PipelineRunner: EventSink, Sendable {
         stopContinuation.finish()
     }
 
-    /// Events waiting for a worker, and events a worker is processing (read at each scrape).
-    public var queued: Int { state.withLock { $0.submitting } }
-    public var processing: Int { inFlight.load(ordering: .relaxed) }
+    /// Events waiting for a worker (submits waiting for room, and the queue's buffer), and
+    /// events workers are processing (read at each scrape).
+    public var queued: Int { state.withLock { $0.submitting } + queue.counts.buffered }
+    public var processing: Int { queue.counts.taken }
     /// Whether its sources started and it has not begun to stop.
     public var isRunning: Bool { started.load(ordering: .relaxed) }
 
@@ -164,9 +160,8 @@ public final class PipelineRunner: EventSink, Sendable {
     private func work(batchLimit: Int) async {
         await withDiscardingTaskGroup { followUps in
             while true {
-                let events = await queue.next(upTo: batchLimit).map(\.event)
+                let events = await queue.next(upTo: batchLimit)
                 if events.isEmpty { break }
-                inFlight.add(events.count, ordering: .relaxed)
                 let started = await processor.start(events)
                 finished(started.reports)
                 for followUp in started.followUps {
@@ -178,7 +173,6 @@ public final class PipelineRunner: EventSink, Sendable {
 
     private func finished(_ reports: [EventReport]) {
         guard !reports.isEmpty else { return }
-        inFlight.subtract(reports.count, ordering: .relaxed)
         queue.done(reports.count)
         if let onEventCompleted { reports.forEach(onEventCompleted) }
     }

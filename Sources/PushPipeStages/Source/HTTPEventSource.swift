@@ -51,8 +51,8 @@ struct HTTPEventSource: Source {
     }
 
     var routes: [RouteDefinition] { [route] }
-    /// The HTTP server's loops, where the route's handler runs: a worker takes the event, and
-    /// answers its waiting caller, without waking a thread of Swift's pool.
+    /// The HTTP server's loops, where the route's handler runs: an idle worker takes the event,
+    /// and answers a waiting caller, without waking a thread of Swift's pool.
     var preferredExecutor: (any TaskExecutor)? { EventLoopGroupTaskExecutor.singleton }
 
     /// New events arrive through the route. Meanwhile: renew the leases of the events in

@@ -70,14 +70,7 @@ final class APNsConnection: Sendable {
 
     func send(headers: HPACKHeaders, body: ByteBuffer, timeout: TimeAmount) async throws -> APNsResponse {
         try await withCheckedThrowingContinuation { continuation in
-            let request = APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation))
-            let scheduleWrite = outbox.withLock { outbox -> Bool in
-                outbox.requests.append(request)
-                defer { outbox.writeScheduled = true }
-                return !outbox.writeScheduled
-            }
-            guard scheduleWrite else { return }
-            channel.eventLoop.execute { self.writeOutbox() }
+            enqueue(CollectionOfOne(APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation))))
         }
     }
 
@@ -86,17 +79,21 @@ final class APNsConnection: Sendable {
         await withCheckedContinuation { continuation in
             let answers = APNsBatchAnswers(count: batch.count, continuation: continuation)
             let deadline = NIODeadline.now() + timeout
-            let scheduleWrite = outbox.withLock { outbox -> Bool in
-                for (index, request) in batch.enumerated() {
-                    outbox.requests.append(APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline,
-                                                             continuation: .batch(answers, index: index)))
-                }
-                defer { outbox.writeScheduled = true }
-                return !outbox.writeScheduled
-            }
-            guard scheduleWrite else { return }
-            channel.eventLoop.execute { self.writeOutbox() }
+            enqueue(batch.enumerated().map { index, request in
+                APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline, continuation: .batch(answers, index: index))
+            })
         }
+    }
+
+    /// Queues requests in the outbox; the first into an empty outbox asks the event loop to write.
+    private func enqueue(_ requests: some Collection<APNsStreamRequest>) {
+        let scheduleWrite = outbox.withLock { outbox -> Bool in
+            outbox.requests.append(contentsOf: requests)
+            defer { outbox.writeScheduled = true }
+            return !outbox.writeScheduled
+        }
+        guard scheduleWrite else { return }
+        channel.eventLoop.execute { self.writeOutbox() }
     }
 
     private func writeOutbox() {

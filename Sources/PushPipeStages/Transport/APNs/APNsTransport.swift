@@ -148,19 +148,19 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
-        let resources: Resources
-        let headers: HPACKHeaders
-        switch await headersAndResources(for: request) {
-        case .success(let ready): (resources, headers) = ready
+        let (resources, authorization): (Resources, String)
+        switch await readyToSend() {
+        case .success(let ready): (resources, authorization) = ready
         case .failure(let refusal): return refusal.outcome
         }
+        let headers = headers(for: request, authorization: authorization)
         var handOvers = 0
         while true {
             let connection: APNsConnection
             do {
                 connection = try await resources.pool.connection()
             } catch {
-                return .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
+                return cannotConnect(error)
             }
             do {
                 let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes), timeout: requestTimeout)
@@ -177,26 +177,19 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     /// per request. A request its connection closed before sending goes on alone.
     func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
         guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0], context: context)] }
-        var prepared: [(headers: HPACKHeaders, body: ByteBuffer)] = []
-        prepared.reserveCapacity(requests.count)
-        var resources: Resources?
-        for request in requests {
-            switch await headersAndResources(for: request) {
-            case .success(let ready):
-                resources = ready.0
-                prepared.append((ready.1, ByteBuffer(data: request.bodyBytes)))
-            case .failure(let refusal):
-                return Array(repeating: refusal.outcome, count: requests.count)
-            }
+        let (resources, authorization): (Resources, String)
+        switch await readyToSend() {
+        case .success(let ready): (resources, authorization) = ready
+        case .failure(let refusal): return Array(repeating: refusal.outcome, count: requests.count)
         }
-        guard let resources else { return [] }
         let connection: APNsConnection
         do {
             connection = try await resources.pool.connection()
         } catch {
-            return Array(repeating: .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)"), count: requests.count)
+            return Array(repeating: cannotConnect(error), count: requests.count)
         }
-        let results = await connection.send(batch: prepared, timeout: requestTimeout)
+        let results = await connection.send(batch: requests.map { (headers(for: $0, authorization: authorization), ByteBuffer(data: $0.bodyBytes)) },
+                                             timeout: requestTimeout)
         var outcomes: [TransportOutcome] = []
         outcomes.reserveCapacity(requests.count)
         for (request, result) in zip(requests, results) {
@@ -215,26 +208,35 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         var outcome: TransportOutcome
     }
 
-    private func headersAndResources(for request: OutgoingRequest) async -> Result<(Resources, HPACKHeaders), Refusal> {
+    /// The connections and the current provider token (once per send, or per batch).
+    private func readyToSend() async -> Result<(Resources, String), Refusal> {
         let resources: Resources
         do {
             resources = try await self.resources()
         } catch {
             return .failure(Refusal(outcome: .configError(reason: "APNs credentials: \(error)")))
         }
-        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
-        // Values that differ per request would only push reusable ones out of the HPACK table.
-        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
         do {
-            headers.add(name: "authorization", value: "bearer \(try await resources.token.token())")
+            return .success((resources, "bearer \(try await resources.token.token())"))
         } catch {
             return .failure(Refusal(outcome: .configError(reason: "APNs provider token: \(error)")))
         }
+    }
+
+    private func headers(for request: OutgoingRequest, authorization: String) -> HPACKHeaders {
+        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
+        // Values that differ per request would only push reusable ones out of the HPACK table.
+        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
+        headers.add(name: "authorization", value: authorization)
         headers.add(name: "content-type", value: "application/json")
         for header in request.headers {
             headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
         }
-        return .success((resources, headers))
+        return headers
+    }
+
+    private func cannotConnect(_ error: any Error) -> TransportOutcome {
+        .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
     }
 
     private func outcome(of response: APNsResponse, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
