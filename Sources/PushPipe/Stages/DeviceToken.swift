@@ -22,7 +22,11 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 }
 
 public enum TokenMask {
+    /// Walks only the kept characters: `count` walked all 64 of an APNs token, twice per delivery.
     public static func mask(_ token: String, keep: Int = 8) -> String {
-        token.count <= keep ? String(repeating: "•", count: token.count) : token.prefix(keep) + "…"
+        guard let end = token.index(token.startIndex, offsetBy: keep, limitedBy: token.endIndex), end != token.endIndex else {
+            return String(repeating: "•", count: token.count)
+        }
+        return token[..<end] + "…"
     }
 }

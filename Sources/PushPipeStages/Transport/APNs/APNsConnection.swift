@@ -56,6 +56,7 @@ final class APNsConnection: Sendable {
                     configuration.headerBlockValidation = .disabled
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                    try sync.addHandler(TLSRecordCoalescer())
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                     try sync.addHandler(handler)
                     connectionPromise.succeed(APNsConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),

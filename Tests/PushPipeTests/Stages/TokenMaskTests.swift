@@ -1,0 +1,20 @@
+import PushPipe
+import Testing
+
+@Suite struct TokenMaskTests {
+    @Test func keepsTheFirstEightCharactersOfALongToken() {
+        #expect(TokenMask.mask(String(repeating: "ab", count: 32)) == "abababab…")
+        #expect(DeviceToken(user: "u", kind: "device", value: "0123456789abcdef").masked == "01234567…")
+    }
+
+    @Test func hidesAShortTokenEntirely() {
+        #expect(TokenMask.mask("12345678") == "••••••••")
+        #expect(TokenMask.mask("abc") == "•••")
+        #expect(TokenMask.mask("") == "")
+    }
+
+    @Test func countsCharactersNotBytes() {
+        #expect(TokenMask.mask("ééééééééé") == "éééééééé…")
+        #expect(TokenMask.mask("éééééééé") == "••••••••")
+    }
+}
