@@ -61,7 +61,7 @@ transport:
   base_url: https://localhost:$APNS_PORT
   ca_file: $RUN/ca.pem
   max_streams: 100
-# A 202 waits while `concurrency` events are unfinished (backpressure), and an event stays
+# A 202 waits while delivery.concurrency events are unfinished (backpressure), and an event stays
 # unfinished through the APNs round trip and the outcome's commit (about 3 ms here): the
 # default 32 cap the rate near 32 / 3 ms whatever the CPU. As many as the connection's streams.
 delivery: {concurrency: 100}
