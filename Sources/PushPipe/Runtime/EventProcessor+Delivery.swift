@@ -89,16 +89,15 @@ extension EventProcessor {
             }
         }
         guard !retrying.isEmpty else { return }
-        let snapshot = deliverings
         let fanout = definition.delivery.fanout
         let finished = await withTaskGroup(of: (Int, Delivering.Attempt).self) { group in
             var finished: [(Int, Delivering.Attempt)] = []
             for (slot, place) in retrying.enumerated() {
                 if slot >= fanout, let done = await group.next() { finished.append(done) }
-                let delivering = snapshot[place.delivering]
-                let attempt = delivering.attempts[place.notification]
-                let notification = delivering.notifications[place.notification]
-                group.addTask { (slot, await self.retry(attempt, of: notification, event: delivering.event)) }
+                let event = deliverings[place.delivering].event
+                let attempt = deliverings[place.delivering].attempts[place.notification]
+                let notification = deliverings[place.delivering].notifications[place.notification]
+                group.addTask { (slot, await self.retry(attempt, of: notification, event: event)) }
             }
             for await done in group { finished.append(done) }
             return finished

@@ -47,7 +47,7 @@ public final class PipelineRunner: EventSink, Sendable {
         }
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
         telemetry.received(event, stage: event.source ?? definition.sources.first?.id ?? "sources")
-        let taken = await queue.send(event)
+        let held = await queue.send(event)
         let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.submitting -= 1
             guard state.submitting == 0, !state.accepting else { return nil }
@@ -55,7 +55,7 @@ public final class PipelineRunner: EventSink, Sendable {
             return state.submitsDrained
         }
         drained?.resume()
-        guard taken else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
+        guard held else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
     }
 
     public func submitAndWait(_ event: Event) async throws -> EventReport {
