@@ -39,19 +39,21 @@ extension EventProcessor {
     /// in one write.
     func finishForUsers(_ deliverings: [Delivering]) async -> [Finished] {
         guard !deliverings.isEmpty else { return [] }
-        var finished: [Finished] = []
+        var tallies: [DeliveryTally] = []
         var outcomes: [Outcome] = []
         for delivering in deliverings {
             let deliveries = await settle(delivering)
             var tally = DeliveryTally()
             tally.add(deliveries)
-            finished.append((delivering.event, finalReport(delivering.event, tally)))
+            tallies.append(tally)
             // Watermarks move only when everything that could be delivered was.
             outcomes.append(Outcome(delivering: delivering, deliveries: deliveries,
                                     state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
         }
         if mode == .live { await record(outcomes) }
-        return finished
+        // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
+        // has its outcome and watermarks in the store.
+        return zip(deliverings, tallies).map { delivering, tally in (delivering.event, finalReport(delivering.event, tally)) }
     }
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded

@@ -8,12 +8,16 @@ public final class SQLiteStore: Store {
     public let path: String
     /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
     let outcomes: GroupCommit<OutcomeWrite>
-    private let tokenCache = TokenCache()
+    let tokenCache = TokenCache()
     private let held = HeldKeys()
+    /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
+    let stateMirror: StateMirror
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
-    public init(path: String) throws {
+    /// - Parameter stateMirrorCapacity: rows of one stage's state kept in memory at most.
+    public init(path: String, stateMirrorCapacity: Int = 500_000) throws {
         self.path = path
+        stateMirror = StateMirror(capacity: stateMirrorCapacity)
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -32,23 +36,41 @@ public final class SQLiteStore: Store {
         let database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
         self.database = database
+        let mirror = stateMirror
+        let tokens = tokenCache
+        let writerDataVersion = Mutex<Int?>(nil)
         outcomes = GroupCommit { writes in
             // Not `database.write`: it fails when the calling task is cancelled, and the task
             // committing a batch commits other tasks' writes too (outcomes of deliveries that did
             // happen, when a stopping pipeline cancels its workers at the drain timeout).
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                database.asyncWrite({ db in try Self.commit(writes, in: db) }, completion: { _, result in continuation.resume(with: result) })
+                database.asyncWrite({ db in
+                    // Changes only when another connection committed: then the mirror may be stale.
+                    let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version"))
+                    if writerDataVersion.withLock({ last in defer { last = version }; return last != nil && last != version }) {
+                        mirror.invalidate()
+                        tokens.invalidate()
+                    }
+                    return try Self.commit(writes, in: db)
+                }, completion: { _, result in
+                    // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
+                    if case .success(let changes) = result { mirror.apply(changes) }
+                    continuation.resume(with: result.map { _ in })
+                })
             }
         }
     }
 
-    /// One transaction of the group commit.
-    static func commit(_ writes: [OutcomeWrite], in db: Database) throws {
-        for write in writes { try apply(write, in: db) }
+    /// One transaction of the group commit; returns the stage state rows it changed.
+    @discardableResult
+    static func commit(_ writes: [OutcomeWrite], in db: Database) throws -> [StateMirror.Change] {
+        var changes: [StateMirror.Change] = []
+        for write in writes { try apply(write, in: db, changes: &changes) }
         try indexUserDeliveriesIfDue(afterCommitOf: writes.count, in: db)
+        return changes
     }
 
-    static func apply(_ write: OutcomeWrite, in db: Database) throws {
+    static func apply(_ write: OutcomeWrite, in db: Database, changes: inout [StateMirror.Change]) throws {
         switch write {
         case .history(let entry):
             // History without a delivery of its own (kept for callers that only record history).
@@ -56,15 +78,22 @@ public final class SQLiteStore: Store {
         case .state(let writes, let pipeline):
             let now = Date().timeIntervalSince1970
             for write in writes {
+                let text = write.value.compactText
                 try db.cachedStatement(sql: """
                     INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
                     WHERE ? = 0 OR CAST(stage_state.value AS REAL) < CAST(excluded.value AS REAL)
-                    """).execute(arguments: [pipeline, write.stage, write.key, write.value.compactText, now, write.onlyForward ? 1 : 0])
+                    """).execute(arguments: [pipeline, write.stage, write.key, text, now, write.onlyForward ? 1 : 0])
+                // SQLite decided whether the value moved forward: the mirror follows its answer,
+                // with the value a read of the row would give.
+                if db.changesCount > 0 {
+                    changes.append(StateMirror.Change(stage: StateMirror.Stage(pipeline: pipeline, stage: write.stage), key: write.key,
+                                                      value: try JSON.parse(text)))
+                }
             }
         case .outcome(let deliveries, let history, let state, let pipeline):
             for row in DeliveryRow.rows(deliveries: deliveries, history: history) { try insert(row, in: db) }
-            try apply(.state(state, pipeline: pipeline), in: db)
+            try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
         case .enqueue(let event):
             try insertQueued(event, in: db)
         case .dequeue(let pipeline, let eventID):
@@ -128,7 +157,7 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private static func token(_ row: Row) -> DeviceToken {
+    static func token(_ row: Row) -> DeviceToken {
         DeviceToken(user: row["user_id"], kind: row["token_kind"], value: row["token"], scope: row["scope"], updatedAt: row["updated_at"])
     }
 
@@ -208,15 +237,40 @@ public final class SQLiteStore: Store {
     }
 
     public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
-        let text = try readNow { db in
-            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM stage_state WHERE pipeline = ? AND stage = ? AND key = ?"),
-                                arguments: [pipeline, stage, key])
-        }
-        return try text.map { try JSON.parse($0) }
+        try await states(pipeline: pipeline, stage: stage, keys: [key])[key]
     }
 
     public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
         guard !keys.isEmpty else { return [:] }
+        let mirrored = StateMirror.Stage(pipeline: pipeline, stage: stage)
+        switch stateMirror.values(of: keys, in: mirrored) {
+        case .found(let values): return values
+        case .tooLarge: return try readStates(pipeline: pipeline, stage: stage, keys: keys)
+        case .notLoaded:
+            try await loadMirror(of: mirrored)
+            return try await states(pipeline: pipeline, stage: stage, keys: keys)
+        }
+    }
+
+    /// Reads a stage's rows into the mirror on the writer's queue, where committed changes are
+    /// applied: no commit can land between the read and the install.
+    private func loadMirror(of stage: StateMirror.Stage) async throws {
+        let mirror = stateMirror
+        try await database.writeWithoutTransaction { db in
+            guard !mirror.isLoaded(stage) else { return }
+            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM stage_state WHERE pipeline = ? AND stage = ?",
+                                         arguments: [stage.pipeline, stage.stage]) ?? 0
+            guard count <= mirror.capacity else { return mirror.install(nil, for: stage) }
+            var values: [String: JSON] = [:]
+            values.reserveCapacity(count)
+            let rows = try Row.fetchCursor(db, sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ?",
+                                           arguments: [stage.pipeline, stage.stage])
+            while let row = try rows.next() { values[row["key"]] = try JSON.parse(row["value"] as String) }
+            mirror.install(values, for: stage)
+        }
+    }
+
+    private func readStates(pipeline: String, stage: String, keys: [String]) throws -> [String: JSON] {
         let rows: [(String, String)] = try readNow { db in
             // One statement per number of keys, parsed once per connection.
             let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ",")

@@ -49,6 +49,22 @@ final class TokenCache: Sendable {
         }
     }
 
+    /// The generation a read must start from to be stored (`store(_:readAt:)`).
+    func currentGeneration() -> Generation {
+        state.withLock { Generation(value: $0.generation) }
+    }
+
+    /// Stores several reads made at once, unless a change raced them.
+    func store(_ reads: [Query: [DeviceToken]], readAt generation: Generation) {
+        guard !reads.isEmpty else { return }
+        let expires = ContinuousClock.now + lifetime
+        state.withLock { state in
+            guard state.generation == generation.value else { return }
+            if state.entries.count + reads.count > Self.capacity { state.entries.removeAll() }
+            for (query, tokens) in reads { state.entries[query] = (tokens, expires) }
+        }
+    }
+
     /// The cached tokens for `query`, or what `read` returns (cached unless a change raced it).
     func tokens(for query: Query, read: () async throws -> [DeviceToken]) async rethrows -> [DeviceToken] {
         switch lookup(query) {
