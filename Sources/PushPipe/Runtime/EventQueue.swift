@@ -20,6 +20,12 @@ final class EventQueue<Element: Sendable>: Sendable {
         var held = 0
         var finished = false
 
+        /// Admits `element` if there is room and nobody waits before it; nil otherwise.
+        mutating func admitIfRoom(_ element: Element, capacity: Int) -> Admission? {
+            guard held < capacity, waitingSends.isEmpty else { return nil }
+            return admit(element).map { .worker($0) } ?? .held
+        }
+
         /// Puts `element` where it goes now there is room: to an idle worker, else the buffer.
         mutating func admit(_ element: Element) -> CheckedContinuation<[Element], Never>? {
             held += 1
@@ -51,8 +57,7 @@ final class EventQueue<Element: Sendable>: Sendable {
         let capacity = self.capacity
         let admission = state.withLock { state -> Admission in
             if state.finished { return .refused }
-            guard state.held < capacity, state.waitingSends.isEmpty else { return .wait }
-            return state.admit(element).map { .worker($0) } ?? .held
+            return state.admitIfRoom(element, capacity: capacity) ?? .wait
         }
         switch admission {
         case .refused: return false
@@ -63,11 +68,9 @@ final class EventQueue<Element: Sendable>: Sendable {
         case .wait:
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let admitted = state.withLock { state -> Admission in
-                    guard state.held < capacity, state.waitingSends.isEmpty else {
-                        state.waitingSends.append((element, continuation))
-                        return .wait
-                    }
-                    return state.admit(element).map { .worker($0) } ?? .held
+                    if let admitted = state.admitIfRoom(element, capacity: capacity) { return admitted }
+                    state.waitingSends.append((element, continuation))
+                    return .wait
                 }
                 switch admitted {
                 case .worker(let worker):

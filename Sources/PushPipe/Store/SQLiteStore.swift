@@ -258,14 +258,13 @@ public final class SQLiteStore: Store {
         let mirror = stateMirror
         try await database.writeWithoutTransaction { db in
             guard !mirror.isLoaded(stage) else { return }
-            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM stage_state WHERE pipeline = ? AND stage = ?",
-                                         arguments: [stage.pipeline, stage.stage]) ?? 0
-            guard count <= mirror.capacity else { return mirror.install(nil, for: stage) }
             var values: [String: JSON] = [:]
-            values.reserveCapacity(count)
             let rows = try Row.fetchCursor(db, sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ?",
                                            arguments: [stage.pipeline, stage.stage])
-            while let row = try rows.next() { values[row["key"]] = try JSON.parse(row["value"] as String) }
+            while let row = try rows.next() {
+                guard values.count < mirror.capacity else { return mirror.install(nil, for: stage) }
+                values[row["key"]] = try JSON.parse(row["value"] as String)
+            }
             mirror.install(values, for: stage)
         }
     }

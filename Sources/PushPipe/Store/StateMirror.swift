@@ -25,13 +25,13 @@ final class StateMirror: Sendable {
         var value: JSON
     }
 
-    private enum Copy {
-        case loaded([String: JSON])
-        /// Too many rows to keep: reads go to the file.
-        case tooLarge
+    private struct Copies {
+        var loaded: [Stage: [String: JSON]] = [:]
+        /// Stages with too many rows to keep: reads go to the file.
+        var tooLarge: Set<Stage> = []
     }
 
-    private let copies = Mutex<[Stage: Copy]>([:])
+    private let copies = Mutex(Copies())
     let capacity: Int
 
     init(capacity: Int) {
@@ -47,24 +47,23 @@ final class StateMirror: Sendable {
     /// The values of `keys` that exist, if the stage's copy is loaded.
     func values(of keys: [String], in stage: Stage) -> Lookup {
         copies.withLock { copies in
-            switch copies[stage] {
-            case .loaded(let values)?:
-                var found: [String: JSON] = [:]
-                for key in keys { if let value = values[key] { found[key] = value } }
-                return .found(found)
-            case .tooLarge?: return .tooLarge
-            case nil: return .notLoaded
-            }
+            guard let values = copies.loaded[stage] else { return copies.tooLarge.contains(stage) ? .tooLarge : .notLoaded }
+            var found: [String: JSON] = [:]
+            for key in keys { if let value = values[key] { found[key] = value } }
+            return .found(found)
         }
     }
 
     func isLoaded(_ stage: Stage) -> Bool {
-        copies.withLock { $0[stage] != nil }
+        copies.withLock { $0.loaded[stage] != nil || $0.tooLarge.contains(stage) }
     }
 
     /// Installs a stage's rows, read on the writer's queue; `nil` marks it too large to keep.
     func install(_ rows: [String: JSON]?, for stage: Stage) {
-        copies.withLock { $0[stage] = rows.map(Copy.loaded) ?? .tooLarge }
+        copies.withLock { copies in
+            copies.loaded[stage] = rows
+            if rows == nil { copies.tooLarge.insert(stage) }
+        }
     }
 
     /// Applies what a transaction changed, once it committed (on the writer's queue).
@@ -72,11 +71,11 @@ final class StateMirror: Sendable {
         guard !changes.isEmpty else { return }
         copies.withLock { copies in
             for change in changes {
-                guard case .loaded(var values)? = copies[change.stage] else { continue }
-                // Moved out of the dictionary first, so the update does not copy every row.
-                copies[change.stage] = nil
-                values[change.key] = change.value
-                copies[change.stage] = values.count > capacity ? .tooLarge : .loaded(values)
+                copies.loaded[change.stage]?[change.key] = change.value
+                if let count = copies.loaded[change.stage]?.count, count > capacity {
+                    copies.loaded[change.stage] = nil
+                    copies.tooLarge.insert(change.stage)
+                }
             }
         }
     }
@@ -84,6 +83,6 @@ final class StateMirror: Sendable {
     /// Forgets every copy: another connection changed the file (not a supported setup, but
     /// a stale watermark must not outlive the next commit).
     func invalidate() {
-        copies.withLock { $0.removeAll() }
+        copies.withLock { $0 = Copies() }
     }
 }

@@ -41,12 +41,7 @@ final class TokenCache: Sendable {
     }
 
     func store(_ tokens: [DeviceToken], for query: Query, readAt generation: Generation) {
-        let expires = ContinuousClock.now + lifetime
-        state.withLock { state in
-            guard state.generation == generation.value else { return }
-            if state.entries.count >= Self.capacity { state.entries.removeAll() }
-            state.entries[query] = (tokens, expires)
-        }
+        store([query: tokens], readAt: generation)
     }
 
     /// The generation a read must start from to be stored (`store(_:readAt:)`).
