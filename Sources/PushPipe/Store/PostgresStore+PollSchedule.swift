@@ -41,12 +41,15 @@ extension PostgresStore {
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {
         let now = Date().timeIntervalSince1970
         // SKIP LOCKED: daemons claiming at the same moment split the due users between them.
+        // The due users are chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the
+        // planner may run the subquery again, and a claim took every due user whatever the limit.
         return try await strings(client.query("""
-            UPDATE poll_schedule SET due_at = \(now + interval)
-            WHERE pipeline = \(pipeline) AND source = \(source) AND user_id IN (
+            WITH due AS MATERIALIZED (
                 SELECT user_id FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(now)
                 ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING user_id
+            UPDATE poll_schedule AS schedule SET due_at = \(now + interval) FROM due
+            WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source) AND schedule.user_id = due.user_id
+            RETURNING schedule.user_id
             """, logger: logger))
     }
 }

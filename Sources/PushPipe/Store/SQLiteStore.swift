@@ -35,6 +35,12 @@ public final class SQLiteStore: Store {
         }
         let database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
+        // The writer alone gets a larger page cache, 8 MB instead of SQLite's 2 MB: every
+        // commit looks up the pages where watermarks, schedules and index entries go, all over
+        // the file, and most lookups went back to the file (an OGS check of 10,000 users made
+        // 25,700 `pread`s, now 4,000, for 7 MB more RSS). Readers keep the default: their
+        // cache starts over after each commit anyway.
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = -8192") }
         self.database = database
         let mirror = stateMirror
         let tokens = tokenCache

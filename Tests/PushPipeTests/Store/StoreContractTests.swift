@@ -57,6 +57,7 @@ import Testing
             try await queuedEvents(store)
             try await retention(store)
             try await holds(store)
+            try await pollSchedule(store)
         }, cleanup: { try? await store.close() })
     }
 
@@ -141,6 +142,26 @@ import Testing
         #expect(try await store.hold(keys: ["a"], pipeline: "d", stage: "other", lease: 60) == ["a"], "holds are per stage")
         try await store.release(keys: ["a", "b"], pipeline: "d", stage: "w")
         #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
+    }
+
+    /// A claim takes due users at most `limit` at a time and makes them due again an interval
+    /// later: every registered user is claimed once per interval, whatever the batches.
+    func pollSchedule(_ store: any Store) async throws {
+        for user in 1...7 {
+            try await store.register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "dd%02d", user)), pipeline: "o", environment: nil, replace: false)
+        }
+        try await store.register(DeviceToken(user: "8", kind: "activity", value: "ee08", scope: "game"), pipeline: "o", environment: nil, replace: false)
+        // An interval of 0 makes every user due now; only users with a token of the kind are polled.
+        try await store.syncPollSchedule(pipeline: "o", source: "sources[0]", tokenKind: "device", interval: 0)
+        var claimed: [String] = []
+        for limit in [3, 3, 3] {
+            let batch = try await store.claimDueChecks(pipeline: "o", source: "sources[0]", interval: 60, limit: limit)
+            #expect(batch.count == min(limit, 7 - claimed.count))
+            claimed += batch
+        }
+        #expect(claimed.sorted() == (1...7).map { "\($0)" }, "each due user once")
+        #expect(try await store.claimDueChecks(pipeline: "o", source: "sources[0]", interval: 60, limit: 10).isEmpty, "due again in a minute")
+        #expect(try await store.claimDueChecks(pipeline: "o", source: "other", interval: 60, limit: 10).isEmpty, "schedules are per source")
     }
 
     func retention(_ store: any Store) async throws {
