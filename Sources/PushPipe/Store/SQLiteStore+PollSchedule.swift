@@ -5,10 +5,16 @@ extension SQLiteStore {
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
         let now = Date().timeIntervalSince1970
         try await database.write { db in
+            // New users are stored in the order they fall due: a claim then rewrites one or two
+            // pages of the table instead of one per claimed user (each claim keeps that order,
+            // since it makes its users due an interval later). In user order, claims were a
+            // third of the WAL frames an OGS check wrote.
             try db.execute(sql: """
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT DISTINCT pipeline, ?, user_id, ? + (abs(random()) % 1000000) / 1000000.0 * ? FROM registrations
-                WHERE pipeline = ? AND token_kind = ? AND true
+                SELECT r.pipeline, ?1, r.user_id, ?2 + (abs(random()) % 1000000) / 1000000.0 * ?3 AS due FROM registrations AS r
+                WHERE r.pipeline = ?4 AND r.token_kind = ?5
+                AND NOT EXISTS (SELECT 1 FROM poll_schedule AS s WHERE s.pipeline = ?4 AND s.source = ?1 AND s.user_id = r.user_id)
+                ORDER BY due
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
                 """, arguments: [source, now, interval * 0.8, pipeline, tokenKind])
             try db.execute(sql: """

@@ -169,4 +169,28 @@ extension SQLiteStoreTests {
         #expect(left == ["own", "other-source", "e2"], "one row per dequeue, even when a backend reuses an id")
         try await store.close()
     }
+
+    /// The file keeps poll schedule rows in the order they fall due, so that a claim of the next
+    /// due users rewrites a page or two instead of one page per user; a user already scheduled
+    /// keeps its time.
+    @Test func newUsersAreScheduledInTheOrderTheyFallDue() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        for user in 1...60 {
+            try await store.register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)), pipeline: "p", environment: nil, replace: false)
+        }
+        try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
+        func schedule(orderedBy order: String) async throws -> [String] {
+            try await store.database.read { db in try String.fetchAll(db, sql: "SELECT user_id FROM poll_schedule ORDER BY \(order)") }
+        }
+        let byDue = try await schedule(orderedBy: "due_at")
+        #expect(byDue.count == 60)
+        #expect(try await schedule(orderedBy: "rowid") == byDue)
+        #expect(byDue != byDue.sorted(), "due times are spread at random, not in user order")
+        try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
+        try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
+        #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")
+        try await store.close()
+    }
 }
