@@ -2,13 +2,17 @@ import Foundation
 import PostgresNIO
 
 extension PostgresStore {
+    /// New users fall due evenly over the interval in the order of their ids, as in the SQLite
+    /// store (where that order keeps a claim's writes on neighbouring pages). ON CONFLICT: another
+    /// daemon may schedule the same user between the NOT EXISTS and the insert.
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
         let now = Date().timeIntervalSince1970
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT DISTINCT pipeline, \(source), user_id, \(now) + random() * \(interval * 0.8) FROM registrations
-                WHERE pipeline = \(pipeline) AND token_kind = \(tokenKind)
+                SELECT \(pipeline), \(source), user_id, \(now) + (row_number() OVER (ORDER BY user_id) - 1) * \(interval * 0.8) / count(*) OVER () FROM (
+                    SELECT DISTINCT r.user_id FROM registrations AS r WHERE r.pipeline = \(pipeline) AND r.token_kind = \(tokenKind)
+                    AND NOT EXISTS (SELECT 1 FROM poll_schedule AS s WHERE s.pipeline = \(pipeline) AND s.source = \(source) AND s.user_id = r.user_id)) AS unscheduled
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
                 """, logger: logger)
             try await connection.query("""
@@ -43,13 +47,16 @@ extension PostgresStore {
         // SKIP LOCKED: daemons claiming at the same moment split the due users between them.
         // The due users are chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the
         // planner may run the subquery again, and a claim took every due user whatever the limit.
+        // An UPDATE returns rows in no particular order: sorted after it, as they fell due.
         return try await strings(client.query("""
             WITH due AS MATERIALIZED (
-                SELECT user_id FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(now)
-                ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            UPDATE poll_schedule AS schedule SET due_at = \(now + interval) FROM due
-            WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source) AND schedule.user_id = due.user_id
-            RETURNING schedule.user_id
+                SELECT user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(now)
+                ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE poll_schedule AS schedule SET due_at = \(now + interval) FROM due
+                WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source) AND schedule.user_id = due.user_id
+                RETURNING schedule.user_id, due.due_at)
+            SELECT user_id FROM claimed ORDER BY due_at
             """, logger: logger))
     }
 }

@@ -5,18 +5,18 @@ extension SQLiteStore {
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
         let now = Date().timeIntervalSince1970
         try await database.write { db in
-            // New users are stored in the order they fall due: a claim then rewrites one or two
-            // pages of the table instead of one per claimed user (each claim keeps that order,
-            // since it makes its users due an interval later). In user order, claims were a
-            // third of the WAL frames an OGS check wrote. (ON CONFLICT stays for a user with two
-            // tokens of the kind: selected twice, scheduled once.)
+            // New users fall due evenly over the interval in the order of their ids, and are
+            // stored in that order. A claim then takes neighbours: it rewrites a page or two of
+            // this table instead of one per user (claims keep the order: each makes its users due
+            // an interval later), and the checks' watermarks (keyed by user) and history index
+            // entries land on neighbouring pages too. Spread at random, each claimed user's
+            // watermarks had a leaf of their own: a WAL frame per user and check.
             try db.execute(sql: """
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT r.pipeline, ?1, r.user_id, ?2 + (abs(random()) % 1000000) / 1000000.0 * ?3 AS due FROM registrations AS r
-                WHERE r.pipeline = ?4 AND r.token_kind = ?5
-                AND NOT EXISTS (SELECT 1 FROM poll_schedule AS s WHERE s.pipeline = ?4 AND s.source = ?1 AND s.user_id = r.user_id)
-                ORDER BY due
-                ON CONFLICT (pipeline, source, user_id) DO NOTHING
+                SELECT ?4, ?1, user_id, ?2 + (row_number() OVER (ORDER BY user_id) - 1) * ?3 / count(*) OVER () FROM (
+                    SELECT DISTINCT r.user_id FROM registrations AS r WHERE r.pipeline = ?4 AND r.token_kind = ?5
+                    AND NOT EXISTS (SELECT 1 FROM poll_schedule AS s WHERE s.pipeline = ?4 AND s.source = ?1 AND s.user_id = r.user_id))
+                ORDER BY user_id
                 """, arguments: [source, now, interval * 0.8, pipeline, tokenKind])
             try db.execute(sql: """
                 DELETE FROM poll_schedule WHERE pipeline = ? AND source = ?

@@ -49,13 +49,14 @@ public protocol Store: Sendable {
     func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
     func release(keys: Set<String>, pipeline: String, stage: String) async throws
 
-    /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due at a
-    /// random moment of the first 80% of the next `interval`, so checks spread out and the first
-    /// round ends within the interval) and takes users without one off.
+    /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due evenly
+    /// over the first 80% of the next `interval` in the order of their ids, so checks spread
+    /// out and the first round ends within the interval) and takes users without one off.
     func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws
     /// Users due for a check, claimed for this daemon: their next check moves `interval` on, so
     /// across every daemon on the store each user is checked once per interval, and a daemon
-    /// that dies after claiming leaves its users due again an interval later.
+    /// that dies after claiming leaves its users due again an interval later. In the order
+    /// they fell due, at most `limit`.
     func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
 
     /// Keeps an accepted event until `dequeue`: committed before the source answers for it.

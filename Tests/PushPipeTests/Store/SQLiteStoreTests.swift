@@ -170,24 +170,30 @@ extension SQLiteStoreTests {
         try await store.close()
     }
 
-    /// The file keeps poll schedule rows in the order they fall due, so that a claim of the next
-    /// due users rewrites a page or two instead of one page per user; a user already scheduled
+    /// New users fall due evenly in the order of their ids, and the file keeps them in that
+    /// order: a claim of the next due users rewrites a page or two instead of one page per user,
+    /// and their watermarks (keyed by user) sit on neighbouring pages. A user already scheduled
     /// keeps its time.
-    @Test func newUsersAreScheduledInTheOrderTheyFallDue() async throws {
+    @Test func newUsersFallDueEvenlyInTheOrderOfTheirIds() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        for user in 1...60 {
+        for user in (1...60).reversed() {
             try await store.register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)), pipeline: "p", environment: nil, replace: false)
         }
+        try await store.register(DeviceToken(user: "7", kind: "device", value: "ff07"), pipeline: "p", environment: nil, replace: false)
+        let start = Date().timeIntervalSince1970
         try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
         func schedule(orderedBy order: String) async throws -> [String] {
             try await store.database.read { db in try String.fetchAll(db, sql: "SELECT user_id FROM poll_schedule ORDER BY \(order)") }
         }
         let byDue = try await schedule(orderedBy: "due_at")
-        #expect(byDue.count == 60)
+        #expect(byDue == (1...60).map { "\($0)" }.sorted(), "once each, in the order of their ids (as text)")
         #expect(try await schedule(orderedBy: "rowid") == byDue)
-        #expect(byDue != byDue.sorted(), "due times are spread at random, not in user order")
+        let times = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT due_at FROM poll_schedule ORDER BY due_at") }
+        #expect(abs(times[0] - start) < 1, "the first is due now")
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")
         try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
         try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
         #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")

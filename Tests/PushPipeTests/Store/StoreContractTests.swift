@@ -162,6 +162,16 @@ import Testing
         #expect(claimed.sorted() == (1...7).map { "\($0)" }, "each due user once")
         #expect(try await store.claimDueChecks(pipeline: "o", source: "sources[0]", interval: 60, limit: 10).isEmpty, "due again in a minute")
         #expect(try await store.claimDueChecks(pipeline: "o", source: "other", interval: 60, limit: 10).isEmpty, "schedules are per source")
+
+        // New users fall due in the order of their ids (as text), whatever order they registered in.
+        let users = ["7", "12", "3", "100", "45", "201", "9", "60"]
+        for (index, user) in users.enumerated() {
+            try await store.register(DeviceToken(user: user, kind: "device", value: String(format: "ab%02d", index)), pipeline: "n", environment: nil, replace: false)
+        }
+        try await store.syncPollSchedule(pipeline: "n", source: "sources[0]", tokenKind: "device", interval: 0.01)
+        // The schedule is in wall-clock time: the last of them falls due 8 ms from now.
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await store.claimDueChecks(pipeline: "n", source: "sources[0]", interval: 60, limit: 10) == users.sorted())
     }
 
     func retention(_ store: any Store) async throws {
