@@ -52,13 +52,22 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// What the last check of one user found, for diagnostics.
     struct UserStatus: Sendable {
         var lastCheck: Date?
-        var games: [JSON] = []
+        var games: [OGSPlayerDocument.MonitoredGame] = []
         var totalActiveGames = 0
         var lastError: String?
         var lastErrorAt: Date?
         var consecutiveFailures = 0
         /// Regular cycles skip the user until then (exponential backoff after failures).
         var retryAt: ContinuousClock.Instant?
+
+        mutating func checked(at time: Date, games: [OGSPlayerDocument.MonitoredGame]) {
+            lastCheck = time
+            self.games = games
+            totalActiveGames = games.count
+            lastError = nil
+            consecutiveFailures = 0
+            retryAt = nil
+        }
     }
 
     init(configuration: Configuration, context: StageBuildContext) throws {
@@ -166,13 +175,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         do {
             let document = try await fetch(user)
             let (yourTurn, all) = try OGSPlayerDocument.games(in: document, user: user, minTimePerMove: configuration.minTimePerMove)
+            let now = Date()
             status.withLock { status in
-                status[user, default: UserStatus()].lastCheck = Date()
-                status[user]!.games = all
-                status[user]!.totalActiveGames = all.count
-                status[user]!.lastError = nil
-                status[user]!.consecutiveFailures = 0
-                status[user]!.retryAt = nil
+                // One lookup of the user: every check of every user passes here.
+                status[user, default: UserStatus()].checked(at: now, games: all)
             }
             result["found"] = .array(yourTurn)
             result["total_active_games"] = .int(Int64(all.count))
@@ -223,7 +229,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     /// The event of one check: the your-turn games (the dedupe filter trims them) and the
     /// counts the notification shows.
-    static func turnEvent(user: String, pipeline: String, yourTurn: [JSON], all: [JSON]) -> Event {
+    static func turnEvent(user: String, pipeline: String, yourTurn: [JSON], all: [OGSPlayerDocument.MonitoredGame]) -> Event {
         Event(pipeline: pipeline, user: user, body: [
             "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
             "total_active_games": .int(Int64(all.count)),
@@ -279,7 +285,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         var view: [String: JSON] = [
             // Units as flows.md documents them: the interval as text, the check time in SECONDS.
             "server_check_interval": .string(seconds.rounded() == seconds ? "\(Int(seconds))s" : "\(seconds)s"),
-            "monitored_games": .array(current?.games ?? []),
+            "monitored_games": .array((current?.games ?? []).map(\.json)),
             "total_active_games": .int(Int64(current?.totalActiveGames ?? 0)),
             "last_server_check_time": current?.lastCheck.map { .int(Int64($0.timeIntervalSince1970)) } ?? .null,
         ]

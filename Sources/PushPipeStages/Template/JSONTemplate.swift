@@ -13,7 +13,9 @@ import PushPipe
 public indirect enum JSONTemplate: Sendable {
     case literal(JSON)
     case text(MustacheTemplate)
-    case variable(path: JSONPath)
+    /// Text and `{{name.path}}` tags only (most templates): rendered without running Mustache,
+    /// which is kept for values only it renders (see `JSONTemplate+Interpolation`).
+    case interpolation([InterpolationPart], mustache: MustacheTemplate)
     case reference(path: JSONPath, defaultValue: JSON?)
     case choice(value: JSONTemplate, cases: [String: JSONTemplate], defaultCase: JSONTemplate?)
     case array([JSONTemplate])
@@ -24,12 +26,10 @@ public indirect enum JSONTemplate: Sendable {
 
     public init(compiling json: JSON, keyPath: String) throws {
         switch json {
-        case .string(let string) where Self.singleVariable(in: string) != nil:
-            // `{{field}}` alone: the value's text, without running Mustache.
-            self = .variable(path: JSONPath(Self.singleVariable(in: string)!))
         case .string(let string) where string.contains("{{"):
             do {
-                self = .text(try MustacheTemplate(string: Self.textPragma + string))
+                let mustache = try MustacheTemplate(string: Self.textPragma + string)
+                self = Self.interpolationParts(of: string).map { .interpolation($0, mustache: mustache) } ?? .text(mustache)
             } catch let error as MustacheTemplate.ParserError {
                 let column = max(1, error.context.columnNumber - Self.textPragma.count)
                 throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error.error) near character \(column)",
@@ -69,15 +69,6 @@ public indirect enum JSONTemplate: Sendable {
         }
     }
 
-    /// The path of a template that is exactly one `{{name.path}}` (letters, digits, `_`, `.`).
-    static func singleVariable(in template: String) -> String? {
-        guard template.hasPrefix("{{"), template.hasSuffix("}}"), template.count > 4 else { return nil }
-        let inner = template.dropFirst(2).dropLast(2).trimmingCharacters(in: .whitespaces)
-        guard let first = inner.first, first.isLetter || first == "_",
-              inner.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }) else { return nil }
-        return inner
-    }
-
     /// `nil` means "leave this key out".
     public func render(_ context: TemplateContext) -> JSON? {
         switch self {
@@ -85,8 +76,8 @@ public indirect enum JSONTemplate: Sendable {
             return json
         case .text(let template):
             return .string(template.render(context.foundation))
-        case .variable(let path):
-            return .string(context.value(at: path)?.textValue ?? "")
+        case .interpolation(let parts, let mustache):
+            return .string(Self.interpolate(parts, context) ?? mustache.render(context.foundation))
         case .reference(let path, let defaultValue):
             guard let value = context.value(at: path) else { return defaultValue }
             return value
@@ -102,97 +93,6 @@ public indirect enum JSONTemplate: Sendable {
                 if let value = template.render(context) { result[key] = value }
             }
             return .object(result)
-        }
-    }
-}
-
-/// What templates see: the event body's fields at the top level, `event` with the
-/// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`, `time_iso_micro`), and `vars`, the
-/// renderer's own computed values.
-///
-/// Nothing is copied or formatted up front: a path looks in the body, the metadata or `vars`
-/// by its first key, and the metadata and the whole (for Mustache) are made on first use.
-public struct TemplateContext: @unchecked Sendable {
-    private let event: Event
-    private let body: [String: JSON]
-    private let computed: [String: JSON]
-    private let lazy = LazyParts()
-
-    final class LazyParts {
-        var metadata: JSON?
-        var json: JSON?
-        var foundation: Any?
-    }
-
-    /// - Parameter vars: computed from the event alone (they do not see each other).
-    public init(event: Event, vars: [String: JSONTemplate] = [:]) {
-        guard !vars.isEmpty else {
-            self.init(event: event, computed: [:])
-            return
-        }
-        let base = TemplateContext(event: event, computed: [:])
-        self.init(event: event, computed: vars.mapValues { $0.render(base) ?? .null })
-    }
-
-    private init(event: Event, computed: [String: JSON]) {
-        self.event = event
-        body = event.body.objectValue ?? ["body": event.body]
-        self.computed = computed
-    }
-
-    public func value(at path: JSONPath) -> JSON? {
-        switch path.components.first {
-        case .key("event"): metadata.value(at: path.rest)
-        case .key("vars") where !computed.isEmpty: JSON.object(computed).value(at: path.rest)
-        case .key(let key): body[key]?.value(at: path.rest)
-        default: nil
-        }
-    }
-
-    /// Everything as one object, as Mustache and tests see it.
-    public var json: JSON {
-        if let json = lazy.json { return json }
-        var members = body
-        if !computed.isEmpty { members["vars"] = .object(computed) }
-        members["event"] = metadata
-        let json = JSON.object(members)
-        lazy.json = json
-        return json
-    }
-
-    /// The Foundation form Mustache needs, made on first use: many payloads use no Mustache at all.
-    var foundation: Any {
-        if let foundation = lazy.foundation { return foundation }
-        let foundation = TemplateContext.templateValue(json)
-        lazy.foundation = foundation
-        return foundation
-    }
-
-    private var metadata: JSON {
-        if let metadata = lazy.metadata { return metadata }
-        let seconds = event.time.timeIntervalSince1970
-        let milliseconds = Int64((seconds * 1000).rounded(.down))
-        let metadata: JSON = [
-            "id": .string(event.id),
-            "user": event.user.map(JSON.string) ?? .null,
-            "pipeline": .string(event.pipeline),
-            "time": .int(Int64(seconds.rounded(.down))),
-            "time_ms": .int(milliseconds),
-            "time_iso": .string(UTCTimestamp.milliseconds(sinceEpoch: milliseconds)),
-            // Rounded to the nearest microsecond: a Double holds 1.6e9 s only to about 0.1 µs.
-            "time_iso_micro": .string(UTCTimestamp.microseconds(sinceEpoch: Int64((seconds * 1_000_000).rounded()))),
-        ]
-        lazy.metadata = metadata
-        return metadata
-    }
-
-    /// Foundation values for Mustache, with strings wrapped so template functions apply.
-    static func templateValue(_ json: JSON) -> Any {
-        switch json {
-        case .string(let value): TemplateText(value: value)
-        case .array(let elements): TemplateList(elements: elements.map(templateValue))
-        case .object(let members): members.mapValues(templateValue)
-        default: json.foundationValue
         }
     }
 }

@@ -41,4 +41,51 @@ import Testing
         #expect(throws: ConfigurationValueError.self) { try JSONTemplate(compiling: ["t": "{{#open}}"], keyPath: "payload") }
         #expect(throws: ConfigurationValueError.self) { try JSONTemplate(compiling: ["t": ["$from": "a", "extra": 1]], keyPath: "payload") }
     }
+
+    /// Text-and-names templates skip Mustache; they must render exactly as Mustache does,
+    /// `games.0` and `games.count` included (the single-name shortcut this replaced rendered
+    /// `{{games.0.game_id}}` alone as an empty string). A null renders as nothing in both
+    /// (Mustache rendered it as "nil").
+    @Test(arguments: [
+        "It's your turn in: {{game_name}}", "{{games.0.game_id}}", "https://online-go.com/game/{{games.0.game_id}}",
+        "{{games.count}} games", "{{ games.1.name }}/{{games.5.name}}", "{{flag}} {{off}} {{nothing}} {{missing}} {{missing.deeper}}",
+        "{{event.id}}-{{event.user}}-{{event.time_ms}}", "{{vars.prefix}}ready", "x{{game_name.count}}{{game_id.x}}y", "no tags {{emoji}}",
+    ])
+    func interpolationRendersAsMustacheDoes(template: String) throws {
+        let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
+        guard case .interpolation(_, let mustache) = compiled else {
+            Issue.record("\(template) should not need Mustache")
+            return
+        }
+        let context = TemplateContext(event: interpolationEvent, vars: ["prefix": .literal("[dev] ")])
+        let rendered = compiled.render(context)
+        #expect(rendered == JSONTemplate.text(mustache).render(context))
+        #expect(rendered != nil && rendered != "")
+    }
+
+    /// Values whose text Mustache makes its own way are left to it, and so are templates
+    /// using more of Mustache than names.
+    @Test func otherValuesAndTemplatesRunInMustache() throws {
+        let context = TemplateContext(event: interpolationEvent)
+        for template in ["ratio {{ratio}}", "{{games}}", "{{games.0}}"] {
+            let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
+            guard case .interpolation(let parts, let mustache) = compiled else {
+                Issue.record("\(template) is text and names")
+                continue
+            }
+            #expect(JSONTemplate.interpolate(parts, context) == nil)
+            #expect(compiled.render(context) == JSONTemplate.text(mustache).render(context))
+        }
+        for template in ["{{#single(games)}}one{{/single(games)}}", "{{truncate3(game_name)}}", "{{{game_name}}}", "{{! note }}", "{{^flag}}x{{/flag}}"] {
+            let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
+            guard case .text = compiled else {
+                Issue.record("\(template) needs Mustache")
+                continue
+            }
+        }
+    }
+
+    let interpolationEvent = Event(id: "e1", pipeline: "p", user: "1783478", time: Date(timeIntervalSince1970: 1_758_474_319.701),
+                                   body: ["game_name": "Tom & Jerry <3", "game_id": 79504463, "flag": true, "off": false, "nothing": nil,
+                                          "ratio": 0.5, "emoji": "🎉 é", "games": [["game_id": 102, "name": "A"], ["game_id": 103, "name": "B \"q\""]]])
 }
