@@ -46,4 +46,27 @@ import Testing
         #expect(try JSON.parse(value.serialized()) == value)
         #expect(try JSON.parse(value.serialized(pretty: true)) == value)
     }
+
+    /// Skipped strings are stepped over eight bytes at a time: wherever an escape, a closing
+    /// quote, a multi-byte character or a control character falls, a skipped string ends where
+    /// it ends and a bad one is still rejected.
+    @Test func skippedStringsEndWhereTheyEnd() throws {
+        let selection = JSONSelection.members(["keep": .everything])
+        for length in 0...20 {
+            for position in 0...length {
+                let plain = String(repeating: "x", count: length)
+                let at = plain.index(plain.startIndex, offsetBy: position)
+                for special in [#"\""#, #"\\"#, "é", "😀", #"\u0041"#, #"\"}, \"keep\": 0, \""#] {
+                    let string = plain[..<at] + special + plain[at...]
+                    let text = #"{"skip": ""# + string + #"", "keep": ""# + string + #""}"#
+                    let whole = try JSON.parse(text)
+                    #expect(try JSON.parse(Data(text.utf8), selecting: selection) == ["keep": whole["keep"]!], "\(text)")
+                }
+                let control = #"{"skip": ""# + plain[..<at] + "\u{01}" + plain[at...] + #"", "keep": 1}"#
+                #expect(throws: JSONParseError.self, "\(control)") { try JSON.parse(Data(control.utf8), selecting: selection) }
+                let unterminated = #"{"keep": 1, "skip": ""# + plain[..<at] + #"\""#
+                #expect(throws: JSONParseError.self, "\(unterminated)") { try JSON.parse(Data(unterminated.utf8), selecting: selection) }
+            }
+        }
+    }
 }
