@@ -67,7 +67,7 @@ import Testing
     /// using more of Mustache than names.
     @Test func otherValuesAndTemplatesRunInMustache() throws {
         let context = TemplateContext(event: interpolationEvent)
-        for template in ["ratio {{ratio}}", "{{games}}", "{{games.0}}"] {
+        for template in ["ratio {{ratio}}", "{{games}}", "{{games.0}}", "{{#empty(game_name)}}none{{/empty(game_name)}}"] {
             let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
             guard case .interpolation(let parts, let mustache) = compiled else {
                 Issue.record("\(template) is text and names")
@@ -76,7 +76,8 @@ import Testing
             #expect(JSONTemplate.interpolate(parts, context) == nil)
             #expect(compiled.render(context) == JSONTemplate.text(mustache).render(context))
         }
-        for template in ["{{#single(games)}}one{{/single(games)}}", "{{truncate3(game_name)}}", "{{{game_name}}}", "{{! note }}", "{{^flag}}x{{/flag}}"] {
+        for template in ["{{#games}}{{name}}{{/games}}", "{{truncate3(game_name)}}", "{{{game_name}}}", "{{! note }}", "{{^flag}}x{{/flag}}",
+                         "{{^single(games)}}x{{/single(games)}}", "{{#single(games)}}\nx\n{{/single(games)}}"] {
             let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
             guard case .text = compiled else {
                 Issue.record("\(template) needs Mustache")
@@ -88,4 +89,22 @@ import Testing
     let interpolationEvent = Event(id: "e1", pipeline: "p", user: "1783478", time: Date(timeIntervalSince1970: 1_758_474_319.701),
                                    body: ["game_name": "Tom & Jerry <3", "game_id": 79504463, "flag": true, "off": false, "nothing": nil,
                                           "ratio": 0.5, "emoji": "🎉 é", "games": [["game_id": 102, "name": "A"], ["game_id": 103, "name": "B \"q\""]]])
+
+    /// The OGS body: list-condition sections render as Mustache renders them, for no game,
+    /// one, several, and no list at all.
+    @Test(arguments: [[], [["game_name": "A"]], [["game_name": "A"], ["game_name": "B"]], nil] as [JSON?])
+    func listConditionsRenderAsMustacheDoes(games: JSON?) throws {
+        let template = "{{prefix}}{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}"
+            + "{{#many(games)}}It's your turn in {{games.count}} games{{#many(games)}}!{{/many(games)}}{{/many(games)}}{{#empty(games)}}none{{/empty(games)}}"
+        let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
+        guard case .interpolation(let parts, let mustache) = compiled else {
+            Issue.record("list conditions should not need Mustache")
+            return
+        }
+        var body: [String: JSON] = ["prefix": "[dev] "]
+        if let games { body["games"] = games }
+        let context = TemplateContext(event: Event(pipeline: "p", user: "1", body: .object(body)))
+        #expect(JSONTemplate.interpolate(parts, context) != nil)
+        #expect(compiled.render(context) == JSONTemplate.text(mustache).render(context))
+    }
 }
