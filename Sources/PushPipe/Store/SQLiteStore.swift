@@ -331,12 +331,11 @@ public final class SQLiteStore: Store {
     }
 
     public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
-        let prefix = "\(pipeline)\u{0}\(stage)\u{0}"
-        return Set(held.claim(Set(keys.map { prefix + $0 })).map { String($0.dropFirst(prefix.count)) })
+        held.claim(keys, pipeline: pipeline, stage: stage)
     }
 
     public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
-        held.release(Set(keys.map { "\(pipeline)\u{0}\(stage)\u{0}\($0)" }))
+        held.release(keys, pipeline: pipeline, stage: stage)
     }
 
     /// A short read on the calling thread. GRDB's async `read` hops to a reader's dispatch

@@ -211,8 +211,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         return .object(result)
     }
 
+    /// Counted under the lock: taking the context out copied it (a logger, a store, a
+    /// telemetry) for every check of every user.
     private func count(_ metric: Metric, _ labels: [(String, String)] = []) {
-        runContext.withLock { $0 }?.count(metric, labels)
+        runContext.withLock { $0?.count(metric, labels) }
     }
 
     /// A failed check's reason as a metric label: a handful of values, never a message.
