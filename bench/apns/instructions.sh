@@ -21,7 +21,10 @@ trap 'stop_nginx_apns "$RUN"; rm -rf "$RUN"' EXIT
 start_nginx_apns "$RUN" "$PORT"
 apns_reference_load "$RUN" "$PORT"
 
-if perf stat -e instructions true 2>&1 | grep -q "not supported"; then
+# Read whole before testing: `grep -q` closing the pipe early fails the pipeline under pipefail,
+# which sent a machine without counters down the perf branch.
+counters=$(perf stat -e instructions true 2>&1 || echo "not supported")
+if [[ $counters == *"not supported"* ]]; then
   # No hardware counter here, and valgrind 3.19 dies when a Swift 6.3 binary starts its first
   # dispatch thread: count under qemu-user with a plugin (bench/lib/qemu-instructions.c).
   # Emulated, pushpipe runs about 30 times slower, so what depends on time (how many
