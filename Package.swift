@@ -44,6 +44,8 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the statements run once per notification (Statement+DirectBinding).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

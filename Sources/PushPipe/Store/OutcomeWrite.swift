@@ -1,3 +1,5 @@
+import Foundation
+
 /// The writes stores group into shared transactions (`GroupCommit`): they arrive from many
 /// tasks at once, one or two small rows each.
 enum OutcomeWrite: Sendable {
@@ -28,7 +30,21 @@ extension GroupCommit where Write == OutcomeWrite {
 /// A row of `deliveries`: a delivery, with the history record it carries, if any.
 struct DeliveryRow {
     var delivery: DeliveryRecord
-    var record: String?
+    var record: Record?
+
+    /// A history record as the runtime handed it over: a payload already serialized is stored
+    /// as those bytes, without becoming a `String` first.
+    enum Record {
+        case text(String)
+        case serialized(Data)
+
+        var text: String {
+            switch self {
+            case .text(let text): text
+            case .serialized(let bytes): String(decoding: bytes, as: UTF8.self)
+            }
+        }
+    }
 
     /// One row per delivery; a delivered one carries the user's history record for the event,
     /// so a notification costs one row (and one index entry), not two of each. History with no
@@ -38,7 +54,7 @@ struct DeliveryRow {
         var rows: [DeliveryRow] = []
         rows.reserveCapacity(deliveries.count + history.count)
         for delivery in deliveries {
-            var record: String?
+            var record: Record?
             if delivery.outcome == "delivered", let index = unattached.firstIndex(where: { $0.user == delivery.user && $0.eventID == delivery.eventID }) {
                 record = text(of: unattached.remove(at: index))
             }
@@ -53,7 +69,7 @@ struct DeliveryRow {
                     record: text(of: entry))
     }
 
-    private static func text(of entry: HistoryEntry) -> String {
-        entry.serializedRecord.map { String(decoding: $0, as: UTF8.self) } ?? entry.record.compactText
+    private static func text(of entry: HistoryEntry) -> Record {
+        entry.serializedRecord.map(Record.serialized) ?? .text(entry.record.compactText)
     }
 }

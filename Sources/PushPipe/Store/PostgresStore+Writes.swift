@@ -69,6 +69,6 @@ extension PostgresStore {
         return ["pipeline": .string(delivery.pipeline), "event_id": .string(delivery.eventID), "user_id": .string(delivery.user),
                 "token_kind": .string(delivery.tokenKind), "token": .string(delivery.token), "outcome": .string(delivery.outcome),
                 "reason": delivery.reason.map(JSON.string) ?? .null, "provider_id": delivery.providerID.map(JSON.string) ?? .null,
-                "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.createdAt), "record": row.record.map(JSON.string) ?? .null]
+                "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.createdAt), "record": row.record.map { .string($0.text) } ?? .null]
     }
 }

@@ -113,8 +113,23 @@ public final class SQLiteStore: Store {
         try db.cachedStatement(sql: """
             INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [delivery.pipeline, delivery.eventID, delivery.user, delivery.tokenKind, delivery.token, delivery.outcome,
-                                     delivery.reason, delivery.providerID, delivery.attempts, delivery.createdAt, row.record])
+            """).executeBinding { values in
+            values.bind(delivery.pipeline, at: 1)
+            values.bind(delivery.eventID, at: 2)
+            values.bind(delivery.user, at: 3)
+            values.bind(delivery.tokenKind, at: 4)
+            values.bind(delivery.token, at: 5)
+            values.bind(delivery.outcome, at: 6)
+            values.bind(delivery.reason, at: 7)
+            values.bind(delivery.providerID, at: 8)
+            values.bind(delivery.attempts, at: 9)
+            values.bind(delivery.createdAt, at: 10)
+            switch row.record {
+            case .none: values.bind(nil as String?, at: 11)
+            case .text(let text): values.bind(text, at: 11)
+            case .serialized(let bytes): values.bindText(bytes, at: 11)
+            }
+        }
     }
 
     public func appliedMigrations() throws -> [String] {
