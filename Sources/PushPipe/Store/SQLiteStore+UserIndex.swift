@@ -49,9 +49,14 @@ extension SQLiteStore {
     }
 
     /// Moves the tail into the index, in index order so each page is written once.
+    ///
+    /// `OR FAIL`: ids are unique, so no entry can conflict, and a statement that is never rolled
+    /// back half-way needs no statement journal. With the default `ABORT`, SQLite copied every
+    /// index page the batch touched into a temporary file first (a fifth of the APNs path's
+    /// `pwrite`s, with 1,000 users).
     static func indexUserDeliveries(after indexedThrough: Int64, through last: Int64, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO user_deliveries (pipeline, user_id, id)
+            INSERT OR FAIL INTO user_deliveries (pipeline, user_id, id)
             SELECT pipeline, user_id, id FROM deliveries WHERE id > ? AND id <= ? ORDER BY pipeline, user_id, id
             """).execute(arguments: [indexedThrough, last])
         try db.cachedStatement(sql: "UPDATE user_index_state SET indexed_through = ?").execute(arguments: [last])
