@@ -12,10 +12,13 @@ public final class SQLiteStore: Store {
     private let held = HeldKeys()
     /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
     let stateMirror: StateMirror
+    let checkpointer: SQLiteCheckpointer
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
-    /// - Parameter stateMirrorCapacity: rows of one stage's state kept in memory at most.
-    public init(path: String, stateMirrorCapacity: Int = 500_000) throws {
+    /// - Parameters:
+    ///   - stateMirrorCapacity: rows of one stage's state kept in memory at most.
+    ///   - checkpointThreshold: WAL pages after which a checkpoint starts (tests lower it).
+    public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold) throws {
         self.path = path
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
         let directory = (path as NSString).deletingLastPathComponent
@@ -28,13 +31,13 @@ public final class SQLiteStore: Store {
             // WAL with NORMAL sync: a crash keeps every committed transaction but the last
             // few milliseconds' ones on power loss; a killed process loses nothing committed.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // Each batch of the per-user index (SQLiteStore+UserIndex) dirties index pages all
-            // over the file. Checkpointing every 8,000 WAL pages instead of SQLite's 1,000
-            // copies each of those pages back once per 32 MB instead of once per 4 MB.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
         }
         let database = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
+        // Checkpoints run on a connection of their own, beside the writer (`SQLiteCheckpointer`).
+        let checkpointer = try SQLiteCheckpointer(path: path, configuration: configuration, threshold: checkpointThreshold)
+        try database.writeWithoutTransaction { db in checkpointer.attach(toWriter: db) }
+        self.checkpointer = checkpointer
         // The writer alone gets a larger page cache, 8 MB instead of SQLite's 2 MB: every
         // commit looks up the pages where watermarks, schedules and index entries go, all over
         // the file, and most lookups went back to the file (an OGS check of 10,000 users made
@@ -372,6 +375,8 @@ public final class SQLiteStore: Store {
     }
 
     public func close() async throws {
+        // The writer first: the checkpointer lets go of the writer's WAL hook once nothing calls it.
         try database.close()
+        try checkpointer.close()
     }
 }
