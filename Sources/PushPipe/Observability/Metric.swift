@@ -29,6 +29,9 @@ public enum Metric: String, Sendable, CaseIterable {
     // The daemon (labels: result / store)
     case reloads = "pushpipe_reloads_total"
     case storeCommitLatency = "pushpipe_store_commit_seconds"
+    /// SQLite only (labels: kind): WAL checkpoints, and the WAL's size when the last one ran.
+    case storeCheckpointLatency = "pushpipe_store_checkpoint_seconds"
+    case storeWALFrames = "pushpipe_store_wal_frames"
     /// Tap records not sent because a tap was not reading (no labels).
     case tapRecordsDropped = "pushpipe_tap_records_dropped_total"
 
@@ -39,7 +42,7 @@ public enum Metric: String, Sendable, CaseIterable {
         case .deliveryLatency:
             [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
              .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300)]
-        case .storeCommitLatency:
+        case .storeCommitLatency, .storeCheckpointLatency:
             [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
              .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)]
         default: nil

@@ -57,8 +57,7 @@ public final class Daemon: Sendable {
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
         let (store, storeService) = try await options.store.openInServiceGroup(logger: logger)
         logger.info("store: \(options.store)")
-        let commitLatency = telemetry.timer(.storeCommitLatency, [("store", options.store.isPostgres ? "postgres" : "sqlite")])
-        store.observeCommits { duration in commitLatency.record(duration: duration) }
+        telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
         let host = HTTPHost(logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
                                             telemetry: telemetry)

@@ -25,27 +25,15 @@ public final class SQLiteCheckpointer: Sendable {
     /// dirties index pages all over the file, and checkpointing every 8,000 pages instead of
     /// SQLite's 1,000 copies each of those pages back once per 32 MB instead of once per 4 MB.
     public static let defaultThreshold: Int32 = 8000
-    enum Kind: Sendable, Equatable {
-        /// On the checkpointer's connection, beside the writer.
-        case background
-        /// On the writer, the frames a background pass left behind.
-        case catchUp
-    }
-
-    struct Result: Sendable {
-        var kind: Kind
-        /// Frames in the WAL when the checkpoint ran, and how many of them are in the database file now.
-        var walFrames: Int
-        var checkpointedFrames: Int
-        var duration: Duration
-    }
+    typealias Kind = StoreCheckpoint.Kind
+    typealias Result = StoreCheckpoint
 
     private let connection: DatabaseQueue
     private let threshold: Int32
     private let running = Atomic<Bool>(false)
     /// Set when a background pass left frames behind: the writer's next commit copies them.
     private let catchUpDue = Atomic<Bool>(false)
-    /// Told of every checkpoint (tests, and a place for a metric).
+    /// Told of every checkpoint (the store's observer: metrics, tests).
     let observer = Mutex<(@Sendable (Result) -> Void)?>(nil)
     private let hookTarget = Mutex<Unmanaged<WALHookTarget>?>(nil)
 

@@ -374,6 +374,10 @@ public final class SQLiteStore: Store {
         outcomes.observer.withLock { $0 = CommitObserver(observe: observer) }
     }
 
+    public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {
+        checkpointer.observer.withLock { $0 = observer }
+    }
+
     public func close() async throws {
         // The writer first: the checkpointer lets go of the writer's WAL hook once nothing calls it.
         try database.close()

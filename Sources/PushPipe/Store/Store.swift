@@ -76,8 +76,15 @@ public protocol Store: Sendable {
     func ping() async throws
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
     func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
+    /// Calls `observer` after each checkpoint of the store's write-ahead log, where the store
+    /// runs them itself (SQLite; PostgreSQL's server checkpoints on its own).
+    func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void)
 
     func close() async throws
+}
+
+extension Store {
+    public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {}
 }
 
 public struct HistoryEntry: Sendable, Equatable {

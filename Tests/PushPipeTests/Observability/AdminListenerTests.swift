@@ -150,11 +150,6 @@ import Testing
     static func scrape(_ admin: HTTPTestClient) async throws -> [String: Double] {
         let response = try await admin.request("GET", "/metrics")
         #expect(response.status == 200)
-        var samples: [String: Double] = [:]
-        for line in response.text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
-            samples[String(line[..<space])] = value
-        }
-        return samples
+        return prometheusSamples(response.text)
     }
 }

@@ -1,0 +1,34 @@
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+/// What operators see of the store: its commits and, for SQLite, its WAL checkpoints.
+@Suite(.timeLimit(.minutes(1))) struct TelemetryStoreTests {
+    static let background = #"pushpipe_store_checkpoint_seconds_count{kind="background"}"#
+    static let catchUp = #"pushpipe_store_checkpoint_seconds_count{kind="catch_up"}"#
+
+    @Test func aSQLiteStoresCheckpointsAreExported() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // 16 pages instead of 8,000: a few 2 KB entries cross it.
+        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: 16)
+        let telemetry = Telemetry()
+        telemetry.observe(store, named: "sqlite")
+        #expect(!telemetry.exposition().contains("pushpipe_store_checkpoint_seconds"))
+        // A background pass runs beside the writer; the writer's catch-up comes at a commit
+        // after it ended. Writes go on until both were counted (each within a few writes).
+        var written = 0
+        var samples: [String: Double] = [:]
+        repeat {
+            try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e\(written)", createdAt: Double(written),
+                                                       record: .string(String(repeating: "x", count: 2_000))))
+            written += 1
+            samples = prometheusSamples(telemetry.exposition())
+        } while written < 5_000 && ((samples[Self.background] ?? 0) < 1 || (samples[Self.catchUp] ?? 0) < 1)
+        try await store.close()
+        #expect((samples[Self.background] ?? 0) >= 1)
+        #expect((samples[Self.catchUp] ?? 0) >= 1)
+        #expect((samples["pushpipe_store_wal_frames"] ?? 0) >= 16)
+        #expect(samples[#"pushpipe_store_commit_seconds_count{store="sqlite"}"#] == Double(written))
+    }
+}
