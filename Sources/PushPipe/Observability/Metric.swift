@@ -29,8 +29,9 @@ public enum Metric: String, Sendable, CaseIterable {
     // The daemon (labels: result / store)
     case reloads = "pushpipe_reloads_total"
     case storeCommitLatency = "pushpipe_store_commit_seconds"
-    /// SQLite only (labels: kind): WAL checkpoints, and the WAL's size when the last one ran.
+    /// SQLite only (labels: kind): WAL checkpoints.
     case storeCheckpointLatency = "pushpipe_store_checkpoint_seconds"
+    /// SQLite only (no labels): the WAL's size when the last checkpoint ran.
     case storeWALFrames = "pushpipe_store_wal_frames"
     /// Tap records not sent because a tap was not reading (no labels).
     case tapRecordsDropped = "pushpipe_tap_records_dropped_total"

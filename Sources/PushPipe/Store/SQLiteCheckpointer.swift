@@ -25,21 +25,22 @@ public final class SQLiteCheckpointer: Sendable {
     /// dirties index pages all over the file, and checkpointing every 8,000 pages instead of
     /// SQLite's 1,000 copies each of those pages back once per 32 MB instead of once per 4 MB.
     public static let defaultThreshold: Int32 = 8000
-    typealias Kind = StoreCheckpoint.Kind
-    typealias Result = StoreCheckpoint
-
     private let connection: DatabaseQueue
     private let threshold: Int32
     private let running = Atomic<Bool>(false)
     /// Set when a background pass left frames behind: the writer's next commit copies them.
     private let catchUpDue = Atomic<Bool>(false)
-    /// Told of every checkpoint (the store's observer: metrics, tests).
-    let observer = Mutex<(@Sendable (Result) -> Void)?>(nil)
+    /// Told of every checkpoint (`Store.observeCheckpoints`).
+    private let observer = Mutex<(@Sendable (StoreCheckpoint) -> Void)?>(nil)
     private let hookTarget = Mutex<Unmanaged<WALHookTarget>?>(nil)
 
     init(path: String, configuration: Configuration, threshold: Int32 = defaultThreshold) throws {
         connection = try DatabaseQueue(path: path, configuration: configuration)
         self.threshold = threshold
+    }
+
+    func observe(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {
+        self.observer.withLock { $0 = observer }
     }
 
     /// Makes the writer's commits report the WAL's size here instead of checkpointing
@@ -91,9 +92,9 @@ public final class SQLiteCheckpointer: Sendable {
         report(.catchUp, walFrames: Int(walFrames), checkpointed: Int(checkpointed), since: started)
     }
 
-    private func report(_ kind: Kind, walFrames: Int, checkpointed: Int, since started: ContinuousClock.Instant) {
+    private func report(_ kind: StoreCheckpoint.Kind, walFrames: Int, checkpointed: Int, since started: ContinuousClock.Instant) {
         guard let observe = observer.withLock({ $0 }) else { return }
-        observe(Result(kind: kind, walFrames: walFrames, checkpointedFrames: checkpointed, duration: ContinuousClock.now - started))
+        observe(StoreCheckpoint(kind: kind, walFrames: walFrames, checkpointedFrames: checkpointed, duration: ContinuousClock.now - started))
     }
 
     /// Waits for a checkpoint in progress, then closes the connection. Call after the writer

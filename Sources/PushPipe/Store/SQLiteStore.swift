@@ -12,7 +12,7 @@ public final class SQLiteStore: Store {
     private let held = HeldKeys()
     /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
     let stateMirror: StateMirror
-    let checkpointer: SQLiteCheckpointer
+    private let checkpointer: SQLiteCheckpointer
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
     /// - Parameters:
@@ -375,7 +375,7 @@ public final class SQLiteStore: Store {
     }
 
     public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {
-        checkpointer.observer.withLock { $0 = observer }
+        checkpointer.observe(observer)
     }
 
     public func close() async throws {

@@ -10,8 +10,7 @@ import Testing
     @Test func aSQLiteStoresCheckpointsAreExported() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        // 16 pages instead of 8,000: a few 2 KB entries cross it.
-        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: 16)
+        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: SQLiteCheckpointerTests.threshold)
         let telemetry = Telemetry()
         telemetry.observe(store, named: "sqlite")
         #expect(!telemetry.exposition().contains("pushpipe_store_checkpoint_seconds"))
@@ -20,15 +19,14 @@ import Testing
         var written = 0
         var samples: [String: Double] = [:]
         repeat {
-            try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e\(written)", createdAt: Double(written),
-                                                       record: .string(String(repeating: "x", count: 2_000))))
+            try await store.appendHistory(SQLiteCheckpointerTests.entry(written))
             written += 1
             samples = prometheusSamples(telemetry.exposition())
         } while written < 5_000 && ((samples[Self.background] ?? 0) < 1 || (samples[Self.catchUp] ?? 0) < 1)
         try await store.close()
         #expect((samples[Self.background] ?? 0) >= 1)
         #expect((samples[Self.catchUp] ?? 0) >= 1)
-        #expect((samples["pushpipe_store_wal_frames"] ?? 0) >= 16)
+        #expect((samples["pushpipe_store_wal_frames"] ?? 0) >= Double(SQLiteCheckpointerTests.threshold))
         #expect(samples[#"pushpipe_store_commit_seconds_count{store="sqlite"}"#] == Double(written))
     }
 }

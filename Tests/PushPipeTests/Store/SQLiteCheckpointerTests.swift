@@ -21,8 +21,8 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: Self.threshold)
-        let (checkpoints, checkpointed) = AsyncStream.makeStream(of: SQLiteCheckpointer.Result.self)
-        store.checkpointer.observer.withLock { $0 = { checkpointed.yield($0) } }
+        let (checkpoints, checkpointed) = AsyncStream.makeStream(of: StoreCheckpoint.self)
+        store.observeCheckpoints { checkpointed.yield($0) }
         // Each entry is half a page of record: 40 of them cross the threshold.
         for number in 0..<40 { try await store.appendHistory(Self.entry(number)) }
         var results = checkpoints.makeAsyncIterator()
@@ -41,10 +41,8 @@ import Testing
         let entered = Flag()
         let release = DispatchSemaphore(value: 0)
         // The first checkpoint holds the checkpointer's connection until the test lets it go.
-        store.checkpointer.observer.withLock {
-            $0 = { _ in
-                if !entered.raise() { release.wait() }
-            }
+        store.observeCheckpoints { _ in
+            if !entered.raise() { release.wait() }
         }
         var written = 0
         while !entered.isRaised, written < 10_000 {
@@ -74,8 +72,8 @@ import Testing
         let path = directory.file("state.sqlite")
         let threshold: Int32 = 256
         let store = try SQLiteStore(path: path, checkpointThreshold: threshold)
-        let kinds = Mutex<[SQLiteCheckpointer.Kind]>([])
-        store.checkpointer.observer.withLock { $0 = { result in kinds.withLock { $0.append(result.kind) } } }
+        let kinds = Mutex<[StoreCheckpoint.Kind]>([])
+        store.observeCheckpoints { result in kinds.withLock { $0.append(result.kind) } }
         // 2,000 commits of a 2 KB entry: 40 MB of frames through the WAL, which without
         // checkpoints or the writer's catch-up would hold all of them. With both it stays
         // near the threshold (1 MB) plus what is written during one background pass.
