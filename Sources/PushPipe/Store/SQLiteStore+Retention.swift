@@ -22,6 +22,8 @@ extension SQLiteStore {
         -> (deleted: Int, lastUser: String?)
     {
         try await database.write { db in
+            // Counted in the index: rows still waiting in the tail would be kept beyond `keep`.
+            try Self.indexUserDeliveries(in: db)
             var user = after ?? ""
             var deleted = 0
             for _ in 0..<users {
@@ -29,7 +31,7 @@ extension SQLiteStore {
                     SELECT user_id FROM user_deliveries WHERE pipeline = ? AND user_id > ? ORDER BY user_id LIMIT 1
                     """), arguments: [pipeline, user]) else { return (deleted, nil) }
                 user = next
-                // The newest row beyond the ones kept (rows not indexed yet are newer still and kept).
+                // The newest row beyond the ones kept.
                 guard let newestPruned = try Int64.fetchOne(db.cachedStatement(sql: """
                     SELECT id FROM user_deliveries WHERE pipeline = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?
                     """), arguments: [pipeline, user, keep]) else { continue }

@@ -5,12 +5,9 @@ import GRDB
 /// commit wrote a 4 KB page of its own to the WAL (110 MB/s of disk writes at 20,000
 /// notifications/s). So rows are indexed in sorted batches instead: `user_deliveries` is the
 /// index, `user_index_state.indexed_through` the last row it covers, and reads find the rows
-/// after it (the tail: at most `indexBatch` rows and one commit) by scanning the table's end.
+/// after it (the tail: at most a batch, `UserIndexSchedule`) by scanning the table's end.
 /// A batch dirties each user's last index page once, however many of the user's rows it holds.
 extension SQLiteStore {
-    /// Rows the tail holds at most before a commit under load indexes them.
-    static var indexBatch: Int64 { 8192 }
-
     /// Which of a user's rows a read wants (fixed conditions, never caller text).
     enum UserRows {
         /// Rows carrying a history record.
@@ -39,13 +36,19 @@ extension SQLiteStore {
         }
     }
 
-    /// Indexes the tail when a commit held a single write (traffic is light: the tail is that
-    /// write's rows and reads find them in the index at once) or when the tail is full.
-    static func indexUserDeliveriesIfDue(afterCommitOf writeCount: Int, in db: Database) throws {
+    /// Indexes the tail when `schedule` says it is due.
+    static func indexUserDeliveriesIfDue(_ schedule: UserIndexSchedule, now: ContinuousClock.Instant, in db: Database) throws {
         let indexedThrough = try indexedThrough(in: db)
         let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM deliveries")) ?? 0
-        guard last > indexedThrough, writeCount == 1 || last - indexedThrough >= indexBatch else { return }
+        guard schedule.isDue(tailRows: last - indexedThrough, now: now) else { return }
         try indexUserDeliveries(after: indexedThrough, through: last, in: db)
+    }
+
+    /// Indexes whatever waits in the tail (before retention counts a user's rows).
+    static func indexUserDeliveries(in db: Database) throws {
+        let indexedThrough = try indexedThrough(in: db)
+        let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM deliveries")) ?? 0
+        if last > indexedThrough { try indexUserDeliveries(after: indexedThrough, through: last, in: db) }
     }
 
     /// Moves the tail into the index, in index order so each page is written once.

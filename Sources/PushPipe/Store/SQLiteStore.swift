@@ -48,6 +48,7 @@ public final class SQLiteStore: Store {
         let mirror = stateMirror
         let tokens = tokenCache
         let writerDataVersion = Mutex<Int?>(nil)
+        let indexing = UserIndexSchedule()
         outcomes = GroupCommit { writes in
             // Not `database.write`: it fails when the calling task is cancelled, and the task
             // committing a batch commits other tasks' writes too (outcomes of deliveries that did
@@ -60,7 +61,7 @@ public final class SQLiteStore: Store {
                         mirror.invalidate()
                         tokens.invalidate()
                     }
-                    return try Self.commit(writes, in: db)
+                    return try Self.commit(writes, in: db, indexing: indexing)
                 }, completion: { _, result in
                     // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
                     if case .success(let changes) = result { mirror.apply(changes) }
@@ -72,10 +73,11 @@ public final class SQLiteStore: Store {
 
     /// One transaction of the group commit; returns the stage state rows it changed.
     @discardableResult
-    static func commit(_ writes: [OutcomeWrite], in db: Database) throws -> [StateMirror.Change] {
+    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule,
+                       now: ContinuousClock.Instant = .now) throws -> [StateMirror.Change] {
         var changes: [StateMirror.Change] = []
         for write in writes { try apply(write, in: db, changes: &changes) }
-        try indexUserDeliveriesIfDue(afterCommitOf: writes.count, in: db)
+        try indexUserDeliveriesIfDue(schedule, now: now, in: db)
         return changes
     }
 

@@ -14,26 +14,52 @@ import Testing
                  state: [], pipeline: "p")
     }
 
+    /// One write holding the deliveries of several events, as a worker's batch records them.
+    func oneWrite(_ events: ClosedRange<Int>) -> OutcomeWrite {
+        var deliveries: [DeliveryRecord] = []
+        var history: [HistoryEntry] = []
+        for event in events {
+            guard case .outcome(let delivered, let recorded, _, _) = outcome(event, user: "user\(event % 50)") else { continue }
+            deliveries += delivered
+            history += recorded
+        }
+        return .outcome(deliveries: deliveries, history: history, state: [], pipeline: "p")
+    }
+
     func counts(_ store: SQLiteStore) async throws -> (indexed: Int, indexedThrough: Int64) {
         try await store.database.read { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM user_deliveries") ?? -1, try SQLiteStore.indexedThrough(in: db))
         }
     }
 
-    @Test func aBusyCommitLeavesItsRowsInTheTailUntilTheTailIsFull() async throws {
+    /// Each commit says when it runs, on the writer's clock.
+    @Test func theTailIsIndexedOnceItHoldsABatchOrHasWaitedASecond() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        // A commit of one write (light traffic) is indexed at once.
-        try await store.database.write { db in try SQLiteStore.commit([outcome(1)], in: db) }
-        #expect(try await counts(store) == (1, 1))
-        // A commit of several writes (a burst) is not...
-        try await store.database.write { db in try SQLiteStore.commit([outcome(2), outcome(3)], in: db) }
-        #expect(try await counts(store) == (1, 1))
-        // ...until the tail reaches a batch.
-        let burst = (4..<(Int(SQLiteStore.indexBatch) + 2)).map { outcome($0, user: "user\($0 % 50)") }
-        try await store.database.write { db in try SQLiteStore.commit(burst, in: db) }
-        let total = Int(SQLiteStore.indexBatch) + 1
+        let schedule = UserIndexSchedule()
+        let start = ContinuousClock.now
+        func commit(_ writes: [OutcomeWrite], after seconds: Double) async throws {
+            try await store.database.write { db in try SQLiteStore.commit(writes, in: db, indexing: schedule, now: start + .seconds(seconds)) }
+        }
+        // Light traffic: a row waits in the tail...
+        try await commit([outcome(1)], after: 0)
+        #expect(try await counts(store) == (0, 0))
+        try await commit([outcome(2)], after: 0.9)
+        #expect(try await counts(store) == (0, 0))
+        // ...until rows have waited a second: then the next commit indexes the whole tail.
+        try await commit([outcome(3)], after: 1.0)
+        #expect(try await counts(store) == (3, 3))
+        // A worker's batch is one write of many rows for many users: it waits in the tail too
+        // (it was indexed at once when the rule counted writes: a page per user per commit)...
+        try await commit([oneWrite(4...103)], after: 1.5)
+        #expect(try await counts(store) == (3, 3))
+        // ...until the tail holds a batch, however short the wait.
+        try await commit((104..<(Int(UserIndexSchedule.batch) + 4)).map { outcome($0, user: "user\($0 % 50)") }, after: 1.6)
+        let total = Int(UserIndexSchedule.batch) + 3
+        #expect(try await counts(store) == (total, Int64(total)))
+        // Nothing waits: the next row starts a new wait.
+        try await commit([outcome(total + 1)], after: 5)
         #expect(try await counts(store) == (total, Int64(total)))
         try await store.close()
     }
@@ -42,10 +68,17 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        for event in 1...3 { try await store.database.write { db in try SQLiteStore.commit([outcome(event)], in: db) } }
-        // Rows 4-6 stay in the tail, with another user's rows and a failed delivery between them.
+        // The writer's clock stands still: nothing is indexed for having waited.
+        let schedule = UserIndexSchedule()
+        let now = ContinuousClock.now
         try await store.database.write { db in
-            try SQLiteStore.commit([outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)], in: db)
+            try SQLiteStore.commit((1...3).map { outcome($0) }, in: db, indexing: schedule, now: now)
+            try SQLiteStore.indexUserDeliveries(in: db)
+        }
+        // Rows 4-7 stay in the tail, with another user's rows and a failed delivery between them.
+        try await store.database.write { db in
+            try SQLiteStore.commit([outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)], in: db, indexing: schedule,
+                                   now: now)
         }
         #expect(try await counts(store) == (3, 3))
         let first = try await store.history(pipeline: "p", user: "u", limit: 2, before: nil)
