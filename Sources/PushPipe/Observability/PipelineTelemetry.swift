@@ -14,6 +14,7 @@ public struct PipelineTelemetry: Sendable {
     private let delivered: CoreMetrics.Counter
     private let latency: CoreMetrics.Timer
     private let retries: CoreMetrics.Counter
+    private let activity: RecentActivity.PipelineLog
 
     public init(telemetry: Telemetry, definition: PipelineDefinition) {
         self.telemetry = telemetry
@@ -28,6 +29,7 @@ public struct PipelineTelemetry: Sendable {
         delivered = telemetry.counter(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", "delivered"), ("reason", "")])
         latency = telemetry.timer(.deliveryLatency, [("pipeline", pipeline), ("transport", transportType)])
         retries = telemetry.counter(.deliveryRetries, [("pipeline", pipeline), ("transport", transportType)])
+        activity = telemetry.activity.log(for: pipeline)
     }
 
     var tap: TapHub { telemetry.tap }
@@ -38,7 +40,7 @@ public struct PipelineTelemetry: Sendable {
         } else {
             telemetry.increment(.eventsReceived, [("pipeline", pipeline), ("stage", stage)])
         }
-        telemetry.activity.update(pipeline) { $0.received += 1 }
+        activity.update { $0.received += 1 }
         tap.publish(pipeline: pipeline, stage: stage) {
             record(stage: stage, kind: "source", event: event, ["what": "event", "body": event.body])
         }
@@ -50,7 +52,7 @@ public struct PipelineTelemetry: Sendable {
 
     func dropped(_ event: Event, stage: String, type: String, reason: String, code: String) {
         telemetry.increment(.eventsDropped, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", code)])
-        telemetry.activity.update(pipeline) { $0.dropped += 1 }
+        activity.update { $0.dropped += 1 }
         tap.publish(pipeline: pipeline, stage: stage) {
             record(stage: stage, kind: "filter", event: event, ["what": "drop", "type": .string(type), "reason": .string(reason), "code": .string(code)])
         }
@@ -58,14 +60,14 @@ public struct PipelineTelemetry: Sendable {
 
     func failed(_ event: Event, stage: String, reason: String) {
         telemetry.increment(.eventsFailed, [("pipeline", pipeline), ("stage", stage)])
-        telemetry.activity.update(pipeline) { $0.failed += 1 }
-        telemetry.activity.problem(pipeline, stage: stage, "event \(event.id): \(reason)")
+        activity.update { $0.failed += 1 }
+        activity.problem(stage: stage, "event \(event.id): \(reason)")
         tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "event", event: event, ["what": "failed", "reason": .string(reason)]) }
     }
 
     func rendered(_ event: Event, _ notifications: [RenderedNotification], stage: String) {
         renderedCounter.increment(by: notifications.count)
-        telemetry.activity.update(pipeline) { $0.rendered += notifications.count }
+        activity.update { $0.rendered += notifications.count }
         for notification in notifications {
             tap.publish(pipeline: pipeline, stage: stage) {
                 record(stage: stage, kind: "renderer", event: event, ["what": "rendered", "user": .string(notification.token.user),
@@ -87,12 +89,12 @@ public struct PipelineTelemetry: Sendable {
 
     func retry() {
         retries.increment()
-        telemetry.activity.update(pipeline) { $0.retries += 1 }
+        activity.update { $0.retries += 1 }
     }
 
     func tokenPruned() {
         telemetry.increment(.tokensPruned, [("pipeline", pipeline)])
-        telemetry.activity.update(pipeline) { $0.tokensPruned += 1 }
+        activity.update { $0.tokensPruned += 1 }
     }
 
     /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error`, `refused` or `dry_run`.
@@ -108,9 +110,9 @@ public struct PipelineTelemetry: Sendable {
             latency.recordNanoseconds(Int64(max(0, now.timeIntervalSince(event.time)) * 1e9))
         }
         let token = notification.token
-        telemetry.activity.delivery(pipeline, .init(time: now, user: token.user, token: token.masked, outcome: outcome, reason: reason))
+        activity.delivery(.init(time: now, user: token.user, token: token.masked, outcome: outcome, reason: reason))
         if outcome == "config_error" || outcome == "refused", let reason {
-            telemetry.activity.problem(pipeline, stage: transport, "\(token.masked): \(reason)")
+            activity.problem(stage: transport, "\(token.masked): \(reason)")
         }
         tap.publish(pipeline: pipeline, stage: transport) {
             var fields: [String: JSON] = ["what": "outcome", "outcome": .string(outcome), "user": .string(token.user),

@@ -37,34 +37,59 @@ public final class RecentActivity: Sendable {
     }
 
     static let kept = 20
-    private let pipelines = Mutex<[String: Pipeline]>([:])
+    private let pipelines = Mutex<[String: PipelineLog]>([:])
 
-    /// Changes a pipeline's entry where it is stored: a copy taken out and written back would
-    /// copy its rings at every delivery.
-    private func modify(_ pipeline: String, _ change: (inout Pipeline) -> Void) {
-        pipelines.withLock { change(&$0[pipeline, default: Pipeline()]) }
+    /// One pipeline's activity. The runtime holds on to its pipeline's log: looked up by name,
+    /// every event and every delivery hashed the name once more.
+    public final class PipelineLog: Sendable {
+        private let entry = Mutex(Pipeline())
+
+        /// Changes the entry where it is stored: a copy taken out and written back would copy
+        /// its rings at every delivery.
+        public func update(_ change: (inout Totals) -> Void) {
+            entry.withLock { change(&$0.totals) }
+        }
+
+        public func delivery(_ delivery: Delivery) {
+            entry.withLock { entry in
+                if delivery.outcome == "delivered" || delivery.outcome == "dry_run" { entry.totals.delivered += 1 } else { entry.totals.notDelivered += 1 }
+                entry.deliveries.append(delivery)
+                if entry.deliveries.count > RecentActivity.kept { entry.deliveries.removeFirst() }
+            }
+        }
+
+        public func problem(stage: String, _ message: String) {
+            entry.withLock { entry in
+                entry.problems.append(Problem(time: Date(), stage: stage, message: message))
+                if entry.problems.count > RecentActivity.kept { entry.problems.removeFirst() }
+            }
+        }
+
+        var snapshot: Pipeline { entry.withLock { $0 } }
+    }
+
+    public func log(for pipeline: String) -> PipelineLog {
+        pipelines.withLock { logs in
+            if let log = logs[pipeline] { return log }
+            let log = PipelineLog()
+            logs[pipeline] = log
+            return log
+        }
     }
 
     public func update(_ pipeline: String, _ change: (inout Totals) -> Void) {
-        modify(pipeline) { change(&$0.totals) }
+        log(for: pipeline).update(change)
     }
 
     public func delivery(_ pipeline: String, _ delivery: Delivery) {
-        modify(pipeline) { entry in
-            if delivery.outcome == "delivered" || delivery.outcome == "dry_run" { entry.totals.delivered += 1 } else { entry.totals.notDelivered += 1 }
-            entry.deliveries.append(delivery)
-            if entry.deliveries.count > Self.kept { entry.deliveries.removeFirst() }
-        }
+        log(for: pipeline).delivery(delivery)
     }
 
     public func problem(_ pipeline: String, stage: String, _ message: String) {
-        modify(pipeline) { entry in
-            entry.problems.append(Problem(time: Date(), stage: stage, message: message))
-            if entry.problems.count > Self.kept { entry.problems.removeFirst() }
-        }
+        log(for: pipeline).problem(stage: stage, message)
     }
 
     public func snapshot(_ pipeline: String) -> Pipeline {
-        pipelines.withLock { $0[pipeline] ?? Pipeline() }
+        pipelines.withLock { $0[pipeline] }?.snapshot ?? Pipeline()
     }
 }

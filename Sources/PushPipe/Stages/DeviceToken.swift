@@ -24,6 +24,13 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 public enum TokenMask {
     /// Walks only the kept characters: `count` walked all 64 of an APNs token, twice per delivery.
     public static func mask(_ token: String, keep: Int = 8) -> String {
+        // Tokens are ASCII: then the kept characters are the first bytes (one character each,
+        // and the next byte starts no combining sequence), with no grapheme walk.
+        let ascii = token.utf8.withContiguousStorageIfAvailable { bytes -> String? in
+            guard bytes.count > keep, bytes[...keep].allSatisfy({ $0 < 0x80 }) else { return nil }
+            return String(decoding: bytes[..<keep], as: UTF8.self) + "…"
+        }
+        if let ascii = ascii ?? nil { return ascii }
         guard let end = token.index(token.startIndex, offsetBy: keep, limitedBy: token.endIndex), end != token.endIndex else {
             return String(repeating: "•", count: token.count)
         }

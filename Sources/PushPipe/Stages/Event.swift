@@ -5,26 +5,63 @@ import Foundation
 /// The body is plain JSON so that built-in stages and plugins see the same thing; the
 /// metadata is what the runtime itself needs (who it is for, when, which pipeline).
 public struct Event: Sendable {
-    public var id: String
-    public var pipeline: String
+    /// Events are copied at every step of a pipeline (queues, batches, deliveries, reports): one
+    /// shared, copy-on-write box makes each copy a single reference count instead of one per
+    /// field, on the hottest path the daemon has.
+    private var storage: Storage
+
+    public var id: String {
+        get { storage.id }
+        set { unique().id = newValue }
+    }
+
+    public var pipeline: String {
+        get { storage.pipeline }
+        set { unique().pipeline = newValue }
+    }
+
     /// The recipient user, when the event is for one user; `nil` means "every registered user".
-    public var user: String?
-    public var time: Date
-    public var body: JSON
+    public var user: String? {
+        get { storage.user }
+        set { unique().user = newValue }
+    }
+
+    public var time: Date {
+        get { storage.time }
+        set { unique().time = newValue }
+    }
+
+    public var body: JSON {
+        get { storage.body }
+        set { unique().body = newValue }
+    }
+
     /// The id of the source stage that produced it (`sources[0]`), for metrics and taps.
-    public var source: String?
+    public var source: String? {
+        get { storage.source }
+        set { unique().source = newValue }
+    }
+
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
-    public var commitOnDelivery: [StateWrite] = []
+    public var commitOnDelivery: [StateWrite] {
+        get { storage.commitOnDelivery }
+        set { unique().commitOnDelivery = newValue }
+    }
+
     /// Called once with the event's final report: how a source learns its event is done.
-    public var onComplete: (@Sendable (EventReport) async -> Void)?
+    public var onComplete: (@Sendable (EventReport) async -> Void)? {
+        get { storage.onComplete }
+        set { unique().onComplete = newValue }
+    }
 
     public init(id: String = Event.makeID(), pipeline: String, user: String?, time: Date = Date(), body: JSON) {
-        self.id = id
-        self.pipeline = pipeline
-        self.user = user
-        self.time = time
-        self.body = body
+        storage = Storage(id: id, pipeline: pipeline, user: user, time: time, body: body)
+    }
+
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
     }
 
     /// 24 lower-case hex characters, like the ids Pong's original backend used.
@@ -39,6 +76,37 @@ public struct Event: Sendable {
             "time": .double(time.timeIntervalSince1970),
             "body": body,
         ])
+    }
+}
+
+extension Event {
+    /// Mutated only through `Event.unique()`, so a box another copy can see never changes: the
+    /// value semantics that make `Event` Sendable.
+    fileprivate final class Storage: @unchecked Sendable {
+        var id: String
+        var pipeline: String
+        var user: String?
+        var time: Date
+        var body: JSON
+        var source: String?
+        var commitOnDelivery: [StateWrite] = []
+        var onComplete: (@Sendable (EventReport) async -> Void)?
+
+        init(id: String, pipeline: String, user: String?, time: Date, body: JSON) {
+            self.id = id
+            self.pipeline = pipeline
+            self.user = user
+            self.time = time
+            self.body = body
+        }
+
+        func copy() -> Storage {
+            let copy = Storage(id: id, pipeline: pipeline, user: user, time: time, body: body)
+            copy.source = source
+            copy.commitOnDelivery = commitOnDelivery
+            copy.onComplete = onComplete
+            return copy
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 @testable import PushPipe
 import PushPipeTesting
 import Testing
@@ -80,5 +81,32 @@ import Testing
         }
         let texts = try queue.read { db in try String.fetchAll(db, sql: "SELECT text FROM t") }
         #expect(texts == ["c"])
+    }
+
+    /// Texts are bound from a buffer on the stack, and longer ones as copies: both must arrive
+    /// whole, and no binding may point into the buffer once the call returned.
+    @Test func longTextsArriveWholeAndNoBindingOutlivesTheCall() throws {
+        let (queue, directory) = try database()
+        defer { directory.remove() }
+        let long = String(repeating: "0123456789", count: DirectBindings.scratchBytes / 5)
+        try queue.write { db in
+            try db.cachedStatement(sql: Self.insert).executeBinding { values in
+                values.bind("short", at: 1)
+                values.bind(7, at: 2)
+                values.bind(7.5, at: 3)
+                values.bindText(Data(long.utf8), at: 4)
+                values.bind(long, at: 5)
+            }
+            // Stepped again with whatever is still bound: nothing, so NULL breaks NOT NULL
+            // (without the clearing, a second row went in from the dead buffer).
+            let statement = try db.cachedStatement(sql: Self.insert).sqliteStatement
+            sqlite3_reset(statement)
+            #expect(sqlite3_step(statement) & 0xFF == SQLITE_CONSTRAINT)
+            sqlite3_reset(statement)
+        }
+        let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM t") })
+        #expect(row["text"] as String? == "short")
+        #expect(row["bytes"] as String? == long)
+        #expect(row["required"] as String? == long)
     }
 }

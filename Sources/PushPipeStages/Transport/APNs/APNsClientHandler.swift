@@ -24,7 +24,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     private var context: ChannelHandlerContext?
-    private var streams: [HTTP2StreamID: OpenStream] = [:]
+    private var streams: APNsStreamTable<OpenStream>
     /// Requests beyond `maximumOpenStreams`, oldest first.
     private var waiting = CircularBuffer<APNsStreamRequest>()
     /// NIOHTTP2 finds and removes streams in lists that grow with the number open: a thousand
@@ -60,6 +60,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     ///     stops handing out this connection.
     init(maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID, goingAway: @escaping @Sendable () -> Void) {
         self.maximumOpenStreams = maximumOpenStreams
+        streams = APNsStreamTable(maximumOpen: maximumOpenStreams)
         self.lastUsableStreamID = lastUsableStreamID
         self.goingAway = goingAway
     }
@@ -105,7 +106,7 @@ final class APNsClientHandler: ChannelInboundHandler {
                 closeWhenIdle = true
                 goingAway()
             }
-            streams[id] = OpenStream(continuation: request.continuation)
+            streams.insert(OpenStream(continuation: request.continuation), for: id)
             deadlines.append((id, request.deadline))
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
@@ -140,21 +141,32 @@ final class APNsClientHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            guard streams[frame.streamID] != nil else { return }
-            if let status = headers.headers.first(name: ":status").flatMap(Int.init) {
-                // 1xx answers are interim; the final HEADERS follow.
-                if status >= 200 { streams[frame.streamID]!.status = status }
+            guard streams.contains(frame.streamID) else { return }
+            streams.update(frame.streamID) { stream in
+                // One pass, names compared as they are: HTTP/2 header names are lower case.
+                for header in headers.headers {
+                    switch header.name {
+                    case ":status":
+                        // 1xx answers are interim; the final HEADERS follow.
+                        if let status = Int(header.value), status >= 200 { stream.status = status }
+                    case "apns-id":
+                        stream.apnsID = header.value
+                    default:
+                        break
+                    }
+                }
             }
-            if let id = headers.headers.first(name: "apns-id") { streams[frame.streamID]!.apnsID = id }
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
             unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-            guard streams[frame.streamID] != nil else { return }
+            guard streams.contains(frame.streamID) else { return }
             if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
-                if streams[frame.streamID]!.body == nil {
-                    streams[frame.streamID]!.body = buffer
-                } else {
-                    streams[frame.streamID]!.body!.writeBuffer(&buffer)
+                streams.update(frame.streamID) { stream in
+                    if stream.body == nil {
+                        stream.body = buffer
+                    } else {
+                        stream.body!.writeBuffer(&buffer)
+                    }
                 }
             }
             if payload.endStream { complete(frame.streamID) }
@@ -172,7 +184,7 @@ final class APNsClientHandler: ChannelInboundHandler {
             // elsewhere, like the requests still waiting here. The others finish, then it closes.
             closeWhenIdle = true
             goingAway()
-            for id in streams.keys where id > lastStreamID { fail(id, with: APNsConnectionError.closedBeforeSending) }
+            for id in streams.streamIDs where id > lastStreamID { fail(id, with: APNsConnectionError.closedBeforeSending) }
             closeIfRetiredAndIdle()
         default:
             break
@@ -180,7 +192,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent, streams[closed.streamID] != nil {
+        if let closed = event as? StreamClosedEvent, streams.contains(closed.streamID) {
             fail(closed.streamID, with: APNsConnectionError.streamClosed)
         }
         context.fireUserInboundEventTriggered(event)
@@ -221,9 +233,9 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     private func complete(_ id: HTTP2StreamID) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let stream = streams.removeValue(for: id) else { return }
         // Answers come mostly in order: dropping finished streams from the front keeps the list short.
-        while let first = deadlines.first, streams[first.stream] == nil { deadlines.removeFirst() }
+        while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
         if let status = stream.status {
             let body = stream.body.map { Data($0.readableBytesView) } ?? Data()
             stream.continuation.resume(returning: APNsResponse(status: status, apnsID: stream.apnsID, body: body))
@@ -234,7 +246,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     private func fail(_ id: HTTP2StreamID, with error: any Error) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let stream = streams.removeValue(for: id) else { return }
         stream.continuation.resume(throwing: error)
         closeIfRetiredAndIdle()
     }
@@ -248,12 +260,11 @@ final class APNsClientHandler: ChannelInboundHandler {
         if failure == nil { failure = cause }
         settingsTimer?.cancel()
         settingsTimer = nil
-        let open = streams
-        streams.removeAll()
+        let open = streams.removeAll()
         deadlines.removeAll()
         timer?.cancel()
         timer = nil
-        for stream in open.values { stream.continuation.resume(throwing: error) }
+        for stream in open { stream.continuation.resume(throwing: error) }
         openWaitingStreams()
     }
 
@@ -263,7 +274,7 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     private func scheduleTimer() {
         guard timer == nil, let context else { return }
-        while let first = deadlines.first, streams[first.stream] == nil { deadlines.removeFirst() }
+        while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
         guard let first = deadlines.first else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(deadline: first.deadline) { loopBound.value.expire() }
@@ -275,7 +286,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         let now = NIODeadline.now()
         while let first = deadlines.first, first.deadline <= now {
             deadlines.removeFirst()
-            guard streams[first.stream] != nil else { continue }
+            guard streams.contains(first.stream) else { continue }
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
             fail(first.stream, with: APNsConnectionError.timedOut)
         }

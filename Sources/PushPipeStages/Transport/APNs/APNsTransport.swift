@@ -42,7 +42,6 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     static let maximumPayloadBytes = 4096
-    static let perRequestHeaders: Set<String> = ["apns-id", "apns-expiration", "apns-collapse-id"]
     static let maximumVoIPPayloadBytes = 5120
 
     let configuration: Configuration
@@ -224,15 +223,27 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     private func headers(for request: OutgoingRequest, authorization: String) -> HPACKHeaders {
-        var headers = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", authority)])
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(6 + request.headers.count)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: authority)
         // Values that differ per request would only push reusable ones out of the HPACK table.
         headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "content-type", value: "application/json")
         for header in request.headers {
-            headers.add(name: header.name, value: header.value, indexing: Self.perRequestHeaders.contains(header.name) ? .nonIndexable : .indexable)
+            headers.add(name: header.name, value: header.value, indexing: Self.isPerRequest(header.name) ? .nonIndexable : .indexable)
         }
         return headers
+    }
+
+    /// Headers whose values differ per request (a switch: a `Set` hashed every header's name).
+    static func isPerRequest(_ name: String) -> Bool {
+        switch name {
+        case "apns-id", "apns-expiration", "apns-collapse-id": true
+        default: false
+        }
     }
 
     private func cannotConnect(_ error: any Error) -> TransportOutcome {
