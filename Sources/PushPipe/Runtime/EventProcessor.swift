@@ -116,7 +116,12 @@ public struct EventProcessor: Sendable {
         } else if waiting.count > 1 {
             await withDiscardingTaskGroup { group in
                 for (event, report) in waiting {
-                    if let onComplete = event.onComplete { group.addTask { await onComplete(report) } }
+                    // Started here, at once: a completion that never waits ends before the next
+                    // starts, with no task scheduled on the pool and no thread woken for it (a
+                    // task per event was 5% of the APNs path's CPU); one that waits (a store
+                    // write) leaves its task waiting and the next begins, so their writes still
+                    // share a commit.
+                    if let onComplete = event.onComplete { group.addImmediateTask { await onComplete(report) } }
                 }
             }
         }

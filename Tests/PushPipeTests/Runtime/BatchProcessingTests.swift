@@ -60,6 +60,33 @@ import Testing
         }
     }
 
+    /// Completions start in batch order, each right away; one that waits (an `http.event`
+    /// source's queue removal waits for a commit) lets the next start, so all of a batch's
+    /// waits overlap and their writes can share one commit. Here each waits until the last has
+    /// started: run one after the other, the first would wait for ever.
+    @Test func aBatchsCompletionsStartInOrderAndTheirWaitsOverlap() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            for index in 0..<4 { try await pipeline.register("user\(index)", token(index)) }
+            let gate = Gate()
+            let started = Mutex<[String]>([])
+            let events = (0..<4).map { index in
+                var event = pipeline.event(user: "user\(index)", ["text": "hi"])
+                let id = event.id
+                event.onComplete = { _ in
+                    let count = started.withLock { started in
+                        started.append(id)
+                        return started.count
+                    }
+                    if count == 4 { gate.open() } else { await gate.wait() }
+                }
+                return event
+            }
+            let reports = await pipeline.processor.start(events).reports
+            #expect(reports.count == 4)
+            #expect(started.withLock { $0 } == events.map(\.id))
+        }
+    }
+
     /// Nine events with `concurrency: 8`: the first sends are held, so workers are busy while
     /// the others arrive. They wait in the queue, are taken several at a time, and never more
     /// than eight are in flight.
