@@ -60,9 +60,10 @@ struct APNsStreamTable<Value> {
 
     mutating func removeValue(for id: HTTP2StreamID) -> Value? {
         guard var hole = slot(of: id) else { return nil }
-        let removed = values[hole]
+        // Moved out (`take`), not copied: a copy and the release of the slot's value cost a
+        // reference count per field of every stream.
+        let removed = values[hole].take()
         ids[hole] = 0
-        values[hole] = nil
         count -= 1
         // Backward-shift deletion: entries after the hole that probed past it move back, so
         // every entry stays reachable from its home slot without tombstones.
@@ -72,9 +73,8 @@ struct APNsStreamTable<Value> {
             let distanceToHole = (next - hole) & mask
             if distanceFromHome >= distanceToHole {
                 ids[hole] = ids[next]
-                values[hole] = values[next]
+                values[hole] = values[next].take()
                 ids[next] = 0
-                values[next] = nil
                 hole = next
             }
             next = (next + 1) & mask
@@ -88,10 +88,10 @@ struct APNsStreamTable<Value> {
 
     /// Empties the table and returns what it held.
     mutating func removeAll() -> [Value] {
-        let open = values.compactMap { $0 }
-        for index in ids.indices {
+        var open: [Value] = []
+        for index in ids.indices where ids[index] != 0 {
             ids[index] = 0
-            values[index] = nil
+            if let value = values[index].take() { open.append(value) }
         }
         count = 0
         return open
