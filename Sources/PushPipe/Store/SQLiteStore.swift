@@ -85,7 +85,7 @@ public final class SQLiteStore: Store {
         switch write {
         case .history(let entry):
             // History without a delivery of its own (kept for callers that only record history).
-            try insert(DeliveryRow.historyOnly(entry), in: db)
+            try insert([DeliveryRow.historyOnly(entry)], in: db)
         case .state(let writes, let pipeline):
             let now = Date().timeIntervalSince1970
             for write in writes {
@@ -103,7 +103,7 @@ public final class SQLiteStore: Store {
                 }
             }
         case .outcome(let deliveries, let history, let state, let pipeline):
-            for row in DeliveryRow.rows(deliveries: deliveries, history: history) { try insert(row, in: db) }
+            try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
         case .enqueue(let event):
             try insertQueued(event, in: db)
@@ -112,28 +112,43 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private static func insert(_ row: DeliveryRow, in db: Database) throws {
-        let delivery = row.delivery
-        // Cached statement: parsed once per connection, not once per write.
-        try db.cachedStatement(sql: """
-            INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).executeBinding { values in
-            values.bind(delivery.pipeline, at: 1)
-            values.bind(delivery.eventID, at: 2)
-            values.bind(delivery.user, at: 3)
-            values.bind(delivery.tokenKind, at: 4)
-            values.bind(delivery.token, at: 5)
-            values.bind(delivery.outcome, at: 6)
-            values.bind(delivery.reason, at: 7)
-            values.bind(delivery.providerID, at: 8)
-            values.bind(delivery.attempts, at: 9)
-            values.bind(delivery.createdAt, at: 10)
-            switch row.record {
-            case .none: values.bind(nil as String?, at: 11)
-            case .text(let text): values.bind(text, at: 11)
-            case .serialized(let bytes): values.bindText(bytes, at: 11)
+    /// Rows one INSERT carries at most. A statement's own cost, and AUTOINCREMENT's update of
+    /// `sqlite_sequence`, are paid once per statement, not once per notification.
+    static let rowsPerInsert = 16
+
+    /// `INSERT ... VALUES (...), (...)` for 1 to `rowsPerInsert` rows, made once.
+    private static let insertStatements: [String] = (0...rowsPerInsert).map { count in
+        "INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
+    }
+
+    private static func insert(_ rows: [DeliveryRow], in db: Database) throws {
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(rows.count, start + rowsPerInsert)]
+            // Cached statements: parsed once per connection and size, not once per write.
+            try db.cachedStatement(sql: insertStatements[chunk.count]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) { values in
+                for (position, row) in chunk.enumerated() {
+                    let delivery = row.delivery
+                    let first = Int32(position * 11)
+                    values.bind(delivery.pipeline, at: first + 1)
+                    values.bind(delivery.eventID, at: first + 2)
+                    values.bind(delivery.user, at: first + 3)
+                    values.bind(delivery.tokenKind, at: first + 4)
+                    values.bind(delivery.token, at: first + 5)
+                    values.bind(delivery.outcome, at: first + 6)
+                    values.bind(delivery.reason, at: first + 7)
+                    values.bind(delivery.providerID, at: first + 8)
+                    values.bind(delivery.attempts, at: first + 9)
+                    values.bind(delivery.createdAt, at: first + 10)
+                    switch row.record {
+                    case .none: values.bind(nil as String?, at: first + 11)
+                    case .text(let text): values.bind(text, at: first + 11)
+                    case .serialized(let bytes): values.bindText(bytes, at: first + 11)
+                    }
+                }
             }
+            start += chunk.count
         }
     }
 

@@ -17,24 +17,26 @@ extension Statement {
     /// writer inside a GRDB transaction, with no transaction observer to tell (the store has
     /// none): GRDB's per-statement bookkeeping is for those.
     ///
-    /// Texts are copied into a buffer on the stack and bound where they are: bound as
-    /// transient, SQLite made a heap copy of each (five `malloc`s per notification).
-    func executeBinding(_ bind: (inout DirectBindings) -> Void) throws {
+    /// Texts are copied into one buffer and bound where they are: bound as transient, SQLite
+    /// made a heap copy of each (five `malloc`s per notification).
+    ///
+    /// - Parameter scratchBytes: room for the statement's texts; longer ones are bound as copies.
+    func executeBinding(scratchBytes: Int = DirectBindings.scratchBytes, _ bind: (inout DirectBindings) -> Void) throws {
         let handle = sqliteStatement
         sqlite3_reset(handle)
-        try withUnsafeTemporaryAllocation(byteCount: DirectBindings.scratchBytes, alignment: 1) { scratch in
-            var bindings = DirectBindings(handle: handle, scratch: scratch)
-            bind(&bindings)
-            let code = sqlite3_step(handle)
-            // Nothing may keep pointing into the scratch buffer once it is gone.
-            defer {
-                sqlite3_reset(handle)
-                sqlite3_clear_bindings(handle)
-            }
-            guard code == SQLITE_DONE else {
-                let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: String(cString: sqlite3_sql(handle)))
-            }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: scratchBytes, alignment: 1)
+        // Nothing may keep pointing into the buffer once it is gone.
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+            scratch.deallocate()
+        }
+        var bindings = DirectBindings(handle: handle, scratch: scratch)
+        bind(&bindings)
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: String(cString: sqlite3_sql(handle)))
         }
     }
 }
@@ -42,7 +44,7 @@ extension Statement {
 /// Binds one statement's values by position (1-based, as in SQLite). Every value is bound each
 /// time: a value left out keeps the previous run's.
 struct DirectBindings {
-    /// Enough for a deliveries row with a typical payload; longer texts are bound as copies.
+    /// Enough for a deliveries row with a typical payload.
     static let scratchBytes = 2048
 
     let handle: SQLiteStatement
