@@ -100,7 +100,12 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(arrayLiteral elements: JSON...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSON)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        // Sized once and filled in place; `Dictionary(_:uniquingKeysWith:)` went through its
+        // generic merge. A repeated key keeps its last value, as there.
+        var members: [String: JSON] = [:]
+        members.reserveCapacity(elements.count)
+        for (key, value) in elements { members[key] = value }
+        self = .object(members)
     }
     public init(nilLiteral: ()) { self = .null }
     public init(floatLiteral value: Double) { self = .double(value) }

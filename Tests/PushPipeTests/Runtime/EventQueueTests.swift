@@ -1,3 +1,4 @@
+import NIOPosix
 @testable import PushPipe
 import Testing
 
@@ -72,5 +73,23 @@ import Testing
         }
         #expect(await queue.send(8) == false)
         #expect(await queue.next() == [])
+    }
+
+    /// A woken worker takes what was buffered by the time it runs, not only the send that woke
+    /// it (handed that one, it made a batch of one). On one thread, so the worker can only run
+    /// once the sender waits: it then finds all three.
+    @Test func aWokenWorkerTakesEverythingBufferedByTheTimeItRuns() async throws {
+        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let taken = await withTaskExecutorPreference(EventLoopGroupTaskExecutor(loop)) {
+            let queue = EventQueue<Int>(capacity: 8)
+            return await withTaskGroup(of: [Int].self) { group in
+                group.addTask { await queue.next(upTo: 8) }
+                while queue.idleWorkerCount == 0 { await Task.yield() }
+                for element in 1...3 { _ = await queue.send(element) }
+                return await group.next() ?? []
+            }
+        }
+        try await loop.shutdownGracefully()
+        #expect(taken == [1, 2, 3])
     }
 }
