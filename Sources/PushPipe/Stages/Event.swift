@@ -5,63 +5,55 @@ import Foundation
 /// The body is plain JSON so that built-in stages and plugins see the same thing; the
 /// metadata is what the runtime itself needs (who it is for, when, which pipeline).
 public struct Event: Sendable {
-    /// Events are copied at every step of a pipeline (queues, batches, deliveries, reports): one
-    /// shared, copy-on-write box makes each copy a single reference count instead of one per
-    /// field, on the hottest path the daemon has.
-    private var storage: Storage
+    private var storage: CopyOnWrite<Fields>
 
     public var id: String {
-        get { storage.id }
-        set { unique().id = newValue }
+        get { storage.fields.id }
+        set { storage.update { $0.id = newValue } }
     }
 
     public var pipeline: String {
-        get { storage.pipeline }
-        set { unique().pipeline = newValue }
+        get { storage.fields.pipeline }
+        set { storage.update { $0.pipeline = newValue } }
     }
 
     /// The recipient user, when the event is for one user; `nil` means "every registered user".
     public var user: String? {
-        get { storage.user }
-        set { unique().user = newValue }
+        get { storage.fields.user }
+        set { storage.update { $0.user = newValue } }
     }
 
     public var time: Date {
-        get { storage.time }
-        set { unique().time = newValue }
+        get { storage.fields.time }
+        set { storage.update { $0.time = newValue } }
     }
 
     public var body: JSON {
-        get { storage.body }
-        set { unique().body = newValue }
+        get { storage.fields.body }
+        set { storage.update { $0.body = newValue } }
     }
 
     /// The id of the source stage that produced it (`sources[0]`), for metrics and taps.
     public var source: String? {
-        get { storage.source }
-        set { unique().source = newValue }
+        get { storage.fields.source }
+        set { storage.update { $0.source = newValue } }
     }
 
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
     public var commitOnDelivery: [StateWrite] {
-        get { storage.commitOnDelivery }
-        set { unique().commitOnDelivery = newValue }
+        get { storage.fields.commitOnDelivery }
+        set { storage.update { $0.commitOnDelivery = newValue } }
     }
 
     /// Called once with the event's final report: how a source learns its event is done.
     public var onComplete: (@Sendable (EventReport) async -> Void)? {
-        get { storage.onComplete }
-        set { unique().onComplete = newValue }
+        get { storage.fields.onComplete }
+        set { storage.update { $0.onComplete = newValue } }
     }
 
     public init(id: String = Event.makeID(), pipeline: String, user: String?, time: Date = Date(), body: JSON) {
-        storage = Storage(id: id, pipeline: pipeline, user: user, time: time, body: body)
-    }
-
-    private mutating func unique() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
-        return storage
+        storage = CopyOnWrite(Fields(id: id, pipeline: pipeline, user: user, time: time, body: body))
     }
 
     /// 24 lower-case hex characters, like the ids Pong's original backend used.
@@ -80,9 +72,7 @@ public struct Event: Sendable {
 }
 
 extension Event {
-    /// Mutated only through `Event.unique()`, so a box another copy can see never changes: the
-    /// value semantics that make `Event` Sendable.
-    fileprivate final class Storage: @unchecked Sendable {
+    fileprivate struct Fields: Sendable {
         var id: String
         var pipeline: String
         var user: String?
@@ -91,22 +81,6 @@ extension Event {
         var source: String?
         var commitOnDelivery: [StateWrite] = []
         var onComplete: (@Sendable (EventReport) async -> Void)?
-
-        init(id: String, pipeline: String, user: String?, time: Date, body: JSON) {
-            self.id = id
-            self.pipeline = pipeline
-            self.user = user
-            self.time = time
-            self.body = body
-        }
-
-        func copy() -> Storage {
-            let copy = Storage(id: id, pipeline: pipeline, user: user, time: time, body: body)
-            copy.source = source
-            copy.commitOnDelivery = commitOnDelivery
-            copy.onComplete = onComplete
-            return copy
-        }
     }
 }
 

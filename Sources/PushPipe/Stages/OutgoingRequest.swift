@@ -2,13 +2,44 @@ import Foundation
 
 /// The exact request a transport would send: what dry runs print and pipeline tests compare.
 public struct OutgoingRequest: Sendable {
-    public var method: String
-    public var url: String
-    public var headers: [(name: String, value: String)]
-    public var body: JSON
+    private var storage: CopyOnWrite<Fields>
+
+    public var method: String {
+        get { storage.fields.method }
+        set { storage.update { $0.method = newValue } }
+    }
+
+    public var url: String {
+        get { storage.fields.url }
+        set { storage.update { $0.url = newValue } }
+    }
+
+    public var headers: [(name: String, value: String)] {
+        get { storage.fields.headers }
+        set { storage.update { $0.headers = newValue } }
+    }
+
+    public var body: JSON {
+        get { storage.fields.body }
+        set { storage.update { $0.body = newValue } }
+    }
+
     /// The body as sent, serialized once (size checks and the wire use the same bytes).
-    public let bodyBytes: Data
-    public var token: DeviceToken
+    public var bodyBytes: Data { storage.fields.bodyBytes }
+
+    public var token: DeviceToken {
+        get { storage.fields.token }
+        set { storage.update { $0.token = newValue } }
+    }
+
+    private struct Fields: Sendable {
+        var method: String
+        var url: String
+        var headers: [(name: String, value: String)]
+        var body: JSON
+        let bodyBytes: Data
+        var token: DeviceToken
+    }
 
     public init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, token: DeviceToken) {
         self.init(method: method, url: url, headers: headers, body: body, bodyBytes: body.serialized(), token: token)
@@ -22,12 +53,7 @@ public struct OutgoingRequest: Sendable {
     }
 
     private init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, bodyBytes: Data, token: DeviceToken) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.bodyBytes = bodyBytes
-        self.token = token
+        storage = CopyOnWrite(Fields(method: method, url: url, headers: headers, body: body, bodyBytes: bodyBytes, token: token))
     }
 
     public func header(_ name: String) -> String? {
