@@ -77,18 +77,6 @@ public final class RecentActivity: Sendable {
         }
     }
 
-    public func update(_ pipeline: String, _ change: (inout Totals) -> Void) {
-        log(for: pipeline).update(change)
-    }
-
-    public func delivery(_ pipeline: String, _ delivery: Delivery) {
-        log(for: pipeline).delivery(delivery)
-    }
-
-    public func problem(_ pipeline: String, stage: String, _ message: String) {
-        log(for: pipeline).problem(stage: stage, message)
-    }
-
     public func snapshot(_ pipeline: String) -> Pipeline {
         pipelines.withLock { $0[pipeline] }?.snapshot ?? Pipeline()
     }

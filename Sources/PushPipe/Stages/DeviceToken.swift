@@ -26,11 +26,12 @@ public enum TokenMask {
     public static func mask(_ token: String, keep: Int = 8) -> String {
         // Tokens are ASCII: then the kept characters are the first bytes (one character each,
         // and the next byte starts no combining sequence), with no grapheme walk.
-        let ascii = token.utf8.withContiguousStorageIfAvailable { bytes -> String? in
+        if case let ascii?? = token.utf8.withContiguousStorageIfAvailable({ bytes -> String? in
             guard bytes.count > keep, bytes[...keep].allSatisfy({ $0 < 0x80 }) else { return nil }
             return String(decoding: bytes[..<keep], as: UTF8.self) + "…"
+        }) {
+            return ascii
         }
-        if let ascii = ascii ?? nil { return ascii }
         guard let end = token.index(token.startIndex, offsetBy: keep, limitedBy: token.endIndex), end != token.endIndex else {
             return String(repeating: "•", count: token.count)
         }

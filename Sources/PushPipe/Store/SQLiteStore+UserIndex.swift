@@ -38,17 +38,16 @@ extension SQLiteStore {
 
     /// Indexes the tail when `schedule` says it is due.
     static func indexUserDeliveriesIfDue(_ schedule: UserIndexSchedule, now: ContinuousClock.Instant, in db: Database) throws {
-        let indexedThrough = try indexedThrough(in: db)
-        let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM deliveries")) ?? 0
-        guard schedule.isDue(tailRows: last - indexedThrough, now: now) else { return }
-        try indexUserDeliveries(after: indexedThrough, through: last, in: db)
+        try indexUserDeliveries(in: db) { tailRows in schedule.isDue(tailRows: tailRows, now: now) }
     }
 
-    /// Indexes whatever waits in the tail (before retention counts a user's rows).
-    static func indexUserDeliveries(in db: Database) throws {
+    /// Indexes whatever waits in the tail (by default whenever rows wait: before retention
+    /// counts a user's rows), or when `isDue` says so for the tail's size.
+    static func indexUserDeliveries(in db: Database, when isDue: (Int64) -> Bool = { $0 > 0 }) throws {
         let indexedThrough = try indexedThrough(in: db)
         let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM deliveries")) ?? 0
-        if last > indexedThrough { try indexUserDeliveries(after: indexedThrough, through: last, in: db) }
+        guard isDue(last - indexedThrough) else { return }
+        try indexUserDeliveries(after: indexedThrough, through: last, in: db)
     }
 
     /// Moves the tail into the index, in index order so each page is written once.

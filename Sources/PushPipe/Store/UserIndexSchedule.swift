@@ -24,13 +24,13 @@ final class UserIndexSchedule: Sendable {
     /// After a commit that leaves `tailRows` rows out of the index: whether to index them now.
     func isDue(tailRows: Int64, now: ContinuousClock.Instant) -> Bool {
         waitingSince.withLock { since in
-            guard tailRows > 0 else {
+            // Nothing waits, or a full batch: the next rows start a new wait.
+            if tailRows == 0 || tailRows >= Self.batch {
                 since = nil
-                return false
+                return tailRows > 0
             }
-            guard tailRows < Self.batch, let started = since else {
-                // A full batch, or rows that just began to wait (their clock starts here).
-                if tailRows >= Self.batch { since = nil; return true }
+            // Rows that just began to wait: their clock starts here.
+            guard let started = since else {
                 since = now
                 return false
             }

@@ -141,7 +141,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            guard streams.contains(frame.streamID) else { return }
+            // A stream not (or no longer) open is left alone by `update` and `complete`.
             streams.update(frame.streamID) { stream in
                 // One pass, names compared as they are: HTTP/2 header names are lower case.
                 for header in headers.headers {
@@ -159,7 +159,6 @@ final class APNsClientHandler: ChannelInboundHandler {
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
             unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-            guard streams.contains(frame.streamID) else { return }
             if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
                 streams.update(frame.streamID) { stream in
                     if stream.body == nil {

@@ -239,7 +239,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     /// Headers whose values differ per request (a switch: a `Set` hashed every header's name).
-    static func isPerRequest(_ name: String) -> Bool {
+    private static func isPerRequest(_ name: String) -> Bool {
         switch name {
         case "apns-id", "apns-expiration", "apns-collapse-id": true
         default: false
