@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -9,6 +9,13 @@ let package = Package(
         .library(name: "PushPipe", targets: ["PushPipe"]),
         .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
         .library(name: "PushPayloads", targets: ["PushPayloads"]),
+    ],
+    traits: [
+        .trait(name: "jemalloc", description: """
+            Links jemalloc (Debian: libjemalloc-dev) into the executables on Linux. Under load \
+            glibc's malloc puts threads to sleep on its arena locks, because a notification's \
+            values are allocated on one thread and freed on another (docs/operations.md).
+            """),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -100,7 +107,8 @@ let package = Package(
                 "PushPipeStages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]
+            ],
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
         ),
         .executableTarget(
             name: "pushpipe-bench",
@@ -109,7 +117,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            path: "bench/Sources/pushpipe-bench"
+            path: "bench/Sources/pushpipe-bench",
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
         ),
         .testTarget(
             name: "PushPipeTests",

@@ -11,8 +11,8 @@ SMALL=${SMALL:-2000}
 LARGE=${LARGE:-10000}
 PORT=${PORT:-8444}
 if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1; fi
+source bench/lib/build.sh
+if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
 bench=${BENCH:-.build/release/pushpipe-bench}
 
 RUN=$(mktemp -d /tmp/pushpipe-instructions.XXXXXX)

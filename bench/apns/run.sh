@@ -14,11 +14,11 @@ PORT=${PORT:-8443}
 if ! command -v nginx >/dev/null 2>&1 || ! command -v h2load >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nginx nghttp2-client >/dev/null
 fi
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 
 # Built first, so the build does not run between the measurements.
 # BENCH=path/to/pushpipe-bench measures another build (A/B) instead of building this one.
-if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1; fi
+source bench/lib/build.sh
+if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
 
 RUN=$(mktemp -d /tmp/pushpipe-apns-bench.XXXXXX)
 source bench/lib/nginx-apns.sh

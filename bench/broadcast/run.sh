@@ -4,8 +4,8 @@
 # In-process only (the stdout transport, output discarded). TOKENS="10000 100000".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-swift build -c release --product pushpipe-bench >/dev/null
+source bench/lib/build.sh
+build_release pushpipe-bench
 for tokens in ${TOKENS:-10000 100000}; do
   .build/release/pushpipe-bench broadcast --tokens "$tokens" | grep '^broadcast:'
 done

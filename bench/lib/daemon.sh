@@ -3,8 +3,7 @@
 # in it and stopped (DAEMON is its pid). Callers with more to stop call `cleanup` from their own trap.
 #   use_daemon NAME; start_daemon ARGS...; stop_daemon
 use_daemon() {
-  if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-  if [ -z "${PUSHPIPE_BINARY:-}" ]; then swift build -c release --product pushpipe >/dev/null; fi
+  if [ -z "${PUSHPIPE_BINARY:-}" ]; then source bench/lib/build.sh; build_release pushpipe; fi
   BINARY=${PUSHPIPE_BINARY:-$PWD/.build/release/pushpipe}
   RUN=$(mktemp -d "/tmp/pushpipe-$1-bench.XXXXXX")
   mkdir -p "$RUN/pipelines"

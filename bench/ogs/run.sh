@@ -8,10 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 USERS=${USERS:-10000}
 INTERVAL=${INTERVAL:-30}
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 
 # BENCH=path/to/pushpipe-bench runs another build (A/B comparisons) instead of building this one.
-if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1; fi
+source bench/lib/build.sh
+if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
 bench=${BENCH:-.build/release/pushpipe-bench}
 out=$(mktemp)
 trap 'kill "$standin" 2>/dev/null || true; rm -f "$out"' EXIT

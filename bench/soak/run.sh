@@ -7,8 +7,7 @@
 #   SECONDS_OF_FAULTS=180 SEED=12 bash bench/soak/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-swift build -c release --product pushpipe >/dev/null
-swift build -c release --product pushpipe-bench >/dev/null
+source bench/lib/build.sh
+build_release pushpipe pushpipe-bench
 PUSHPIPE_BINARY="$PWD/.build/release/pushpipe" .build/release/pushpipe-bench soak \
   --seconds "${SECONDS_OF_FAULTS:-180}" --seed "${SEED:-12}"

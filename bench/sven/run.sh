@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FILES=${FILES:-1000}
 RATE=${RATE:-20}
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-if [ -z "${BENCH:-}" ]; then swift build -c release --product pushpipe-bench >/dev/null 2>&1 && swift build -c release --product pushpipe >/dev/null 2>&1; fi
+source bench/lib/build.sh
+if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench pushpipe; fi
 bench=${BENCH:-.build/release/pushpipe-bench}
 PUSHPIPE_BINARY=${PUSHPIPE_BINARY:-$(dirname "$bench")/pushpipe}
 # Absolute: the driver starts the daemon from another folder.

@@ -68,6 +68,7 @@ public final class Daemon: Sendable {
             logger.notice("listening on http://\(options.host):\(port)", metadata: [
                 "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
                 "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
+                "allocator": .string(ProcessAllocator.name),
             ])
         }
         let reloader = ReloadService(daemon: self, supervisor: supervisor)

@@ -101,7 +101,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
-        print("pushpipe (\(location.isPostgres ? "PostgreSQL" : "SQLite")): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+        print("pushpipe (\(location.isPostgres ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
                      count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
     }
