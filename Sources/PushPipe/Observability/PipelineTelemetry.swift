@@ -3,7 +3,10 @@ import Foundation
 
 /// One pipeline's side of `Telemetry`: what the runtime reports as an event goes through,
 /// each in one call that feeds the metrics, the status page and the taps alike.
-public struct PipelineTelemetry: Sendable {
+///
+/// A class: the processor's tasks and the taps' closures capture it for every event, and a
+/// copy of the struct it was retained its ten counters and logs one by one.
+public final class PipelineTelemetry: Sendable {
     public let telemetry: Telemetry
     public let pipeline: String
     let transport: String

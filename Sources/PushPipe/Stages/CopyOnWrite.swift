@@ -20,7 +20,9 @@ struct CopyOnWrite<Fields: Sendable>: @unchecked Sendable {
         box = Box(fields)
     }
 
-    /// Read in place: one field read does not copy the others.
+    /// Read in place: one field read does not copy the others. The values' accessors yield
+    /// too (`_read`), so `notification.token.value` copies no token: a `get` there was 16
+    /// copies of a token per notification.
     var fields: Fields {
         _read { yield box.fields }
     }

@@ -8,46 +8,48 @@ public struct Event: Sendable {
     private var storage: CopyOnWrite<Fields>
 
     public var id: String {
-        get { storage.fields.id }
+        _read { yield storage.fields.id }
         set { storage.update { $0.id = newValue } }
     }
 
     public var pipeline: String {
-        get { storage.fields.pipeline }
+        _read { yield storage.fields.pipeline }
         set { storage.update { $0.pipeline = newValue } }
     }
 
     /// The recipient user, when the event is for one user; `nil` means "every registered user".
     public var user: String? {
-        get { storage.fields.user }
+        _read { yield storage.fields.user }
         set { storage.update { $0.user = newValue } }
     }
 
     public var time: Date {
-        get { storage.fields.time }
+        _read { yield storage.fields.time }
         set { storage.update { $0.time = newValue } }
     }
 
     public var body: JSON {
-        get { storage.fields.body }
+        _read { yield storage.fields.body }
         set { storage.update { $0.body = newValue } }
     }
 
     /// The id of the source stage that produced it (`sources[0]`), for metrics and taps.
     public var source: String? {
-        get { storage.fields.source }
+        _read { yield storage.fields.source }
         set { storage.update { $0.source = newValue } }
     }
 
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
     public var commitOnDelivery: [StateWrite] {
-        get { storage.fields.commitOnDelivery }
+        _read { yield storage.fields.commitOnDelivery }
         set { storage.update { $0.commitOnDelivery = newValue } }
     }
 
     /// Called once with the event's final report: how a source learns its event is done.
     public var onComplete: (@Sendable (EventReport) async -> Void)? {
+        // A `get`, unlike the other fields' `_read`: Swift 6.3.1's release build crashes
+        // (signal 11 in LLVM's bitcode writer) on a yielded optional async closure.
         get { storage.fields.onComplete }
         set { storage.update { $0.onComplete = newValue } }
     }

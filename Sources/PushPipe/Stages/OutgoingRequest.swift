@@ -5,30 +5,30 @@ public struct OutgoingRequest: Sendable {
     private var storage: CopyOnWrite<Fields>
 
     public var method: String {
-        get { storage.fields.method }
+        _read { yield storage.fields.method }
         set { storage.update { $0.method = newValue } }
     }
 
     public var url: String {
-        get { storage.fields.url }
+        _read { yield storage.fields.url }
         set { storage.update { $0.url = newValue } }
     }
 
     public var headers: [(name: String, value: String)] {
-        get { storage.fields.headers }
+        _read { yield storage.fields.headers }
         set { storage.update { $0.headers = newValue } }
     }
 
     public var body: JSON {
-        get { storage.fields.body }
+        _read { yield storage.fields.body }
         set { storage.update { $0.body = newValue } }
     }
 
     /// The body as sent, serialized once (size checks and the wire use the same bytes).
-    public var bodyBytes: Data { storage.fields.bodyBytes }
+    public var bodyBytes: Data { _read { yield storage.fields.bodyBytes } }
 
     public var token: DeviceToken {
-        get { storage.fields.token }
+        _read { yield storage.fields.token }
         set { storage.update { $0.token = newValue } }
     }
 

@@ -7,12 +7,12 @@ public struct RenderedNotification: Sendable {
     private var storage: CopyOnWrite<Fields>
 
     public var token: DeviceToken {
-        get { storage.fields.token }
+        _read { yield storage.fields.token }
         set { storage.update { $0.token = newValue } }
     }
 
     public var payload: JSON {
-        get { storage.fields.payload }
+        _read { yield storage.fields.payload }
         set {
             let bytes = newValue.serialized()
             storage.update { $0.payload = newValue; $0.payloadBytes = bytes }
@@ -21,16 +21,16 @@ public struct RenderedNotification: Sendable {
 
     /// The payload serialized once: transports that send it as it is and the history record
     /// share these bytes instead of serializing the same JSON twice per notification.
-    public var payloadBytes: Data { storage.fields.payloadBytes }
+    public var payloadBytes: Data { _read { yield storage.fields.payloadBytes } }
 
     public var options: [String: JSON] {
-        get { storage.fields.options }
+        _read { yield storage.fields.options }
         set { storage.update { $0.options = newValue } }
     }
 
     /// What the history route shows for this notification; defaults to the payload.
     public var historyRecord: JSON? {
-        get { storage.fields.historyRecord }
+        _read { yield storage.fields.historyRecord }
         set { storage.update { $0.historyRecord = newValue } }
     }
 
