@@ -1,6 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// jemalloc in the executables when the `jemalloc` trait is on (see the trait's description).
+let jemallocWhenEnabled: [LinkerSetting] = [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
+
 let package = Package(
     name: "pushpipe",
     platforms: [.macOS(.v15)],
@@ -108,7 +111,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
-            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
+            linkerSettings: jemallocWhenEnabled
         ),
         .executableTarget(
             name: "pushpipe-bench",
@@ -118,7 +121,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "bench/Sources/pushpipe-bench",
-            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
+            linkerSettings: jemallocWhenEnabled
         ),
         .testTarget(
             name: "PushPipeTests",

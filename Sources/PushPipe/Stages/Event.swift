@@ -54,6 +54,17 @@ public struct Event: Sendable {
         set { storage.update { $0.onComplete = newValue } }
     }
 
+    private struct Fields: Sendable {
+        var id: String
+        var pipeline: String
+        var user: String?
+        var time: Date
+        var body: JSON
+        var source: String?
+        var commitOnDelivery: [StateWrite] = []
+        var onComplete: (@Sendable (EventReport) async -> Void)?
+    }
+
     public init(id: String = Event.makeID(), pipeline: String, user: String?, time: Date = Date(), body: JSON) {
         storage = CopyOnWrite(Fields(id: id, pipeline: pipeline, user: user, time: time, body: body))
     }
@@ -70,19 +81,6 @@ public struct Event: Sendable {
             "time": .double(time.timeIntervalSince1970),
             "body": body,
         ])
-    }
-}
-
-extension Event {
-    fileprivate struct Fields: Sendable {
-        var id: String
-        var pipeline: String
-        var user: String?
-        var time: Date
-        var body: JSON
-        var source: String?
-        var commitOnDelivery: [StateWrite] = []
-        var onComplete: (@Sendable (EventReport) async -> Void)?
     }
 }
 

@@ -36,11 +36,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Indexes the tail when `schedule` says it is due.
-    static func indexUserDeliveriesIfDue(_ schedule: UserIndexSchedule, now: ContinuousClock.Instant, in db: Database) throws {
-        try indexUserDeliveries(in: db) { tailRows in schedule.isDue(tailRows: tailRows, now: now) }
-    }
-
     /// Indexes whatever waits in the tail (by default whenever rows wait: before retention
     /// counts a user's rows), or when `isDue` says so for the tail's size.
     static func indexUserDeliveries(in db: Database, when isDue: (Int64) -> Bool = { $0 > 0 }) throws {

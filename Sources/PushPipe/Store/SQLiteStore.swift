@@ -77,7 +77,7 @@ public final class SQLiteStore: Store {
                        now: ContinuousClock.Instant = .now) throws -> [StateMirror.Change] {
         var changes: [StateMirror.Change] = []
         for write in writes { try apply(write, in: db, changes: &changes) }
-        try indexUserDeliveriesIfDue(schedule, now: now, in: db)
+        try indexUserDeliveries(in: db) { tailRows in schedule.isDue(tailRows: tailRows, now: now) }
         return changes
     }
 
@@ -116,8 +116,8 @@ public final class SQLiteStore: Store {
     /// `sqlite_sequence`, are paid once per statement, not once per notification.
     static let rowsPerInsert = 16
 
-    /// `INSERT ... VALUES (...), (...)` for 1 to `rowsPerInsert` rows, made once.
-    private static let insertStatements: [String] = (0...rowsPerInsert).map { count in
+    /// `INSERT ... VALUES (...), (...)` for 1 to `rowsPerInsert` rows (at `count - 1`), made once.
+    private static let insertStatements: [String] = (1...rowsPerInsert).map { count in
         "INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record) VALUES "
             + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
     }
@@ -127,7 +127,7 @@ public final class SQLiteStore: Store {
         while start < rows.count {
             let chunk = rows[start..<min(rows.count, start + rowsPerInsert)]
             // Cached statements: parsed once per connection and size, not once per write.
-            try db.cachedStatement(sql: insertStatements[chunk.count]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) { values in
+            try db.cachedStatement(sql: insertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) { values in
                 for (position, row) in chunk.enumerated() {
                     let delivery = row.delivery
                     let first = Int32(position * 11)
