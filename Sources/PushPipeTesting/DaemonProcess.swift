@@ -39,8 +39,10 @@ public final class DaemonProcess: Sendable {
     }
 
     /// Starts the daemon, runs `body` with it, and makes sure it is gone afterwards.
+    /// - Parameter launcher: a command that runs the daemon, e.g. `["/usr/bin/faketime", "-f", "+60s"]`
+    ///   for a daemon on a skewed clock (its last argument is followed by the binary's path).
     public static func run<T: Sendable>(
-        arguments: [String], directory: String, environment: [String: String] = [:],
+        arguments: [String], directory: String, environment: [String: String] = [:], launcher: [String] = [],
         _ body: @Sendable (DaemonProcess) async throws -> T
     ) async throws -> T {
         let daemon = DaemonProcess()
@@ -51,8 +53,9 @@ public final class DaemonProcess: Sendable {
         let processEnvironment = Environment.inherit.updating(overrides)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
+                let (executable, all) = launcher.isEmpty ? (binary, arguments) : (launcher[0], launcher.dropFirst() + [binary] + arguments)
                 let result = try await Subprocess.run(
-                    .path(FilePath(binary)), arguments: Arguments(arguments), environment: processEnvironment,
+                    .path(FilePath(executable)), arguments: Arguments(Array(all)), environment: processEnvironment,
                     workingDirectory: FilePath(directory), input: .none, output: .sequence, error: .sequence
                 ) { execution in
                     daemon.changed { $0.pid = execution.processIdentifier.value }

@@ -64,20 +64,23 @@ public final class Daemon: Sendable {
         host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options
-        let application = host.application(host: options.host, port: options.port) { port in
+        let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen",
+                                          service: host.application(host: options.host, port: options.port) { port in
             logger.notice("listening on http://\(options.host):\(port)", metadata: [
                 "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
                 "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
                 "allocator": .string(ProcessAllocator.name),
             ])
-        }
+        })
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
         var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let admin = options.admin {
             let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode), logger: logger)
-            adminServices.append(.init(service: adminHost.application(host: admin.host, port: admin.port) { port in
+            adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
+                                                                option: "--admin-listen",
+                                                                service: adminHost.application(host: admin.host, port: admin.port) { port in
                 logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
-            }))
+            })))
         }
         // The store's pool (PostgreSQL) first: services shut down in reverse order, so it stops
         // after the pipelines drained.

@@ -82,6 +82,7 @@ public final class PipelineRunner: EventSink, Sendable {
     /// events workers are processing (read at each scrape).
     public var queued: Int { state.withLock { $0.submitting } + queue.counts.buffered }
     public var processing: Int { queue.counts.taken }
+    public var room: Int { max(0, definition.delivery.concurrency - queued - processing) }
     /// Whether its sources started and it has not begun to stop.
     public var isRunning: Bool { started.load(ordering: .relaxed) }
 
@@ -204,6 +205,8 @@ struct SourceSink: EventSink {
     func submitAndWait(_ event: Event) async throws -> EventReport {
         try await runner.submitAndWait(fromSource(event))
     }
+
+    var room: Int { runner.room }
 
     private func fromSource(_ event: Event) -> Event {
         var event = event

@@ -4,4 +4,11 @@ public protocol EventSink: Sendable {
     func submit(_ event: Event) async throws
     /// Queues the event and waits for its report (the `/check` routes, the simulator).
     func submitAndWait(_ event: Event) async throws -> EventReport
+    /// How many more events the pipeline could start now. A source that takes its events from
+    /// a shared queue takes no more: what waits for room here waits with its lease held.
+    var room: Int { get }
+}
+
+extension EventSink {
+    public var room: Int { .max }
 }

@@ -48,6 +48,9 @@ final class GroupCommit<Write: Sendable>: Sendable {
         self.commit = commit
     }
 
+    /// Writes queued behind the commit in progress (tests wait for a batch to form).
+    var pendingWrites: Int { state.withLock { $0.pending.count } }
+
     func submit(_ write: Write) async throws {
         let isLeader = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
             let (leads, gathered) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in

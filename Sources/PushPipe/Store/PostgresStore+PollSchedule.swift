@@ -6,11 +6,10 @@ extension PostgresStore {
     /// store (where that order keeps a claim's writes on neighbouring pages). ON CONFLICT: another
     /// daemon may schedule the same user between the NOT EXISTS and the insert.
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
-        let now = Date().timeIntervalSince1970
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT \(pipeline), \(source), user_id, \(now) + (row_number() OVER (ORDER BY user_id) - 1) * \(interval * 0.8) / count(*) OVER () FROM (
+                SELECT \(pipeline), \(source), user_id, \(unescaped: Self.databaseNow) + (row_number() OVER (ORDER BY user_id) - 1) * \(interval * 0.8) / count(*) OVER () FROM (
                     SELECT DISTINCT r.user_id FROM registrations AS r WHERE r.pipeline = \(pipeline) AND r.token_kind = \(tokenKind)
                     AND NOT EXISTS (SELECT 1 FROM poll_schedule AS s WHERE s.pipeline = \(pipeline) AND s.source = \(source) AND s.user_id = r.user_id)) AS unscheduled
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
@@ -24,12 +23,14 @@ extension PostgresStore {
 
     public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        let now = Date().timeIntervalSince1970
-        // A key is taken when nobody holds it or its holder's lease ran out (a dead daemon).
+        // A key is taken when nobody holds it or its holder's lease ran out (a dead daemon), on
+        // the database's clock.
         let taken = try await strings(client.query("""
             INSERT INTO stage_holds (pipeline, stage, key, owner, until)
-            SELECT \(pipeline), \(stage), key, \(QueuedEvent.thisProcess), \(now + lease) FROM unnest(\(Array(keys))::text[]) AS key
-            ON CONFLICT (pipeline, stage, key) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE stage_holds.until < \(now)
+            SELECT \(pipeline), \(stage), key, \(QueuedEvent.thisProcess), \(unescaped: Self.databaseNow) + \(lease)
+            FROM unnest(\(Array(keys))::text[]) AS key
+            ON CONFLICT (pipeline, stage, key) DO UPDATE SET owner = excluded.owner, until = excluded.until
+            WHERE stage_holds.until < \(unescaped: Self.databaseNow)
             RETURNING key
             """, logger: logger))
         return Set(taken)
@@ -43,17 +44,16 @@ extension PostgresStore {
     }
 
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {
-        let now = Date().timeIntervalSince1970
         // SKIP LOCKED: daemons claiming at the same moment split the due users between them.
         // The due users are chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the
         // planner may run the subquery again, and a claim took every due user whatever the limit.
         // An UPDATE returns rows in no particular order: sorted after it, as they fell due.
         return try await strings(client.query("""
             WITH due AS MATERIALIZED (
-                SELECT user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(now)
+                SELECT user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(unescaped: Self.databaseNow)
                 ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
             claimed AS (
-                UPDATE poll_schedule AS schedule SET due_at = \(now + interval) FROM due
+                UPDATE poll_schedule AS schedule SET due_at = \(unescaped: Self.databaseNow) + \(interval) FROM due
                 WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source) AND schedule.user_id = due.user_id
                 RETURNING schedule.user_id, due.due_at)
             SELECT user_id FROM claimed ORDER BY due_at

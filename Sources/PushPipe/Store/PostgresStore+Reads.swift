@@ -28,28 +28,40 @@ extension PostgresStore {
         return nil
     }
 
-    public func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent] {
+    public func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
-        let now = Date().timeIntervalSince1970
-        // SKIP LOCKED: daemons claiming at the same moment split the rows instead of waiting.
+        // SKIP LOCKED: daemons claiming at the same moment split the rows instead of waiting. The
+        // rows are chosen once, in a materialized CTE (see `claimDueChecks`). Leases are in the
+        // database's clock, the one clock every daemon shares.
         let rows = try await client.query("""
-            UPDATE queued_events SET instance = \(instance), lease_until = \(now + lease)
-            WHERE id IN (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source) AND instance <> \(instance)
-                         AND lease_until < \(now) ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED)
-            RETURNING id, event_id, user_id, time, body
+            WITH lapsed AS MATERIALIZED (
+                SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source)
+                AND lease_until < \(unescaped: Self.databaseNow) ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            UPDATE queued_events AS queued SET instance = \(instance), lease_until = \(unescaped: Self.databaseNow) + \(lease)
+            FROM lapsed WHERE queued.id = lapsed.id
+            RETURNING queued.id, queued.event_id, queued.user_id, queued.time, queued.body
             """, logger: logger)
         var claimed: [(Int64, QueuedEvent)] = []
         for try await (id, eventID, user, time, body) in rows.decode((Int64, String, String?, Double, String).self) {
             claimed.append((id, QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
-                                            body: try JSON.parse(body), leaseUntil: now + lease)))
+                                            body: try JSON.parse(body), lease: lease)))
         }
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
-    public func renewLeases(pipeline: String, source: String, lease: Double) async throws {
+    public func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws {
+        guard !eventIDs.isEmpty else { return }
         try await client.query("""
-            UPDATE queued_events SET lease_until = \(Date().timeIntervalSince1970 + lease)
-            WHERE pipeline = \(pipeline) AND source = \(source) AND instance = \(QueuedEvent.thisProcess)
+            UPDATE queued_events SET lease_until = \(unescaped: Self.databaseNow) + \(lease)
+            WHERE pipeline = \(pipeline) AND source = \(source) AND instance = \(QueuedEvent.thisProcess) AND event_id = ANY(\(eventIDs))
+            """, logger: logger)
+    }
+
+    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
+        guard !eventIDs.isEmpty else { return }
+        try await client.query("""
+            UPDATE queued_events SET lease_until = 0
+            WHERE pipeline = \(pipeline) AND source = \(source) AND instance = \(QueuedEvent.thisProcess) AND event_id = ANY(\(eventIDs))
             """, logger: logger)
     }
 

@@ -21,7 +21,7 @@ extension PostgresStore {
             case .enqueue(let event):
                 enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
                                  "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
-                                 "body": .string(event.body.compactText), "lease_until": .double(event.leaseUntil)])
+                                 "body": .string(event.body.compactText), "lease": .double(event.lease)])
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
             case .dequeue(let pipeline, let eventID):
@@ -40,10 +40,10 @@ extension PostgresStore {
         if !enqueued.isEmpty {
             try await connection.query("""
                 INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
-                SELECT pipeline, source, instance, event_id, user_id, time, body, lease_until
+                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease
                 FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
                     pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
-                    lease_until double precision)
+                    lease double precision)
                 """, logger: logger)
         }
         let now = Date().timeIntervalSince1970

@@ -13,7 +13,7 @@ public final class PostgresStore: Store {
     /// Without a service group to run the pool in (tests, benchmarks), the store runs it in a
     /// task of its own, which `close` ends.
     private let running: Task<Void, Never>?
-    private let outcomes: GroupCommit<OutcomeWrite>
+    let outcomes: GroupCommit<OutcomeWrite>
     /// Recipients are read once per event: cached for a second, which is how soon another
     /// daemon's registration is used here (this daemon's own changes clear it at once).
     private let tokenCache = TokenCache(lifetime: .seconds(1))
@@ -28,9 +28,7 @@ public final class PostgresStore: Store {
         self.logger = logger
         guard runsPool else {
             running = nil
-            outcomes = GroupCommit { writes in
-                try await client.withTransaction(logger: logger) { connection in try await Self.commit(writes, on: connection, logger: logger) }
-            }
+            outcomes = Self.groupCommit(client: client, logger: logger)
             let migrating = PostgresClient(configuration: configuration, backgroundLogger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await migrating.run() }
@@ -41,11 +39,7 @@ public final class PostgresStore: Store {
         }
         let running = Task { await client.run() }
         self.running = running
-        outcomes = GroupCommit { writes in
-            try await client.withTransaction(logger: logger) { connection in
-                try await Self.commit(writes, on: connection, logger: logger)
-            }
-        }
+        outcomes = Self.groupCommit(client: client, logger: logger)
         do {
             try await Self.migrate(client, logger: logger)
         } catch {
@@ -53,6 +47,22 @@ public final class PostgresStore: Store {
             throw error
         }
     }
+
+    /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other
+    /// callers' accepted events. So the transaction runs in a task of its own, which the
+    /// leader's cancellation (a pipeline stopping at its drain timeout) does not reach: the
+    /// pool refuses a connection to a cancelled task, and the whole batch failed with it.
+    private static func groupCommit(client: PostgresClient, logger: Logger) -> GroupCommit<OutcomeWrite> {
+        GroupCommit { writes in
+            try await Task {
+                try await client.withTransaction(logger: logger) { connection in try await Self.commit(writes, on: connection, logger: logger) }
+            }.value
+        }
+    }
+
+    /// Now, in UNIX seconds, on the database's clock: leases, holds and due checks are shared
+    /// by daemons whose own clocks may disagree, so they are all measured on this one.
+    static let databaseNow = "extract(epoch from now())::double precision"
 
     /// The connection pool, for a service group to run (`runsPool: false`). It stops at the
     /// group's graceful shutdown, so it belongs first in the group: shut down last.

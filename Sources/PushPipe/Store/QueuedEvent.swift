@@ -15,12 +15,13 @@ public struct QueuedEvent: Sendable, Equatable {
     /// When it was accepted (UNIX seconds): templates see the original time after a restart.
     public var time: Double
     public var body: JSON
-    /// Until when (UNIX seconds) it stays with `instance` without a renewal: then another
-    /// daemon on the same database takes it over.
-    public var leaseUntil: Double
+    /// How long (seconds) it stays with `instance` without a renewal, counted on the store's
+    /// clock from when it is stored or claimed: then another daemon on the same database, or
+    /// this one, takes it over. Never a time read here: daemons' clocks disagree.
+    public var lease: Double
 
     public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
-                body: JSON, leaseUntil: Double = 0) {
+                body: JSON, lease: Double = 0) {
         self.pipeline = pipeline
         self.source = source
         self.instance = instance
@@ -28,7 +29,7 @@ public struct QueuedEvent: Sendable, Equatable {
         self.user = user
         self.time = time
         self.body = body
-        self.leaseUntil = leaseUntil
+        self.lease = lease
     }
 
     /// Identifies this process among the runs that used the store.

@@ -10,28 +10,41 @@ extension SQLiteStore {
         try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
     }
 
-    public func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent] {
+    public func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
-        let leaseUntil = Date().timeIntervalSince1970 + lease
+        let now = Date().timeIntervalSince1970
         let rows = try await database.write { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT event_id, user_id, time, body FROM queued_events WHERE pipeline = ? AND source = ? AND instance <> ? ORDER BY id
-                """, arguments: [pipeline, source, instance])
-            try db.execute(sql: "UPDATE queued_events SET instance = ?, lease_until = ? WHERE pipeline = ? AND source = ? AND instance <> ?",
-                           arguments: [instance, leaseUntil, pipeline, source, instance])
+                SELECT id, event_id, user_id, time, body FROM queued_events
+                WHERE pipeline = ? AND source = ? AND (instance <> ? OR lease_until < ?) ORDER BY id LIMIT ?
+                """, arguments: [pipeline, source, instance, now, limit])
+            for row in rows {
+                try db.execute(sql: "UPDATE queued_events SET instance = ?, lease_until = ? WHERE id = ?",
+                               arguments: [instance, now + lease, row["id"] as Int64])
+            }
             return rows
         }
         return try rows.map { row in
             QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: row["event_id"], user: row["user_id"], time: row["time"],
-                        body: try JSON.parse(row["body"] as String), leaseUntil: leaseUntil)
+                        body: try JSON.parse(row["body"] as String), lease: lease)
         }
     }
 
-    public func renewLeases(pipeline: String, source: String, lease: Double) async throws {
-        let leaseUntil = Date().timeIntervalSince1970 + lease
+    public func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws {
+        try await setLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, until: Date().timeIntervalSince1970 + lease)
+    }
+
+    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
+        try await setLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, until: 0)
+    }
+
+    private func setLeases(pipeline: String, source: String, eventIDs: [String], until: Double) async throws {
+        guard !eventIDs.isEmpty else { return }
         try await database.write { db in
-            try db.execute(sql: "UPDATE queued_events SET lease_until = ? WHERE pipeline = ? AND source = ? AND instance = ?",
-                           arguments: [leaseUntil, pipeline, source, QueuedEvent.thisProcess])
+            let statement = try db.cachedStatement(sql: """
+                UPDATE queued_events SET lease_until = ? WHERE pipeline = ? AND source = ? AND instance = ? AND event_id = ?
+                """)
+            for id in eventIDs { try statement.execute(arguments: [until, pipeline, source, QueuedEvent.thisProcess, id]) }
         }
     }
 
@@ -39,7 +52,7 @@ extension SQLiteStore {
         try db.cachedStatement(sql: """
             INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText,
-                                     event.leaseUntil])
+                                     Date().timeIntervalSince1970 + event.lease])
     }
 
     static func deleteQueued(pipeline: String, eventID: String, in db: Database) throws {

@@ -59,16 +59,21 @@ public protocol Store: Sendable {
     /// they fell due, at most `limit`.
     func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
 
-    /// Keeps an accepted event until `dequeue`: committed before the source answers for it.
+    /// Keeps an accepted event until `dequeue`: committed before the source answers for it,
+    /// leased to its `instance` for `event.lease` seconds of the store's clock.
     func enqueue(_ event: QueuedEvent) async throws
-    /// The source's events whose owner is gone, now this process's with a lease of `lease`
-    /// seconds (so a pipeline restarted within the process does not send them twice). SQLite
-    /// has one daemon per file: any other process's events are left over. PostgreSQL is shared
-    /// by several daemons: only events whose lease ran out (their daemon died) are taken, each
-    /// by one daemon (`FOR UPDATE SKIP LOCKED`).
-    func claimQueuedEvents(pipeline: String, source: String, lease: Double) async throws -> [QueuedEvent]
-    /// Extends the leases of this process's queued events of a source: they are in flight here.
-    func renewLeases(pipeline: String, source: String, lease: Double) async throws
+    /// At most `limit` of the source's events that nobody works on, in the order they were
+    /// accepted, now this process's for `lease` seconds: those whose lease ran out on the
+    /// store's clock (their daemon died, or this process let go of them), each taken by one
+    /// daemon (`FOR UPDATE SKIP LOCKED` on PostgreSQL). SQLite has one daemon per file, so
+    /// another process's events are left over from an earlier run and taken at once.
+    func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent]
+    /// Extends, to `lease` seconds from now on the store's clock, the leases of this process's
+    /// events among `eventIDs`: those it is working on. The others lapse and are claimed again.
+    func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws
+    /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): the
+    /// next claim, here or on another daemon, takes them.
+    func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws
     /// The event's processing ended (whatever its outcome): it is not sent again.
     func dequeue(pipeline: String, eventID: String) async throws
 

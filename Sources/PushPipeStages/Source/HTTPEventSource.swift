@@ -3,7 +3,7 @@ import Logging
 import PushPipe
 
 /// Events posted by a backend over HTTP: the route is part of the source's configuration.
-struct HTTPEventSource: Source {
+struct HTTPEventSource: Source, LongRunningStage {
     static let summary = "Accepts events as JSON on an authenticated HTTP route."
 
     struct Configuration: StageConfiguration {
@@ -34,6 +34,7 @@ struct HTTPEventSource: Source {
 
     let configuration: Configuration
     let route: RouteDefinition
+    let leases = HTTPEventLeases()
 
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard configuration.path.hasPrefix("/") else {
@@ -44,9 +45,10 @@ struct HTTPEventSource: Source {
         }
         self.configuration = configuration
         let source = context.stage
+        let leases = leases
         route = RouteDefinition(method: configuration.method, path: configuration.path,
                                 authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
-            try await Self.accept(request, routeContext, configuration, source: source)
+            try await Self.accept(request, routeContext, configuration, source: source, leases: leases)
         }
     }
 
@@ -55,51 +57,59 @@ struct HTTPEventSource: Source {
     /// and answers a waiting caller, without waking a thread of Swift's pool.
     var preferredExecutor: (any TaskExecutor)? { EventLoopGroupTaskExecutor.singleton }
 
-    /// New events arrive through the route. Meanwhile: renew the leases of the events in
-    /// flight here, and send what an earlier run, or a daemon that died, accepted and did not finish.
+    /// New events arrive through the route. Meanwhile: take over what an earlier run, a daemon
+    /// that died, or this one let go of, accepted and did not finish, never more than the
+    /// pipeline has room to start (the leases of events waiting for room would lapse).
     func run(into sink: any EventSink, context: StageContext) async throws {
         let lease = configuration.lease
         let renewal = Duration.milliseconds(Int64(lease * 1000 / 3))
         while !Task.isCancelled {
+            var more = false
             do {
-                try await context.store.renewLeases(pipeline: context.pipeline, source: context.stage, lease: lease)
-                let left = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage, lease: lease)
-                if !left.isEmpty {
-                    context.logger.notice("sending \(left.count) accepted events whose daemon stopped before finishing them")
-                    context.count(.eventsRecovered, by: left.count)
-                }
-                for queued in left {
-                    var event = queued.event
-                    event.onComplete = Self.dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: queued.eventID,
-                                                            logger: context.logger)
-                    try await sink.submit(event)
+                let room = min(sink.room, 1000)
+                if room > 0, leases.mayClaim(lease: .milliseconds(Int64(lease * 1000))) {
+                    let claimed = try await claim(upTo: room, into: sink, context: context)
+                    more = claimed == room
                 }
             } catch is CancellationError {
                 return
             } catch let error as HTTPError where error.status == 503 {
                 return // the pipeline is stopping
             } catch {
-                context.logger.error("queued events: \(error)")
+                if leases.stored(false) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
-            do { try await Task.sleep(for: renewal) } catch { return }
+            // More may be waiting: look again as soon as there is room.
+            do { try await Task.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
         }
     }
 
-    /// Removes the event from the store once processed, whatever the outcome (it is recorded).
-    /// Not when the processing was cancelled (drain timeout): the next start sends it again.
-    static func dequeueWhenDone(store: any Store, pipeline: String, eventID: String, logger: Logger) -> @Sendable (EventReport) async -> Void {
-        { _ in
-            guard !Task.isCancelled else { return }
+    /// Claims at most `limit` events and submits them; returns how many it claimed. What could
+    /// not be submitted (the pipeline is stopping) is let go of at once.
+    private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext) async throws -> Int {
+        let claimed = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage, lease: configuration.lease,
+                                                                limit: limit)
+        guard !claimed.isEmpty else { return 0 }
+        context.logger.notice("sending \(claimed.count) accepted events whose daemon stopped before finishing them")
+        context.count(.eventsRecovered, by: claimed.count)
+        for queued in claimed { leases.hold(queued.eventID) }
+        for (index, queued) in claimed.enumerated() {
+            var event = queued.event
+            event.onComplete = Self.completion(of: queued.eventID, leases: leases, store: context.store, pipeline: context.pipeline,
+                                               source: context.stage, logger: context.logger)
             do {
-                try await store.dequeue(pipeline: pipeline, eventID: eventID)
-                logger.debug("event \(eventID) processed; removed from the queue")
+                try await sink.submit(event)
             } catch {
-                logger.error("event \(eventID) processed but still queued (it will be sent again after a restart): \(error)")
+                let unsent = claimed[index...].map(\.eventID)
+                unsent.forEach(leases.forget)
+                await Task { try? await context.store.releaseLeases(pipeline: context.pipeline, source: context.stage, eventIDs: unsent) }.value
+                throw error
             }
         }
+        return claimed.count
     }
 
-    static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String) async throws -> RouteResponse {
+    static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String,
+                       leases: HTTPEventLeases) async throws -> RouteResponse {
         guard let body = request.body else { throw HTTPError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
         switch body[configuration.userField] {
@@ -130,16 +140,24 @@ struct HTTPEventSource: Source {
             let report = try await context.sink.submitAndWait(event)
             return RouteResponse(try JSON(encoding: report))
         }
-        let now = Date().timeIntervalSince1970
-        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: now, body: body,
-                                 leaseUntil: now + configuration.lease)
-        try await context.store.enqueue(queued)
+        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
+                                 body: body, lease: configuration.lease)
+        // Held before it is stored: a renewal between the two renews nothing, one after renews it.
+        leases.hold(id)
+        do {
+            try await context.store.enqueue(queued)
+        } catch {
+            leases.forget(id)
+            throw error
+        }
         var event = queued.event
-        event.onComplete = dequeueWhenDone(store: context.store, pipeline: context.pipeline, eventID: id, logger: context.logger)
+        event.onComplete = completion(of: id, leases: leases, store: context.store, pipeline: context.pipeline, source: source,
+                                      logger: context.logger)
         do {
             try await context.sink.submit(event)
         } catch {
             // Not accepted after all (the pipeline is stopping): the caller sends it again.
+            leases.forget(id)
             try? await context.store.dequeue(pipeline: context.pipeline, eventID: id)
             throw error
         }

@@ -19,7 +19,7 @@ import Synchronization
 /// The owner touches its claimed files every third of `claim_lease`; files in a claim folder
 /// nobody touched for a whole lease (their daemon died or restarted) go back into the folder,
 /// where one daemon claims them again.
-struct ReplyFolderSource: Source, OneShotSource {
+struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
     static let summary = "Sends one event per JSON file written into a folder (inotify), then moves it to sent/."
 
     struct Configuration: StageConfiguration {
@@ -62,13 +62,14 @@ struct ReplyFolderSource: Source, OneShotSource {
             try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         // A dry run claims nothing (it moves no file), so it leaves no claim folder behind.
-        guard context.mode == .live else { return try await watch(into: sink, context: context) }
-        try fileManager.createDirectory(atPath: claimDirectory, withIntermediateDirectories: true)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await self.keepClaims(context: context) }
-            defer { group.cancelAll() }
-            try await watch(into: sink, context: context)
-        }
+        if context.mode == .live { try fileManager.createDirectory(atPath: claimDirectory, withIntermediateDirectories: true) }
+        try await watch(into: sink, context: context)
+    }
+
+    /// Keeps this process's claims alive until the pipeline drained, and returns abandoned ones.
+    func run(context: StageContext) async throws {
+        guard context.mode == .live else { return await untilCancelled() }
+        await keepClaims(context: context)
     }
 
     /// The scan at start, then inotify and the periodic scans.

@@ -54,6 +54,8 @@ import Testing
         let context = StageContext(pipeline: "replies", stage: "sources[0]", store: store, logger: Logger(label: "replies"), mode: .live)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await source.run(into: sink, context: context) }
+            // As the runtime does: the claims are kept (and abandoned ones returned) beside the source.
+            if let claims = source as? any LongRunningStage { group.addTask { try await claims.run(context: context) } }
             defer { group.cancelAll() }
             try await body(directory, sink)
         }

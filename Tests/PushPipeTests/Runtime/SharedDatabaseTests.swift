@@ -17,16 +17,22 @@ import Testing
           ca_file: "${PUSHPIPE_CA_FILE}"
         """
 
-    static let pipeline = """
-        pipeline: shared
+    static let pipeline = eventPipeline(lease: "2s", delivery: "concurrency: 8, drain_timeout: 1s")
+
+    /// Events posted to `/events` (their `id` is the event id) for the user in `user`, as an APNs
+    /// alert whose custom `id` lets the stand-in count deliveries per event.
+    static func eventPipeline(name: String = "shared", title: String = "Shared", lease: String, delivery: String) -> String {
+        """
+        pipeline: \(name)
         routes:
           - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
         sources:
-          - {type: http.event, path: /events, id_field: id, lease: 2s}
-        renderer: {type: apns.alert, title: Shared, body: "event {{id}}", custom: {id: {$from: id}}}
+          - {type: http.event, path: /events, id_field: id, lease: \(lease)}
+        renderer: {type: apns.alert, title: \(title), body: "event {{id}}", custom: {id: {$from: id}}}
         \(apnsTransport)
-        delivery: {concurrency: 8, drain_timeout: 1s}
+        delivery: {\(delivery)}
         """
+    }
 
     /// 1,000 events posted round-robin to three daemons; one is killed with SIGKILL midway.
     /// Every event is delivered; a duplicate is possible only for what the killed daemon had

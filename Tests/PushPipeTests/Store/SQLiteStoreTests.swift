@@ -151,16 +151,21 @@ extension SQLiteStoreTests {
             QueuedEvent(pipeline: "p", source: source, instance: instance, eventID: id, user: "u-\(id)", time: 1_700_000_000.5, body: ["id": .string(id)])
         }
         try await store.enqueue(queued("e1", instance: "earlier"))
-        try await store.enqueue(queued("own", instance: QueuedEvent.thisProcess))
+        var own = queued("own", instance: QueuedEvent.thisProcess)
+        own.lease = 15
+        try await store.enqueue(own)
         try await store.enqueue(queued("e2", instance: "earlier"))
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
 
-        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15)
+        let beforeClaim = Date().timeIntervalSince1970
+        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15, limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
-        #expect(claimed.first.map { claimed in var event = claimed; event.leaseUntil = 0; return event } == queued("e1", instance: QueuedEvent.thisProcess))
-        #expect((claimed.first?.leaseUntil ?? 0) > Date().timeIntervalSince1970, "claimed with a lease")
+        #expect(claimed.first.map { claimed in var event = claimed; event.lease = 0; return event } == queued("e1", instance: QueuedEvent.thisProcess))
+        #expect(claimed.first?.lease == 15, "claimed with a lease")
+        let leases = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT lease_until FROM queued_events WHERE event_id = 'e1'") }
+        #expect(leases.allSatisfy { $0 >= beforeClaim + 15 }, "stored with the lease: \(leases)")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
-        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15).isEmpty, "claimed once")
+        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15, limit: 10).isEmpty, "claimed once")
 
         try await store.enqueue(queued("e2", instance: QueuedEvent.thisProcess))
         try await store.dequeue(pipeline: "p", eventID: "e1")

@@ -127,13 +127,26 @@ import Testing
         let earlier = QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "left", user: "alice", time: 1,
                                   body: ["text": "left over"])
         try await store.enqueue(earlier)
-        try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:]))
-        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15)
-        #expect(claimed.map(\.eventID) == ["left"], "only what other processes left")
+        try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 15))
+        for number in 0..<3 {
+            try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "more-\(number)",
+                                                user: nil, time: 3, body: [:]))
+        }
+        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 2)
+        #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15).isEmpty, "claimed once")
-        try await store.dequeue(pipeline: "q", eventID: "left")
-        try await store.dequeue(pipeline: "q", eventID: "mine")
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1", "more-2"],
+                "claimed once")
+        // Renewed, a lease runs from the store's now: a lease of -1 s has lapsed already.
+        try await store.renewLeases(pipeline: "q", source: "sources[0]", eventIDs: ["left", "more-0"], lease: 15)
+        try await store.renewLeases(pipeline: "q", source: "sources[0]", eventIDs: ["mine"], lease: -1)
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
+                "an event this process let lapse is claimed again; the renewed ones are not")
+        try await store.releaseLeases(pipeline: "q", source: "sources[0]", eventIDs: ["more-1"])
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
+                "a released event is claimed at once")
+        for id in ["left", "mine", "more-0", "more-1", "more-2"] { try await store.dequeue(pipeline: "q", eventID: id) }
+        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: -1, limit: 10).isEmpty)
     }
 
     func holds(_ store: any Store) async throws {

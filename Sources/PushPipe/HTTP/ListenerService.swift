@@ -1,0 +1,37 @@
+import NIOCore
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A listener's service whose failure to bind names the listener and the option that moves
+/// it: NIO's own `bind(descriptor:ptr:bytes:): Address already in use` names neither, and a
+/// second daemon on one machine meets it on the admin listener's default port.
+struct ListenerService: Service {
+    let listener: String
+    let address: String
+    let option: String
+    let service: any Service
+
+    func run() async throws {
+        do {
+            try await service.run()
+        } catch let error as IOError where [EADDRINUSE, EADDRNOTAVAIL, EACCES].contains(error.errnoCode) {
+            throw ListenerBindError(listener: listener, address: address, option: option, reason: String(cString: strerror(error.errnoCode)))
+        }
+    }
+}
+
+public struct ListenerBindError: Error, CustomStringConvertible {
+    public var listener: String
+    public var address: String
+    public var option: String
+    public var reason: String
+
+    public var description: String {
+        "the \(listener) cannot listen on \(address): \(reason). Another daemon on this machine? Give each its own with \(option) HOST:PORT"
+            + (option == "--admin-listen" ? " (or --admin-listen off)" : "")
+    }
+}

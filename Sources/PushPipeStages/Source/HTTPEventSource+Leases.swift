@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import PushPipe
+import Synchronization
+
+/// The accepted events this pipeline holds, whose leases it keeps.
+///
+/// Only the events this process is really working on are renewed: one it let go of (cancelled
+/// at a drain timeout, claimed but not submitted, a submit refused) lapses within a lease and
+/// is claimed again, by this process or another, so no accepted event waits for a restart.
+/// Renewal runs on its own, as a long-running stage: submissions waiting for room in the
+/// pipeline, a graceful stop's drain or a slow claim never hold it up.
+final class HTTPEventLeases: Sendable {
+    private struct State {
+        /// Event ids in flight here, with how many times (a backend may reuse an id).
+        var held: [String: Int] = [:]
+        /// Events processed whose removal from the queue failed: still held, retried each round.
+        var finished: Set<String> = []
+        /// The last time a store operation failed: claims wait a lease after it, so that after an
+        /// outage every daemon renews what it holds before any daemon takes over lapsed leases.
+        var lastFailure: ContinuousClock.Instant?
+        var failing = false
+    }
+
+    private let state = Mutex(State())
+
+    func hold(_ id: String) { state.withLock { $0.held[id, default: 0] += 1 } }
+
+    /// The event is no longer this process's concern (removed from the queue, or let go of).
+    func forget(_ id: String) {
+        state.withLock { state in
+            state.finished.remove(id)
+            guard let count = state.held[id] else { return }
+            state.held[id] = count > 1 ? count - 1 : nil
+        }
+    }
+
+    func finishLater(_ id: String) { state.withLock { _ = $0.finished.insert(id) } }
+
+    var heldIDs: [String] { state.withLock { Array($0.held.keys) } }
+    var finishedIDs: [String] { state.withLock { Array($0.finished) } }
+
+    /// Notes the outcome of a store operation; returns whether the store's state changed
+    /// (failing ↔ answering), which is when it is logged.
+    @discardableResult
+    func stored(_ success: Bool, now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            if !success { state.lastFailure = now }
+            defer { state.failing = !success }
+            return state.failing == success
+        }
+    }
+
+    /// Whether claims may run: no store operation failed within the last `lease`.
+    func mayClaim(lease: Duration, now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in state.lastFailure.map { now - $0 >= lease } ?? true }
+    }
+}
+
+extension HTTPEventSource {
+    /// Until the pipeline drained: every third of the lease, renews the leases of the events
+    /// held here and retries the removals that failed.
+    func run(context: StageContext) async throws {
+        guard context.mode == .live else { return await untilCancelled() }
+        let lease = configuration.lease
+        while !Task.isCancelled {
+            do {
+                try await context.store.renewLeases(pipeline: context.pipeline, source: context.stage, eventIDs: leases.heldIDs, lease: lease)
+                for id in leases.finishedIDs {
+                    try await context.store.dequeue(pipeline: context.pipeline, eventID: id)
+                    leases.forget(id)
+                }
+                if leases.stored(true) { context.logger.notice("queued events: the store answers again; leases renewed") }
+            } catch is CancellationError {
+                return
+            } catch {
+                if leases.stored(false) {
+                    context.logger.error("queued events: leases not renewed, the store failed (logged again when it answers): \(error)")
+                }
+            }
+            do { try await Task.sleep(for: .milliseconds(Int64(lease * 1000 / 3))) } catch { return }
+        }
+    }
+
+    /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
+    /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
+    /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
+    static func completion(of eventID: String, leases: HTTPEventLeases, store: any Store, pipeline: String, source: String,
+                           logger: Logger) -> @Sendable (EventReport) async -> Void {
+        { _ in
+            guard !Task.isCancelled else {
+                leases.forget(eventID)
+                // In a task of its own: the cancelled one cannot reach a pooled connection.
+                await Task { try? await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: [eventID]) }.value
+                return
+            }
+            do {
+                try await store.dequeue(pipeline: pipeline, eventID: eventID)
+                leases.forget(eventID)
+                logger.debug("event \(eventID) processed; removed from the queue")
+            } catch {
+                leases.finishLater(eventID)
+                logger.warning("event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")
+            }
+        }
+    }
+}

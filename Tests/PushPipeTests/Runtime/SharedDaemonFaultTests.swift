@@ -1,0 +1,243 @@
+import Foundation
+import Logging
+import PushPipe
+import PushPipeTesting
+import Testing
+
+/// The scale-out guarantees under the conditions a review found them broken in (issue 33):
+/// each test creates one condition with real daemons and fails on the code before its fix.
+@Suite struct SharedDaemonFaultTests {
+    static let postgres = Testing.ConditionTrait.enabled(if: TestStores.postgresURL != nil,
+                                                        "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against")
+
+    /// An APNs stand-in that counts, per event id, the requests it accepted.
+    static func countingAPNs(in directory: TemporaryDirectory, field: String = "id",
+                             answer: @escaping @Sendable (String) -> APNsStandIn.Answer) async throws
+        -> (APNsStandIn, [String: String], ObservedState<[String: Int]>)
+    {
+        let (apns, environment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "FAULTTEAM1", keyID: "FAULTKEY01")
+        let delivered = ObservedState([String: Int]())
+        apns.answer { request in
+            guard let id = request.body?[field]?.stringValue else { return .accept }
+            delivered.update { $0[id, default: 0] += 1 }
+            return answer(id)
+        }
+        return (apns, environment, delivered)
+    }
+
+    static func postgresURL() async throws -> String {
+        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { throw WaitTimedOut("no PostgreSQL database") }
+        return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+    }
+
+    static func duplicates(_ counts: [String: Int]) -> [String] {
+        counts.filter { $0.value > 1 }.keys.sorted()
+    }
+
+    static let registration: JSON = ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]
+
+    /// Defect 1: `rename()` keeps a file's modification time, so another daemon's sweep took a
+    /// reply written long ago for abandoned as soon as it was claimed, before its owner's first
+    /// touch, and it went out twice. Replies written an hour before they are claimed, two
+    /// daemons on the folder, APNs answering slowly: each reply is sent once.
+    @Test func oldRepliesInASharedFolderAreSentOnce() async throws {
+        let directory = try TemporaryDirectory("old-replies")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory, field: "message_id") { _ in
+            .delayed(seconds: 1.5, .accept)
+        }
+        try directory.write("pipelines/replies.yaml", """
+            pipeline: replies
+            routes:
+              - {action: register, path: /register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
+            sources:
+              - {type: reply.folder, path: "${REPLY_DIR}", claim_lease: 1s}
+            renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
+            \(SharedDatabaseTests.apnsTransport)
+            delivery: {concurrency: 2}
+            """)
+        try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
+        let environment = apnsEnvironment.merging(["REPLY_DIR": directory.file("replies")]) { _, new in new }
+        let run = { @Sendable (state: String, body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
+            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", state, "--plugins", "none"],
+                                        directory: directory.path, environment: environment) { try await body($0) }
+        }
+        let replies = 8
+        try await withCleanup({
+            try await run("a.sqlite") { first in
+                try await run("b.sqlite") { second in
+                    for daemon in [first, second] {
+                        let response = try await HTTPTestClient(port: try await daemon.port())
+                            .request("POST", "/register-apns", json: ["device_token": "install-1", "apns_token": .string(String(repeating: "ab", count: 32))])
+                        #expect(response.status == 200)
+                    }
+                    let anHourAgo = Date().addingTimeInterval(-3600)
+                    for number in 0..<replies {
+                        let staged = try directory.write("staging/r\(number).json", #"{"message_id": "m\#(number)", "text": "reply"}"#)
+                        try FileManager.default.setAttributes([.modificationDate: anHourAgo], ofItemAtPath: staged)
+                        try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/r\(number).json"))
+                    }
+                    try await delivered.wait(timeout: 60, { $0.count >= replies ? () : nil },
+                                             failure: { WaitTimedOut("\($0.count) of \(replies) replies delivered") })
+                    // Each moves to sent/ after its answer; a reply taken back for abandoned would go out again meanwhile.
+                    let sent = { (try? FileManager.default.contentsOfDirectory(atPath: directory.file("replies/sent")))?.count ?? 0 }
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while sent() < replies, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                    #expect(sent() == replies, "every reply in sent/")
+                    try await Task.sleep(for: .seconds(2))
+                }
+            }
+        }, cleanup: apns.stop)
+        #expect(delivered.value.count == replies, "every reply sent")
+        #expect(Self.duplicates(delivered.value).isEmpty, "no reply twice: \(delivered.value)")
+    }
+
+    /// Defect 2: a daemon claimed up to 1,000 left-over events and renewed its leases only
+    /// between submissions, which wait while the pipeline is full. Its leases lapsed while it
+    /// still held the events, and the other daemon took them over: duplicates. 40 events left
+    /// by a dead daemon, two daemons with room for two events each, APNs taking 0.5 s per answer.
+    @Test(postgres) func claimsUnderBackpressureKeepTheirLeases() async throws {
+        let directory = try TemporaryDirectory("backpressure")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.5, .accept) }
+        try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "1s", delivery: "concurrency: 2, drain_timeout: 1s"))
+        let url = try await Self.postgresURL()
+        let store = try await StoreLocation(parsing: url).open(logger: Logger(label: "test"))
+        let events = 40
+        for number in 0..<events {
+            try await store.enqueue(QueuedEvent(pipeline: "shared", source: "sources[0]", instance: "a-daemon-that-died", eventID: "e\(number)",
+                                                user: "alice", time: 1, body: ["user": "alice", "id": .string("e\(number)")]))
+        }
+        try await store.register(DeviceToken(user: "alice", kind: "device", value: String(repeating: "ab", count: 32)), pipeline: "shared",
+                                 environment: nil, replace: false)
+        try await store.close()
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        try await withCleanup({
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { first in
+                _ = try await first.port()
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { second in
+                    _ = try await second.port()
+                    try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
+                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
+                    // What a lapsed lease would send twice goes out within a lease or two.
+                    try await Task.sleep(for: .seconds(3))
+                }
+            }
+        }, cleanup: apns.stop)
+        #expect(delivered.value.count == events, "every event delivered")
+        #expect(Self.duplicates(delivered.value).isEmpty, "no event twice: \(Self.duplicates(delivered.value))")
+    }
+
+    /// Defect 3: an event cancelled at the drain timeout of a SIGHUP reload stayed queued under
+    /// this process's name, and claims skip this process's own events: nobody sent it until a
+    /// restart. It must go out again within a bounded time.
+    @Test func anEventCancelledByAReloadIsSentAgain() async throws {
+        let directory = try TemporaryDirectory("reload-drain")
+        defer { directory.remove() }
+        let firstAttempt = ObservedState(true)
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in
+            // The first attempt outlasts the drain timeout, however slow the reload; the next are answered at once.
+            firstAttempt.update { first in defer { first = false }; return first } ? .delayed(seconds: 120, .accept) : .accept
+        }
+        let pipeline = { @Sendable (title: String) in
+            SharedDatabaseTests.eventPipeline(name: "reloaded", title: title, lease: "1s", delivery: "concurrency: 2, drain_timeout: 1s, attempts: 1")
+        }
+        try directory.write("pipelines/reloaded.yaml", pipeline("Before"))
+        try await withCleanup({
+            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+                                        directory: directory.path, environment: apnsEnvironment) { daemon in
+                let client = HTTPTestClient(port: try await daemon.port())
+                #expect(try await client.request("POST", "/register", json: Self.registration).status == 200)
+                #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "stranded"]).status == 202)
+                try await delivered.wait(timeout: 30, { $0["stranded"] != nil ? () : nil }, failure: { _ in WaitTimedOut("first attempt") })
+                try directory.write("pipelines/reloaded.yaml", pipeline("After"))
+                daemon.signal(SIGHUP)
+                try await daemon.waitForLine(containing: "reloaded:")
+                try await delivered.wait(timeout: 20, { ($0["stranded"] ?? 0) >= 2 ? () : nil },
+                                         failure: { WaitTimedOut("the cancelled event was not sent again: \($0)") })
+            }
+        }, cleanup: apns.stop)
+    }
+
+    /// Defect 4: leases were in each daemon's own clock. A daemon 60 s ahead saw every other
+    /// daemon's lease as long expired and took over events still being delivered. Shared time
+    /// is the database's: the skewed daemon (under Debian's `faketime`) takes nothing live.
+    @Test(postgres, .enabled(if: FakeTime.isInstalled, "Debian's faketime is not installed"))
+    func aDaemonWithASkewedClockTakesNoLiveEvents() async throws {
+        let directory = try TemporaryDirectory("skewed-clock")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.4, .accept) }
+        try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 1, drain_timeout: 1s"))
+        let url = try await Self.postgresURL()
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        let events = 12
+        try await withCleanup({
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { first in
+                let client = HTTPTestClient(port: try await first.port())
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path,
+                                            environment: apnsEnvironment,
+                                            launcher: FakeTime.launcher(offset: "+60s")) { ahead in
+                    _ = try await ahead.port()
+                    // Its log's timestamps are its clock: a minute ahead.
+                    let stamp = try #require(ahead.standardError.first.flatMap { ISO8601DateFormatter().date(from: String($0.prefix(24))) })
+                    #expect(stamp.timeIntervalSinceNow > 45, "the daemon's clock is ahead: \(stamp)")
+                    #expect(try await client.request("POST", "/register", json: Self.registration).status == 200)
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        for number in 0..<events {
+                            group.addTask { try await client.request("POST", "/events", json: ["user": "alice", "id": .string("e\(number)")]).status }
+                        }
+                        for try await status in group { #expect(status == 202) }
+                    }
+                    try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
+                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
+                    try await Task.sleep(for: .seconds(2))
+                }
+            }
+        }, cleanup: apns.stop)
+        #expect(delivered.value.count == events, "every event delivered")
+        #expect(Self.duplicates(delivered.value).isEmpty, "no event twice: \(Self.duplicates(delivered.value))")
+    }
+
+    /// Defect 7: a second daemon on one machine failed on the admin listener's default port
+    /// with a bare `bind(...): Address already in use`. The error names the listener and the flag.
+    @Test func aTakenAdminPortNamesTheAdminListener() async throws {
+        let directory = try TemporaryDirectory("admin-port")
+        defer { directory.remove() }
+        try directory.write("pipelines/example.yaml", """
+            pipeline: example
+            sources:
+              - {type: http.event, path: /events}
+            renderer: {type: json.template, payload: {text: "{{text}}"}}
+            transport: {type: stdout}
+            """)
+        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "a.sqlite", "--plugins", "none", "--dry-run"],
+                                    directory: directory.path) { first in
+            let admin = try await first.adminPort()
+            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "b.sqlite", "--plugins", "none", "--dry-run",
+                                                    "--admin-listen", "127.0.0.1:\(admin)"], directory: directory.path) { second in
+                let status = try await second.waitForExit()
+                #expect(status != 0)
+                let output = (second.standardError + second.standardOutput).joined(separator: "\n")
+                #expect(output.contains("admin listener") && output.contains("--admin-listen") && output.contains("127.0.0.1:\(admin)"),
+                        "the error names the admin listener, its address and the flag: \(output.suffix(600))")
+            }
+        }
+    }
+}
+
+/// Debian's libfaketime: runs a daemon on a skewed clock.
+///
+/// Preloaded through `env`, which execs the daemon: the `faketime` command forks it instead, and
+/// a SIGKILL to `faketime` left the daemon running. Its monotonic clock is skewed too (by a
+/// constant, so durations hold): with only the wall clock faked, libfaketime's timer
+/// interception made the daemon's event loops spin.
+enum FakeTime {
+    static var library: String? {
+        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
+            .first { FileManager.default.fileExists(atPath: $0) }
+    }
+    static var isInstalled: Bool { library != nil }
+
+    /// `offset` as faketime's `-f` takes it, e.g. `+60s`.
+    static func launcher(offset: String) -> [String] { ["/usr/bin/env", "LD_PRELOAD=\(library ?? "")", "FAKETIME=\(offset)"] }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import PostgresNIO
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+/// The PostgreSQL store's group commit under cancellation (issue 33, defect 5).
+@Suite struct PostgresStoreCommitTests {
+    func queued(_ id: String) -> QueuedEvent {
+        QueuedEvent(pipeline: "p", source: "sources[0]", eventID: id, user: "alice", time: 1, body: ["id": .string(id)])
+    }
+
+    /// The write whose task leads a group commit carries other tasks' writes. When its task was
+    /// cancelled (a pipeline stopping at its drain timeout), the pool refused it a connection
+    /// and the whole batch failed, other pipelines' writes with it. The SQLite store shields
+    /// them; this one must too. A table lock holds one commit while three writes queue behind
+    /// it; the first of them, which leads the next batch, is cancelled.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func aCancelledLeaderDoesNotFailTheWritesItCommits() async throws {
+        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let logger = Logger(label: "test")
+        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await locker.run() }
+            let locked = ObservedState(false)
+            let unlock = Gate()
+            group.addTask {
+                try await locker.withTransaction(logger: logger) { connection in
+                    try await connection.query("LOCK TABLE queued_events IN ACCESS EXCLUSIVE MODE", logger: logger)
+                    locked.update { $0 = true }
+                    await unlock.wait()
+                }
+            }
+            try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
+            let blocked = Task { try await store.enqueue(queued("e0")) }
+            let cancelled = Task { try await store.enqueue(queued("e1")) }
+            let others = ["e2", "e3"].map { id in Task { try await store.enqueue(queued(id)) } }
+            // The three queue behind the blocked commit (no event tells when a task got there).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while store.outcomes.pendingWrites < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(store.outcomes.pendingWrites == 3)
+            cancelled.cancel()
+            unlock.open()
+            try await blocked.value
+            for other in others {
+                await #expect(throws: Never.self, "another task's write is committed whatever happened to the leader's task") {
+                    try await other.value
+                }
+            }
+            _ = try? await cancelled.value
+            let rows = try await locker.query("SELECT event_id FROM queued_events ORDER BY event_id", logger: logger).collect()
+            let ids = try rows.map { try $0.decode(String.self) }
+            #expect(Set(["e0", "e2", "e3"]).isSubset(of: Set(ids)), "stored: \(ids)")
+            group.cancelAll()
+        }
+        try await store.close()
+    }
+}
