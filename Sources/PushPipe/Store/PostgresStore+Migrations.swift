@@ -64,6 +64,16 @@ extension PostgresStore {
     /// Applies what is missing, in one transaction holding an advisory lock: daemons that
     /// start together against an empty database wait, and the first one migrates it.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        do {
+            try await applyMissingMigrations(client, logger: logger)
+        } catch let error as PostgresTransactionError {
+            // Told as it is, not inside the transaction's wrapper.
+            if let newer = error.closureError as? NewerDatabaseError { throw newer }
+            throw error
+        }
+    }
+
+    private static func applyMissingMigrations(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x7075_7368_7069_7065)))", logger: logger)
             try await connection.query("""
@@ -73,11 +83,23 @@ extension PostgresStore {
             for try await name in try await connection.query("SELECT name FROM pushpipe_migrations", logger: logger).decode(String.self) {
                 applied.insert(name)
             }
+            let unknown = applied.subtracting(migrationNames)
+            guard unknown.isEmpty else { throw NewerDatabaseError(unknownMigrations: unknown.sorted()) }
             for migration in migrations where !applied.contains(migration.name) {
                 for statement in migration.sql { try await connection.query(statement, logger: logger) }
                 try await connection.query("INSERT INTO pushpipe_migrations (name) VALUES (\(migration.name))", logger: logger)
                 logger.notice("store: applied migration \(migration.name)")
             }
+        }
+    }
+
+    /// A database migrated by a newer pushpipe: its schema may mean what this version does not
+    /// know (a column it would not fill, a table it would not prune), so this one does not start.
+    public struct NewerDatabaseError: Error, CustomStringConvertible {
+        public var unknownMigrations: [String]
+        public var description: String {
+            "the database was migrated by a newer pushpipe (migrations \(unknownMigrations.joined(separator: ", ")) are unknown to this version): "
+                + "run that version or a later one against it"
         }
     }
 

@@ -20,6 +20,12 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         /// PostgreSQL's `sslmode`: `disable`, `prefer` (the default), `require` (encrypted, not
         /// verified) or `verify-full` (encrypted, certificate and host name verified).
         public var sslMode: String
+        /// The most connections this daemon opens (`pool_size`, 20): the database's
+        /// `max_connections` must cover every daemon's pool.
+        public var poolSize = 20
+        /// The longest a statement may run on the server (`statement_timeout`, seconds, 30): a
+        /// commit stuck behind a lock fails and is retried instead of holding every writer.
+        public var statementTimeout = 30
     }
 
     public struct InvalidLocation: Error, CustomStringConvertible {
@@ -43,8 +49,20 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         guard ["disable", "prefer", "require", "verify-full"].contains(sslMode) else {
             throw InvalidLocation(description: "sslmode '\(sslMode)' is not one of disable, prefer, require, verify-full")
         }
-        self = .postgres(PostgresLocation(host: host, port: url.port ?? 5432, user: user, password: url.password,
-                                          database: database.isEmpty ? user : database, sslMode: sslMode))
+        var location = PostgresLocation(host: host, port: url.port ?? 5432, user: user, password: url.password,
+                                        database: database.isEmpty ? user : database, sslMode: sslMode)
+        location.poolSize = try Self.count(url, "pool_size", in: 1...1000) ?? location.poolSize
+        location.statementTimeout = try Self.count(url, "statement_timeout", in: 1...86400) ?? location.statementTimeout
+        self = .postgres(location)
+    }
+
+    /// A whole number from the URL's query, within `range`.
+    private static func count(_ url: URLComponents, _ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = url.queryItems?.first(where: { $0.name == name })?.value else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw InvalidLocation(description: "\(name) '\(text)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
     }
 
     public var description: String {
@@ -92,6 +110,9 @@ extension StoreLocation.PostgresLocation {
         case "prefer": .prefer(tls)
         default: .require(tls)
         }
-        return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
+        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
+        configuration.options.maximumConnections = poolSize
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(statementTimeout)s")]
+        return configuration
     }
 }
