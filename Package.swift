@@ -119,6 +119,8 @@ let package = Package(
                 "PushPipe", "PushPipeStages", "PushPipeTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "bench/Sources/pushpipe-bench",
             linkerSettings: jemallocWhenEnabled

@@ -17,6 +17,8 @@ public final class DaemonProcess: Sendable {
         var stderr: [String] = []
         var pid: pid_t?
         var exitStatus: Int32?
+        /// Started through a launcher (in a process group of its own): the daemon is its child.
+        var launched = false
     }
 
     private let state = ObservedState(State())
@@ -54,11 +56,13 @@ public final class DaemonProcess: Sendable {
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 let (executable, all) = launcher.isEmpty ? (binary, arguments) : (launcher[0], launcher.dropFirst() + [binary] + arguments)
+                var options = PlatformOptions()
+                if !launcher.isEmpty { options.processGroupID = 0 }
                 let result = try await Subprocess.run(
                     .path(FilePath(executable)), arguments: Arguments(Array(all)), environment: processEnvironment,
-                    workingDirectory: FilePath(directory), input: .none, output: .sequence, error: .sequence
+                    workingDirectory: FilePath(directory), platformOptions: options, input: .none, output: .sequence, error: .sequence
                 ) { execution in
-                    daemon.changed { $0.pid = execution.processIdentifier.value }
+                    daemon.changed { $0.pid = execution.processIdentifier.value; $0.launched = !launcher.isEmpty }
                     try await withThrowingTaskGroup(of: Void.self) { streams in
                         streams.addTask { for try await line in execution.standardOutput.strings() { daemon.append(line, error: false) } }
                         streams.addTask { for try await line in execution.standardError.strings() { daemon.append(line, error: true) } }
@@ -120,9 +124,22 @@ public final class DaemonProcess: Sendable {
     }
 
     /// Sends a signal to the running process; nothing before it started (await `port()`) or after it exited.
+    /// Through a launcher (faketime forks the daemon), SIGKILL goes to the whole process group,
+    /// so the daemon dies with it, and other signals to the daemon itself: it drains or reloads,
+    /// and the launcher exits with it.
     public func signal(_ number: Int32) {
         let current = state.value
-        if current.exitStatus == nil, let pid = current.pid { kill(pid, number) }
+        guard current.exitStatus == nil, let pid = current.pid else { return }
+        guard current.launched else {
+            kill(pid, number)
+            return
+        }
+        if number == SIGKILL {
+            kill(-pid, number)
+        } else {
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            kill(children.split(separator: " ").first.flatMap { pid_t($0) } ?? pid, number)
+        }
     }
 
     /// Waits for the process to exit and returns its status (128 + signal when killed).

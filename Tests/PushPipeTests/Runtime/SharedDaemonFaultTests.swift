@@ -175,21 +175,25 @@ import Testing
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { first in
                 let client = HTTPTestClient(port: try await first.port())
                 try await DaemonProcess.run(arguments: arguments, directory: directory.path,
-                                            environment: apnsEnvironment,
+                                            environment: apnsEnvironment.merging(FakeTime.environment) { _, new in new },
                                             launcher: FakeTime.launcher(offset: "+60s")) { ahead in
                     _ = try await ahead.port()
                     // Its log's timestamps are its clock: a minute ahead.
                     let stamp = try #require(ahead.standardError.first.flatMap { ISO8601DateFormatter().date(from: String($0.prefix(24))) })
                     #expect(stamp.timeIntervalSinceNow > 45, "the daemon's clock is ahead: \(stamp)")
                     #expect(try await client.request("POST", "/register", json: Self.registration).status == 200)
+                    // Both take events: the skewed one must deliver its own, and take nobody else's.
+                    let clients = [client, HTTPTestClient(port: try await ahead.port())]
                     try await withThrowingTaskGroup(of: Int.self) { group in
                         for number in 0..<events {
-                            group.addTask { try await client.request("POST", "/events", json: ["user": "alice", "id": .string("e\(number)")]).status }
+                            group.addTask {
+                                try await clients[number % 2].request("POST", "/events", json: ["user": "alice", "id": .string("e\(number)")]).status
+                            }
                         }
                         for try await status in group { #expect(status == 202) }
                     }
                     try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
-                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
+                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered; the skewed daemon said: \(ahead.standardError.filter { !$0.contains(" debug ") }.suffix(15))") })
                     try await Task.sleep(for: .seconds(2))
                 }
             }
@@ -223,21 +227,4 @@ import Testing
             }
         }
     }
-}
-
-/// Debian's libfaketime: runs a daemon on a skewed clock.
-///
-/// Preloaded through `env`, which execs the daemon: the `faketime` command forks it instead, and
-/// a SIGKILL to `faketime` left the daemon running. Its monotonic clock is skewed too (by a
-/// constant, so durations hold): with only the wall clock faked, libfaketime's timer
-/// interception made the daemon's event loops spin.
-enum FakeTime {
-    static var library: String? {
-        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
-            .first { FileManager.default.fileExists(atPath: $0) }
-    }
-    static var isInstalled: Bool { library != nil }
-
-    /// `offset` as faketime's `-f` takes it, e.g. `+60s`.
-    static func launcher(offset: String) -> [String] { ["/usr/bin/env", "LD_PRELOAD=\(library ?? "")", "FAKETIME=\(offset)"] }
 }

@@ -125,15 +125,13 @@ struct SoakCommand: AsyncParsableCommand {
             while due.replies >= 1 {
                 due.replies -= 1
                 let id = ledger.nextID("r")
-                let staged = try directory.write("staging/\(id).json", #"{"message_id": "\#(id)", "text": "soak reply"}"#)
-                try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/\(id).json"))
+                try SoakPipelines.writeReply(id, into: directory)
                 ledger.accept(id)
             }
             while due.moves >= 1 {
                 due.moves -= 1
                 let game = ledger.nextGame()
-                ogs.addGame(Self.player, OGSStandIn.Game(id: game, name: "g\(game)", black: 356, white: Self.player, currentPlayer: Self.player,
-                                                       lastMove: Int64(Date().timeIntervalSince1970 * 1000)))
+                SoakPipelines.makeMove(game, player: Self.player, on: ogs)
                 ledger.accept("g\(game)")
             }
             try await Task.sleep(for: tick)

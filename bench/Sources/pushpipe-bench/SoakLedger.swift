@@ -5,26 +5,15 @@ import Synchronization
 /// What the soak accepted and what APNs answered 200 for, by notification id.
 final class SoakLedger: Sendable {
     private struct State {
-        var nextNumber = 0
         var accepted = Set<String>()
         var delivered: [String: Int] = [:]
     }
 
     private let state = Mutex(State())
 
-    func nextID(_ prefix: String) -> String {
-        state.withLock { state in
-            state.nextNumber += 1
-            return "\(prefix)\(state.nextNumber)"
-        }
-    }
-
-    func nextGame() -> Int64 {
-        Int64(state.withLock { state in
-            state.nextNumber += 1
-            return 9_000_000 + state.nextNumber
-        })
-    }
+    private let numbers = SoakNumbers()
+    func nextID(_ prefix: String) -> String { numbers.nextID(prefix) }
+    func nextGame() -> Int64 { numbers.nextGame() }
 
     func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
 

@@ -7,7 +7,9 @@ import PushPipeTesting
 enum SoakPipelines {
     static let users = 20
 
-    static let transport = """
+    static let transport = transport(delivery: "attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 1s")
+
+    static func transport(delivery: String) -> String { """
         transport:
           type: apns
           team_id: "${APNS_TEAM_ID}"
@@ -17,17 +19,19 @@ enum SoakPipelines {
           base_url: "${APNS_BASE_URL}"
           ca_file: "${PUSHPIPE_CA_FILE}"
           timeout: 2s
-        delivery: {attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 1s}
+        delivery: {\(delivery)}
         """
+    }
 
-    static func write(into directory: TemporaryDirectory) throws {
+    /// - Parameter eventsTitle: the events pipeline's alert title (a reload changes it).
+    static func write(into directory: TemporaryDirectory, transport: String = transport, eventsTitle: String = "Soak") throws {
         try directory.write("pipelines/soak-events.yaml", """
             pipeline: soak-events
             routes:
               - {action: register, path: /soak/register, user_field: user_id, token_field: device_token, token_kind: device}
             sources:
               - {type: http.event, path: /soak/events, id_field: id}
-            renderer: {type: apns.alert, title: Soak, body: "event {{id}}", custom: {id: {$from: id}}}
+            renderer: {type: apns.alert, title: \(eventsTitle), body: "event {{id}}", custom: {id: {$from: id}}}
             \(transport)
             """)
         try directory.write("pipelines/soak-replies.yaml", """
@@ -53,5 +57,17 @@ enum SoakPipelines {
         registrations.append(("/soak/register-apns", ["device_token": "install-1", "apns_token": .string(live)]))
         registrations.append(("/register", ["user_id": .int(player), "device_token": .string(live)]))
         return registrations
+    }
+
+    /// A reply file, written elsewhere and renamed into the folder, as a writer does.
+    static func writeReply(_ id: String, into directory: TemporaryDirectory) throws {
+        let staged = try directory.write("staging/\(id).json", #"{"message_id": "\#(id)", "text": "soak reply"}"#)
+        try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/\(id).json"))
+    }
+
+    /// A game in which it becomes `player`'s turn now.
+    static func makeMove(_ game: Int64, player: Int64, on ogs: OGSStandIn) {
+        ogs.addGame(player, OGSStandIn.Game(id: game, name: "g\(game)", black: 356, white: player, currentPlayer: player,
+                                           lastMove: Int64(Date().timeIntervalSince1970 * 1000)))
     }
 }

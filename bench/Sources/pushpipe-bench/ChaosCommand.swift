@@ -1,0 +1,182 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PostgresNIO
+import PushPipe
+import PushPipeTesting
+import Synchronization
+
+/// The chaos soak (issue 33): three daemons on one PostgreSQL database with a shared reply
+/// folder, the OGS stand-in, and per daemon an APNs stand-in that answers slowly (the queues
+/// fill) and with 503, 429, GOAWAY and 410. At random: SIGKILL and restart, SIGTERM and
+/// restart, SIGHUP with a changed pipeline, `pg_terminate_backend` on the daemons'
+/// connections, a database outage longer than the lease; the third daemon's clock runs a
+/// minute ahead (faketime). Then a calm end until all that was accepted is delivered, a
+/// graceful stop, and one table. Traffic stays on 127.0.0.1; everything is bounded in time.
+struct ChaosCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "chaos", abstract: "Chaos soak across three daemons on PostgreSQL.")
+
+    @Option(help: "Seconds of faults.") var seconds = 600.0
+    @Option(help: "A PostgreSQL server (postgres://user@host:port/database?sslmode=disable); a fresh database is made on it. Default: $PUSHPIPE_TEST_POSTGRES_URL.")
+    var postgres: String?
+    @Option(help: "Seconds of the database outage (ALLOW_CONNECTIONS false), longer than the 15 s lease.") var outage = 30.0
+    @Option(help: "Events posted per second.") var eventRate = 20.0
+    @Option(help: "Reply files written per second.") var replyRate = 3.0
+    @Option(help: "OGS games that become the player's turn per second.") var moveRate = 0.5
+    @Option(help: "Random seed for the schedule of faults.") var seed: UInt64 = 33
+
+    static let daemons = 3
+    static let player: Int64 = 1783478
+    static let liveToken = String(repeating: "ab", count: 32)
+    static let deadToken = String(repeating: "de", count: 32)
+
+    func run() async throws {
+        guard let server = postgres ?? TestStores.postgresURL else { throw ValidationError("--postgres or PUSHPIPE_TEST_POSTGRES_URL names a server") }
+        setenv("PUSHPIPE_TEST_POSTGRES_URL", server, 1)
+        guard FakeTime.isInstalled else { throw ValidationError("Debian's faketime is not installed (the third daemon runs a minute ahead)") }
+        guard case .postgres(let database) = try await TestStores.freshPostgresDatabase() else { return }
+        let directory = try TemporaryDirectory("chaos")
+        defer { directory.remove() }
+        let random = SeededRandom(seed: seed)
+        let ledger = ChaosLedger(inFlightWindow: .seconds(10))
+        let faulty = Atomic<Bool>(true)
+        let daemons = ChaosDaemons(count: Self.daemons, ledger: ledger)
+
+        var environments: [[String: String]] = []
+        var standIns: [APNsStandIn] = []
+        let ogs = try await OGSStandIn.start()
+        for slot in 0..<Self.daemons {
+            let credentials = try TemporaryDirectory("chaos-apns-\(slot)")
+            let (apns, environment) = try await APNsStandIn.startWithThrowawayCredentials(in: credentials, teamID: "CHAOSTEAM\(slot)", keyID: "CHAOSKEY0\(slot)")
+            apns.answer { request in
+                if request.token == Self.deadToken { return .reject(status: 410, reason: "Unregistered", timestamp: 0) }
+                if faulty.load(ordering: .relaxed) {
+                    switch random.next(100) {
+                    case 0..<5: return .reject(status: 503, reason: "ServiceUnavailable")
+                    case 5..<9: return .reject(status: 429, reason: "TooManyRequests")
+                    case 9..<10:
+                        ledger.connectionCut(daemons.instance(of: slot))
+                        return .goAway(reason: "Shutdown")
+                    default: break
+                    }
+                }
+                ledger.delivered(request, by: daemons.instance(of: slot))
+                // Slow enough that the pipelines fill (backpressure) under the soak's rates.
+                return faulty.load(ordering: .relaxed) ? .delayed(seconds: 0.25, .accept) : .accept
+            }
+            standIns.append(apns)
+            environments.append(environment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
+                                                     "SOAK_REPLY_DIR": directory.file("replies")]) { _, new in new })
+        }
+        let transport = SoakPipelines.transport(delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s")
+        try SoakPipelines.write(into: directory, transport: transport)
+        let url = "postgres://\(database.user)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        let admin = try ChaosDatabase(server: server, database: database.database)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await admin.run() }
+            for slot in 0..<Self.daemons {
+                let launcher = slot == Self.daemons - 1 ? FakeTime.launcher(offset: "+60s") : []
+                let environment = environments[slot].merging(slot == Self.daemons - 1 ? FakeTime.environment : [:]) { _, new in new }
+                let path = directory.path
+                group.addTask {
+                    try await daemons.keepRunning(slot: slot, arguments: arguments, directory: path, environment: environment, launcher: launcher)
+                }
+            }
+            // Registrations once, through the first daemon.
+            let client = HTTPTestClient(port: try await daemons.port(of: 0))
+            for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player) {
+                let response = try await client.request("POST", path, json: body)
+                guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
+            }
+            for slot in 1..<Self.daemons { _ = try await daemons.port(of: slot) }
+
+            let deadline = ContinuousClock.now + .seconds(seconds)
+            let producer = Task { try await produce(until: deadline, daemons: daemons, ogs: ogs, directory: directory, ledger: ledger, random: random) }
+            var title = 0
+            var lastOutage = ContinuousClock.now - .seconds(outage * 3 + 1)
+            while ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(Int64(3000 + random.next(5000))))
+                let slot = random.next(Self.daemons)
+                switch random.next(100) {
+                case 0..<30: await daemons.command(.kill, slot: slot); ledger.fault("SIGKILL")
+                case 30..<50: await daemons.command(.terminate, slot: slot); ledger.fault("SIGTERM")
+                case 50..<70:
+                    title += 1
+                    try SoakPipelines.write(into: directory, transport: transport, eventsTitle: "Soak \(title)")
+                    await daemons.command(.reload, slot: slot)
+                    ledger.fault("SIGHUP")
+                case 70..<90: try await admin.terminateBackends(); ledger.fault("pg_terminate_backend")
+                default:
+                    guard ContinuousClock.now - lastOutage > .seconds(outage * 3), ContinuousClock.now + .seconds(outage) < deadline else { continue }
+                    ledger.fault("outage")
+                    try await admin.outage(seconds: outage)
+                    lastOutage = ContinuousClock.now
+                }
+                FileHandle.standardError.write(Data("chaos: \(ledger.progress)\n".utf8))
+            }
+            _ = try? await producer.value
+            FileHandle.standardError.write(Data("chaos: faults over; calm until everything accepted is delivered\n".utf8))
+            faulty.store(false, ordering: .relaxed)
+            let calm = ContinuousClock.now + .seconds(180)
+            while ContinuousClock.now < calm, ledger.lost > 0 { try await Task.sleep(for: .milliseconds(500)) }
+            // Retries and reclaims that would send something twice come within a lease or two.
+            try await Task.sleep(for: .seconds(20))
+            await daemons.stopAll()
+            let (queued, holds) = try await admin.leftovers()
+            group.cancelAll()
+            for standIn in standIns { await standIn.stop() }
+            await ogs.stop()
+            let summary = ledger.summary()
+            print(Self.table(summary, queued: queued, holds: holds, seconds: seconds))
+            if summary.lost > 0 || summary.unexplained > 0 || queued > 0 || holds > 0 { throw ExitCode(1) }
+        }
+    }
+
+    static func table(_ summary: ChaosLedger.Summary, queued: Int, holds: Int, seconds: Double) -> String {
+        let faults = summary.faults.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        return """
+            chaos soak: \(Int(seconds)) s of faults across \(daemons) daemons (\(faults))
+            | accepted | delivered | lost | duplicates explained (SIGKILL, GOAWAY) | unexplained duplicates | queued_events left | live stage_holds left |
+            |---|---|---|---|---|---|---|
+            | \(summary.accepted) | \(summary.delivered) | \(summary.lost) | \(summary.explained) | \(summary.unexplained) | \(queued) | \(holds) |
+            """ + (summary.unexplainedIDs.isEmpty ? "" : "\nunexplained: \(summary.unexplainedIDs.prefix(20))")
+    }
+
+    /// Posts events to a daemon that is up, writes reply files and makes OGS games the player's turn.
+    func produce(until: ContinuousClock.Instant, daemons: ChaosDaemons, ogs: OGSStandIn, directory: TemporaryDirectory,
+                 ledger: ChaosLedger, random: SeededRandom) async throws {
+        let tick = Duration.milliseconds(25)
+        var due = (events: 0.0, replies: 0.0, moves: 0.0)
+        while ContinuousClock.now < until {
+            due.events += eventRate * 0.025
+            due.replies += replyRate * 0.025
+            due.moves += moveRate * 0.025
+            while due.events >= 1 {
+                due.events -= 1
+                guard let port = daemons.anyPort(random) else { continue }
+                let id = ledger.nextID("e")
+                let user = "user-\(random.next(SoakPipelines.users))"
+                if let response = try? await HTTPTestClient(port: port).request("POST", "/soak/events", json: ["user": .string(user), "id": .string(id)],
+                                                                                timeout: 5),
+                   response.status == 202 {
+                    ledger.accept(id)
+                }
+            }
+            while due.replies >= 1 {
+                due.replies -= 1
+                let id = ledger.nextID("r")
+                try SoakPipelines.writeReply(id, into: directory)
+                ledger.accept(id)
+            }
+            while due.moves >= 1 {
+                due.moves -= 1
+                let game = ledger.nextGame()
+                SoakPipelines.makeMove(game, player: Self.player, on: ogs)
+                ledger.accept("g\(game)")
+            }
+            try await Task.sleep(for: tick)
+        }
+    }
+}

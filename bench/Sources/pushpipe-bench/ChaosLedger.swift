@@ -1,0 +1,92 @@
+import Foundation
+import PushPipe
+import PushPipeTesting
+import Synchronization
+
+/// The chaos soak's account: what was accepted, every delivery with the daemon process that
+/// sent it, and when each process was killed. A notification sent twice is explained when one
+/// of its sends came from a process SIGKILLed soon after (it was in flight at the kill: sent,
+/// its outcome not yet committed); any other is not.
+final class ChaosLedger: Sendable {
+    struct Delivery: Sendable {
+        var instance: Int
+        var at: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var nextInstance = 0
+        var accepted = Set<String>()
+        var deliveries: [String: [Delivery]] = [:]
+        var killedAt: [Int: ContinuousClock.Instant] = [:]
+        /// When a stand-in sent GOAWAY and closed a process's connection: the streams still
+        /// open on it were accepted but never answered, and are sent again (at least once).
+        var cutAt: [Int: [ContinuousClock.Instant]] = [:]
+        var faults: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+    /// How long before its kill a process's send counts as in flight at the kill: the stand-in's
+    /// answer delay, the outcome's commit, and a margin for a loaded machine.
+    let inFlightWindow: Duration
+
+    init(inFlightWindow: Duration) { self.inFlightWindow = inFlightWindow }
+
+    private let numbers = SoakNumbers()
+    func nextID(_ prefix: String) -> String { numbers.nextID(prefix) }
+    func nextGame() -> Int64 { numbers.nextGame() }
+
+    /// A number for the next daemon process.
+    func nextInstance() -> Int { state.withLock { state in defer { state.nextInstance += 1 }; return state.nextInstance } }
+
+    func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
+    func killed(_ instance: Int) { state.withLock { $0.killedAt[instance] = .now } }
+    func connectionCut(_ instance: Int) { state.withLock { $0.cutAt[instance, default: []].append(.now) } }
+    func fault(_ name: String) { state.withLock { $0.faults[name, default: 0] += 1 } }
+
+    /// Records the ids a request answered 200 carried (event id, reply message id, OGS games).
+    func delivered(_ request: APNsStandIn.Request, by instance: Int) {
+        guard let body = request.body else { return }
+        var ids: [String] = []
+        if let id = body["id"]?.stringValue { ids.append(id) }
+        if let id = body["message_id"]?.stringValue { ids.append(id) }
+        for game in body["game_ids"]?.arrayValue ?? [] { if let id = game.intValue { ids.append("g\(id)") } }
+        let delivery = Delivery(instance: instance, at: .now)
+        state.withLock { state in for id in ids { state.deliveries[id, default: []].append(delivery) } }
+    }
+
+    var lost: Int { state.withLock { state in state.accepted.filter { state.deliveries[$0] == nil }.count } }
+
+    var progress: String {
+        state.withLock { state in
+            let waiting = state.accepted.filter { state.deliveries[$0] == nil }
+            return "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(5)), faults \(state.faults)"
+        }
+    }
+
+    struct Summary {
+        var accepted = 0, delivered = 0, lost = 0, explained = 0, unexplained = 0
+        var unexplainedIDs: [String] = []
+        var faults: [String: Int] = [:]
+    }
+
+    func summary() -> Summary {
+        state.withLock { state in
+            var summary = Summary(faults: state.faults)
+            summary.accepted = state.accepted.count
+            summary.delivered = state.accepted.filter { state.deliveries[$0] != nil }.count
+            summary.lost = summary.accepted - summary.delivered
+            for (id, deliveries) in state.deliveries where deliveries.count > 1 {
+                // Each send but the last must have been in flight at its process's SIGKILL, or open
+                // on a connection a GOAWAY closed before its answer.
+                let explained = deliveries.dropLast().allSatisfy { delivery in
+                    let inFlight = { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= self.inFlightWindow }
+                    return state.killedAt[delivery.instance].map(inFlight) ?? false
+                        || (state.cutAt[delivery.instance] ?? []).contains(where: inFlight)
+                }
+                if explained { summary.explained += 1 } else { summary.unexplained += 1; summary.unexplainedIDs.append(id) }
+            }
+            summary.unexplainedIDs.sort()
+            return summary
+        }
+    }
+}
