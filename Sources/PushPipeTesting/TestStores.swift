@@ -11,9 +11,9 @@ public enum TestStores {
     }
 
 
-    /// A new, empty database on the test server; returns its location.
-    public static func freshPostgresDatabase() async throws -> StoreLocation {
-        guard let url = postgresURL, case .postgres(var location) = try StoreLocation(parsing: url) else {
+    /// A new, empty database on the test server (or on `server`, a `postgres://` URL); returns its location.
+    public static func freshPostgresDatabase(on server: String? = nil) async throws -> StoreLocation {
+        guard let url = server ?? postgresURL, case .postgres(var location) = try StoreLocation(parsing: url) else {
             throw StoreLocation.InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not a postgres:// URL")
         }
         let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
@@ -25,6 +25,14 @@ public enum TestStores {
         }
         location.database = name
         return .postgres(location)
+    }
+
+    /// A new, empty database as a daemon's `--store` URL (no password, no TLS: the test server).
+    public static func freshPostgresURL(on server: String? = nil) async throws -> String {
+        guard case .postgres(let location) = try await freshPostgresDatabase(on: server) else {
+            throw StoreLocation.InvalidLocation(description: "not a postgres:// URL")
+        }
+        return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
     }
 }
 

@@ -12,6 +12,7 @@ import Darwin
 struct ListenerService: Service {
     let listener: String
     let address: String
+    /// What gives the listener another address, e.g. `--listen HOST:PORT`.
     let option: String
     let service: any Service
 
@@ -31,7 +32,6 @@ public struct ListenerBindError: Error, CustomStringConvertible {
     public var reason: String
 
     public var description: String {
-        "the \(listener) cannot listen on \(address): \(reason). Another daemon on this machine? Give each its own with \(option) HOST:PORT"
-            + (option == "--admin-listen" ? " (or --admin-listen off)" : "")
+        "the \(listener) cannot listen on \(address): \(reason). Another daemon on this machine? Give each its own with \(option)"
     }
 }

@@ -64,7 +64,7 @@ public final class Daemon: Sendable {
         host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options
-        let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen",
+        let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen HOST:PORT",
                                           service: host.application(host: options.host, port: options.port) { port in
             logger.notice("listening on http://\(options.host):\(port)", metadata: [
                 "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
@@ -77,7 +77,7 @@ public final class Daemon: Sendable {
         if let admin = options.admin {
             let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode), logger: logger)
             adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
-                                                                option: "--admin-listen",
+                                                                option: "--admin-listen HOST:PORT (or --admin-listen off)",
                                                                 service: adminHost.application(host: admin.host, port: admin.port) { port in
                 logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
             })))

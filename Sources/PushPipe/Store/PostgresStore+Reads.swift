@@ -57,14 +57,6 @@ extension PostgresStore {
             """, logger: logger)
     }
 
-    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
-        guard !eventIDs.isEmpty else { return }
-        try await client.query("""
-            UPDATE queued_events SET lease_until = 0
-            WHERE pipeline = \(pipeline) AND source = \(source) AND instance = \(QueuedEvent.thisProcess) AND event_id = ANY(\(eventIDs))
-            """, logger: logger)
-    }
-
     public func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
         try await count(client.query("""
             DELETE FROM deliveries WHERE id IN (

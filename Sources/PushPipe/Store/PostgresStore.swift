@@ -26,9 +26,9 @@ public final class PostgresStore: Store {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
+        outcomes = Self.groupCommit(client: client, logger: logger)
         guard runsPool else {
             running = nil
-            outcomes = Self.groupCommit(client: client, logger: logger)
             let migrating = PostgresClient(configuration: configuration, backgroundLogger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await migrating.run() }
@@ -39,7 +39,6 @@ public final class PostgresStore: Store {
         }
         let running = Task { await client.run() }
         self.running = running
-        outcomes = Self.groupCommit(client: client, logger: logger)
         do {
             try await Self.migrate(client, logger: logger)
         } catch {
@@ -51,7 +50,7 @@ public final class PostgresStore: Store {
     /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other
     /// callers' accepted events. So the transaction runs in a task of its own, which the
     /// leader's cancellation (a pipeline stopping at its drain timeout) does not reach: the
-    /// pool refuses a connection to a cancelled task, and the whole batch failed with it.
+    /// pool refuses a connection to a cancelled task, which would fail the whole batch.
     private static func groupCommit(client: PostgresClient, logger: Logger) -> GroupCommit<OutcomeWrite> {
         GroupCommit { writes in
             try await Task {

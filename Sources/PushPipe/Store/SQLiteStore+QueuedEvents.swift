@@ -31,15 +31,8 @@ extension SQLiteStore {
     }
 
     public func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws {
-        try await setLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, until: Date().timeIntervalSince1970 + lease)
-    }
-
-    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
-        try await setLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, until: 0)
-    }
-
-    private func setLeases(pipeline: String, source: String, eventIDs: [String], until: Double) async throws {
         guard !eventIDs.isEmpty else { return }
+        let until = Date().timeIntervalSince1970 + lease
         try await database.write { db in
             let statement = try db.cachedStatement(sql: """
                 UPDATE queued_events SET lease_until = ? WHERE pipeline = ? AND source = ? AND instance = ? AND event_id = ?

@@ -71,9 +71,6 @@ public protocol Store: Sendable {
     /// Extends, to `lease` seconds from now on the store's clock, the leases of this process's
     /// events among `eventIDs`: those it is working on. The others lapse and are claimed again.
     func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws
-    /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): the
-    /// next claim, here or on another daemon, takes them.
-    func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws
     /// The event's processing ended (whatever its outcome): it is not sent again.
     func dequeue(pipeline: String, eventID: String) async throws
 
@@ -90,6 +87,12 @@ public protocol Store: Sendable {
 
 extension Store {
     public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {}
+
+    /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): a
+    /// lease that ran out a second ago, so the next claim, here or on another daemon, takes them.
+    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
+        try await renewLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, lease: -1)
+    }
 }
 
 public struct HistoryEntry: Sendable, Equatable {

@@ -37,6 +37,14 @@ final class HTTPEventLeases: Sendable {
 
     func finishLater(_ id: String) { state.withLock { _ = $0.finished.insert(id) } }
 
+    /// Lets go of events this process will not finish (cancelled, or not submitted while the
+    /// pipeline stops): their leases end now, so the next claim anywhere takes them. In a task
+    /// of its own: a cancelled task cannot reach a pooled connection.
+    func letGo(_ ids: [String], store: any Store, pipeline: String, source: String) async {
+        ids.forEach(forget)
+        await Task { try? await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: ids) }.value
+    }
+
     var heldIDs: [String] { state.withLock { Array($0.held.keys) } }
     var finishedIDs: [String] { state.withLock { Array($0.finished) } }
 
@@ -88,12 +96,7 @@ extension HTTPEventSource {
     static func completion(of eventID: String, leases: HTTPEventLeases, store: any Store, pipeline: String, source: String,
                            logger: Logger) -> @Sendable (EventReport) async -> Void {
         { _ in
-            guard !Task.isCancelled else {
-                leases.forget(eventID)
-                // In a task of its own: the cancelled one cannot reach a pooled connection.
-                await Task { try? await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: [eventID]) }.value
-                return
-            }
+            guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, pipeline: pipeline, source: source) }
             do {
                 try await store.dequeue(pipeline: pipeline, eventID: eventID)
                 leases.forget(eventID)

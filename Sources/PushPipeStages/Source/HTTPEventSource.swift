@@ -99,9 +99,7 @@ struct HTTPEventSource: Source, LongRunningStage {
             do {
                 try await sink.submit(event)
             } catch {
-                let unsent = claimed[index...].map(\.eventID)
-                unsent.forEach(leases.forget)
-                await Task { try? await context.store.releaseLeases(pipeline: context.pipeline, source: context.stage, eventIDs: unsent) }.value
+                await leases.letGo(claimed[index...].map(\.eventID), store: context.store, pipeline: context.pipeline, source: context.stage)
                 throw error
             }
         }

@@ -9,9 +9,8 @@ import Glibc
 /// A claim folder's owner is alive while it keeps touching the folder. Whether it still does
 /// is judged by each watcher on its own monotonic clock, from whether the folder's timestamp
 /// changed, never by comparing a timestamp with the watcher's wall clock: `rename()` keeps a
-/// file's old modification time (a reply written an hour before it was claimed looked
-/// abandoned at once), and daemons on several machines, or one with a drifting clock, do not
-/// agree on the time.
+/// file's modification time, so a reply's age says nothing about its claim, and daemons on
+/// several machines, or one with a drifting clock, do not agree on the time.
 extension ReplyFolderSource {
     /// This process's claim folder; the dot keeps scans and inotify of the folder out of it.
     var claimDirectory: String { "\(directory)/.claimed/\(QueuedEvent.thisProcess)" }
@@ -33,7 +32,7 @@ extension ReplyFolderSource {
         let lease = Duration.milliseconds(Int64(configuration.claimLease * 1000))
         var owners = ClaimFolderOwners()
         while !Task.isCancelled {
-            try? FileManager.default.createDirectory(atPath: claimDirectory, withIntermediateDirectories: true)
+            // A folder another daemon removed (empty and judged abandoned) comes back with the next claim.
             try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: claimDirectory)
             let claims = "\(directory)/.claimed"
             let others = ((try? FileManager.default.contentsOfDirectory(atPath: claims)) ?? []).filter { $0 != QueuedEvent.thisProcess }

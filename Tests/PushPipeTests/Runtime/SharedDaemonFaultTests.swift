@@ -25,13 +25,22 @@ import Testing
         return (apns, environment, delivered)
     }
 
-    static func postgresURL() async throws -> String {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { throw WaitTimedOut("no PostgreSQL database") }
-        return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
-    }
-
     static func duplicates(_ counts: [String: Int]) -> [String] {
         counts.filter { $0.value > 1 }.keys.sorted()
+    }
+
+    /// Waits until `count` ids were delivered, then `settle` more: what a lapsed lease or a
+    /// returned claim would send twice goes out within a lease or two.
+    static func waitForDeliveries(_ delivered: ObservedState<[String: Int]>, count: Int, settle: Duration,
+                                  saying detail: @escaping () -> String = { "" }) async throws {
+        try await delivered.wait(timeout: 60, { $0.count >= count ? () : nil },
+                                 failure: { WaitTimedOut("\($0.count) of \(count) delivered\(detail())") })
+        try await Task.sleep(for: settle)
+    }
+
+    static func expectEachDeliveredOnce(_ delivered: ObservedState<[String: Int]>, count: Int) {
+        #expect(delivered.value.count == count, "every one delivered")
+        #expect(duplicates(delivered.value).isEmpty, "none twice: \(duplicates(delivered.value))")
     }
 
     static let registration: JSON = ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]
@@ -46,16 +55,7 @@ import Testing
         let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory, field: "message_id") { _ in
             .delayed(seconds: 1.5, .accept)
         }
-        try directory.write("pipelines/replies.yaml", """
-            pipeline: replies
-            routes:
-              - {action: register, path: /register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
-            sources:
-              - {type: reply.folder, path: "${REPLY_DIR}", claim_lease: 1s}
-            renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
-            \(SharedDatabaseTests.apnsTransport)
-            delivery: {concurrency: 2}
-            """)
+        try directory.write("pipelines/replies.yaml", SharedReplyFolderTests.replyPipeline(claimLease: "1s", concurrency: 2))
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
         let environment = apnsEnvironment.merging(["REPLY_DIR": directory.file("replies")]) { _, new in new }
         let run = { @Sendable (state: String, body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
@@ -66,19 +66,14 @@ import Testing
         try await withCleanup({
             try await run("a.sqlite") { first in
                 try await run("b.sqlite") { second in
-                    for daemon in [first, second] {
-                        let response = try await HTTPTestClient(port: try await daemon.port())
-                            .request("POST", "/register-apns", json: ["device_token": "install-1", "apns_token": .string(String(repeating: "ab", count: 32))])
-                        #expect(response.status == 200)
-                    }
+                    try await SharedReplyFolderTests.registerInstall(with: [first, second])
                     let anHourAgo = Date().addingTimeInterval(-3600)
                     for number in 0..<replies {
                         let staged = try directory.write("staging/r\(number).json", #"{"message_id": "m\#(number)", "text": "reply"}"#)
                         try FileManager.default.setAttributes([.modificationDate: anHourAgo], ofItemAtPath: staged)
                         try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/r\(number).json"))
                     }
-                    try await delivered.wait(timeout: 60, { $0.count >= replies ? () : nil },
-                                             failure: { WaitTimedOut("\($0.count) of \(replies) replies delivered") })
+                    try await Self.waitForDeliveries(delivered, count: replies, settle: .zero)
                     // Each moves to sent/ after its answer; a reply taken back for abandoned would go out again meanwhile.
                     let sent = { (try? FileManager.default.contentsOfDirectory(atPath: directory.file("replies/sent")))?.count ?? 0 }
                     let deadline = ContinuousClock.now + .seconds(30)
@@ -88,8 +83,7 @@ import Testing
                 }
             }
         }, cleanup: apns.stop)
-        #expect(delivered.value.count == replies, "every reply sent")
-        #expect(Self.duplicates(delivered.value).isEmpty, "no reply twice: \(delivered.value)")
+        Self.expectEachDeliveredOnce(delivered, count: replies)
     }
 
     /// Defect 2: a daemon claimed up to 1,000 left-over events and renewed its leases only
@@ -101,7 +95,7 @@ import Testing
         defer { directory.remove() }
         let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.5, .accept) }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "1s", delivery: "concurrency: 2, drain_timeout: 1s"))
-        let url = try await Self.postgresURL()
+        let url = try await TestStores.freshPostgresURL()
         let store = try await StoreLocation(parsing: url).open(logger: Logger(label: "test"))
         let events = 40
         for number in 0..<events {
@@ -117,15 +111,11 @@ import Testing
                 _ = try await first.port()
                 try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { second in
                     _ = try await second.port()
-                    try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
-                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
-                    // What a lapsed lease would send twice goes out within a lease or two.
-                    try await Task.sleep(for: .seconds(3))
+                    try await Self.waitForDeliveries(delivered, count: events, settle: .seconds(3))
                 }
             }
         }, cleanup: apns.stop)
-        #expect(delivered.value.count == events, "every event delivered")
-        #expect(Self.duplicates(delivered.value).isEmpty, "no event twice: \(Self.duplicates(delivered.value))")
+        Self.expectEachDeliveredOnce(delivered, count: events)
     }
 
     /// Defect 3: an event cancelled at the drain timeout of a SIGHUP reload stayed queued under
@@ -168,14 +158,14 @@ import Testing
         defer { directory.remove() }
         let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.4, .accept) }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 1, drain_timeout: 1s"))
-        let url = try await Self.postgresURL()
+        let url = try await TestStores.freshPostgresURL()
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
         let events = 12
         try await withCleanup({
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { first in
                 let client = HTTPTestClient(port: try await first.port())
                 try await DaemonProcess.run(arguments: arguments, directory: directory.path,
-                                            environment: apnsEnvironment.merging(FakeTime.environment) { _, new in new },
+                                            environment: apnsEnvironment,
                                             launcher: FakeTime.launcher(offset: "+60s")) { ahead in
                     _ = try await ahead.port()
                     // Its log's timestamps are its clock: a minute ahead.
@@ -192,14 +182,13 @@ import Testing
                         }
                         for try await status in group { #expect(status == 202) }
                     }
-                    try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
-                                             failure: { WaitTimedOut("\($0.count) of \(events) events delivered; the skewed daemon said: \(ahead.standardError.filter { !$0.contains(" debug ") }.suffix(15))") })
-                    try await Task.sleep(for: .seconds(2))
+                    try await Self.waitForDeliveries(delivered, count: events, settle: .seconds(2)) {
+                        "; the skewed daemon said: \(ahead.standardError.filter { !$0.contains(" debug ") }.suffix(15))"
+                    }
                 }
             }
         }, cleanup: apns.stop)
-        #expect(delivered.value.count == events, "every event delivered")
-        #expect(Self.duplicates(delivered.value).isEmpty, "no event twice: \(Self.duplicates(delivered.value))")
+        Self.expectEachDeliveredOnce(delivered, count: events)
     }
 
     /// Defect 7: a second daemon on one machine failed on the admin listener's default port

@@ -48,9 +48,7 @@ import Testing
             return .delayed(seconds: 0.02, .accept)
         }
         try directory.write("pipelines/shared.yaml", Self.pipeline)
-        let store = try await TestStores.freshPostgresDatabase()
-        guard case .postgres(let location) = store else { return }
-        let url = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        let url = try await TestStores.freshPostgresURL()
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
         let run = { @Sendable (body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { try await body($0) }
@@ -109,9 +107,7 @@ import Testing
         let ogs = try await OGSStandIn.start()
         let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/ogs-turns.yaml"), encoding: .utf8)
         try directory.write("pipelines/ogs-turns.yaml", pipeline)
-        let store = try await TestStores.freshPostgresDatabase()
-        guard case .postgres(let location) = store else { return }
-        let url = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        let url = try await TestStores.freshPostgresURL()
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
         let environment = apnsEnvironment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "2"]) { _, new in new }
         let run = { @Sendable (body: @Sendable @escaping (DaemonProcess) async throws -> Void) in

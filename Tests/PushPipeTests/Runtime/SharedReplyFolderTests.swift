@@ -5,6 +5,29 @@ import Testing
 
 /// Several daemons on one reply folder (issue 13), as real processes.
 @Suite struct SharedReplyFolderTests {
+    /// Replies from `${REPLY_DIR}` as APNs alerts whose custom `message_id` lets the stand-in count them.
+    static func replyPipeline(claimLease: String, concurrency: Int) -> String {
+        """
+        pipeline: replies
+        routes:
+          - {action: register, path: /register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
+        sources:
+          - {type: reply.folder, path: "${REPLY_DIR}", claim_lease: \(claimLease)}
+        renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
+        \(SharedDatabaseTests.apnsTransport)
+        delivery: {concurrency: \(concurrency)}
+        """
+    }
+
+    /// Registers the one install with each daemon (each keeps its own store).
+    static func registerInstall(with daemons: [DaemonProcess]) async throws {
+        for daemon in daemons {
+            let response = try await HTTPTestClient(port: try await daemon.port())
+                .request("POST", "/register-apns", json: ["device_token": "install-1", "apns_token": .string(String(repeating: "ab", count: 32))])
+            #expect(response.status == 200)
+        }
+    }
+
     @Sendable func sentFiles(_ directory: TemporaryDirectory) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: directory.file("replies/sent")))?.count ?? 0
     }
@@ -21,16 +44,7 @@ import Testing
             if let id = request.body?["message_id"]?.stringValue { delivered.update { $0[id, default: 0] += 1 } }
             return .delayed(seconds: 0.05, .accept)
         }
-        try directory.write("pipelines/replies.yaml", """
-            pipeline: replies
-            routes:
-              - {action: register, path: /register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
-            sources:
-              - {type: reply.folder, path: "${REPLY_DIR}", claim_lease: 2s}
-            renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
-            \(SharedDatabaseTests.apnsTransport)
-            delivery: {concurrency: 4}
-            """)
+        try directory.write("pipelines/replies.yaml", Self.replyPipeline(claimLease: "2s", concurrency: 4))
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
         let environment = apnsEnvironment.merging(["REPLY_DIR": directory.file("replies")]) { _, new in new }
         let run = { @Sendable (state: String, body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
@@ -41,12 +55,7 @@ import Testing
         try await withCleanup({
             try await run("a.sqlite") { first in
                 try await run("b.sqlite") { second in
-                    for daemon in [first, second] {
-                        let client = HTTPTestClient(port: try await daemon.port())
-                        let response = try await client.request("POST", "/register-apns", json: ["device_token": "install-1",
-                                                                                                "apns_token": .string(String(repeating: "ab", count: 32))])
-                        #expect(response.status == 200)
-                    }
+                    try await Self.registerInstall(with: [first, second])
                     for number in 0..<replies {
                         let staged = try directory.write("staging/r\(number).json", #"{"message_id": "m\#(number)", "text": "reply"}"#)
                         try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/r\(number).json"))

@@ -32,9 +32,9 @@ struct ChaosCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard let server = postgres ?? TestStores.postgresURL else { throw ValidationError("--postgres or PUSHPIPE_TEST_POSTGRES_URL names a server") }
-        setenv("PUSHPIPE_TEST_POSTGRES_URL", server, 1)
         guard FakeTime.isInstalled else { throw ValidationError("Debian's faketime is not installed (the third daemon runs a minute ahead)") }
-        guard case .postgres(let database) = try await TestStores.freshPostgresDatabase() else { return }
+        let url = try await TestStores.freshPostgresURL(on: server)
+        guard case .postgres(let database) = try StoreLocation(parsing: url) else { return }
         let directory = try TemporaryDirectory("chaos")
         defer { directory.remove() }
         let random = SeededRandom(seed: seed)
@@ -70,7 +70,6 @@ struct ChaosCommand: AsyncParsableCommand {
         }
         let transport = SoakPipelines.transport(delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s")
         try SoakPipelines.write(into: directory, transport: transport)
-        let url = "postgres://\(database.user)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
         let admin = try ChaosDatabase(server: server, database: database.database)
 
@@ -78,7 +77,7 @@ struct ChaosCommand: AsyncParsableCommand {
             group.addTask { try await admin.run() }
             for slot in 0..<Self.daemons {
                 let launcher = slot == Self.daemons - 1 ? FakeTime.launcher(offset: "+60s") : []
-                let environment = environments[slot].merging(slot == Self.daemons - 1 ? FakeTime.environment : [:]) { _, new in new }
+                let environment = environments[slot]
                 let path = directory.path
                 group.addTask {
                     try await daemons.keepRunning(slot: slot, arguments: arguments, directory: path, environment: environment, launcher: launcher)
@@ -93,7 +92,12 @@ struct ChaosCommand: AsyncParsableCommand {
             for slot in 1..<Self.daemons { _ = try await daemons.port(of: slot) }
 
             let deadline = ContinuousClock.now + .seconds(seconds)
-            let producer = Task { try await produce(until: deadline, daemons: daemons, ogs: ogs, directory: directory, ledger: ledger, random: random) }
+            let producer = Task { [eventRate, replyRate, moveRate] in
+                try await SoakProducer(eventRate: eventRate, replyRate: replyRate, moveRate: moveRate, player: Self.player)
+                    .run(until: deadline, directory: directory, ogs: ogs, ledger: ledger) {
+                        daemons.anyPort(random).map { (HTTPTestClient(port: $0), "user-\(random.next(SoakPipelines.users))") }
+                    }
+            }
             var title = 0
             var lastOutage = ContinuousClock.now - .seconds(outage * 3 + 1)
             while ContinuousClock.now < deadline {
@@ -142,41 +146,5 @@ struct ChaosCommand: AsyncParsableCommand {
             |---|---|---|---|---|---|---|
             | \(summary.accepted) | \(summary.delivered) | \(summary.lost) | \(summary.explained) | \(summary.unexplained) | \(queued) | \(holds) |
             """ + (summary.unexplainedIDs.isEmpty ? "" : "\nunexplained: \(summary.unexplainedIDs.prefix(20))")
-    }
-
-    /// Posts events to a daemon that is up, writes reply files and makes OGS games the player's turn.
-    func produce(until: ContinuousClock.Instant, daemons: ChaosDaemons, ogs: OGSStandIn, directory: TemporaryDirectory,
-                 ledger: ChaosLedger, random: SeededRandom) async throws {
-        let tick = Duration.milliseconds(25)
-        var due = (events: 0.0, replies: 0.0, moves: 0.0)
-        while ContinuousClock.now < until {
-            due.events += eventRate * 0.025
-            due.replies += replyRate * 0.025
-            due.moves += moveRate * 0.025
-            while due.events >= 1 {
-                due.events -= 1
-                guard let port = daemons.anyPort(random) else { continue }
-                let id = ledger.nextID("e")
-                let user = "user-\(random.next(SoakPipelines.users))"
-                if let response = try? await HTTPTestClient(port: port).request("POST", "/soak/events", json: ["user": .string(user), "id": .string(id)],
-                                                                                timeout: 5),
-                   response.status == 202 {
-                    ledger.accept(id)
-                }
-            }
-            while due.replies >= 1 {
-                due.replies -= 1
-                let id = ledger.nextID("r")
-                try SoakPipelines.writeReply(id, into: directory)
-                ledger.accept(id)
-            }
-            while due.moves >= 1 {
-                due.moves -= 1
-                let game = ledger.nextGame()
-                SoakPipelines.makeMove(game, player: Self.player, on: ogs)
-                ledger.accept("g\(game)")
-            }
-            try await Task.sleep(for: tick)
-        }
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 /// sent it, and when each process was killed. A notification sent twice is explained when one
 /// of its sends came from a process SIGKILLed soon after (it was in flight at the kill: sent,
 /// its outcome not yet committed); any other is not.
-final class ChaosLedger: Sendable {
+final class ChaosLedger: SoakAccounting {
     struct Delivery: Sendable {
         var instance: Int
         var at: ContinuousClock.Instant

@@ -63,7 +63,8 @@ struct SoakCommand: AsyncParsableCommand {
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
                 let client = HTTPTestClient(port: try await daemon.port())
                 let until = min(ContinuousClock.now + life, deadline)
-                try await produce(until: until, client: client, ogs: ogs, directory: directory, ledger: ledger)
+                try await SoakProducer(eventRate: eventRate, replyRate: replyRate, moveRate: moveRate, player: Self.player)
+                    .run(until: until, directory: directory, ogs: ogs, ledger: ledger) { (client, "user-\(Int.random(in: 0..<SoakPipelines.users))") }
                 daemon.signal(SIGKILL)
                 _ = try? await daemon.waitForExit()
             }
@@ -102,39 +103,5 @@ struct SoakCommand: AsyncParsableCommand {
         }
         print(ledger.summary(kills: kills, integrity: integrity))
         if ledger.lost > 0 || integrity != "ok" { throw ExitCode(1) }
-    }
-
-    /// Posts events, writes reply files and makes OGS games the player's turn, at the set rates.
-    func produce(until: ContinuousClock.Instant, client: HTTPTestClient, ogs: OGSStandIn, directory: TemporaryDirectory,
-                 ledger: SoakLedger) async throws {
-        let tick = Duration.milliseconds(25)
-        var due = (events: 0.0, replies: 0.0, moves: 0.0)
-        while ContinuousClock.now < until {
-            due.events += eventRate * 0.025
-            due.replies += replyRate * 0.025
-            due.moves += moveRate * 0.025
-            while due.events >= 1 {
-                due.events -= 1
-                let id = ledger.nextID("e")
-                let user = "user-\(Int.random(in: 0..<SoakPipelines.users))"
-                if let response = try? await client.request("POST", "/soak/events", json: ["user": .string(user), "id": .string(id)], timeout: 5),
-                   response.status == 202 {
-                    ledger.accept(id)
-                }
-            }
-            while due.replies >= 1 {
-                due.replies -= 1
-                let id = ledger.nextID("r")
-                try SoakPipelines.writeReply(id, into: directory)
-                ledger.accept(id)
-            }
-            while due.moves >= 1 {
-                due.moves -= 1
-                let game = ledger.nextGame()
-                SoakPipelines.makeMove(game, player: Self.player, on: ogs)
-                ledger.accept("g\(game)")
-            }
-            try await Task.sleep(for: tick)
-        }
     }
 }

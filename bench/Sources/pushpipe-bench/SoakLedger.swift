@@ -3,7 +3,7 @@ import PushPipeTesting
 import Synchronization
 
 /// What the soak accepted and what APNs answered 200 for, by notification id.
-final class SoakLedger: Sendable {
+final class SoakLedger: SoakAccounting {
     private struct State {
         var accepted = Set<String>()
         var delivered: [String: Int] = [:]

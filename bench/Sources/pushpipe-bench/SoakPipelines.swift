@@ -58,16 +58,4 @@ enum SoakPipelines {
         registrations.append(("/register", ["user_id": .int(player), "device_token": .string(live)]))
         return registrations
     }
-
-    /// A reply file, written elsewhere and renamed into the folder, as a writer does.
-    static func writeReply(_ id: String, into directory: TemporaryDirectory) throws {
-        let staged = try directory.write("staging/\(id).json", #"{"message_id": "\#(id)", "text": "soak reply"}"#)
-        try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/\(id).json"))
-    }
-
-    /// A game in which it becomes `player`'s turn now.
-    static func makeMove(_ game: Int64, player: Int64, on ogs: OGSStandIn) {
-        ogs.addGame(player, OGSStandIn.Game(id: game, name: "g\(game)", black: 356, white: player, currentPlayer: player,
-                                           lastMove: Int64(Date().timeIntervalSince1970 * 1000)))
-    }
 }
