@@ -63,6 +63,11 @@ public final class HTTPHost: Sendable {
                 return HTTPHost.response(status: status, body: body)
             } catch let error as HTTPError {
                 return HTTPHost.response(status: error.status, body: error.body)
+            } catch where error is StoreUnavailableError || error is StoreTimeoutError {
+                // Nothing was stored: the caller sends it again (Retry-After), nothing piles up here.
+                var response = HTTPHost.response(status: 503, body: HTTPError(503, "the store does not answer; nothing was stored, try again").body)
+                response.headers[.retryAfter] = "1"
+                return response
             } catch {
                 host.logger.error("route failed", metadata: ["path": .string(request.uri.path), "error": .string("\(error)")])
                 return HTTPHost.response(status: 500, body: HTTPError(500, "internal error").body)

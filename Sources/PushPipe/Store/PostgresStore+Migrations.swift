@@ -57,6 +57,13 @@ extension PostgresStore {
                 until DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, stage, key))
             """,
         ]),
+        ("v5-lease-clocks", [
+            """
+            CREATE TABLE lease_clocks (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, renewed_at DOUBLE PRECISION NOT NULL,
+                resumed_at DOUBLE PRECISION NOT NULL, gap DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
+            """,
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }
@@ -105,6 +112,6 @@ extension PostgresStore {
 
     /// The migrations applied, in order (for tests and diagnostics).
     public func appliedMigrations() async throws -> [String] {
-        try await strings(client.query("SELECT name FROM pushpipe_migrations ORDER BY applied_at, name", logger: logger))
+        try await strings(connections.rows("SELECT name FROM pushpipe_migrations ORDER BY applied_at, name"))
     }
 }

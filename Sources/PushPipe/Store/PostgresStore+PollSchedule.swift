@@ -6,7 +6,7 @@ extension PostgresStore {
     /// store (where that order keeps a claim's writes on neighbouring pages). ON CONFLICT: another
     /// daemon may schedule the same user between the NOT EXISTS and the insert.
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await connections.transaction { [logger] connection in
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
                 SELECT \(pipeline), \(source), user_id, \(unescaped: Self.databaseNow) + (row_number() OVER (ORDER BY user_id) - 1) * \(interval * 0.8) / count(*) OVER () FROM (
@@ -25,22 +25,22 @@ extension PostgresStore {
         guard !keys.isEmpty else { return [] }
         // A key is taken when nobody holds it or its holder's lease ran out (a dead daemon), on
         // the database's clock.
-        let taken = try await strings(client.query("""
+        let taken = try await strings(connections.rows("""
             INSERT INTO stage_holds (pipeline, stage, key, owner, until)
             SELECT \(pipeline), \(stage), key, \(QueuedEvent.thisProcess), \(unescaped: Self.databaseNow) + \(lease)
             FROM unnest(\(Array(keys))::text[]) AS key
             ON CONFLICT (pipeline, stage, key) DO UPDATE SET owner = excluded.owner, until = excluded.until
             WHERE stage_holds.until < \(unescaped: Self.databaseNow)
             RETURNING key
-            """, logger: logger))
+            """))
         return Set(taken)
     }
 
     public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
         guard !keys.isEmpty else { return }
-        try await client.query("""
+        try await connections.rows("""
             DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
-            """, logger: logger)
+            """)
     }
 
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {
@@ -48,7 +48,7 @@ extension PostgresStore {
         // The due users are chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the
         // planner may run the subquery again, and a claim took every due user whatever the limit.
         // An UPDATE returns rows in no particular order: sorted after it, as they fell due.
-        return try await strings(client.query("""
+        return try await strings(connections.rows("""
             WITH due AS MATERIALIZED (
                 SELECT user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source) AND due_at <= \(unescaped: Self.databaseNow)
                 ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
@@ -57,6 +57,6 @@ extension PostgresStore {
                 WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source) AND schedule.user_id = due.user_id
                 RETURNING schedule.user_id, due.due_at)
             SELECT user_id FROM claimed ORDER BY due_at
-            """, logger: logger))
+            """))
     }
 }

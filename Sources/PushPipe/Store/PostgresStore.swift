@@ -9,6 +9,8 @@ import ServiceLifecycle
 /// registrations are single statements on a pooled `PostgresClient`.
 public final class PostgresStore: Store {
     let client: PostgresClient
+    /// Every statement's way to the database, bounded in time (see `Waits`).
+    let connections: PostgresConnections
     let logger: Logger
     /// Without a service group to run the pool in (tests, benchmarks), the store runs it in a
     /// task of its own, which `close` ends.
@@ -22,11 +24,19 @@ public final class PostgresStore: Store {
     /// of daemons starting together: they wait on an advisory lock).
     /// - Parameter runsPool: false when the caller runs `pool` as a service of its service
     ///   group (the daemon); the migration then uses a short-lived pool of its own.
-    public init(configuration: PostgresClient.Configuration, logger: Logger, runsPool: Bool = true) async throws {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    public init(configuration: PostgresClient.Configuration, waits: Waits = Waits(), logger: Logger, runsPool: Bool = true) async throws {
+        var configuration = configuration
+        configuration.options.connectTimeout = waits.connection
+        // The pool tells each failed reconnection at info: during an outage, the store's own
+        // two lines say it (one when it begins, one when it ends). Debug shows them all.
+        var poolLogger = logger
+        if poolLogger.logLevel == .info { poolLogger.logLevel = .notice }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
         self.client = client
         self.logger = logger
-        outcomes = Self.groupCommit(client: client, logger: logger)
+        let connections = PostgresConnections(client: client, waits: waits, logger: logger)
+        self.connections = connections
+        outcomes = Self.groupCommit(connections: connections, logger: logger)
         guard runsPool else {
             running = nil
             let migrating = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -51,10 +61,10 @@ public final class PostgresStore: Store {
     /// callers' accepted events. So the transaction runs in a task of its own, which the
     /// leader's cancellation (a pipeline stopping at its drain timeout) does not reach: the
     /// pool refuses a connection to a cancelled task, which would fail the whole batch.
-    private static func groupCommit(client: PostgresClient, logger: Logger) -> GroupCommit<OutcomeWrite> {
+    private static func groupCommit(connections: PostgresConnections, logger: Logger) -> GroupCommit<OutcomeWrite> {
         GroupCommit { writes in
             try await Task {
-                try await client.withTransaction(logger: logger) { connection in try await Self.commit(writes, on: connection, logger: logger) }
+                try await connections.transaction { connection in try await Self.commit(writes, on: connection, logger: logger) }
             }.value
         }
     }
@@ -68,7 +78,7 @@ public final class PostgresStore: Store {
     public var pool: any Service { client }
 
     public func ping() async throws {
-        try await client.query("SELECT 1", logger: logger).collect()
+        _ = try await connections.rows("SELECT 1")
     }
 
     public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
@@ -83,7 +93,7 @@ public final class PostgresStore: Store {
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
         defer { tokenCache.invalidate() }
         let now = Date().timeIntervalSince1970
-        try await client.withTransaction(logger: logger) { connection in
+        try await connections.transaction { [logger] connection in
             if replace {
                 try await connection.query("""
                     DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
@@ -107,88 +117,86 @@ public final class PostgresStore: Store {
 
     private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
         let rows = if let user {
-            try await client.query("""
+            try await connections.rows("""
                 SELECT user_id, token_kind, token, scope, updated_at FROM registrations
                 WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
-                """, logger: logger)
+                """)
         } else {
-            try await client.query("""
+            try await connections.rows("""
                 SELECT user_id, token_kind, token, scope, updated_at FROM registrations
                 WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
-                """, logger: logger)
+                """)
         }
         return try await Self.tokens(rows)
     }
 
     public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
-        try await Self.tokens(client.query("""
+        try await Self.tokens(connections.rows("""
             SELECT user_id, token_kind, token, scope, updated_at FROM registrations
             WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
             ORDER BY user_id, updated_at DESC
-            """, logger: logger))
+            """))
     }
 
-    private static func tokens(_ rows: PostgresRowSequence) async throws -> [DeviceToken] {
+    private static func tokens(_ rows: [PostgresRow]) throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
-        for try await (user, kind, value, scope, updatedAt) in rows.decode((String, String, String, String, Double).self) {
+        for (user, kind, value, scope, updatedAt) in try rows.decode((String, String, String, String, Double).self) {
             tokens.append(DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt))
         }
         return tokens
     }
 
     public func users(pipeline: String) async throws -> [String] {
-        try await strings(client.query("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id", logger: logger))
+        try await strings(connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id"))
     }
 
     public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
-        try await strings(client.query("""
+        try await strings(connections.rows("""
             SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(limit)
-            """, logger: logger))
+            """))
     }
 
     public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
         if let kind {
-            return try await strings(client.query("""
+            return try await strings(connections.rows("""
                 SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) AND token_kind = \(kind) ORDER BY user_id
-                """, logger: logger))
+                """))
         }
-        return try await strings(client.query("""
+        return try await strings(connections.rows("""
             SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) ORDER BY user_id
-            """, logger: logger))
+            """))
     }
 
-    func strings(_ rows: PostgresRowSequence) async throws -> [String] {
-        var values: [String] = []
-        for try await value in rows.decode(String.self) { values.append(value) }
-        return values
+    func strings(_ rows: [PostgresRow]) throws -> [String] {
+        try rows.map { try $0.decode(String.self) }
     }
 
     public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
         defer { tokenCache.invalidate() }
-        let rows = try await client.query("""
+        let rows = try await connections.rows("""
             DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
             AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id
-            """, logger: logger)
+            """)
         return try await !strings(rows).isEmpty
     }
 
     public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
-        let rows = try await client.query("""
+        let rows = try await connections.rows("""
             SELECT value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user) AND key = \(key)
-            """, logger: logger)
+            """)
         return try await strings(rows).first.map { try JSON.parse($0) }
     }
 
     public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
-        let rows = try await client.query("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)", logger: logger)
+        let rows = try await connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
         var result: [String: JSON] = [:]
-        for try await (key, value) in rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
         return result
     }
 
     public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
         let now = Date().timeIntervalSince1970
-        try await client.withTransaction(logger: logger) { connection in
+        try await connections.transaction { [logger] connection in
             for (key, value) in values {
                 try await connection.query("""
                     INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText), \(now))
@@ -204,11 +212,11 @@ public final class PostgresStore: Store {
 
     public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
         guard !keys.isEmpty else { return [:] }
-        let rows = try await client.query("""
+        let rows = try await connections.rows("""
             SELECT key, value FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(keys))
-            """, logger: logger)
+            """)
         var result: [String: JSON] = [:]
-        for try await (key, value) in rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
         return result
     }
 

@@ -26,6 +26,14 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         /// The longest a statement may run on the server (`statement_timeout`, seconds, 30): a
         /// commit stuck behind a lock fails and is retried instead of holding every writer.
         public var statementTimeout = 30
+        /// The longest the store waits for a connection (`connect_timeout`, seconds, 5, as
+        /// libpq means it): past it the store is taken for unavailable and new events get 503.
+        public var connectTimeout = 5
+
+        /// The store's bounds: an answer may take the server's statement timeout and a margin.
+        public var waits: PostgresStore.Waits {
+            PostgresStore.Waits(connection: .seconds(connectTimeout), answer: .seconds(statementTimeout + 5))
+        }
     }
 
     public struct InvalidLocation: Error, CustomStringConvertible {
@@ -53,6 +61,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
                                         database: database.isEmpty ? user : database, sslMode: sslMode)
         location.poolSize = try Self.count(url, "pool_size", in: 1...1000) ?? location.poolSize
         location.statementTimeout = try Self.count(url, "statement_timeout", in: 1...86400) ?? location.statementTimeout
+        location.connectTimeout = try Self.count(url, "connect_timeout", in: 1...600) ?? location.connectTimeout
         self = .postgres(location)
     }
 
@@ -85,7 +94,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         case .sqlite(let path):
             return (try SQLiteStore(path: path), nil)
         case .postgres(let location):
-            let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger, runsPool: false)
+            let store = try await PostgresStore(configuration: location.clientConfiguration, waits: location.waits, logger: logger, runsPool: false)
             return (store, store.pool)
         }
     }
@@ -96,7 +105,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         case .sqlite(let path):
             return try SQLiteStore(path: path)
         case .postgres(let location):
-            return try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+            return try await PostgresStore(configuration: location.clientConfiguration, waits: location.waits, logger: logger)
         }
     }
 }

@@ -19,7 +19,9 @@ final class HTTPEventLeases: Sendable {
         /// The last time a store operation failed: claims wait a lease after it, so that after an
         /// outage every daemon renews what it holds before any daemon takes over lapsed leases.
         var lastFailure: ContinuousClock.Instant?
-        var failing = false
+        /// A failure this source logged itself (not one the store reported, such as an outage):
+        /// its end is logged too.
+        var failureLogged = false
     }
 
     private let state = Mutex(State())
@@ -48,14 +50,23 @@ final class HTTPEventLeases: Sendable {
     var heldIDs: [String] { state.withLock { Array($0.held.keys) } }
     var finishedIDs: [String] { state.withLock { Array($0.finished) } }
 
-    /// Notes the outcome of a store operation; returns whether the store's state changed
-    /// (failing ↔ answering), which is when it is logged.
-    @discardableResult
-    func stored(_ success: Bool, now: ContinuousClock.Instant = .now) -> Bool {
+    /// Notes a failed store operation; returns whether to log it: the first failure since the
+    /// store last answered, unless the store reports it itself (it logs an outage once).
+    func failed(_ error: any Error, now: ContinuousClock.Instant = .now) -> Bool {
+        let reportedByStore = error is StoreUnavailableError || error is StoreTimeoutError
+        return state.withLock { state in
+            state.lastFailure = now
+            guard !state.failureLogged, !reportedByStore else { return false }
+            state.failureLogged = true
+            return true
+        }
+    }
+
+    /// Notes that the store answered; returns whether a logged failure ended.
+    func answered() -> Bool {
         state.withLock { state in
-            if !success { state.lastFailure = now }
-            defer { state.failing = !success }
-            return state.failing == success
+            defer { state.failureLogged = false }
+            return state.failureLogged
         }
     }
 
@@ -78,11 +89,11 @@ extension HTTPEventSource {
                     try await context.store.dequeue(pipeline: context.pipeline, eventID: id)
                     leases.forget(id)
                 }
-                if leases.stored(true) { context.logger.notice("queued events: the store answers again; leases renewed") }
+                if leases.answered() { context.logger.notice("queued events: leases renewed again") }
             } catch is CancellationError {
                 return
             } catch {
-                if leases.stored(false) {
+                if leases.failed(error) {
                     context.logger.error("queued events: leases not renewed, the store failed (logged again when it answers): \(error)")
                 }
             }
@@ -103,7 +114,9 @@ extension HTTPEventSource {
                 logger.debug("event \(eventID) processed; removed from the queue")
             } catch {
                 leases.finishLater(eventID)
-                logger.warning("event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")
+                // An unavailable store logged that itself, once.
+                let level: Logger.Level = error is StoreUnavailableError || error is StoreTimeoutError ? .debug : .warning
+                logger.log(level: level, "event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")
             }
         }
     }

@@ -76,7 +76,7 @@ struct HTTPEventSource: Source, LongRunningStage {
             } catch let error as HTTPError where error.status == 503 {
                 return // the pipeline is stopping
             } catch {
-                if leases.stored(false) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
+                if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
             // More may be waiting: look again as soon as there is room.
             do { try await Task.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }

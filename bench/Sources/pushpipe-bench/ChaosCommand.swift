@@ -20,6 +20,7 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "A PostgreSQL server (postgres://user@host:port/database?sslmode=disable); a fresh database is made on it. Default: $PUSHPIPE_TEST_POSTGRES_URL.")
     var postgres: String?
     @Option(help: "Seconds of the database outage (ALLOW_CONNECTIONS false), longer than the 15 s lease.") var outage = 30.0
+    @Option(help: "Seconds into the faults when the outage starts (default: drawn at random).") var outageAt: Double?
     @Option(help: "Events posted per second.") var eventRate = 20.0
     @Option(help: "Reply files written per second.") var replyRate = 3.0
     @Option(help: "OGS games that become the player's turn per second.") var moveRate = 0.5
@@ -34,7 +35,6 @@ struct ChaosCommand: AsyncParsableCommand {
         guard let server = postgres ?? TestStores.postgresURL else { throw ValidationError("--postgres or PUSHPIPE_TEST_POSTGRES_URL names a server") }
         guard FakeTime.isInstalled else { throw ValidationError("Debian's faketime is not installed (the third daemon runs a minute ahead)") }
         let url = try await TestStores.freshPostgresURL(on: server)
-        guard case .postgres(let database) = try StoreLocation(parsing: url) else { return }
         let directory = try TemporaryDirectory("chaos")
         defer { directory.remove() }
         let random = SeededRandom(seed: seed)
@@ -71,7 +71,7 @@ struct ChaosCommand: AsyncParsableCommand {
         let transport = SoakPipelines.transport(delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s")
         try SoakPipelines.write(into: directory, transport: transport)
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
-        let admin = try ChaosDatabase(server: server, database: database.database)
+        let admin = try ChaosDatabase(url: url)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await admin.run() }
@@ -103,19 +103,21 @@ struct ChaosCommand: AsyncParsableCommand {
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(Int64(3000 + random.next(5000))))
                 let slot = random.next(Self.daemons)
-                switch random.next(100) {
-                case 0..<30: await daemons.command(.kill, slot: slot); ledger.fault("SIGKILL")
-                case 30..<50: await daemons.command(.terminate, slot: slot); ledger.fault("SIGTERM")
+                let forcedOutage = outageAt.map { ContinuousClock.now >= deadline - .seconds(seconds - $0) && lastOutage < deadline - .seconds(seconds) } ?? false
+                switch forcedOutage ? 99 : random.next(100) {
+                case 0..<30: ledger.fault("SIGKILL", instance: daemons.instance(of: slot)); await daemons.command(.kill, slot: slot)
+                case 30..<50: ledger.fault("SIGTERM", instance: daemons.instance(of: slot)); await daemons.command(.terminate, slot: slot)
                 case 50..<70:
                     title += 1
                     try SoakPipelines.write(into: directory, transport: transport, eventsTitle: "Soak \(title)")
                     await daemons.command(.reload, slot: slot)
-                    ledger.fault("SIGHUP")
+                    ledger.fault("SIGHUP", instance: daemons.instance(of: slot))
                 case 70..<90: try await admin.terminateBackends(); ledger.fault("pg_terminate_backend")
                 default:
                     guard ContinuousClock.now - lastOutage > .seconds(outage * 3), ContinuousClock.now + .seconds(outage) < deadline else { continue }
                     ledger.fault("outage")
                     try await admin.outage(seconds: outage)
+                    ledger.mark("database back")
                     lastOutage = ContinuousClock.now
                 }
                 FileHandle.standardError.write(Data("chaos: \(ledger.progress)\n".utf8))
@@ -145,6 +147,6 @@ struct ChaosCommand: AsyncParsableCommand {
             | accepted | delivered | lost | duplicates explained (SIGKILL, GOAWAY) | unexplained duplicates | queued_events left | live stage_holds left |
             |---|---|---|---|---|---|---|
             | \(summary.accepted) | \(summary.delivered) | \(summary.lost) | \(summary.explained) | \(summary.unexplained) | \(queued) | \(holds) |
-            """ + (summary.unexplainedIDs.isEmpty ? "" : "\nunexplained: \(summary.unexplainedIDs.prefix(20))")
+            """ + summary.unexplainedAccounts.prefix(20).map { "\nunexplained \($0)" }.joined()
     }
 }

@@ -50,7 +50,7 @@ final class ChaosDaemons: Sendable {
         running.update { $0 += 1 }
         defer { running.update { $0 -= 1 } }
         while !stopping.load(ordering: .relaxed) {
-            let instance = ledger.nextInstance()
+            let instance = ledger.nextInstance(slot: slot)
             let (commands, continuation) = AsyncStream<Command>.makeStream()
             slots.withLock { $0[slot] = Slot(instance: instance, commands: continuation) }
             do {

@@ -2,45 +2,40 @@ import Foundation
 import Logging
 import PostgresNIO
 import PushPipe
+import PushPipeTesting
 
 /// The chaos soak's hand on the database server: it cuts the daemons' connections, takes the
 /// soak's database away for a while, and counts what is left in it at the end. It works
 /// through the server's maintenance database, which the outage does not touch.
 struct ChaosDatabase: Sendable {
-    let client: PostgresClient
+    let away: DatabaseOutage
     let soak: PostgresClient
     let database: String
     let logger = Logger(label: "chaos")
 
-    init(server: String, database: String) throws {
-        guard case .postgres(let location) = try StoreLocation(parsing: server) else { throw StoreLocation.InvalidLocation(description: "not postgres") }
-        client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
-        var soakLocation = location
-        soakLocation.database = database
+    init(url: String) throws {
+        guard case .postgres(let location) = try StoreLocation(parsing: url) else { throw StoreLocation.InvalidLocation(description: "not postgres") }
+        away = try DatabaseOutage(url: url)
+        let soakLocation = location
         soak = PostgresClient(configuration: soakLocation.clientConfiguration, backgroundLogger: logger)
-        self.database = database
+        database = location.database
     }
 
     func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            group.addTask { await away.run() }
             group.addTask { await soak.run() }
         }
     }
 
-    func terminateBackends() async throws {
-        try await client.query("""
-            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()
-            """, logger: logger).collect()
-    }
+    func terminateBackends() async throws { try await away.terminateBackends() }
 
     /// No connection to the soak's database for `seconds`: new ones are refused, open ones cut.
     func outage(seconds: Double) async throws {
         FileHandle.standardError.write(Data("chaos: database outage for \(Int(seconds)) s\n".utf8))
-        try await client.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS false"), logger: logger).collect()
-        try await terminateBackends()
+        try await away.begin()
         try await Task.sleep(for: .seconds(seconds))
-        try await client.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) ALLOW_CONNECTIONS true"), logger: logger).collect()
+        try await away.end()
         FileHandle.standardError.write(Data("chaos: database back\n".utf8))
     }
 

@@ -22,8 +22,11 @@ final class ChaosLedger: SoakAccounting {
         /// open on it were accepted but never answered, and are sent again (at least once).
         var cutAt: [Int: [ContinuousClock.Instant]] = [:]
         var faults: [String: Int] = [:]
+        /// Faults and process starts in order, for the account of a duplicate nothing explains.
+        var timeline: [(at: ContinuousClock.Instant, what: String)] = []
     }
 
+    private let start = ContinuousClock.now
     private let state = Mutex(State())
     /// How long before its kill a process's send counts as in flight at the kill: the stand-in's
     /// answer delay, the outcome's commit, and a margin for a loaded machine.
@@ -36,12 +39,31 @@ final class ChaosLedger: SoakAccounting {
     func nextGame() -> Int64 { numbers.nextGame() }
 
     /// A number for the next daemon process.
-    func nextInstance() -> Int { state.withLock { state in defer { state.nextInstance += 1 }; return state.nextInstance } }
+    func nextInstance(slot: Int) -> Int {
+        state.withLock { state in
+            defer { state.nextInstance += 1 }
+            state.timeline.append((.now, "#\(state.nextInstance) starts in slot \(slot)"))
+            return state.nextInstance
+        }
+    }
 
     func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
     func killed(_ instance: Int) { state.withLock { $0.killedAt[instance] = .now } }
     func connectionCut(_ instance: Int) { state.withLock { $0.cutAt[instance, default: []].append(.now) } }
-    func fault(_ name: String) { state.withLock { $0.faults[name, default: 0] += 1 } }
+    func fault(_ name: String, instance: Int? = nil) {
+        state.withLock { state in
+            state.faults[name, default: 0] += 1
+            state.timeline.append((.now, name + (instance.map { " #\($0)" } ?? "")))
+        }
+    }
+
+    /// A moment in the timeline that is no fault of its own (the database coming back).
+    func mark(_ what: String) { state.withLock { $0.timeline.append((.now, what)) } }
+
+    private func offset(_ at: ContinuousClock.Instant) -> String {
+        let seconds = Double((at - start).components.seconds) + Double((at - start).components.attoseconds) / 1e18
+        return String(format: "+%.1fs", seconds)
+    }
 
     /// Records the ids a request answered 200 carried (event id, reply message id, OGS games).
     func delivered(_ request: APNsStandIn.Request, by instance: Int) {
@@ -66,6 +88,8 @@ final class ChaosLedger: SoakAccounting {
     struct Summary {
         var accepted = 0, delivered = 0, lost = 0, explained = 0, unexplained = 0
         var unexplainedIDs: [String] = []
+        /// For each unexplained duplicate: its sends (process, time) and the faults around them.
+        var unexplainedAccounts: [String] = []
         var faults: [String: Int] = [:]
     }
 
@@ -83,7 +107,13 @@ final class ChaosLedger: SoakAccounting {
                     return state.killedAt[delivery.instance].map(inFlight) ?? false
                         || (state.cutAt[delivery.instance] ?? []).contains(where: inFlight)
                 }
-                if explained { summary.explained += 1 } else { summary.unexplained += 1; summary.unexplainedIDs.append(id) }
+                if explained { summary.explained += 1; continue }
+                summary.unexplained += 1
+                summary.unexplainedIDs.append(id)
+                let sends = deliveries.map { "#\($0.instance) \(offset($0.at))" }.joined(separator: ", ")
+                let first = deliveries[0].at - .seconds(30), last = deliveries[deliveries.count - 1].at + .seconds(5)
+                let around = state.timeline.filter { $0.at >= first && $0.at <= last }.map { "\(offset($0.at)) \($0.what)" }
+                summary.unexplainedAccounts.append("\(id): sent by \(sends); around: \(around.joined(separator: "; "))")
             }
             summary.unexplainedIDs.sort()
             return summary

@@ -1,0 +1,130 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// The store's way to the database: every statement goes through here, so every one waits a
+/// bounded time for a connection and an answer, and tells `availability` what it found.
+struct PostgresConnections: Sendable {
+    let client: PostgresClient
+    let waits: PostgresStore.Waits
+    let availability: StoreAvailability
+    let logger: Logger
+    let name = "PostgreSQL"
+
+    init(client: PostgresClient, waits: PostgresStore.Waits, logger: Logger) {
+        self.client = client
+        self.waits = waits
+        self.logger = logger
+        availability = StoreAvailability(name: name, logger: logger)
+    }
+
+    /// Runs `body` on a pooled connection within the store's waits, and keeps `availability`.
+    func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        let probe = try availability.admit()
+        do {
+            let result = try await bounded(body)
+            availability.answered(probe: probe)
+            return result
+        } catch {
+            guard Self.meansUnavailable(error) else {
+                availability.answered(probe: probe)
+                throw error
+            }
+            availability.failed(error, probe: probe)
+            // One error for every way of not reaching the database, which the host answers with 503.
+            if error is StoreTimeoutError { throw error }
+            throw StoreUnavailableError(store: name, failingFor: .zero, cause: String(describing: error))
+        }
+    }
+
+    /// The rows of one statement.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await withConnection { [logger] connection in try await connection.query(query, logger: logger).collect() }
+    }
+
+    /// A transaction: `BEGIN`, the body, `COMMIT` (or `ROLLBACK` when it throws).
+    func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await withConnection { [logger] connection in try await connection.withTransaction(logger: logger) { try await body($0) } }
+    }
+
+    private func bounded<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        let lease = LeasedConnection()
+        let waits = waits, name = name
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    lease.connection.withLock { $0 = connection }
+                    lease.started.store(true, ordering: .releasing)
+                    defer { lease.connection.withLock { $0 = nil } }
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: waits.connection)
+                guard lease.started.load(ordering: .acquiring) else { throw StoreTimeoutError(store: name, waited: waits.connection, what: "connection") }
+                try await Task.sleep(for: waits.answer)
+                // Still running: nothing will come back on this connection. Closing it fails the query.
+                if let connection = lease.connection.withLock({ $0 }) { try? await connection.close() }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let next = try await group.next() {
+                if let result = next { return result }
+            }
+            throw StoreTimeoutError(store: name, waited: waits.connection + waits.answer, what: "answer")
+        }
+    }
+
+    /// Whether an error says the database cannot be reached (as opposed to an answer it gave).
+    static func meansUnavailable(_ error: any Error) -> Bool {
+        switch error {
+        case is StoreTimeoutError, is StoreUnavailableError: return true
+        case let error as PSQLError:
+            guard error.code == .server else { return error.code != .queryCancelled }
+            // The server itself going away: connection exceptions (08), an administrator's or a
+            // crash's shutdown (57, but a cancelled statement, 57014), too many connections (53).
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state != "57014" && ["08", "57", "53"].contains(String(state.prefix(2)))
+        case let error as PostgresTransactionError:
+            return [error.beginError, error.closureError, error.commitError, error.rollbackError].contains { $0.map(meansUnavailable) ?? false }
+        case is CancellationError: return false
+        default: return String(reflecting: type(of: error)).contains("ConnectionPool") || error is IOError || error is ChannelError
+        }
+    }
+}
+
+/// The connection one bounded operation runs on, for its watchdog.
+private final class LeasedConnection: Sendable {
+    let connection = Mutex<PostgresConnection?>(nil)
+    let started = Atomic<Bool>(false)
+}
+
+extension PostgresStore {
+    /// How long the store waits on the database before it calls it unavailable.
+    public struct Waits: Sendable {
+        /// For a connection from the pool (`connect_timeout`): during an outage the pool keeps
+        /// reconnecting, and without a bound every caller would wait on it.
+        public var connection: Duration = .seconds(5)
+        /// For an answer on a connection (the server's `statement_timeout` and a margin): past
+        /// it the connection is taken for half-open and closed, which fails its query, instead
+        /// of stalling the commit leader while TCP never notices.
+        public var answer: Duration = .seconds(35)
+
+        public init(connection: Duration = .seconds(5), answer: Duration = .seconds(35)) {
+            self.connection = connection
+            self.answer = answer
+        }
+    }
+}
+
+extension Array where Element == PostgresRow {
+    /// Each row's columns, as `PostgresRowSequence.decode` gives them.
+    func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
+        try map { try $0.decode(columns) }
+    }
+
+    func decode<Column: PostgresDecodable>(_ column: Column.Type) throws -> [Column] {
+        try map { try $0.decode(column) }
+    }
+}

@@ -1,0 +1,92 @@
+import Logging
+import Synchronization
+
+/// Whether a shared store answers, as its last operations found out.
+///
+/// While it does not, every operation but one fails at once with `StoreUnavailableError`:
+/// the one let through (the probe) learns when it is back. New accepts so get a 503 at once
+/// instead of piling up behind a pool that waits to reconnect, and the writes that must not
+/// be lost (outcomes, lease renewals) retry at their own pace. Each change of state is logged
+/// once, not once per failed operation.
+public final class StoreAvailability: Sendable {
+    private struct State {
+        var failingSince: ContinuousClock.Instant?
+        var probing = false
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let name: String
+
+    public init(name: String, logger: Logger) {
+        self.name = name
+        self.logger = logger
+    }
+
+    public var isFailing: Bool { state.withLock { $0.failingSince != nil } }
+
+    /// Lets an operation run; returns whether it is the probe (the one let through while the
+    /// store fails), which must be ended by `answered` or `failed`.
+    public func admit() throws -> Bool {
+        try state.withLock { state in
+            guard let since = state.failingSince else { return false }
+            guard !state.probing else { throw StoreUnavailableError(store: name, failingFor: .now - since) }
+            state.probing = true
+            return true
+        }
+    }
+
+    /// The store answered (a result, or an error of its own such as a constraint): it is up.
+    public func answered(probe: Bool) {
+        let outage = state.withLock { state -> Duration? in
+            if probe { state.probing = false }
+            defer { state.failingSince = nil }
+            return state.failingSince.map { .now - $0 }
+        }
+        if let outage { logger.notice("store: \(name) answers again, after \(outage.roundedSeconds) s without it") }
+    }
+
+    /// The store could not be reached or did not answer in time.
+    public func failed(_ error: any Error, probe: Bool) {
+        let isNew = state.withLock { state in
+            if probe { state.probing = false }
+            guard state.failingSince == nil else { return false }
+            state.failingSince = .now
+            return true
+        }
+        if isNew {
+            logger.error("store: \(name) does not answer (\(error)); writes wait and new events get 503 until it does (logged again then)")
+        }
+    }
+}
+
+/// The store is known not to answer: the operation was not tried. The HTTP host answers 503.
+public struct StoreUnavailableError: Error, CustomStringConvertible {
+    public var store: String
+    public var failingFor: Duration
+    /// What the operation that found it out met (nil when it was not tried).
+    public var cause: String?
+
+    public init(store: String, failingFor: Duration, cause: String? = nil) {
+        self.store = store
+        self.failingFor = failingFor
+        self.cause = cause
+    }
+
+    public var description: String {
+        cause.map { "the store (\(store)) cannot be reached: \($0)" } ?? "the store (\(store)) does not answer, for \(failingFor.roundedSeconds) s now"
+    }
+}
+
+/// The store did not give a connection, or an answer, in time.
+public struct StoreTimeoutError: Error, CustomStringConvertible {
+    public var store: String
+    public var waited: Duration
+    public var what: String
+
+    public var description: String { "the store (\(store)) gave no \(what) within \(waited.roundedSeconds) s" }
+}
+
+extension Duration {
+    var roundedSeconds: Int64 { components.seconds + (components.attoseconds >= 500_000_000_000_000_000 ? 1 : 0) }
+}

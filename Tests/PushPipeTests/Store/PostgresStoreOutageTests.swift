@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import PostgresNIO
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+/// A database outage longer than the lease, with real daemons and a real PostgreSQL whose
+/// database is taken away (`ALLOW_CONNECTIONS false`) and brought back (issue 33, defect 6 and
+/// what the chaos soak found around its outage).
+@Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+struct PostgresStoreOutageTests {
+    static let token = String(repeating: "ab", count: 32)
+
+    /// Runs `body` with the outage helper running.
+    static func withOutage<T: Sendable>(of url: String, _ body: @Sendable (DatabaseOutage) async throws -> T) async throws -> T {
+        let outage = try DatabaseOutage(url: url)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { await outage.run(); return nil }
+            defer { group.cancelAll() }
+            return try await body(outage)
+        }
+    }
+
+    /// While the database is away, new events get 503 at once (nothing was stored) instead of
+    /// waiting on a pool that reconnects for a minute; the daemon logs the outage once when it
+    /// begins and once when it ends; what it accepted before and after is delivered.
+    @Test func newEventsGet503WhileTheDatabaseIsAwayAndTheOutageIsLoggedOnce() async throws {
+        let directory = try TemporaryDirectory("outage-503")
+        defer { directory.remove() }
+        let (apns, apnsEnvironment, delivered) = try await SharedDaemonFaultTests.countingAPNs(in: directory) { _ in .accept }
+        try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 2"))
+        let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        try await withCleanup({
+            try await Self.withOutage(of: url) { outage in
+                let environment = apnsEnvironment.merging(["PUSHPIPE_LOG_LEVEL": "info"]) { _, new in new }
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                    let client = HTTPTestClient(port: try await daemon.port())
+                    #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status == 200)
+                    #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "before"]).status == 202)
+                    try await outage.begin()
+                    var statuses: [Int] = []
+                    for number in 0..<5 {
+                        let response = try await client.request("POST", "/events", json: ["user": "alice", "id": .string("during\(number)")], timeout: 60)
+                        statuses.append(response.status)
+                    }
+                    #expect(statuses == Array(repeating: 503, count: 5), "new events while the database is away: \(statuses)")
+                    #expect(try await client.request("GET", "/readyz").status == 503, "ready while the database is away")
+                    try await outage.end()
+                    // Accepted again once the store answers (the next probe finds it back).
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    var after = 0
+                    while ContinuousClock.now < deadline {
+                        after = try await client.request("POST", "/events", json: ["user": "alice", "id": "after"]).status
+                        if after == 202 { break }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    #expect(after == 202)
+                    try await delivered.wait(timeout: 60, { $0["before"] != nil && $0["after"] != nil ? () : nil },
+                                             failure: { WaitTimedOut("delivered: \($0)") })
+                    let lines = daemon.standardError
+                    #expect(lines.filter { $0.contains("does not answer") }.count == 1, "the outage's start logged once: \(lines.filter { $0.contains("store") }.suffix(20))")
+                    #expect(lines.filter { $0.contains("answers again") }.count == 1, "its end logged once")
+                    // At the default level, nothing else about it: not a line per statement or per reconnection.
+                    let loud = lines.filter { $0.contains(" error ") || $0.contains(" warning ") || $0.contains("PSQLError") }
+                    #expect(loud.count == 1, "\(loud.joined(separator: "\n"))")
+                }
+            }
+        }, cleanup: apns.stop)
+        #expect(delivered.value.keys.filter { $0.hasPrefix("during") }.isEmpty, "nothing answered 503 was sent")
+    }
+
+    /// The soak's outage found this: an event sent just before the database went away had its
+    /// outcome and removal wait for it, its lease lapsed meanwhile, and another daemon, whose
+    /// pool came back first, took it over and sent it again. After a gap in renewals longer
+    /// than a lease, claims now wait until the holders have had time to renew.
+    @Test func anEventInFlightAtAnOutageIsSentOnce() async throws {
+        let directory = try TemporaryDirectory("outage-in-flight")
+        defer { directory.remove() }
+        let first = try TemporaryDirectory("outage-in-flight-a"), second = try TemporaryDirectory("outage-in-flight-b")
+        defer { first.remove(); second.remove() }
+        // The first daemon's answer comes while the database is away.
+        let (apnsA, environmentA, deliveredA) = try await SharedDaemonFaultTests.countingAPNs(in: first) { _ in .delayed(seconds: 1, .accept) }
+        let (apnsB, environmentB, deliveredB) = try await SharedDaemonFaultTests.countingAPNs(in: second) { _ in .accept }
+        try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 2"))
+        let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        try await withCleanup({
+            try await Self.withOutage(of: url) { outage in
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentA) { a in
+                    try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentB) { b in
+                        let client = HTTPTestClient(port: try await a.port())
+                        _ = try await b.port()
+                        #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status == 200)
+                        #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "in-flight"]).status == 202)
+                        try await deliveredA.wait(timeout: 30, { $0["in-flight"] != nil ? () : nil }, failure: { _ in WaitTimedOut("sent") })
+                        try await outage.begin()
+                        // Longer than the lease (2 s) and the daemons' waits (1 s): every lease lapses.
+                        try await Task.sleep(for: .seconds(6))
+                        try await outage.end()
+                        // The first daemon records the outcome and removes the event once it is back.
+                        do {
+                            try await Self.waitUntilQueueEmpty(url: url)
+                        } catch {
+                            Issue.record(error, "first daemon: \(a.standardError.suffix(30).joined(separator: "\n"))\nsecond: \(b.standardError.suffix(15).joined(separator: "\n"))")
+                        }
+                        // A takeover would come within the grace that follows the gap.
+                        try await Task.sleep(for: .seconds(4))
+                    }
+                }
+            }
+        }, cleanup: { await apnsA.stop(); await apnsB.stop() })
+        #expect(deliveredA.value["in-flight"] == 1)
+        #expect(deliveredB.value["in-flight"] == nil, "taken over and sent again by the second daemon")
+    }
+
+    static func waitUntilQueueEmpty(url: String) async throws {
+        guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: Logger(label: "test"))
+        let deadline = ContinuousClock.now + .seconds(60)
+        var queued = -1
+        while ContinuousClock.now < deadline {
+            queued = (try? await store.connections.rows("SELECT count(*) FROM queued_events").first?.decode(Int.self)) ?? -1
+            if queued == 0 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        try await store.close()
+        guard queued == 0 else { throw WaitTimedOut("\(queued) events still queued 60 s after the outage") }
+    }
+
+    /// The rule itself, on the database's clock: after nobody renewed for longer than a lease,
+    /// a lapsed event is not claimed until the grace that follows the gap has passed.
+    @Test func claimsWaitAfterAGapInRenewals() async throws {
+        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let logger = Logger(label: "test")
+        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,
+                                body: ["id": "e1"], lease: 2)
+        try await store.enqueue(event)
+        try await store.renewLeases(pipeline: "p", source: "sources[0]", eventIDs: [], lease: 2)
+        // Nobody renewed for 100 s (the database was away), and the event's lease lapsed in it.
+        try await store.connections.transaction { connection in
+            try await connection.query("UPDATE lease_clocks SET renewed_at = renewed_at - 100", logger: logger)
+            try await connection.query("UPDATE queued_events SET lease_until = lease_until - 100", logger: logger)
+        }
+        try await store.renewLeases(pipeline: "p", source: "sources[0]", eventIDs: [], lease: 2)
+        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 2, limit: 10).isEmpty,
+                "claimed right after the gap: its holder had no time to renew")
+        // The grace (the gap's length, at most 90 s) has passed.
+        try await store.connections.transaction { connection in
+            try await connection.query("UPDATE lease_clocks SET resumed_at = resumed_at - 91", logger: logger)
+        }
+        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
+        try await store.close()
+    }
+}
