@@ -17,11 +17,8 @@ public enum TestStores {
             throw StoreLocation.InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not a postgres:// URL")
         }
         let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
-        let admin = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: Logger(label: "test-postgres"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await admin.run() }
-            defer { group.cancelAll() }
-            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        try await PostgresClient.withShortLived(configuration: location.clientConfiguration, logger: Logger(label: "test-postgres")) { admin in
+            _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
         }
         location.database = name
         return .postgres(location)

@@ -4,7 +4,7 @@
 # pipeline, pg_terminate_backend and a database outage at random; the third daemon's clock a
 # minute ahead (Debian's faketime). Prints one table; exits 1 on anything lost, any unexplained
 # duplicate or rows left. 127.0.0.1 only; bounded by SECONDS_OF_FAULTS (default 600).
-#   SECONDS_OF_FAULTS=600 OUTAGE=30 SEED=33 bash bench/chaos/run.sh
+#   SECONDS_OF_FAULTS=600 OUTAGE=30 SEED=33 bash bench/chaos/run.sh   (OUTAGE_AT=15: the first outage 15 s in)
 # Uses $PUSHPIPE_TEST_POSTGRES_URL when set; otherwise starts a throwaway server (Debian's postgresql).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,4 +22,5 @@ if [ -z "${PUSHPIPE_TEST_POSTGRES_URL:-}" ]; then
   trap "as_postgres \"'$PGBIN/pg_ctl' -D '$PGDATA' -m fast -w stop >/dev/null\" || true; rm -rf '$PGDATA'" EXIT
   export PUSHPIPE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PGPORT/postgres?sslmode=disable"
 fi
-.build/debug/pushpipe-bench chaos --seconds "${SECONDS_OF_FAULTS:-600}" --outage "${OUTAGE:-30}" --seed "${SEED:-33}"
+.build/debug/pushpipe-bench chaos --seconds "${SECONDS_OF_FAULTS:-600}" --outage "${OUTAGE:-30}" --seed "${SEED:-33}" \
+  ${OUTAGE_AT:+--outage-at "$OUTAGE_AT"}

@@ -3,25 +3,18 @@ import Foundation
 /// A filter served by a plugin: `filter` requests answer `{"event": ...}` or `{"drop": "reason"}`.
 struct PluginFilter: Filter, LongRunningStage {
     let process: PluginProcess
+    let dropCodes = PluginDropCodes()
 
     func run(context: StageContext) async throws { await process.run(context: context) }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let result = try await process.request("filter", ["event": event.json])
         if let reason = result["drop"], reason != .null, reason != .bool(false) {
-            return .drop(reason: reason.stringValue ?? "dropped by plugin \(process.manifest.name)", code: Self.dropCode(result["code"]))
+            return .drop(reason: reason.stringValue ?? "dropped by plugin \(process.manifest.name)", code: dropCodes.code(result["code"]))
         }
         var passed = event
         if let body = result["event"]?["body"] { passed.body = body }
         return .pass(passed)
-    }
-
-    /// A plugin may name its reason with `"code"` (lower-case letters, digits, `_`, at most 32);
-    /// anything else counts as `plugin`, so a plugin cannot grow the metrics without bound.
-    static func dropCode(_ value: JSON?) -> String {
-        guard let code = value?.stringValue, (1...32).contains(code.count),
-              code.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else { return "plugin" }
-        return code
     }
 }
 

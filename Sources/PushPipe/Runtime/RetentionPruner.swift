@@ -42,6 +42,8 @@ struct RetentionPruner: Sendable {
                     await Task.yield()
                 } while after != nil && !Task.isCancelled
             }
+            let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
+            if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
         } catch {
             logger.error("retention: pruning stopped: \(error)")
         }

@@ -63,6 +63,10 @@ extension PostgresStore {
                 pipeline TEXT NOT NULL, source TEXT NOT NULL, renewed_at DOUBLE PRECISION NOT NULL,
                 resumed_at DOUBLE PRECISION NOT NULL, gap DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
             """,
+            """
+            CREATE TABLE poll_syncs (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, synced_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
+            """,
         ]),
     ]
 

@@ -5,8 +5,19 @@ extension PostgresStore {
     /// New users fall due evenly over the interval in the order of their ids, as in the SQLite
     /// store (where that order keeps a claim's writes on neighbouring pages). ON CONFLICT: another
     /// daemon may schedule the same user between the NOT EXISTS and the insert.
+    ///
+    /// Both statements read every registration and every scheduled user: one daemon runs them
+    /// per `min(interval, 60 s)`, however many share the database (the others find the sync
+    /// done and skip it).
     public func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws {
+        let spacing = min(interval, 60) * 0.9
         try await connections.transaction { [logger] connection in
+            let due = try await connection.query("""
+                INSERT INTO poll_syncs AS sync (pipeline, source, synced_at) VALUES (\(pipeline), \(source), \(unescaped: Self.databaseNow))
+                ON CONFLICT (pipeline, source) DO UPDATE SET synced_at = excluded.synced_at WHERE sync.synced_at < excluded.synced_at - \(spacing)
+                RETURNING synced_at
+                """, logger: logger).collect()
+            guard !due.isEmpty else { return }
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
                 SELECT \(pipeline), \(source), user_id, \(unescaped: Self.databaseNow) + (row_number() OVER (ORDER BY user_id) - 1) * \(interval * 0.8) / count(*) OVER () FROM (
@@ -15,8 +26,9 @@ extension PostgresStore {
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
                 """, logger: logger)
             try await connection.query("""
-                DELETE FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(source)
-                AND user_id NOT IN (SELECT user_id FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(tokenKind))
+                DELETE FROM poll_schedule AS schedule WHERE schedule.pipeline = \(pipeline) AND schedule.source = \(source)
+                AND NOT EXISTS (SELECT 1 FROM registrations AS r WHERE r.pipeline = \(pipeline) AND r.token_kind = \(tokenKind)
+                                AND r.user_id = schedule.user_id)
                 """, logger: logger)
         }
     }
@@ -41,6 +53,12 @@ extension PostgresStore {
         try await connections.rows("""
             DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
             """)
+    }
+
+    public func pruneLapsedHolds(pipeline: String) async throws -> Int {
+        try await connections.rows("""
+            DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND until < \(unescaped: Self.databaseNow) RETURNING key
+            """).count
     }
 
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {

@@ -23,7 +23,7 @@ public final class PostgresStore: Store {
     /// Connects, and migrates the database to the latest version (once, whatever the number
     /// of daemons starting together: they wait on an advisory lock).
     /// - Parameter runsPool: false when the caller runs `pool` as a service of its service
-    ///   group (the daemon); the migration then uses a short-lived pool of its own.
+    ///   group (the daemon).
     public init(configuration: PostgresClient.Configuration, waits: Waits = Waits(), logger: Logger, runsPool: Bool = true) async throws {
         var configuration = configuration
         configuration.options.connectTimeout = waits.connection
@@ -37,22 +37,13 @@ public final class PostgresStore: Store {
         let connections = PostgresConnections(client: client, waits: waits, logger: logger)
         self.connections = connections
         outcomes = Self.groupCommit(connections: connections, logger: logger)
-        guard runsPool else {
-            running = nil
-            let migrating = PostgresClient(configuration: configuration, backgroundLogger: logger)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await migrating.run() }
-                defer { group.cancelAll() }
+        running = runsPool ? Task { await client.run() } : nil
+        do {
+            try await PostgresClient.withShortLived(configuration: configuration, logger: logger) { migrating in
                 try await Self.migrate(migrating, logger: logger)
             }
-            return
-        }
-        let running = Task { await client.run() }
-        self.running = running
-        do {
-            try await Self.migrate(client, logger: logger)
         } catch {
-            running.cancel()
+            running?.cancel()
             throw error
         }
     }
@@ -144,6 +135,11 @@ public final class PostgresStore: Store {
             tokens.append(DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt))
         }
         return tokens
+    }
+
+    public func isRegistered(pipeline: String, user: String) async throws -> Bool {
+        try await connections.rows("SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(user))")
+            .first?.decode(Bool.self) ?? false
     }
 
     public func users(pipeline: String) async throws -> [String] {

@@ -219,6 +219,13 @@ public final class SQLiteStore: Store {
         }
     }
 
+    public func isRegistered(pipeline: String, user: String) async throws -> Bool {
+        try await database.read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = ? AND user_id = ?)"),
+                              arguments: [pipeline, user]) ?? false
+        }
+    }
+
     public func users(pipeline: String) async throws -> [String] {
         try await database.read { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? ORDER BY user_id", arguments: [pipeline])

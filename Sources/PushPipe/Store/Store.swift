@@ -11,6 +11,8 @@ public protocol Store: Sendable {
     /// Tokens of one kind of the users in `users` (a page of a broadcast), by user.
     func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken]
     func users(pipeline: String) async throws -> [String]
+    /// Whether the user has any token registered: one indexed look, whatever the user count.
+    func isRegistered(pipeline: String, user: String) async throws -> Bool
     /// Registered users in order, after `after` (a page of at most `limit`).
     func users(pipeline: String, after: String?, limit: Int) async throws -> [String]
     func users(pipeline: String, token: String, kind: String?) async throws -> [String]
@@ -48,6 +50,9 @@ public protocol Store: Sendable {
     /// after `lease` seconds (a daemon that died). SQLite: in memory, one daemon per file.
     func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
     func release(keys: Set<String>, pipeline: String, stage: String) async throws
+    /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
+    /// is free to take, so removing it changes nothing but the table's size). Returns how many.
+    func pruneLapsedHolds(pipeline: String) async throws -> Int
 
     /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due evenly
     /// over the first 80% of the next `interval` in the order of their ids, so checks spread
@@ -87,6 +92,9 @@ public protocol Store: Sendable {
 
 extension Store {
     public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {}
+
+    /// Holds kept in memory (one daemon) go with their process.
+    public func pruneLapsedHolds(pipeline: String) async throws -> Int { 0 }
 
     /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): a
     /// lease that ran out a second ago, so the next claim, here or on another daemon, takes them.

@@ -90,8 +90,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         return [RouteDefinition(method: "GET", path: configuration.checkPath) { [self] request, context in
             guard let value = request.parameters[parameter] else { throw HTTPError.badRequest("missing user", field: parameter) }
             let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
-            let users = try await context.store.users(pipeline: context.pipeline)
-            guard users.contains(user) else { throw HTTPError.notFound("unknown user '\(user)'", field: parameter) }
+            guard try await context.store.isRegistered(pipeline: context.pipeline, user: user) else { throw HTTPError.notFound("unknown user '\(user)'", field: parameter) }
             return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
         }]
     }
@@ -137,6 +136,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                         try await store.syncPollSchedule(pipeline: context.pipeline, source: context.stage, tokenKind: configuration.tokenKind,
                                                          interval: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
+                        forgetStaleStatuses()
                     }
                     let limit = configuration.concurrency * 2
                     let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.stage, interval: interval, limit: limit)
@@ -162,6 +162,20 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             }
         }
     }
+
+    /// Forgets the users this daemon has not checked for three intervals (at least ten
+    /// minutes) and is not backing off from: unregistered, or checked by another daemon on the
+    /// database. The map holds the users this daemon checks, not every user it ever checked.
+    func forgetStaleStatuses(now: Date = Date(), monotonicNow: ContinuousClock.Instant = .now) {
+        let cutoff = now.addingTimeInterval(-max(3 * configuration.interval, 600))
+        status.withLock { status in
+            status = status.filter { _, entry in
+                (entry.lastCheck ?? .distantPast) >= cutoff || (entry.retryAt.map { $0 > monotonicNow } ?? false)
+            }
+        }
+    }
+
+    var statusCount: Int { status.withLock { $0.count } }
 
     private func isBackingOff(_ user: String, at now: ContinuousClock.Instant) -> Bool {
         status.withLock { $0[user]?.retryAt.map { $0 > now } ?? false }

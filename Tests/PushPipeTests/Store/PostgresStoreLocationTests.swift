@@ -30,11 +30,8 @@ import Testing
         let logger = Logger(label: "test")
         let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
         try await store.close()
-        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            try await client.query("INSERT INTO pushpipe_migrations (name) VALUES ('v99-from-the-future')", logger: logger)
-            group.cancelAll()
+        try await PostgresClient.withShortLived(configuration: location.clientConfiguration, logger: logger) { client in
+            _ = try await client.query("INSERT INTO pushpipe_migrations (name) VALUES ('v99-from-the-future')", logger: logger)
         }
         await #expect(throws: PostgresStore.NewerDatabaseError.self) {
             try await PostgresStore(configuration: location.clientConfiguration, logger: logger)

@@ -11,8 +11,7 @@ extension RouteAction {
         return { request, context in
             let user = try users.user(in: request)
             let store = context.store
-            let allUsers = try await store.users(pipeline: context.pipeline)
-            guard allUsers.contains(user) else { throw HTTPError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
+            guard try await store.isRegistered(pipeline: context.pipeline, user: user) else { throw HTTPError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
             let tokens = try await store.tokens(pipeline: context.pipeline, user: user, kind: kind)
             let last = try await store.lastDelivery(pipeline: context.pipeline, user: user)
             let settings = try await store.settings(pipeline: context.pipeline, user: user)

@@ -1,0 +1,37 @@
+import Foundation
+import Logging
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+/// The poll schedule's upkeep on a shared database (issue 33, defect 9): it reads every
+/// registration and every scheduled user, so it must run once per period for all daemons,
+/// not once per daemon.
+@Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+struct PostgresStorePollScheduleTests {
+    @Test func oneDaemonSyncsTheScheduleEachPeriod() async throws {
+        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let logger = Logger(label: "test")
+        // Two daemons' stores on one database.
+        let first = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let second = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        for user in ["1", "2"] {
+            try await first.register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32) + user), pipeline: "p",
+                                     environment: nil, replace: false)
+        }
+        try await first.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
+        let scheduled = { try await first.connections.rows("SELECT count(*) FROM poll_schedule").first?.decode(Int.self) ?? -1 }
+        #expect(try await scheduled() == 2)
+        try await first.register(DeviceToken(user: "3", kind: "device", value: String(repeating: "cd", count: 32)), pipeline: "p",
+                                 environment: nil, replace: false)
+        // The second daemon's sync, within the period: already done by the first, so skipped.
+        try await second.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
+        #expect(try await scheduled() == 2, "synced again by a second daemon within the period")
+        // A period later (the last sync moved back in time), one of them syncs.
+        _ = try await first.connections.rows("UPDATE poll_syncs SET synced_at = synced_at - 30")
+        try await second.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
+        #expect(try await scheduled() == 3)
+        try await first.close()
+        try await second.close()
+    }
+}
