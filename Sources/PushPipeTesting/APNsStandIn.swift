@@ -33,6 +33,8 @@ public final class APNsStandIn: Sendable {
         case goAway(reason: String)
         /// Answer after a delay (slow APNs).
         case delayed(seconds: Double, Answer)
+        /// Answer once the test opens the gate (an answer that must come after a step of the test).
+        case held(Gate, Answer)
     }
 
     public struct Credentials: Sendable {
@@ -240,7 +242,10 @@ final class StandInStreamHandler: ChannelInboundHandler {
     }
 
     func respond(_ answer: APNsStandIn.Answer, context: ChannelHandlerContext) {
-        if case .delayed = answer {} else { box.value?.state.update { $0.unanswered -= 1 } }
+        switch answer {
+        case .delayed, .held: break
+        default: box.value?.state.update { $0.unanswered -= 1 }
+        }
         switch answer {
         case .accept:
             let id = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
@@ -262,6 +267,15 @@ final class StandInStreamHandler: ChannelInboundHandler {
             context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
                 let (handler, context) = loopBound.value
                 handler.respond(then, context: context)
+            }
+        case .held(let gate, let then):
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            gate.whenOpen {
+                eventLoop.execute {
+                    let (handler, context) = loopBound.value
+                    handler.respond(then, context: context)
+                }
             }
         }
     }

@@ -120,7 +120,6 @@ public final class OGSStandIn: Sendable {
         state.update { $0.behaviors[player] = behavior }
     }
 
-    @discardableResult
     /// Waits until every one of `players` was asked for after the first `skip` requests.
     public func waitForRequests(from players: Set<Int64>, after skip: Int, timeout: Double = 20) async throws {
         try await state.wait(timeout: timeout, { state in players.isSubset(of: Set(state.requests.dropFirst(skip))) ? () : nil },

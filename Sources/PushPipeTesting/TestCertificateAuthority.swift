@@ -11,8 +11,14 @@ public struct TestCertificateAuthority: Sendable {
     public let caCertificatePEM: String
     public let serverCertificate: NIOSSLCertificate
     public let serverKey: NIOSSLPrivateKey
+    /// The server's certificate and key as PEM files hold them (a server outside the test
+    /// process reads them: PostgreSQL).
+    public let serverCertificatePEM: String
+    public let serverKeyPEM: String
 
-    public init() throws {
+    /// - Parameter serverNames: the names the server certificate is valid for (host names,
+    ///   or IPv4 addresses).
+    public init(serverNames: [String] = ["localhost", "127.0.0.1"]) throws {
         let caKey = P256.Signing.PrivateKey()
         // A name of its own: two CAs in one trust file must not share a subject, or the
         // verifier may pick the wrong one as the issuer.
@@ -31,13 +37,18 @@ public struct TestCertificateAuthority: Sendable {
         let server = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(serverKey.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            issuer: caName, subject: try DistinguishedName { CommonName(serverNames.first ?? "localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
-                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+                SubjectAlternativeNames(serverNames.map { name in
+                    let octets = name.split(separator: ".").compactMap { UInt8($0) }
+                    return octets.count == 4 ? .ipAddress(ASN1OctetString(contentBytes: ArraySlice(octets))) : .dnsName(name)
+                })
                 try ExtendedKeyUsage([.serverAuth])
             },
             issuerPrivateKey: .init(caKey))
         caCertificatePEM = try ca.serializeAsPEM().pemString
+        serverCertificatePEM = try server.serializeAsPEM().pemString
+        serverKeyPEM = serverKey.pemRepresentation
         var serializer = DER.Serializer()
         try serializer.serialize(server)
         self.serverCertificate = try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)

@@ -17,8 +17,8 @@ public enum TestStores {
             throw StoreLocation.InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not a postgres:// URL")
         }
         let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
-        try await PostgresClient.withShortLived(configuration: location.clientConfiguration, logger: Logger(label: "test-postgres")) { admin in
-            _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        try await location.withConnection(logger: Logger(label: "test-postgres")) { admin in
+            _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test-postgres"))
         }
         location.database = name
         return .postgres(location)

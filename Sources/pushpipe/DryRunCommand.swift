@@ -31,7 +31,7 @@ struct DryRunCommand: AsyncParsableCommand {
         let copy = "\(directory)/state.sqlite"
         if FileManager.default.fileExists(atPath: state) { try SQLiteStore.snapshot(of: state, to: copy) }
         let store = try SQLiteStore(path: copy)
-        let context = StageContext(pipeline: definition.name, stage: "sources[0]", store: store, logger: logger, mode: .dryRun)
+        let context = StageContext(pipeline: definition.name, stage: "sources[0]", key: definition.sources.first?.key, store: store, logger: logger, mode: .dryRun)
         let inputs = try await events(for: definition, context: context)
         if inputs.isEmpty { print("the source has no event right now") }
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)

@@ -24,8 +24,9 @@ struct PipelineBuilder {
         if name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
             report(.invalidValue, at: "pipeline", "'\(name)' is not a valid pipeline name", expected: "letters, digits, '-' and '_'")
         }
+        let sourceKeys = sourceKeys()
         let sources = (json["sources"]?.arrayValue ?? []).enumerated().compactMap { index, stage in
-            build(stage, id: "sources[\(index)]", kind: .source, pipeline: name) { if case .source(let s) = $0 { s } else { nil } }
+            build(stage, id: "sources[\(index)]", key: sourceKeys[index], kind: .source, pipeline: name) { if case .source(let s) = $0 { s } else { nil } }
         }
         if sources.isEmpty && json["sources"]?.arrayValue?.isEmpty == true {
             report(.invalidValue, at: "sources", "a pipeline needs at least one source", expected: "a list with one or more sources")
@@ -69,15 +70,15 @@ struct PipelineBuilder {
         return definition
     }
 
-    mutating func build<S>(_ stageJSON: JSON, id: String, kind: StageKind, pipeline: String, extract: (AnyStage) -> S?)
+    mutating func build<S>(_ stageJSON: JSON, id: String, key: String? = nil, kind: StageKind, pipeline: String, extract: (AnyStage) -> S?)
         -> PipelineDefinition.Stage<S>?
     {
         let type = stageJSON["type"]?.stringValue ?? ""
         guard let descriptor = registry.descriptor(kind: kind, type: type) else { return nil }
-        let context = StageBuildContext(pipeline: pipeline, stage: id, baseDirectory: (file as NSString).deletingLastPathComponent)
+        let context = StageBuildContext(pipeline: pipeline, stage: id, key: key, baseDirectory: (file as NSString).deletingLastPathComponent)
         do {
             guard let stage = extract(try descriptor.make(configuration: stageJSON, context: context)) else { return nil }
-            return .init(id: id, type: type, stage: stage)
+            return .init(id: id, type: type, stage: stage, key: key)
         } catch let error as ConfigurationValueError {
             let path = error.keyPath.isEmpty ? id : "\(id).\(error.keyPath)"
             report(.invalidValue, at: path, error.message, expected: error.expected)
@@ -87,6 +88,30 @@ struct PipelineBuilder {
             report(.invalidValue, at: id, "cannot build \(kind.rawValue) '\(type)': \(error)")
         }
         return nil
+    }
+
+    /// Each source's key: its `key`, or its type. Two sources with one key would share their
+    /// queued events and schedules, so that is an error naming both.
+    mutating func sourceKeys() -> [Int: String] {
+        var keys: [Int: String] = [:]
+        var firstWithKey: [String: Int] = [:]
+        for (index, source) in (json["sources"]?.arrayValue ?? []).enumerated() {
+            let explicit = source["key"]?.stringValue
+            guard let key = explicit ?? source["type"]?.stringValue else { continue }
+            let keyPath = explicit == nil ? "sources[\(index)].type" : "sources[\(index)].key"
+            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                report(.invalidValue, at: keyPath, "'\(key)' is not a source key", expected: "letters, digits, '-', '_' and '.'")
+                continue
+            }
+            if let first = firstWithKey[key] {
+                report(.invalidValue, at: keyPath, "sources[\(first)] has the key '\(key)' too: their queued events would mix",
+                       expected: "a distinct `key:` on each source of one type")
+                continue
+            }
+            firstWithKey[key] = index
+            keys[index] = key
+        }
+        return keys
     }
 
     mutating func buildRoute(_ routeJSON: JSON, keyPath: String) async -> PipelineDefinition.DeclaredRoute? {

@@ -1,10 +1,21 @@
 /// A validated pipeline with its stages constructed but not started.
 public struct PipelineDefinition: Sendable {
     public struct Stage<S: Sendable>: Sendable {
-        /// `filters[0]`, `renderer`: names the stage in logs and keys its durable state.
+        /// `filters[0]`, `renderer`: where the stage is in its file, for logs and diagnostics.
         public var id: String
         public var type: String
         public var stage: S
+        /// What keys the stage's durable state (queued events, schedules, watermarks). A source's
+        /// is its `key` or its type, so reordering or adding sources leaves what it queued
+        /// where it finds it; the other stages' is their `id`.
+        public var key: String
+
+        public init(id: String, type: String, stage: S, key: String? = nil) {
+            self.id = id
+            self.type = type
+            self.stage = stage
+            self.key = key ?? id
+        }
     }
 
     public struct DeclaredRoute: Sendable {
@@ -29,12 +40,19 @@ public struct PipelineDefinition: Sendable {
     public var location: SourceLocation
 
     /// Every stage that keeps resources for its life.
-    public var longRunningStages: [(id: String, stage: any LongRunningStage)] {
-        var stages: [(String, any LongRunningStage)] = []
-        for source in sources { if let stage = source.stage as? any LongRunningStage { stages.append((source.id, stage)) } }
-        for filter in filters { if let stage = filter.stage as? any LongRunningStage { stages.append((filter.id, stage)) } }
-        if let stage = renderer.stage as? any LongRunningStage { stages.append((renderer.id, stage)) }
-        if let stage = transport.stage as? any LongRunningStage { stages.append((transport.id, stage)) }
+    /// The id of the source an event's `source` names (its id, or its key when the event was
+    /// queued): metrics and the tap name sources by where they are in the file, like every stage.
+    func sourceID(naming name: String?) -> String {
+        guard let name else { return sources.first?.id ?? "sources" }
+        return sources.first { $0.id == name || $0.key == name }?.id ?? name
+    }
+
+    public var longRunningStages: [(id: String, key: String, stage: any LongRunningStage)] {
+        var stages: [(String, String, any LongRunningStage)] = []
+        for source in sources { if let stage = source.stage as? any LongRunningStage { stages.append((source.id, source.key, stage)) } }
+        for filter in filters { if let stage = filter.stage as? any LongRunningStage { stages.append((filter.id, filter.key, stage)) } }
+        if let stage = renderer.stage as? any LongRunningStage { stages.append((renderer.id, renderer.key, stage)) }
+        if let stage = transport.stage as? any LongRunningStage { stages.append((transport.id, transport.key, stage)) }
         return stages
     }
 

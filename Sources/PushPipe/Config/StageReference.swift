@@ -21,6 +21,7 @@ public enum StageReference {
         lines += table(PipelineSchema.schema(registry: registry))
         for kind in StageKind.allCases {
             lines += ["", "## \(kind.rawValue.capitalized)s", ""]
+            if kind == .source { lines += ["Every source also takes these keys:", ""] + table(StageRegistry.sourceCommon) + [""] }
             for descriptor in registry.all(kind: kind) {
                 let origin = if case .plugin(let directory) = descriptor.origin { " (plugin in `\(directory)`)" } else { "" }
                 lines += ["### `\(descriptor.type)`\(origin)", "", descriptor.summary, ""]

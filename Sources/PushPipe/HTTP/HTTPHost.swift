@@ -11,7 +11,9 @@ import Synchronization
 /// answer 405, not 404.
 public final class HTTPHost: Sendable {
     public static let maxBodyBytes = 64 * 1024
-    private let table = Mutex(RouteTable())
+    /// Nil until the pipelines' routes are first set: the listener may be up a moment before,
+    /// and a request then is answered "starting", not "no such route".
+    private let table = Mutex<RouteTable?>(nil)
     /// In a struct, not as the mutex's value itself (see `CommitObserver`).
     private struct ReadinessCheck: Sendable { let problems: @Sendable () async -> [String: String] }
     private let readiness = Mutex<ReadinessCheck?>(nil)
@@ -25,7 +27,7 @@ public final class HTTPHost: Sendable {
         table.withLock { $0 = routes }
     }
 
-    public var routes: RouteTable { table.withLock { $0 } }
+    public var routes: RouteTable { table.withLock { $0 } ?? RouteTable() }
 
     /// What `/readyz` reports: the problems that keep the daemon from being ready.
     public func setReadiness(_ problems: @escaping @Sendable () async -> [String: String]) {
@@ -62,7 +64,9 @@ public final class HTTPHost: Sendable {
                 let (status, body) = try await host.handle(request)
                 return HTTPHost.response(status: status, body: body)
             } catch let error as HTTPError {
-                return HTTPHost.response(status: error.status, body: error.body)
+                var response = HTTPHost.response(status: error.status, body: error.body)
+                if error.status == 503 { response.headers[.retryAfter] = "1" }
+                return response
             } catch where error is StoreUnavailableError || error is StoreTimeoutError {
                 // Nothing was stored: the caller sends it again (Retry-After), nothing piles up here.
                 var response = HTTPHost.response(status: 503, body: HTTPError(503, "the store does not answer; nothing was stored, try again").body)
@@ -82,6 +86,7 @@ public final class HTTPHost: Sendable {
         if path == "/readyz" && (method == "GET" || method == "HEAD") {
             return Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"])
         }
+        guard let routes = table.withLock({ $0 }) else { throw HTTPError(503, "starting: the pipelines' routes are not up yet, try again", field: nil) }
         let entry: RouteTable.Entry
         let parameters: [String: String]
         switch routes.lookup(method: method, path: path) {

@@ -30,9 +30,9 @@ public struct EventProcessor: Sendable {
         self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
                                    output: output)
-        filterContexts = definition.filters.map { context.forStage($0.id) }
-        rendererContext = context.forStage(definition.renderer.id)
-        transportContext = context.forStage(definition.transport.id)
+        filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
+        rendererContext = context.forStage(definition.renderer.id, key: definition.renderer.key)
+        transportContext = context.forStage(definition.transport.id, key: definition.transport.key)
     }
 
     public func process(_ incoming: Event) async -> EventReport {

@@ -9,9 +9,9 @@ extension PipelineDefinition {
         let context = StageContext(pipeline: name, stage: "pipeline", store: store, logger: logger, mode: mode)
         let stages = longRunningStages
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            for (id, stage) in stages {
+            for (id, key, stage) in stages {
                 group.addTask {
-                    try? await stage.run(context: context.forStage(id))
+                    try? await stage.run(context: context.forStage(id, key: key))
                     return nil
                 }
             }

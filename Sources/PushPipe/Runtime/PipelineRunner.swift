@@ -46,7 +46,7 @@ public final class PipelineRunner: EventSink, Sendable {
             return true
         }
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
-        telemetry.received(event, stage: event.source ?? definition.sources.first?.id ?? "sources")
+        telemetry.received(event, stage: definition.sourceID(naming: event.source))
         let held = await queue.send(event)
         let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.submitting -= 1
@@ -92,8 +92,8 @@ public final class PipelineRunner: EventSink, Sendable {
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
                                    telemetry: telemetry.telemetry, output: processor.output)
         await withTaskGroup(of: Void.self) { stages in
-            for (id, stage) in definition.longRunningStages {
-                stages.addTask { try? await stage.run(context: context.forStage(id)) }
+            for (id, key, stage) in definition.longRunningStages {
+                stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
             }
             if mode == .live {
                 let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
@@ -113,7 +113,7 @@ public final class PipelineRunner: EventSink, Sendable {
                     for source in definition.sources {
                         sources.addTask(executorPreference: source.stage.preferredExecutor) {
                             do {
-                                try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id))
+                                try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id, key: source.key))
                             } catch is CancellationError {
                             } catch {
                                 self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")

@@ -85,16 +85,25 @@ public final class PipelineSupervisor: Service, Sendable {
             for await _ in entry.finished {}
             running.withLock { _ = $0.removeValue(forKey: name) }
         }
+        var starting: [Running] = []
         for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
             let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
             let (finished, finish) = AsyncStream<Void>.makeStream()
-            running.withLock { $0[definition.name] = Running(runner: runner, finished: finished, finish: finish) }
+            let entry = Running(runner: runner, finished: finished, finish: finish)
+            running.withLock { $0[definition.name] = entry }
+            starting.append(entry)
+        }
+        // Routes first (an event that comes before its pipeline runs gets 503, a registration
+        // works at once), then the store's moves, which must come before any source claims.
+        host.replaceRoutes(routeTable())
+        await moveEventsQueuedByPosition(starting.map(\.runner.definition))
+        for entry in starting {
             group.addTask { [store, mode] in
-                await runner.run(store: store, mode: mode)
-                finish.finish()
+                await entry.runner.run(store: store, mode: mode)
+                entry.finish.finish()
             }
         }
-        host.replaceRoutes(routeTable())
+        group.addTask { await self.reportUnclaimedQueuedEvents(definitions) }
     }
 
     func routeTable() -> RouteTable {

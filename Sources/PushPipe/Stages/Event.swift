@@ -33,7 +33,8 @@ public struct Event: Sendable {
         set { storage.update { $0.body = newValue } }
     }
 
-    /// The id of the source stage that produced it (`sources[0]`), for metrics and taps.
+    /// The source stage that produced it, by id (`sources[0]`) or, once queued, by key: for
+    /// metrics and taps, which name it by id.
     public var source: String? {
         _read { yield storage.fields.source }
         set { storage.update { $0.source = newValue } }

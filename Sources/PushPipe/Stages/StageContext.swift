@@ -3,8 +3,11 @@ import Logging
 /// What a stage may use besides its configuration.
 public struct StageContext: Sendable {
     public var pipeline: String
-    /// Stable name of the stage inside its pipeline (`filters[0]`, `renderer`), used to key its state.
+    /// Where the stage is in its pipeline (`filters[0]`, `renderer`): its name in logs, metrics and the tap.
     public var stage: String
+    /// What keys its durable state: a source's `key` (or type), which stays when the file is
+    /// reordered; the other stages' `stage`.
+    public var key: String
     public var store: any Store
     public var logger: Logger
     public var mode: RunMode
@@ -17,10 +20,11 @@ public struct StageContext: Sendable {
     /// or a benchmark can capture or discard it like the dry run's.
     public var output: OutputSink
 
-    public init(pipeline: String, stage: String, store: any Store, logger: Logger, mode: RunMode, telemetry: Telemetry = .unobserved,
-                output: OutputSink = .standardOutput) {
+    public init(pipeline: String, stage: String, key: String? = nil, store: any Store, logger: Logger, mode: RunMode,
+                telemetry: Telemetry = .unobserved, output: OutputSink = .standardOutput) {
         self.pipeline = pipeline
         self.stage = stage
+        self.key = key ?? stage
         self.store = store
         self.logger = logger
         self.mode = mode
@@ -33,9 +37,10 @@ public struct StageContext: Sendable {
         telemetry.increment(metric, [("pipeline", pipeline), ("stage", stage)] + labels, by: amount)
     }
 
-    public func forStage(_ stage: String) -> StageContext {
+    public func forStage(_ stage: String, key: String? = nil) -> StageContext {
         var copy = self
         copy.stage = stage
+        copy.key = key ?? stage
         copy.logger[metadataKey: "stage"] = .string(stage)
         return copy
     }

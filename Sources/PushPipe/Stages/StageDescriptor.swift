@@ -62,14 +62,17 @@ public struct StageDescriptor: Sendable {
 /// What a factory may know while constructing a stage (nothing that starts work).
 public struct StageBuildContext: Sendable {
     public var pipeline: String
-    /// Key path of the stage in its file (`filters[1]`), for errors and state keys.
+    /// Key path of the stage in its file (`filters[1]`), for errors.
     public var stage: String
+    /// What keys the stage's durable state (see `StageContext.key`).
+    public var key: String
     /// Directory of the pipeline file: relative paths in configuration start here.
     public var baseDirectory: String
 
-    public init(pipeline: String, stage: String, baseDirectory: String) {
+    public init(pipeline: String, stage: String, key: String? = nil, baseDirectory: String) {
         self.pipeline = pipeline
         self.stage = stage
+        self.key = key ?? stage
         self.baseDirectory = baseDirectory
     }
 }

@@ -74,9 +74,9 @@ extension PostgresStore {
 
     /// Applies what is missing, in one transaction holding an advisory lock: daemons that
     /// start together against an empty database wait, and the first one migrates it.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
         do {
-            try await applyMissingMigrations(client, logger: logger)
+            try await applyMissingMigrations(connection, logger: logger)
         } catch let error as PostgresTransactionError {
             // Told as it is, not inside the transaction's wrapper.
             if let newer = error.closureError as? NewerDatabaseError { throw newer }
@@ -84,8 +84,8 @@ extension PostgresStore {
         }
     }
 
-    private static func applyMissingMigrations(_ client: PostgresClient, logger: Logger) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+    private static func applyMissingMigrations(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x7075_7368_7069_7065)))", logger: logger)
             try await connection.query("""
                 CREATE TABLE IF NOT EXISTS pushpipe_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())

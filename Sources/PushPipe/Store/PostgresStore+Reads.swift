@@ -28,12 +28,45 @@ extension PostgresStore {
         return nil
     }
 
+    public func queuedEventCounts() async throws -> [QueuedEventCount] {
+        try await connections.rows("SELECT pipeline, source, count(*) FROM queued_events GROUP BY pipeline, source ORDER BY pipeline, source")
+            .decode((String, String, Int).self).map { QueuedEventCount(pipeline: $0.0, source: $0.1, count: $0.2) }
+    }
+
+    /// Every daemon of a group may do it at its start: the second finds nothing left to move.
+    public func renameSource(pipeline: String, from: String, to: String) async throws -> Int {
+        try await connections.transaction { [logger] connection in
+            let moved = try await connection.query("""
+                UPDATE queued_events SET source = \(to) WHERE pipeline = \(pipeline) AND source = \(from) RETURNING id
+                """, logger: logger).collect().count
+            try await connection.query("""
+                INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
+                SELECT pipeline, \(to), user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(from)
+                ON CONFLICT (pipeline, source, user_id) DO NOTHING
+                """, logger: logger)
+            try await connection.query("DELETE FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
+            try await connection.query("DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
+            try await connection.query("DELETE FROM poll_syncs WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
+            return moved
+        }
+    }
+
     public func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
         // SKIP LOCKED: daemons claiming at the same moment split the rows instead of waiting. The
         // rows are chosen once, in a materialized CTE (see `claimDueChecks`). Leases are in the
         // database's clock, the one clock every daemon shares.
-        let rows = try await connections.rows("""
+        let rows = try await connections.transaction { [logger] connection in
+            // Nobody renewed for longer than a lease: an outage the holders are coming back
+            // from, or daemons that died. The first statement after such a gap, this claim or a
+            // renewal, starts the grace in which holders renew before anything is taken: a claim
+            // that came first would otherwise take back what is still being delivered.
+            try await connection.query("""
+                UPDATE lease_clocks SET resumed_at = \(unescaped: Self.databaseNow), gap = \(unescaped: Self.databaseNow) - renewed_at,
+                    renewed_at = \(unescaped: Self.databaseNow)
+                WHERE pipeline = \(pipeline) AND source = \(source) AND \(unescaped: Self.databaseNow) - renewed_at > \(lease)
+                """, logger: logger)
+            return try await connection.query("""
             WITH lapsed AS MATERIALIZED (
                 SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source)
                 AND lease_until < \(unescaped: Self.databaseNow)
@@ -43,7 +76,8 @@ extension PostgresStore {
             UPDATE queued_events AS queued SET instance = \(instance), lease_until = \(unescaped: Self.databaseNow) + \(lease)
             FROM lapsed WHERE queued.id = lapsed.id
             RETURNING queued.id, queued.event_id, queued.user_id, queued.time, queued.body
-            """)
+            """, logger: logger).collect()
+        }
         var claimed: [(Int64, QueuedEvent)] = []
         for (id, eventID, user, time, body) in try rows.decode((Int64, String, String?, Double, String).self) {
             claimed.append((id, QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,

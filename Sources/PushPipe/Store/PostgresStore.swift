@@ -21,31 +21,23 @@ public final class PostgresStore: Store {
     private let tokenCache = TokenCache(lifetime: .seconds(1))
 
     /// Connects, and migrates the database to the latest version (once, whatever the number
-    /// of daemons starting together: they wait on an advisory lock).
+    /// of daemons starting together: they wait on an advisory lock). The migration's own
+    /// connection fails the start at once with the reason, where the pool would retry.
     /// - Parameter runsPool: false when the caller runs `pool` as a service of its service
     ///   group (the daemon).
-    public init(configuration: PostgresClient.Configuration, waits: Waits = Waits(), logger: Logger, runsPool: Bool = true) async throws {
-        var configuration = configuration
-        configuration.options.connectTimeout = waits.connection
+    public init(location: StoreLocation.PostgresLocation, logger: Logger, runsPool: Bool = true) async throws {
+        try await location.withConnection(logger: logger) { connection in try await Self.migrate(connection, logger: logger) }
         // The pool tells each failed reconnection at info: during an outage, the store's own
         // two lines say it (one when it begins, one when it ends). Debug shows them all.
         var poolLogger = logger
         if poolLogger.logLevel == .info { poolLogger.logLevel = .notice }
-        let client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
+        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: poolLogger)
         self.client = client
         self.logger = logger
-        let connections = PostgresConnections(client: client, waits: waits, logger: logger)
+        let connections = PostgresConnections(client: client, waits: location.waits, logger: logger)
         self.connections = connections
         outcomes = Self.groupCommit(connections: connections, logger: logger)
         running = runsPool ? Task { await client.run() } : nil
-        do {
-            try await PostgresClient.withShortLived(configuration: configuration, logger: logger) { migrating in
-                try await Self.migrate(migrating, logger: logger)
-            }
-        } catch {
-            running?.cancel()
-            throw error
-        }
     }
 
     /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other

@@ -5,7 +5,7 @@ import Foundation
 /// after the restart instead of losing it.
 public struct QueuedEvent: Sendable, Equatable {
     public var pipeline: String
-    /// The source's key path (`sources[0]`): the source that accepted it sends it again.
+    /// The source's key (its `key`, or its type): the source that accepted it sends it again.
     public var source: String
     /// The process that is handling it (`QueuedEvent.thisProcess`); other processes' events are
     /// left over from an earlier run.
@@ -39,5 +39,18 @@ public struct QueuedEvent: Sendable, Equatable {
         var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
         event.source = source
         return event
+    }
+}
+
+/// The events waiting for one source of one pipeline.
+public struct QueuedEventCount: Sendable, Equatable {
+    public var pipeline: String
+    public var source: String
+    public var count: Int
+
+    public init(pipeline: String, source: String, count: Int) {
+        self.pipeline = pipeline
+        self.source = source
+        self.count = count
     }
 }

@@ -41,6 +41,24 @@ extension SQLiteStore {
         }
     }
 
+    public func queuedEventCounts() async throws -> [QueuedEventCount] {
+        try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT pipeline, source, count(*) AS count FROM queued_events GROUP BY pipeline, source ORDER BY pipeline, source")
+                .map { QueuedEventCount(pipeline: $0["pipeline"], source: $0["source"], count: $0["count"]) }
+        }
+    }
+
+    public func renameSource(pipeline: String, from: String, to: String) async throws -> Int {
+        try await database.write { db in
+            try db.execute(sql: "UPDATE queued_events SET source = ? WHERE pipeline = ? AND source = ?", arguments: [to, pipeline, from])
+            let moved = db.changesCount
+            // A user already scheduled under the new key keeps that schedule.
+            try db.execute(sql: "UPDATE OR IGNORE poll_schedule SET source = ? WHERE pipeline = ? AND source = ?", arguments: [to, pipeline, from])
+            try db.execute(sql: "DELETE FROM poll_schedule WHERE pipeline = ? AND source = ?", arguments: [pipeline, from])
+            return moved
+        }
+    }
+
     static func insertQueued(_ event: QueuedEvent, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)

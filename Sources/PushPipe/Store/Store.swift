@@ -78,6 +78,13 @@ public protocol Store: Sendable {
     func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws
     /// The event's processing ended (whatever its outcome): it is not sent again.
     func dequeue(pipeline: String, eventID: String) async throws
+    /// How many events wait, by pipeline and source key: the start's check for events that
+    /// no running source will ever claim (a pipeline or source renamed).
+    func queuedEventCounts() async throws -> [QueuedEventCount]
+    /// Moves a source's queued events and poll schedule from one key to another (the keys by
+    /// position of earlier versions, `sources[0]`, to the source's stable key). Returns how
+    /// many queued events moved.
+    func renameSource(pipeline: String, from: String, to: String) async throws -> Int
 
     /// Answers when the store does (the readiness check).
     func ping() async throws

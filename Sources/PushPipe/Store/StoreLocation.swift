@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
 
@@ -13,13 +12,15 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
 
     public struct PostgresLocation: Sendable, Equatable {
         public var host: String
+        /// libpq's `hostaddr`: the address to connect to, while `host` stays the name the
+        /// server's certificate is verified against (`verify-full`).
+        public var hostAddress: String?
         public var port: Int
         public var user: String
         public var password: String?
         public var database: String
-        /// PostgreSQL's `sslmode`: `disable`, `prefer` (the default), `require` (encrypted, not
-        /// verified) or `verify-full` (encrypted, certificate and host name verified).
-        public var sslMode: String
+        /// `sslmode` and `sslrootcert`, as libpq means them.
+        public var tls: PostgresTLSMode
         /// The most connections this daemon opens (`pool_size`, 20): the database's
         /// `max_connections` must cover every daemon's pool.
         public var poolSize = 20
@@ -53,12 +54,10 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
             throw InvalidLocation(description: "a store is sqlite:PATH or postgres://user[:password]@host[:port]/database[?sslmode=...]")
         }
         let database = String(url.path.drop { $0 == "/" })
-        let sslMode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
-        guard ["disable", "prefer", "require", "verify-full"].contains(sslMode) else {
-            throw InvalidLocation(description: "sslmode '\(sslMode)' is not one of disable, prefer, require, verify-full")
-        }
-        var location = PostgresLocation(host: host, port: url.port ?? 5432, user: user, password: url.password,
-                                        database: database.isEmpty ? user : database, sslMode: sslMode)
+        let tls = try PostgresTLSMode(sslmode: url.queryItems?.first { $0.name == "sslmode" }?.value,
+                                      sslrootcert: url.queryItems?.first { $0.name == "sslrootcert" }?.value)
+        var location = PostgresLocation(host: host, hostAddress: url.queryItems?.first { $0.name == "hostaddr" }?.value, port: url.port ?? 5432, user: user, password: url.password,
+                                        database: database.isEmpty ? user : database, tls: tls)
         location.poolSize = try Self.count(url, "pool_size", in: 1...1000) ?? location.poolSize
         location.statementTimeout = try Self.count(url, "statement_timeout", in: 1...86400) ?? location.statementTimeout
         location.connectTimeout = try Self.count(url, "connect_timeout", in: 1...600) ?? location.connectTimeout
@@ -78,7 +77,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .sqlite(let path): "sqlite:\(path)"
         case .postgres(let location):
-            "postgres://\(location.user)\(location.password == nil ? "" : ":•••")@\(location.host):\(location.port)/\(location.database)?sslmode=\(location.sslMode)"
+            "postgres://\(location.user)\(location.password == nil ? "" : ":•••")@\(location.host):\(location.port)/\(location.database)?\(location.tls)"
         }
     }
 
@@ -94,7 +93,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         case .sqlite(let path):
             return (try SQLiteStore(path: path), nil)
         case .postgres(let location):
-            let store = try await PostgresStore(configuration: location.clientConfiguration, waits: location.waits, logger: logger, runsPool: false)
+            let store = try await PostgresStore(location: location, logger: logger, runsPool: false)
             return (store, store.pool)
         }
     }
@@ -105,23 +104,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         case .sqlite(let path):
             return try SQLiteStore(path: path)
         case .postgres(let location):
-            return try await PostgresStore(configuration: location.clientConfiguration, waits: location.waits, logger: logger)
+            return try await PostgresStore(location: location, logger: logger)
         }
-    }
-}
-
-extension StoreLocation.PostgresLocation {
-    public var clientConfiguration: PostgresClient.Configuration {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if sslMode == "require" { tls.certificateVerification = .none }
-        let mode: PostgresClient.Configuration.TLS = switch sslMode {
-        case "disable": .disable
-        case "prefer": .prefer(tls)
-        default: .require(tls)
-        }
-        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
-        configuration.options.maximumConnections = poolSize
-        configuration.options.additionalStartupParameters = [("statement_timeout", "\(statementTimeout)s")]
-        return configuration
     }
 }

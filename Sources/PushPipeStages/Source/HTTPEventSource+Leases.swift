@@ -84,7 +84,7 @@ extension HTTPEventSource {
         let lease = configuration.lease
         while !Task.isCancelled {
             do {
-                try await context.store.renewLeases(pipeline: context.pipeline, source: context.stage, eventIDs: leases.heldIDs, lease: lease)
+                try await context.store.renewLeases(pipeline: context.pipeline, source: context.key, eventIDs: leases.heldIDs, lease: lease)
                 for id in leases.finishedIDs {
                     try await context.store.dequeue(pipeline: context.pipeline, eventID: id)
                     leases.forget(id)

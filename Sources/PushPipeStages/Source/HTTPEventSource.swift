@@ -44,7 +44,7 @@ struct HTTPEventSource: Source, LongRunningStage {
             throw ConfigurationValueError(keyPath: "lease", "a lease under a second cannot be renewed in time", expected: "1s or more")
         }
         self.configuration = configuration
-        let source = context.stage
+        let source = context.key
         let leases = leases
         route = RouteDefinition(method: configuration.method, path: configuration.path,
                                 authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
@@ -86,7 +86,7 @@ struct HTTPEventSource: Source, LongRunningStage {
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could
     /// not be submitted (the pipeline is stopping) is let go of at once.
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext) async throws -> Int {
-        let claimed = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.stage, lease: configuration.lease,
+        let claimed = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: configuration.lease,
                                                                 limit: limit)
         guard !claimed.isEmpty else { return 0 }
         context.logger.notice("sending \(claimed.count) accepted events whose daemon stopped before finishing them")
@@ -95,11 +95,11 @@ struct HTTPEventSource: Source, LongRunningStage {
         for (index, queued) in claimed.enumerated() {
             var event = queued.event
             event.onComplete = Self.completion(of: queued.eventID, leases: leases, store: context.store, pipeline: context.pipeline,
-                                               source: context.stage, logger: context.logger)
+                                               source: context.key, logger: context.logger)
             do {
                 try await sink.submit(event)
             } catch {
-                await leases.letGo(claimed[index...].map(\.eventID), store: context.store, pipeline: context.pipeline, source: context.stage)
+                await leases.letGo(claimed[index...].map(\.eventID), store: context.store, pipeline: context.pipeline, source: context.key)
                 throw error
             }
         }

@@ -133,13 +133,13 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             while !Task.isCancelled {
                 do {
                     if ContinuousClock.now >= nextSync {
-                        try await store.syncPollSchedule(pipeline: context.pipeline, source: context.stage, tokenKind: configuration.tokenKind,
+                        try await store.syncPollSchedule(pipeline: context.pipeline, source: context.key, tokenKind: configuration.tokenKind,
                                                          interval: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
                     }
                     let limit = configuration.concurrency * 2
-                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.stage, interval: interval, limit: limit)
+                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.key, interval: interval, limit: limit)
                     let now = ContinuousClock.now
                     for user in due where !isBackingOff(user, at: now) {
                         if running >= configuration.concurrency {

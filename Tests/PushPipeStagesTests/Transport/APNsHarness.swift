@@ -20,7 +20,7 @@ struct APNsHarness {
 
     /// - Parameters:
     ///   - signingKey: the key pushpipe signs with; defaults to the one the stand-in trusts.
-    static func make(timeout: String = "2s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
+    static func make(timeout: String = "10s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
                      attempts: Int = 3, maxStreams: Int = 100, serverStreamLimit: Int = 100) async throws -> APNsHarness {
         let directory = try TemporaryDirectory("apns")
         let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: teamID, keyID: keyID, signingKey: signingKey,

@@ -35,6 +35,27 @@ import Testing
         #expect(pipeline.routes.map(\.route.method) == ["POST", "POST"])
     }
 
+    /// A source's key names its queued events: its type unless it has a `key`, and two sources
+    /// of one pipeline may not share one.
+    @Test func sourcesAreKeyedByTheirKeyOrTypeAndTwoMayNotShareOne() async throws {
+        let single = try #require(try await load(["a.yaml": Self.pipeline("a")]).pipelines.first)
+        #expect(single.sources.map(\.key) == ["http.event"])
+        #expect(single.sources.map(\.id) == ["sources[0]"])
+        let twoSources = { (first: String, second: String) in
+            Self.pipeline("a").replacingOccurrences(of: "  - {type: http.event, path: /events}",
+                                                     with: "  - {type: http.event, path: /events\(first)}\n  - {type: http.event, path: /other\(second)}")
+        }
+        let clash = try await load(["a.yaml": twoSources("", "")])
+        let diagnostic = try #require(clash.diagnostics.first { $0.keyPath == "sources[1].type" })
+        #expect(diagnostic.message.contains("sources[0] has the key 'http.event' too"))
+        #expect(diagnostic.location.line == 6)
+        let keyed = try await load(["a.yaml": twoSources("", ", key: other-events")])
+        #expect(keyed.diagnostics.isEmpty)
+        #expect(keyed.pipelines.first?.sources.map(\.key) == ["http.event", "other-events"])
+        let bad = try await load(["a.yaml": twoSources("", ", key: \"a b\"")])
+        #expect(bad.diagnostics.contains { $0.keyPath == "sources[1].key" && $0.message.contains("is not a source key") })
+    }
+
     @Test func duplicateRoutesAcrossFilesAreReportedWithBothPlaces() async throws {
         let result = try await load(["a.yaml": Self.pipeline("a"), "b.yaml": Self.pipeline("b", eventPath: "/b/events")])
         let duplicate = try #require(result.diagnostics.first { $0.code == .duplicateRoute })

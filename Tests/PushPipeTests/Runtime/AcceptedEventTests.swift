@@ -44,12 +44,11 @@ import Testing
         try directory.write("plugins/stuck/plugin.yaml", "name: stuck\nkind: transport\ncommand: [python3, stuck.py]\n")
     }
 
-    @Test func anEventAcceptedBeforeSIGKILLIsSentAfterTheRestart() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    /// A daemon accepts event `n: 7` for user `u`, starts sending it to a transport that never
+    /// answers, and is killed: the event stays queued. Returns the pipeline file.
+    func acceptThenKill(in directory: TemporaryDirectory) async throws -> String {
         try writeStuckTransport(directory)
         let file = try directory.write("pipelines/accepted.yaml", Self.pipeline(transport: "{type: stuck}"))
-
         try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             let registration: JSON = ["user_id": "u", "device_token": .string(String(repeating: "0f", count: 32))]
@@ -60,6 +59,13 @@ import Testing
             daemon.signal(SIGKILL)
             #expect(try await daemon.waitForExit() == 128 + SIGKILL)
         }
+        return file
+    }
+
+    @Test func anEventAcceptedBeforeSIGKILLIsSentAfterTheRestart() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try await acceptThenKill(in: directory)
 
         try Self.pipeline(transport: "{type: stdout, format: compact}").write(toFile: file, atomically: true, encoding: .utf8)
         try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
@@ -71,6 +77,42 @@ import Testing
             // Operators see it as a recovered event.
             let metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: try await daemon.adminPort()))
             #expect(metrics[#"pushpipe_events_recovered_total{pipeline="accepted",stage="sources[0]"}"#] == 1)
+        }
+    }
+
+    /// A source's queued events are kept under its key (its type here), not its position: a
+    /// source added before it leaves them where it finds them (before, they waited under
+    /// `sources[0]` for a source that was now `sources[1]`, until someone noticed). Events
+    /// queued by an earlier version under the position move to the key; events no pipeline's
+    /// source will claim are reported at the start.
+    @Test func queuedEventsFollowTheirSourceWhenThePipelineChanges() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try await acceptThenKill(in: directory)
+        // An earlier version's row (keyed by position) and one of a pipeline since renamed.
+        let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
+        try await queue.write { db in
+            for (pipeline, source, n) in [("accepted", "sources[1]", 8), ("renamed-away", "http.event", 9)] {
+                try db.execute(sql: """
+                    INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
+                    VALUES (?, ?, 'a-process-long-gone', ?, 'u', 0, ?, 0)
+                    """, arguments: [pipeline, source, "e\(n)", #"{"n":\#(n),"user":"u"}"#])
+            }
+        }
+        try queue.close()
+        let replies = try TemporaryDirectory("replies")
+        defer { replies.remove() }
+        try Self.pipeline(transport: "{type: stdout, format: compact}")
+            .replacingOccurrences(of: "sources:\n", with: "sources:\n  - {type: reply.folder, path: \(replies.path)}\n")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        try await DaemonProcess.run(arguments: Self.arguments, directory: directory.path) { daemon in
+            try await daemon.waitForLine(containing: #"of u: {"n":7}"#)
+            try await daemon.waitForLine(containing: #"of u: {"n":8}"#)
+            try await daemon.waitForLine(containing: "moved from sources[1] to its key 'http.event'")
+            try await daemon.waitForLine(containing: "1 accepted events of pipeline 'renamed-away' wait for a source keyed 'http.event'")
+            try await daemon.waitForLine(containing: "removed from the queue", after: 1)
+            #expect(try await queued(directory) == [#"{"n":9,"user":"u"}"#], "only the renamed pipeline's event waits")
+            #expect(daemon.standardOutput.filter { $0.contains(#"{"n":9}"#) }.isEmpty)
         }
     }
 

@@ -158,12 +158,14 @@ import Testing
     @Test func unregisteredTokenIsPrunedAndNoLongerListed() async throws {
         try await H.with { harness in
             harness.ogs.setGames(H.player, [H.game(401, "Zeta", yourTurn: true, lastMove: H.nowMilliseconds)])
-            // Answered late: registering starts a check at once, and the token must still be listed when asked below.
-            harness.apns.script(.delayed(seconds: 2, .reject(status: 410, reason: "Unregistered", timestamp: H.nowMilliseconds + 60_000)))
+            // Answered once the token was seen listed: registering starts a check at once.
+            let listed = Gate()
+            harness.apns.script(.held(listed, .reject(status: 410, reason: "Unregistered", timestamp: H.nowMilliseconds + 60_000)))
             try await harness.daemon { daemon, client in
-                let listed = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
-                #expect(listed.status == 200)
+                let registered = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
+                #expect(registered.status == 200)
                 #expect(try await client.request("GET", "/users-by-token/\(H.token)").body?["user_ids"] == [.string(String(H.player))])
+                listed.open()
                 try await harness.apns.waitForRequests(1)
                 try await daemon.waitForLine(containing: "removed dead device token 80860575")
                 #expect(try await client.request("GET", "/users-by-token/\(H.token)").body?["user_ids"] == [])

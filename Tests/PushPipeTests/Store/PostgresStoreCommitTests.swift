@@ -20,7 +20,7 @@ import Testing
     func aCancelledLeaderDoesNotFailTheWritesItCommits() async throws {
         guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
         let logger = Logger(label: "test")
-        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let store = try await PostgresStore(location: location, logger: logger)
         let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await locker.run() }

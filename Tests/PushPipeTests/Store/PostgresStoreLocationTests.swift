@@ -28,13 +28,13 @@ import Testing
     func aDatabaseMigratedByANewerVersionIsRefused() async throws {
         guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
         let logger = Logger(label: "test")
-        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let store = try await PostgresStore(location: location, logger: logger)
         try await store.close()
-        try await PostgresClient.withShortLived(configuration: location.clientConfiguration, logger: logger) { client in
-            _ = try await client.query("INSERT INTO pushpipe_migrations (name) VALUES ('v99-from-the-future')", logger: logger)
+        try await location.withConnection(logger: logger) { connection in
+            _ = try await connection.query("INSERT INTO pushpipe_migrations (name) VALUES ('v99-from-the-future')", logger: logger)
         }
         await #expect(throws: PostgresStore.NewerDatabaseError.self) {
-            try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+            try await PostgresStore(location: location, logger: logger)
         }
     }
 }

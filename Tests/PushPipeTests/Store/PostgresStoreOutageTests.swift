@@ -117,7 +117,7 @@ struct PostgresStoreOutageTests {
 
     static func waitUntilQueueEmpty(url: String) async throws {
         guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
-        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: Logger(label: "test"))
+        let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         let deadline = ContinuousClock.now + .seconds(60)
         var queued = -1
         while ContinuousClock.now < deadline {
@@ -134,7 +134,7 @@ struct PostgresStoreOutageTests {
     @Test func claimsWaitAfterAGapInRenewals() async throws {
         guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
         let logger = Logger(label: "test")
-        let store = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let store = try await PostgresStore(location: location, logger: logger)
         let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,
                                 body: ["id": "e1"], lease: 2)
         try await store.enqueue(event)

@@ -13,8 +13,8 @@ struct PostgresStorePollScheduleTests {
         guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
         let logger = Logger(label: "test")
         // Two daemons' stores on one database.
-        let first = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
-        let second = try await PostgresStore(configuration: location.clientConfiguration, logger: logger)
+        let first = try await PostgresStore(location: location, logger: logger)
+        let second = try await PostgresStore(location: location, logger: logger)
         for user in ["1", "2"] {
             try await first.register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32) + user), pipeline: "p",
                                      environment: nil, replace: false)
