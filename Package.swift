@@ -130,6 +130,7 @@ let package = Package(
             dependencies: [
                 "PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -6,17 +6,20 @@ import Synchronization
 /// The store's way to the database: every statement goes through here, so every one waits a
 /// bounded time for a connection and an answer, and tells `availability` what it found.
 struct PostgresConnections: Sendable {
-    let client: PostgresClient
+    let pool: PostgresPool
     let waits: PostgresStore.Waits
     let availability: StoreAvailability
     let logger: Logger
+    /// Opens and closes one connection outside the pool: whether the database accepts them.
+    let connectsDirectly: @Sendable () async -> Bool
     let name = "PostgreSQL"
 
-    init(client: PostgresClient, waits: PostgresStore.Waits, logger: Logger) {
-        self.client = client
+    init(pool: PostgresPool, waits: PostgresStore.Waits, logger: Logger, connectsDirectly: @escaping @Sendable () async -> Bool) {
+        self.pool = pool
         self.waits = waits
         self.logger = logger
-        availability = StoreAvailability(name: name, logger: logger)
+        self.connectsDirectly = connectsDirectly
+        availability = StoreAvailability(name: name, logger: logger, probeLimit: waits.connection + waits.answer + .seconds(5))
     }
 
     /// Runs `body` on a pooled connection within the store's waits, and keeps `availability`.
@@ -26,15 +29,28 @@ struct PostgresConnections: Sendable {
             let result = try await bounded(body)
             availability.answered(probe: probe)
             return result
+        } catch is CancellationError {
+            availability.abandoned(probe: probe)
+            throw CancellationError()
         } catch {
             guard Self.meansUnavailable(error) else {
                 availability.answered(probe: probe)
                 throw error
             }
             availability.failed(error, probe: probe)
+            if probe, let timeout = error as? StoreTimeoutError, timeout.what == "connection" { await replacePoolIfWedged() }
             // One error for every way of not reaching the database, which the host answers with 503.
             if error is StoreTimeoutError { throw error }
             throw StoreUnavailableError(store: name, failingFor: .zero, cause: String(describing: error))
+        }
+    }
+
+    /// A probe got no connection from the pool: if the database has been away for a while
+    /// yet accepts a connection of ours, the pool is not coming back by itself.
+    private func replacePoolIfWedged() async {
+        guard let failing = availability.failingFor, failing >= waits.connection * 3, await connectsDirectly() else { return }
+        if pool.replace(ifOlderThan: waits.connection * 6) {
+            logger.notice("store: the pool gave no connection for \(failing.roundedSeconds) s while PostgreSQL accepts new ones: a new pool replaces it")
         }
     }
 
@@ -53,7 +69,7 @@ struct PostgresConnections: Sendable {
         let waits = waits, name = name
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask {
-                try await client.withConnection { connection in
+                try await pool.client.withConnection { connection in
                     lease.connection.withLock { $0 = connection }
                     lease.started.store(true, ordering: .releasing)
                     defer { lease.connection.withLock { $0 = nil } }

@@ -55,6 +55,14 @@ extension PostgresStore {
             """)
     }
 
+    public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        try await connections.rows("""
+            DELETE FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key IN (
+                SELECT key FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND updated_at < \(cutoff) LIMIT \(limit))
+            RETURNING key
+            """).count
+    }
+
     public func pruneLapsedHolds(pipeline: String) async throws -> Int {
         try await connections.rows("""
             DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND until < \(unescaped: Self.databaseNow) RETURNING key

@@ -8,13 +8,9 @@ import ServiceLifecycle
 /// as in SQLite (one transaction for the writes that arrive together); reads and
 /// registrations are single statements on a pooled `PostgresClient`.
 public final class PostgresStore: Store {
-    let client: PostgresClient
     /// Every statement's way to the database, bounded in time (see `Waits`).
     let connections: PostgresConnections
     let logger: Logger
-    /// Without a service group to run the pool in (tests, benchmarks), the store runs it in a
-    /// task of its own, which `close` ends.
-    private let running: Task<Void, Never>?
     let outcomes: GroupCommit<OutcomeWrite>
     /// Recipients are read once per event: cached for a second, which is how soon another
     /// daemon's registration is used here (this daemon's own changes clear it at once).
@@ -22,22 +18,24 @@ public final class PostgresStore: Store {
 
     /// Connects, and migrates the database to the latest version (once, whatever the number
     /// of daemons starting together: they wait on an advisory lock). The migration's own
-    /// connection fails the start at once with the reason, where the pool would retry.
-    /// - Parameter runsPool: false when the caller runs `pool` as a service of its service
-    ///   group (the daemon).
-    public init(location: StoreLocation.PostgresLocation, logger: Logger, runsPool: Bool = true) async throws {
+    /// connection fails the start at once with the reason, where the pool would retry. The
+    /// store runs its pool until `close`, after the pipelines drained.
+    public init(location: StoreLocation.PostgresLocation, logger: Logger) async throws {
         try await location.withConnection(logger: logger) { connection in try await Self.migrate(connection, logger: logger) }
         // The pool tells each failed reconnection at info: during an outage, the store's own
         // two lines say it (one when it begins, one when it ends). Debug shows them all.
         var poolLogger = logger
         if poolLogger.logLevel == .info { poolLogger.logLevel = .notice }
-        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: poolLogger)
-        self.client = client
+        let configuration = location.clientConfiguration
+        let pool = PostgresPool { [poolLogger] in PostgresClient(configuration: configuration, backgroundLogger: poolLogger) }
         self.logger = logger
-        let connections = PostgresConnections(client: client, waits: location.waits, logger: logger)
+        var quiet = logger
+        quiet.logLevel = .critical
+        let connections = PostgresConnections(pool: pool, waits: location.waits, logger: logger) { [quiet] in
+            (try? await location.withConnection(logger: quiet) { _ in true }) ?? false
+        }
         self.connections = connections
         outcomes = Self.groupCommit(connections: connections, logger: logger)
-        running = runsPool ? Task { await client.run() } : nil
     }
 
     /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other
@@ -56,10 +54,6 @@ public final class PostgresStore: Store {
     /// by daemons whose own clocks may disagree, so they are all measured on this one.
     static let databaseNow = "extract(epoch from now())::double precision"
 
-    /// The connection pool, for a service group to run (`runsPool: false`). It stops at the
-    /// group's graceful shutdown, so it belongs first in the group: shut down last.
-    public var pool: any Service { client }
-
     public func ping() async throws {
         _ = try await connections.rows("SELECT 1")
     }
@@ -69,8 +63,7 @@ public final class PostgresStore: Store {
     }
 
     public func close() async throws {
-        running?.cancel()
-        await running?.value
+        await connections.pool.shutdown()
     }
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOPosix
 import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode, written through GRDB.
@@ -176,12 +177,12 @@ public final class SQLiteStore: Store {
 
     public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
         try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
-            try readTokens(pipeline: pipeline, user: user, kind: kind)
+            try await readTokens(pipeline: pipeline, user: user, kind: kind)
         }
     }
 
-    private func readTokens(pipeline: String, user: String?, kind: String) throws -> [DeviceToken] {
-        try readNow { db in
+    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        try await read { db in
             let rows: [Row]
             if let user {
                 rows = try Row.fetchAll(db.cachedStatement(sql: """
@@ -255,7 +256,7 @@ public final class SQLiteStore: Store {
     }
 
     public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
-        let text = try readNow { db in
+        let text = try await read { db in
             try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM settings WHERE pipeline = ? AND user_id = ? AND key = ?"),
                                 arguments: [pipeline, user, key])
         }
@@ -263,7 +264,7 @@ public final class SQLiteStore: Store {
     }
 
     public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
-        let rows: [(String, String)] = try readNow { db in
+        let rows: [(String, String)] = try await read { db in
             try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM settings WHERE pipeline = ? AND user_id = ?"), arguments: [pipeline, user])
                 .map { ($0["key"], $0["value"]) }
         }
@@ -293,7 +294,7 @@ public final class SQLiteStore: Store {
         let mirrored = StateMirror.Stage(pipeline: pipeline, stage: stage)
         switch stateMirror.values(of: keys, in: mirrored) {
         case .found(let values): return values
-        case .tooLarge: return try readStates(pipeline: pipeline, stage: stage, keys: keys)
+        case .tooLarge: return try await readStates(pipeline: pipeline, stage: stage, keys: keys)
         case .notLoaded:
             try await loadMirror(of: mirrored)
             return try await states(pipeline: pipeline, stage: stage, keys: keys)
@@ -317,8 +318,8 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private func readStates(pipeline: String, stage: String, keys: [String]) throws -> [String: JSON] {
-        let rows: [(String, String)] = try readNow { db in
+    private func readStates(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
+        let rows: [(String, String)] = try await read { db in
             // One statement per number of keys, parsed once per connection.
             let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ",")
             let statement = try db.cachedStatement(sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ? AND key IN (\(placeholders))")
@@ -329,6 +330,21 @@ public final class SQLiteStore: Store {
         var result: [String: JSON] = [:]
         for (key, value) in rows { result[key] = try JSON.parse(value) }
         return result
+    }
+
+    /// The mirror's copy of the stage is dropped in the same write, on the writer's queue: the
+    /// next read loads what is left.
+    public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        let mirror = stateMirror
+        return try await database.write { db in
+            try db.execute(sql: """
+                DELETE FROM stage_state WHERE rowid IN (
+                    SELECT rowid FROM stage_state WHERE pipeline = ? AND stage = ? AND updated_at < ? LIMIT ?)
+                """, arguments: [pipeline, stage, cutoff, limit])
+            let removed = db.changesCount
+            if removed > 0 { mirror.forget(StateMirror.Stage(pipeline: pipeline, stage: stage)) }
+            return removed
+        }
     }
 
     public func setState(_ writes: [StateWrite], pipeline: String) async throws {
@@ -388,6 +404,15 @@ public final class SQLiteStore: Store {
     /// one statement, which SQLite reads from one snapshot anyway.
     func readNow<T>(_ body: (Database) throws -> T) throws -> T {
         try database.unsafeRead(body)
+    }
+
+    /// A short read: on the calling thread (`readNow`), except on one of the server's event
+    /// loops (route handlers, the workers of pipelines fed over HTTP), where it goes to a
+    /// reader's queue. A read may wait (every reader busy, a page from a slow disk), and on a
+    /// loop that wait would hold up every other connection the loop serves.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil { return try await database.read(body) }
+        return try readNow(body)
     }
 
     public func ping() async throws {

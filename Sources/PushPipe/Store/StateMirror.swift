@@ -80,6 +80,14 @@ final class StateMirror: Sendable {
         }
     }
 
+    /// Forgets one stage's copy (rows were removed): the next read loads it again.
+    func forget(_ stage: Stage) {
+        copies.withLock { copies in
+            copies.loaded[stage] = nil
+            copies.tooLarge.remove(stage)
+        }
+    }
+
     /// Forgets every copy: another connection changed the file (not a supported setup, but
     /// a stale watermark must not outlive the next commit).
     func invalidate() {

@@ -28,6 +28,9 @@ public protocol Store: Sendable {
     /// Several keys in one read (a watermark per game of a user).
     func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON]
     func setState(_ writes: [StateWrite], pipeline: String) async throws
+    /// Removes at most `limit` of a stage's values not written since `cutoff` (UNIX seconds):
+    /// watermarks of users and items that are gone. Returns how many.
+    func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
 
     /// Everything one event's delivery produced, in one transaction: the outcome of each
     /// delivery, the history entries, and the state writes to commit with them.

@@ -11,35 +11,48 @@ import Synchronization
 public final class StoreAvailability: Sendable {
     private struct State {
         var failingSince: ContinuousClock.Instant?
-        var probing = false
+        /// When the probe in progress was let through.
+        var probing: ContinuousClock.Instant?
     }
 
     private let state = Mutex(State())
     private let logger: Logger
     private let name: String
+    /// A probe still out after this long is given up on, and the next operation probes: one
+    /// that never came back (a connection that hung) must not keep the store "away" for good.
+    private let probeLimit: Duration
 
-    public init(name: String, logger: Logger) {
+    public init(name: String, logger: Logger, probeLimit: Duration = .seconds(60)) {
         self.name = name
         self.logger = logger
+        self.probeLimit = probeLimit
     }
 
     public var isFailing: Bool { state.withLock { $0.failingSince != nil } }
 
+    /// How long the store has been failing (nil while it answers).
+    public var failingFor: Duration? { state.withLock { $0.failingSince.map { .now - $0 } } }
+
     /// Lets an operation run; returns whether it is the probe (the one let through while the
-    /// store fails), which must be ended by `answered` or `failed`.
+    /// store fails), which must be ended by `answered`, `failed` or `abandoned`.
     public func admit() throws -> Bool {
         try state.withLock { state in
             guard let since = state.failingSince else { return false }
-            guard !state.probing else { throw StoreUnavailableError(store: name, failingFor: .now - since) }
-            state.probing = true
+            if let probing = state.probing, .now - probing < probeLimit { throw StoreUnavailableError(store: name, failingFor: .now - since) }
+            state.probing = .now
             return true
         }
+    }
+
+    /// The operation was cancelled before it learnt anything: the next one probes.
+    public func abandoned(probe: Bool) {
+        if probe { state.withLock { $0.probing = nil } }
     }
 
     /// The store answered (a result, or an error of its own such as a constraint): it is up.
     public func answered(probe: Bool) {
         let outage = state.withLock { state -> Duration? in
-            if probe { state.probing = false }
+            if probe { state.probing = nil }
             defer { state.failingSince = nil }
             return state.failingSince.map { .now - $0 }
         }
@@ -49,7 +62,7 @@ public final class StoreAvailability: Sendable {
     /// The store could not be reached or did not answer in time.
     public func failed(_ error: any Error, probe: Bool) {
         let isNew = state.withLock { state in
-            if probe { state.probing = false }
+            if probe { state.probing = nil }
             guard state.failingSince == nil else { return false }
             state.failingSince = .now
             return true
@@ -83,6 +96,12 @@ public struct StoreTimeoutError: Error, CustomStringConvertible {
     public var store: String
     public var waited: Duration
     public var what: String
+
+    public init(store: String, waited: Duration, what: String) {
+        self.store = store
+        self.waited = waited
+        self.what = what
+    }
 
     public var description: String { "the store (\(store)) gave no \(what) within \(waited.roundedSeconds) s" }
 }

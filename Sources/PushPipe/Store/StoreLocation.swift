@@ -86,15 +86,15 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
-    /// Opens (and migrates) the store for a service group: the PostgreSQL pool is returned as
-    /// a service to run first in the group (it shuts down last, after the pipelines drained).
+    /// Opens (and migrates) the store for a service group, with any service it needs run beside
+    /// it (none today: the PostgreSQL store runs its pool until it is closed, after the group).
     public func openInServiceGroup(logger: Logger) async throws -> (store: any Store, service: (any Service)?) {
         switch self {
         case .sqlite(let path):
             return (try SQLiteStore(path: path), nil)
         case .postgres(let location):
-            let store = try await PostgresStore(location: location, logger: logger, runsPool: false)
-            return (store, store.pool)
+            // The store runs its pool until it is closed, after the service group ended.
+            return (try await PostgresStore(location: location, logger: logger), nil)
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import PushPipe
 
 /// Drops items already notified, by a durable watermark that moves only after delivery.
@@ -8,7 +9,7 @@ import PushPipe
 /// forever. The watermark here is the newest item timestamp that was *actually delivered*,
 /// taken from the data itself, and it is written only when the transport accepted the
 /// notification: a failed or retried delivery leaves it alone and the next check retries.
-struct TimestampDedupeFilter: Filter {
+struct TimestampDedupeFilter: Filter, LongRunningStage {
     static let summary = "Keeps only items newer than the delivered watermark (per key or per item); drops the event when none is left."
 
     struct Configuration: StageConfiguration {
@@ -19,6 +20,7 @@ struct TimestampDedupeFilter: Filter {
         var newestFirst: Bool
         var state: String
         var hold: Double
+        var forgetAfter: Double
 
         static let schema = Schema([
             .required("items", .string, "Path of the item list in the event body, e.g. `games`."),
@@ -29,6 +31,8 @@ struct TimestampDedupeFilter: Filter {
             SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under (keep it when reordering filters)."),
             SchemaKey("hold", .duration, default: 600,
                       "How long items being delivered stay held when their daemon dies (a shared database); longer than a delivery's retries."),
+            SchemaKey("forget_after", .duration, default: 0,
+                      "Watermarks not moved for this long (users and items that are gone) are removed; an item still there, unchanged, after that long is notified once more. 0 (the default) keeps every watermark."),
         ])
     }
 
@@ -94,5 +98,36 @@ struct TimestampDedupeFilter: Filter {
             await previous?(report)
         }
         return .pass(passed)
+    }
+
+    /// A watermark is written when its item is notified: one not moved for `forget_after`
+    /// belongs to a user or an item that is gone, or to an item unchanged for that long, which
+    /// is then notified once more (a reminder, where it was a duplicate; the filter keeps no
+    /// clock of its own, so a pipeline test gives the same answer on any day). Once a minute
+    /// after the start, then hourly; any daemon of a group may do it.
+    func run(context: StageContext) async throws {
+        guard configuration.forgetAfter > 0, context.mode == .live else { return await untilCancelled() }
+        try await Task.sleep(for: .seconds(60))
+        while true {
+            await forgetOldWatermarks(context: context, now: Date())
+            try await Task.sleep(for: .seconds(3600))
+        }
+    }
+
+    @discardableResult
+    func forgetOldWatermarks(context: StageContext, now: Date) async -> Int {
+        let cutoff = now.timeIntervalSince1970 - configuration.forgetAfter
+        var removed = 0
+        do {
+            while !Task.isCancelled {
+                let batch = try await context.store.pruneStates(pipeline: context.pipeline, stage: configuration.state, unchangedSince: cutoff, limit: 1000)
+                removed += batch
+                guard batch == 1000 else { break }
+            }
+        } catch {
+            context.logger.warning("watermarks: pruning stopped: \(error)")
+        }
+        if removed > 0 { context.logger.info("watermarks: removed \(removed) not moved for \(Int(configuration.forgetAfter / 86400)) days") }
+        return removed
     }
 }

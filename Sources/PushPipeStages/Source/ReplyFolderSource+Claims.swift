@@ -39,7 +39,18 @@ extension ReplyFolderSource {
             for owner in owners.abandoned(among: others, folder: { Self.timestamp(of: "\(claims)/\($0)") }, after: lease) {
                 returnClaims(of: owner, in: claims, context: context)
             }
+            retryFailed(context: context)
             do { try await Task.sleep(for: lease / 3) } catch { return }
+        }
+    }
+
+    /// Puts the failed replies whose wait is over back into the folder: its watchers see them
+    /// arrive, and one claims and sends them.
+    private func retryFailed(context: StageContext) {
+        for name in failedReplies.due() where !FileManager.default.fileExists(atPath: "\(directory)/\(name)") {
+            if rename("\(claimDirectory)/\(name)", "\(directory)/\(name)") == 0 {
+                context.logger.notice("reply \(name) is back in \(directory) to be sent again")
+            }
         }
     }
 

@@ -12,7 +12,8 @@ import Synchronization
 /// inotify can lose events (its queue overflows under a burst while the pipeline is busy) and
 /// does not report every way a file can appear (a hard link). So the folder is scanned again
 /// after an overflow and every `rescan_interval`: a file with no delivery pending or finished
-/// is picked up then. A file whose delivery failed for good waits for the next start.
+/// is picked up then. A file whose delivery failed goes back into the folder after a wait
+/// (`FailedReplies`), to be claimed and sent again.
 ///
 /// Several daemons may watch one folder (a shared volume): each file is claimed by renaming
 /// it into `.claimed/<process>/` first. rename(2) is atomic, so exactly one daemon gets it.
@@ -41,6 +42,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
 
     let configuration: Configuration
     let directory: String
+    let failedReplies = FailedReplies()
 
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard !configuration.path.isEmpty else {
@@ -152,6 +154,8 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             return false
         }
         let claimDirectory = self.claimDirectory
+        let failedReplies = self.failedReplies
+        let firstWait = Duration.milliseconds(Int64(configuration.claimLease * 1000))
         var event = Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
         let mode = context.mode
         event.onComplete = { report in
@@ -160,12 +164,14 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             switch report.status {
             case .delivered, .partial, .noRecipients:
                 move(name, from: claimDirectory, to: "sent", context: context)
+                failedReplies.delivered(name)
                 inFlight.end(name)
                 context.logger.info("reply \(name) \(report.status.rawValue); moved to sent/")
             case .failed, .filtered:
-                // It stays claimed by this process until it ends: then it goes back to the folder.
+                // Claimed by this process until its wait is over (`keepClaims` puts it back).
+                let wait = failedReplies.failed(name, firstWait: firstWait)
                 inFlight.end(name)
-                context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); it is sent again after the next start")
+                context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); sent again in \(wait.components.seconds) s")
             }
         }
         do {

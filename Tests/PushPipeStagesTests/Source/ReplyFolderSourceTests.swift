@@ -11,9 +11,14 @@ import Testing
     final class RecordingSink: EventSink {
         let events = ObservedState([Event]())
         let status: EventReport.Status
+        /// The first this many events fail (a store away, a provider refusing for a while).
+        let failing: Int
         /// While closed, `submit` waits (a busy pipeline): the source reads no more inotify events.
         private let gate = ObservedState(true)
-        init(status: EventReport.Status) { self.status = status }
+        init(status: EventReport.Status, failing: Int = 0) {
+            self.status = status
+            self.failing = failing
+        }
 
         func close() { gate.update { $0 = false } }
         func open() { gate.update { $0 = true } }
@@ -21,6 +26,7 @@ import Testing
         /// Records after the completion callback, so a test that saw the event also sees its file moved.
         func submit(_ event: Event) async throws {
             _ = try await gate.wait(timeout: 60, { $0 ? true : nil }, failure: { _ in WaitTimedOut("the gate stayed closed") })
+            let status = events.value.count < failing ? .failed : status
             await event.onComplete?(EventReport(eventID: event.id, pipeline: event.pipeline, user: nil, status: status))
             events.update { $0.append(event) }
         }
@@ -35,7 +41,8 @@ import Testing
         }
     }
 
-    func withSource(status: EventReport.Status = .delivered, options: String = "", _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
+    func withSource(status: EventReport.Status = .delivered, failing: Int = 0, options: String = "",
+                    _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
                     _ body: @Sendable (TemporaryDirectory, RecordingSink) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("replies")
         defer { directory.remove() }
@@ -50,7 +57,7 @@ import Testing
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let source = try #require(result.pipelines.first?.sources.first?.stage)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let sink = RecordingSink(status: status)
+        let sink = RecordingSink(status: status, failing: failing)
         let context = StageContext(pipeline: "replies", stage: "sources[0]", store: store, logger: Logger(label: "replies"), mode: .live)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await source.run(into: sink, context: context) }
@@ -139,13 +146,24 @@ import Testing
         }
     }
 
-    @Test func undeliveredRepliesStayForTheNextStart() async throws {
+    @Test func undeliveredRepliesStayClaimedUntilTheirRetry() async throws {
         try await withSource(status: .failed) { directory, sink in
             try directory.write("a.json", #"{"message_id": "m1", "text": "one"}"#)
             _ = try await sink.waitFor(1)
-            // Kept claimed by this process; after it ends, its claims go back to the folder.
+            // Kept claimed by this process for a claim lease (30 s) before it is tried again.
             #expect(FileManager.default.fileExists(atPath: directory.file(".claimed/\(QueuedEvent.thisProcess)/a.json")))
             #expect(!FileManager.default.fileExists(atPath: directory.file("sent/a.json")))
+        }
+    }
+
+    /// Issue 33, defect 3 (found by the chaos soak): a reply whose delivery failed stayed in
+    /// its daemon's claim folder, touched every few seconds, until the daemon's next start.
+    /// It now goes back into the folder after a wait, is claimed again and sent.
+    @Test func aFailedReplyIsSentAgainAfterAWait() async throws {
+        try await withSource(failing: 1, options: ", claim_lease: 1s") { directory, sink in
+            try directory.write("a.json", #"{"message_id": "m1", "text": "one"}"#)
+            #expect(try await sink.waitFor(2).map(\.id) == ["m1", "m1"])
+            #expect(FileManager.default.fileExists(atPath: directory.file("sent/a.json")))
         }
     }
 

@@ -1,10 +1,27 @@
 import Foundation
 import GRDB
+import NIOPosix
 @testable import PushPipe
 import PushPipeTesting
 import Testing
 
 @Suite struct SQLiteStoreTests {
+    /// Issue 33, defect 9: the per-event reads (tokens, settings) ran on the calling thread,
+    /// which for routes and HTTP-fed pipelines is one of the server's event loops; a read that
+    /// waits would hold up every connection of that loop. There they now go to a reader's queue.
+    @Test func readsOnAnEventLoopAreMadeOffIt() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        let (onLoop, readOnLoop) = try await withTaskExecutorPreference(EventLoopGroupTaskExecutor.singleton) {
+            (MultiThreadedEventLoopGroup.currentEventLoop != nil,
+             try await store.read { _ in MultiThreadedEventLoopGroup.currentEventLoop != nil })
+        }
+        #expect(onLoop, "the caller runs on an event loop")
+        #expect(!readOnLoop, "the read is not made on it")
+        try await store.close()
+    }
+
     @Test func registrationsAreIdempotentAndReplaceable() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -24,7 +24,7 @@ import Testing
         // Another daemon's hold counts until its lease runs out.
         let store = try #require(try await location.open(logger: Self.logger) as? PostgresStore)
         let now = Date().timeIntervalSince1970
-        try await store.client.query("""
+        _ = try await store.connections.rows("""
             INSERT INTO stage_holds (pipeline, stage, key, owner, until) VALUES
             ('d', 's', 'alive', 'another-daemon', \(now + 60)), ('d', 's', 'dead', 'another-daemon', \(now - 1))
             """)
@@ -99,6 +99,14 @@ import Testing
                                   StateWrite(stage: "dedupe", key: "alice/1", value: 1_500_000_000_000, onlyForward: true),
                                   StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true)], pipeline: "p")
         #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == ["alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7])
+        // Watermarks not moved since a cutoff are removed, a batch at a time; what a read
+        // returns afterwards (SQLite's copy in memory included) is what is left.
+        let now = Date().timeIntervalSince1970
+        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now - 3600, limit: 10) == 0)
+        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now + 1, limit: 2) == 2)
+        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).count == 1)
+        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now + 1, limit: 10) == 1)
+        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).isEmpty)
     }
 
     func outcomesAndHistory(_ store: any Store) async throws {
@@ -132,6 +140,11 @@ import Testing
             try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "more-\(number)",
                                                 user: nil, time: 3, body: [:]))
         }
+        // A source's rows move to a new key as a whole (a key by position to a stable one), and back.
+        #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "sources[0]", count: 5)])
+        #expect(try await store.renameSource(pipeline: "q", from: "sources[0]", to: "http.event") == 5)
+        #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 5)])
+        #expect(try await store.renameSource(pipeline: "q", from: "http.event", to: "sources[0]") == 5)
         let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)

@@ -136,6 +136,7 @@ struct ChaosCommand: AsyncParsableCommand {
             await ogs.stop()
             let summary = ledger.summary()
             print(Self.table(summary, queued: queued, holds: holds, seconds: seconds))
+            for account in ledger.lostAccounts().prefix(10) { print("lost \(account)") }
             if summary.lost > 0 || summary.unexplained > 0 || queued > 0 || holds > 0 { throw ExitCode(1) }
         }
     }

@@ -70,6 +70,7 @@ final class ChaosDaemons: Sendable {
 
     /// Runs the commands on one daemon process; returns whether the soak asked it to stop for good.
     private func serve(_ daemon: DaemonProcess, slot: Int, instance: Int, commands: AsyncStream<Command>) async throws -> Bool {
+        defer { ledger.keepLog(of: instance, daemon.standardError + daemon.standardOutput) }
         let port = try await daemon.port()
         ports.update { $0[slot] = port }
         for await command in commands {

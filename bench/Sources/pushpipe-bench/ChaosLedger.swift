@@ -24,6 +24,8 @@ final class ChaosLedger: SoakAccounting {
         var faults: [String: Int] = [:]
         /// Faults and process starts in order, for the account of a duplicate nothing explains.
         var timeline: [(at: ContinuousClock.Instant, what: String)] = []
+        /// Each finished daemon process's log, for the account of what was lost.
+        var logs: [Int: [String]] = [:]
     }
 
     private let start = ContinuousClock.now
@@ -74,6 +76,21 @@ final class ChaosLedger: SoakAccounting {
         for game in body["game_ids"]?.arrayValue ?? [] { if let id = game.intValue { ids.append("g\(id)") } }
         let delivery = Delivery(instance: instance, at: .now)
         state.withLock { state in for id in ids { state.deliveries[id, default: []].append(delivery) } }
+    }
+
+    /// Keeps a daemon process's log once it ended.
+    func keepLog(of instance: Int, _ lines: [String]) { state.withLock { $0.logs[instance] = lines } }
+
+    /// What the daemons' logs say about each id never delivered.
+    func lostAccounts() -> [String] {
+        state.withLock { state in
+            state.accepted.filter { state.deliveries[$0] == nil }.sorted().map { id in
+                let lines = state.logs.sorted { $0.key < $1.key }.flatMap { instance, lines in
+                    lines.filter { $0.contains(id) }.map { "#\(instance) \($0)" }
+                }
+                return "\(id):\n  " + lines.suffix(30).joined(separator: "\n  ")
+            }
+        }
     }
 
     var lost: Int { state.withLock { state in state.accepted.filter { state.deliveries[$0] == nil }.count } }

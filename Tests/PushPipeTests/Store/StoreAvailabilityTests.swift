@@ -1,0 +1,37 @@
+import Foundation
+import Logging
+import PushPipe
+import Testing
+
+/// While the store fails, one operation at a time probes it. The chaos soak found a daemon
+/// whose probe never came back: every later operation was refused for good ("does not answer,
+/// for 190 s now") long after the database was back, and the daemon could not drain.
+@Suite struct StoreAvailabilityTests {
+    @Test func aProbeThatNeverComesBackIsGivenUpOn() async throws {
+        let availability = StoreAvailability(name: "test", logger: Logger(label: "test"), probeLimit: .milliseconds(200))
+        #expect(try availability.admit() == false, "an answering store is not probed")
+        availability.failed(StoreTimeoutError(store: "test", waited: .seconds(1), what: "connection"), probe: false)
+        #expect(try availability.admit() == true, "the first operation probes")
+        #expect(throws: StoreUnavailableError.self, "the others are refused at once") { try availability.admit() }
+        // The probe hangs. Past the limit, the next operation probes instead.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var probe = false
+        while !probe, ContinuousClock.now < deadline {
+            probe = (try? availability.admit()) ?? false
+            if !probe { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(probe)
+        availability.answered(probe: true)
+        #expect(!availability.isFailing)
+    }
+
+    /// A cancelled operation learnt nothing: the store is still failing, and the next one probes.
+    @Test func aCancelledProbeNeitherEndsNorExtendsTheOutage() throws {
+        let availability = StoreAvailability(name: "test", logger: Logger(label: "test"))
+        availability.failed(StoreTimeoutError(store: "test", waited: .seconds(1), what: "connection"), probe: false)
+        #expect(try availability.admit() == true)
+        availability.abandoned(probe: true)
+        #expect(availability.isFailing)
+        #expect(try availability.admit() == true)
+    }
+}
