@@ -88,7 +88,10 @@ final class ChaosDaemons: Sendable {
                 daemon.signal(SIGTERM)
                 let status = try? await daemon.waitForExit(timeout: 120)
                 if status != 0 {
-                    let lines = daemon.standardError.filter { $0.contains("error") || $0.contains("warning") }.suffix(10)
+                    // What it said about stopping, reloading and its store, and its last lines.
+                    let keywords = ["stop", "reload", "drain", "store", "signal", "pipeline started", "warning", "error", "notice"]
+                    let told = daemon.standardError.filter { line in keywords.contains { line.contains($0) } && !line.contains("psql_error") }
+                    let lines = told.suffix(60) + ["…"] + daemon.standardError.suffix(10)
                     FileHandle.standardError.write(Data("chaos: daemon \(slot) exited with \(status.map(String.init) ?? "nothing") after SIGTERM:\n\(lines.joined(separator: "\n"))\n".utf8))
                 }
                 return command == .stop
