@@ -91,7 +91,10 @@ final class ChaosDaemons: Sendable {
                     // What it said about stopping, reloading and its store, and its last lines.
                     let keywords = ["stop", "reload", "drain", "store", "signal", "pipeline started", "warning", "error", "notice"]
                     let told = daemon.standardError.filter { line in keywords.contains { line.contains($0) } && !line.contains("psql_error") }
-                    let lines = told.suffix(60) + ["…"] + daemon.standardError.suffix(10)
+                    // And what its OGS pipeline did last (the one seen not to stop), but the routine lines.
+                    let routine = ["claimed 1 due checks", "nothing newer than", "run ping pong"]
+                    let ogs = daemon.standardError.filter { $0.contains("ogs-turns") && !routine.contains(where: $0.contains) }
+                    let lines = told.suffix(60) + ["… ogs-turns:"] + ogs.suffix(30) + ["… last:"] + daemon.standardError.suffix(10)
                     FileHandle.standardError.write(Data("chaos: daemon \(slot) exited with \(status.map(String.init) ?? "nothing") after SIGTERM:\n\(lines.joined(separator: "\n"))\n".utf8))
                 }
                 return command == .stop
