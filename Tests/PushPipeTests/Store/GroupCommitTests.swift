@@ -77,8 +77,9 @@ import Testing
                     return nil
                 }
             }
-            // A bound, not a synchronisation: the old leader would still be in its first window.
-            tasks.addTask { try? await Task.sleep(for: .seconds(20)); return nil }
+            // A bound, not a synchronisation: the old leader would still be in its first window
+            // (60 s). Generous, for a loaded 2-core machine running every suite at once.
+            tasks.addTask { try? await Task.sleep(for: .seconds(50)); return nil }
             tasks.addTask {
                 var made = 0
                 for await _ in commits.stream {
