@@ -4,10 +4,10 @@ import Synchronization
 
 /// The store's connection pool, run by the store itself, and replaced when it is wedged.
 ///
-/// The chaos soak found a daemon whose pool, after a database outage, gave no connection for
-/// minutes while the database accepted new ones: every statement then failed, and the daemon
-/// could neither deliver nor drain. The store cannot see inside the pool; it can see a
-/// connection of its own succeed where the pool gives none, and then starts a new pool.
+/// A pool can stay without connections after a database outage while the database accepts
+/// new ones; every statement then fails, and the daemon can neither deliver nor drain. The
+/// store cannot see inside the pool; it can see a connection of its own succeed where the
+/// pool gives none, and then starts a new pool.
 final class PostgresPool: Sendable {
     private struct Current {
         var client: PostgresClient

@@ -102,8 +102,8 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
 
     /// A watermark is written when its item is notified: one not moved for `forget_after`
     /// belongs to a user or an item that is gone, or to an item unchanged for that long, which
-    /// is then notified once more (a reminder, where it was a duplicate; the filter keeps no
-    /// clock of its own, so a pipeline test gives the same answer on any day). Once a minute
+    /// is then notified once more, as a reminder. The filter keeps no clock of its own, so a
+    /// pipeline test gives the same answer on any day. Once a minute
     /// after the start, then hourly; any daemon of a group may do it.
     func run(context: StageContext) async throws {
         guard configuration.forgetAfter > 0, context.mode == .live else { return await untilCancelled() }
