@@ -9,8 +9,10 @@ import Synchronization
 /// APNs path.
 ///
 /// It replaced `AsyncChannel`, whose general state machine cost about 5% of the APNs path.
-/// This one relies on what the runner guarantees: nothing is sent after `finish`, and workers
-/// are not cancelled while waiting (they end by `finish` returning nothing).
+/// This one relies on what the runner guarantees: workers are not cancelled while waiting
+/// (they end by `finish` returning nothing). `finish` refuses the sends waiting for room: a
+/// stopping pipeline must not wait for its sources' next events to find room, since room
+/// comes only as fast as a slow or failing transport frees it.
 final class EventQueue<Element: Sendable>: Sendable {
     private struct State {
         var buffer: Deque<Element> = []
@@ -19,7 +21,7 @@ final class EventQueue<Element: Sendable>: Sendable {
         /// (handed the one event that woke it, it made a batch of one: a commit, a send and a
         /// task switch for a single notification, 15% of the batches under APNs load).
         var idleWorkers: Deque<CheckedContinuation<Void, Never>> = []
-        var waitingSends: Deque<(element: Element, continuation: CheckedContinuation<Void, Never>)> = []
+        var waitingSends: Deque<(element: Element, continuation: CheckedContinuation<Bool, Never>)> = []
         /// Buffered, and taken but not yet `done`.
         var held = 0
         var finished = false
@@ -69,8 +71,9 @@ final class EventQueue<Element: Sendable>: Sendable {
             worker.resume()
             return true
         case .wait:
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let admitted = state.withLock { state -> Admission in
+                    if state.finished { return .refused }
                     if let admitted = state.admitIfRoom(element, capacity: capacity) { return admitted }
                     state.waitingSends.append((element, continuation))
                     return .wait
@@ -78,14 +81,15 @@ final class EventQueue<Element: Sendable>: Sendable {
                 switch admitted {
                 case .worker(let worker):
                     worker.resume()
-                    continuation.resume()
+                    continuation.resume(returning: true)
                 case .held:
-                    continuation.resume()
-                case .wait, .refused:
+                    continuation.resume(returning: true)
+                case .refused:
+                    continuation.resume(returning: false)
+                case .wait:
                     break
                 }
             }
-            return true // a waiting send is always admitted: nothing finishes the queue while one waits
         }
     }
 
@@ -114,9 +118,9 @@ final class EventQueue<Element: Sendable>: Sendable {
     /// Processed elements leave the queue's count, making room for waiting senders.
     func done(_ count: Int) {
         let capacity = self.capacity
-        let (senders, workers) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>]) in
+        let (senders, workers) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], [CheckedContinuation<Void, Never>]) in
             state.held -= count
-            var senders: [CheckedContinuation<Void, Never>] = []
+            var senders: [CheckedContinuation<Bool, Never>] = []
             var workers: [CheckedContinuation<Void, Never>] = []
             while state.held < capacity, let send = state.waitingSends.popFirst() {
                 senders.append(send.continuation)
@@ -125,7 +129,7 @@ final class EventQueue<Element: Sendable>: Sendable {
             return (senders, workers)
         }
         for worker in workers { worker.resume() }
-        for sender in senders { sender.resume() }
+        for sender in senders { sender.resume(returning: true) }
     }
 
     /// Events buffered for a worker, and events workers took and have not reported `done`
@@ -140,13 +144,18 @@ final class EventQueue<Element: Sendable>: Sendable {
     /// Workers waiting for events (tests watch it to know a worker is suspended).
     var idleWorkerCount: Int { state.withLock { $0.idleWorkers.count } }
 
-    /// Idle workers get nothing; buffered elements are still taken.
+    /// Idle workers get nothing, waiting and later sends are refused; buffered elements are
+    /// still taken.
     func finish() {
-        let idle = state.withLock { state -> Deque<CheckedContinuation<Void, Never>> in
+        let (idle, refused) = state.withLock { state in
             state.finished = true
-            defer { state.idleWorkers.removeAll() }
-            return state.idleWorkers
+            defer {
+                state.idleWorkers.removeAll()
+                state.waitingSends.removeAll()
+            }
+            return (state.idleWorkers, state.waitingSends.map(\.continuation))
         }
         for worker in idle { worker.resume() }
+        for sender in refused { sender.resume(returning: false) }
     }
 }

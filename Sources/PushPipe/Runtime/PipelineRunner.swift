@@ -20,7 +20,6 @@ public final class PipelineRunner: EventSink, Sendable {
         var accepting = true
         /// Submits that passed the `accepting` check and are waiting for room in the queue.
         var submitting = 0
-        var submitsDrained: CheckedContinuation<Void, Never>?
     }
 
     /// Called with every event's report (benchmarks count completions; metrics will too).
@@ -48,13 +47,7 @@ public final class PipelineRunner: EventSink, Sendable {
         guard admitted else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
         telemetry.received(event, stage: definition.sourceID(naming: event.source))
         let held = await queue.send(event)
-        let drained = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.submitting -= 1
-            guard state.submitting == 0, !state.accepting else { return nil }
-            defer { state.submitsDrained = nil }
-            return state.submitsDrained
-        }
-        drained?.resume()
+        state.withLock { $0.submitting -= 1 }
         guard held else { throw HTTPError(503, "pipeline \(definition.name) is stopping", field: nil) }
     }
 
@@ -72,7 +65,8 @@ public final class PipelineRunner: EventSink, Sendable {
         throw HTTPError(503, "pipeline \(definition.name) stopped before the event completed", field: nil)
     }
 
-    /// Asks `run` to stop: sources first, then the queue drains, then stages stop.
+    /// Asks `run` to stop: new events are refused and sources cancelled, the queue drains
+    /// (for at most `drain_timeout` from now), then stages stop.
     public func stop() {
         stopContinuation.yield()
         stopContinuation.finish()
@@ -99,6 +93,7 @@ public final class PipelineRunner: EventSink, Sendable {
                 let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
                 stages.addTask { await pruner.run() }
             }
+            var stoppedAt = ContinuousClock.now
             await withTaskGroup(of: Bool.self) { workers in
                 let workerCount = Self.workerCount(concurrency: definition.delivery.concurrency)
                 let batchLimit = (definition.delivery.concurrency + workerCount - 1) / workerCount
@@ -124,13 +119,17 @@ public final class PipelineRunner: EventSink, Sendable {
                     started.store(true, ordering: .relaxed)
                     for await _ in stopSignal { break }
                     started.store(false, ordering: .relaxed)
+                    stoppedAt = .now
+                    // A source waiting for room gets "stopping" at once: room comes only as fast as
+                    // the transport frees it, and the drain's deadline must bound the whole stop.
+                    refuseNewEvents()
                     sources.cancelAll()
                 }
-                await closeAdmission()
+                logger.debug("stopping: sources ended; draining")
                 // Workers finish the queued events; past the deadline they are cancelled.
                 let deadline = definition.delivery.drainTimeout
-                workers.addTask {
-                    try? await Task.sleep(for: .seconds(deadline))
+                workers.addTask { [stoppedAt] in
+                    try? await Task.sleep(until: stoppedAt + .milliseconds(Int64(deadline * 1000)))
                     return !Task.isCancelled
                 }
                 var finished = 0
@@ -144,6 +143,7 @@ public final class PipelineRunner: EventSink, Sendable {
                     if finished == workerCount { workers.cancelAll() }
                 }
             }
+            logger.debug("stopping: workers ended")
             stages.cancelAll()
         }
         logger.info("pipeline stopped")
@@ -178,17 +178,9 @@ public final class PipelineRunner: EventSink, Sendable {
         if let onEventCompleted { reports.forEach(onEventCompleted) }
     }
 
-    /// Refuses new events, lets admitted ones reach a worker, then finishes the queue.
-    private func closeAdmission() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                state.accepting = false
-                if state.submitting == 0 { return true }
-                state.submitsDrained = continuation
-                return false
-            }
-            if done { continuation.resume() }
-        }
+    /// Refuses new events and those waiting for room; workers finish what the queue holds.
+    private func refuseNewEvents() {
+        state.withLock { $0.accepting = false }
         queue.finish()
     }
 }

@@ -37,6 +37,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
     }
 
     let configuration: Configuration
+    let unreleased = UnreleasedHolds()
     /// Paths parsed once: an OGS check runs this filter for every player, on every item.
     private let itemsPath: JSONPath
     private let timestampPath: JSONPath
@@ -76,7 +77,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
                 kept.append((item, key, timestamp, seconds))
             }
         } catch {
-            try? await store.release(keys: claimed, pipeline: pipeline, stage: holds)
+            await unreleased.release(claimed, store: store, pipeline: pipeline, stage: holds)
             throw error
         }
         var newest: [String: JSON] = [:]
@@ -84,7 +85,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             newest[key] = timestamp
         }
         let held = Set(newest.keys)
-        try? await store.release(keys: claimed.subtracting(held), pipeline: pipeline, stage: holds)
+        await unreleased.release(claimed.subtracting(held), store: store, pipeline: pipeline, stage: holds)
         guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about", code: "not_newer") }
         if configuration.newestFirst { kept.sort { $0.seconds > $1.seconds } }
         var passed = event
@@ -93,25 +94,38 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         // Released once the event's processing ended, after its watermark was committed (or
         // not, when the delivery failed for good: the next check retries the items).
         let previous = passed.onComplete
+        let unreleased = self.unreleased
         passed.onComplete = { report in
-            try? await store.release(keys: held, pipeline: pipeline, stage: holds)
+            await unreleased.release(held, store: store, pipeline: pipeline, stage: holds)
             await previous?(report)
         }
         return .pass(passed)
     }
 
+    /// Retries the releases the store refused, every few seconds and once more at stop.
+    ///
     /// A watermark is written when its item is notified: one not moved for `forget_after`
     /// belongs to a user or an item that is gone, or to an item unchanged for that long, which
     /// is then notified once more, as a reminder. The filter keeps no clock of its own, so a
     /// pipeline test gives the same answer on any day. Once a minute
     /// after the start, then hourly; any daemon of a group may do it.
     func run(context: StageContext) async throws {
-        guard configuration.forgetAfter > 0, context.mode == .live else { return await untilCancelled() }
-        try await Task.sleep(for: .seconds(60))
-        while true {
-            await forgetOldWatermarks(context: context, now: Date())
-            try await Task.sleep(for: .seconds(3600))
+        guard context.mode == .live else { return await untilCancelled() }
+        let retryEvery = Duration.seconds(5)
+        var nextForget: ContinuousClock.Instant? = configuration.forgetAfter > 0 ? .now + .seconds(60) : nil
+        while !Task.isCancelled {
+            if !unreleased.isEmpty {
+                await unreleased.retry(store: context.store, pipeline: context.pipeline, stage: configuration.state)
+            }
+            if let due = nextForget, ContinuousClock.now >= due {
+                await forgetOldWatermarks(context: context, now: Date())
+                nextForget = .now + .seconds(3600)
+            }
+            do { try await Task.sleep(for: retryEvery) } catch { break }
         }
+        // Stopping: the last chance this process has to give its holds back.
+        let kept = await unreleased.retry(store: context.store, pipeline: context.pipeline, stage: configuration.state)
+        if kept > 0 { context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold)) s") }
     }
 
     @discardableResult

@@ -11,16 +11,14 @@ import Testing
     @Test func watermarksNotMovedForALongTimeAreRemoved() async throws {
         let directory = try TemporaryDirectory("dedupe-forget")
         defer { directory.remove() }
-        let file = try directory.write("pipeline.yaml", """
+        let definition = try await loadPipeline("""
             pipeline: turns
             sources: [{type: http.event, path: /events}]
             filters: [{type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id, forget_after: 30d, state: moves}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
-            """)
-        let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
-            .load(pipelineFiles: [file], pluginsDirectory: nil)
-        let filter = try #require(result.pipelines.first?.filters.first?.stage as? TimestampDedupeFilter)
+            """, in: directory)
+        let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         try await withCleanup({
             let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)

@@ -11,15 +11,12 @@ import Testing
     @Test func printsToTheRunnersOutputWithTheTokenMasked() async throws {
         let directory = try TemporaryDirectory("stdout-transport")
         defer { directory.remove() }
-        let file = try directory.write("pipeline.yaml", """
+        let definition = try await loadPipeline("""
             pipeline: printed
             sources: [{type: http.event, path: /printed}]
             renderer: {type: json.template, payload: {text: "{{text}}"}}
             transport: {type: stdout, format: compact}
-            """)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
-            .load(pipelineFiles: [file], pluginsDirectory: nil)
-        let definition = try #require(loaded.pipelines.first)
+            """, in: directory)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let token = String(repeating: "ab", count: 32)
         try await store.register(DeviceToken(user: "7", kind: "device", value: token), pipeline: "printed", environment: nil, replace: false)

@@ -75,6 +75,20 @@ import Testing
         #expect(await queue.next() == [])
     }
 
+    /// A stopping pipeline does not wait for room to come for its sources' next events.
+    @Test func finishRefusesTheSendsWaitingForRoom() async {
+        let queue = EventQueue<Int>(capacity: 1)
+        #expect(await queue.send(1))
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await queue.send(2) }
+            await waitForSuspendedSenders(queue, 1)
+            queue.finish()
+            #expect(await group.next() == false, "refused")
+        }
+        #expect(await queue.next(upTo: 5) == [1], "what the queue held is still taken")
+        #expect(await queue.next(upTo: 5) == [])
+    }
+
     /// A woken worker takes what was buffered by the time it runs, not only the send that woke
     /// it (handed that one, it made a batch of one). On one thread, so the worker can only run
     /// once the sender waits: it then finds all three.

@@ -25,6 +25,7 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "Reply files written per second.") var replyRate = 3.0
     @Option(help: "OGS games that become the player's turn per second.") var moveRate = 0.5
     @Option(help: "Random seed for the schedule of faults.") var seed: UInt64 = 33
+    @Option(help: "A directory where each daemon's whole log is written (instance-N.log) once it ends.") var logs: String?
 
     static let daemons = 3
     static let player: Int64 = 1783478
@@ -38,7 +39,7 @@ struct ChaosCommand: AsyncParsableCommand {
         let directory = try TemporaryDirectory("chaos")
         defer { directory.remove() }
         let random = SeededRandom(seed: seed)
-        let ledger = ChaosLedger(inFlightWindow: .seconds(10))
+        let ledger = ChaosLedger(inFlightWindow: .seconds(10), logDirectory: logs)
         let faulty = Atomic<Bool>(true)
         let daemons = ChaosDaemons(count: Self.daemons, ledger: ledger)
 

@@ -34,7 +34,13 @@ final class ChaosLedger: SoakAccounting {
     /// answer delay, the outcome's commit, and a margin for a loaded machine.
     let inFlightWindow: Duration
 
-    init(inFlightWindow: Duration) { self.inFlightWindow = inFlightWindow }
+    /// Where each daemon's log is written once it ended (nil: kept in memory only).
+    let logDirectory: String?
+
+    init(inFlightWindow: Duration, logDirectory: String? = nil) {
+        self.inFlightWindow = inFlightWindow
+        self.logDirectory = logDirectory
+    }
 
     private let numbers = SoakNumbers()
     func nextID(_ prefix: String) -> String { numbers.nextID(prefix) }
@@ -79,7 +85,12 @@ final class ChaosLedger: SoakAccounting {
     }
 
     /// Keeps a daemon process's log once it ended.
-    func keepLog(of instance: Int, _ lines: [String]) { state.withLock { $0.logs[instance] = lines } }
+    func keepLog(of instance: Int, _ lines: [String]) {
+        state.withLock { $0.logs[instance] = lines }
+        guard let logDirectory else { return }
+        try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: "\(logDirectory)/instance-\(instance).log", contents: Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
 
     /// What the daemons' logs say about each id never delivered.
     func lostAccounts() -> [String] {
@@ -130,7 +141,11 @@ final class ChaosLedger: SoakAccounting {
                 let sends = deliveries.map { "#\($0.instance) \(offset($0.at))" }.joined(separator: ", ")
                 let first = deliveries[0].at - .seconds(30), last = deliveries[deliveries.count - 1].at + .seconds(5)
                 let around = state.timeline.filter { $0.at >= first && $0.at <= last }.map { "\(offset($0.at)) \($0.what)" }
-                summary.unexplainedAccounts.append("\(id): sent by \(sends); around: \(around.joined(separator: "; "))")
+                let lines = state.logs.sorted { $0.key < $1.key }.flatMap { instance, lines in
+                    lines.filter { $0.contains(id) }.map { "#\(instance) \($0)" }
+                }
+                summary.unexplainedAccounts.append("\(id): sent by \(sends); around: \(around.joined(separator: "; "))\n  "
+                                                   + lines.suffix(20).joined(separator: "\n  "))
             }
             summary.unexplainedIDs.sort()
             return summary

@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+import PushPipe
+@testable import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// The chaos soak left live holds behind (issue 33): an event's holds were released with
+/// `try?`, so a release refused by the store (an outage, a cut connection, a task cancelled at
+/// the drain timeout) left the items held for `hold`, ten minutes without notifications.
+@Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+struct TimestampDedupeHoldTests {
+    @Test func holdsTheStoreRefusedToReleaseAreReleasedOnceItAnswers() async throws {
+        let directory = try TemporaryDirectory("dedupe-holds")
+        defer { directory.remove() }
+        let definition = try await loadPipeline("""
+            pipeline: turns
+            sources: [{type: http.event, path: /events}]
+            filters: [{type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id, state: moves}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """, in: directory)
+        let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
+        let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+        guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+        let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
+        let outage = try DatabaseOutage(url: url)
+        try await withCleanup({
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await outage.run() }
+                let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
+                group.addTask { try await filter.run(context: context) }
+                defer { group.cancelAll() }
+                let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100], ["game_id": 2, "last_move": 200]]])
+                guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
+                    Issue.record("new games were dropped")
+                    return
+                }
+                // Held while on its way: the same games at the next check are not sent again.
+                guard case .drop = try await filter.apply(to: event, context: context) else {
+                    Issue.record("the games were not held")
+                    return
+                }
+                // The event ends while the database is away: its release is refused.
+                try await outage.begin()
+                await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
+                #expect(!filter.unreleased.isEmpty, "the refused release is kept")
+                try await outage.end()
+                // Released once the store answers, long before the 10-minute hold would lapse.
+                let deadline = ContinuousClock.now + .seconds(60)
+                var free: Set<String> = []
+                while ContinuousClock.now < deadline {
+                    free = (try? await store.hold(keys: ["u/1", "u/2"], pipeline: "turns", stage: "moves", lease: 600)) ?? []
+                    if free == ["u/1", "u/2"] { break }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                #expect(free == ["u/1", "u/2"], "the games are free again")
+            }
+        }, cleanup: { try? await store.close() })
+    }
+}
