@@ -65,31 +65,7 @@ struct PostgresConnections: Sendable {
     }
 
     private func bounded<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
-        let lease = LeasedConnection()
-        let waits = waits, name = name
-        return try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask {
-                try await pool.client.withConnection { connection in
-                    lease.connection.withLock { $0 = connection }
-                    lease.started.store(true, ordering: .releasing)
-                    defer { lease.connection.withLock { $0 = nil } }
-                    return try await body(connection)
-                }
-            }
-            group.addTask {
-                try await Task.sleep(for: waits.connection)
-                guard lease.started.load(ordering: .acquiring) else { throw StoreTimeoutError(store: name, waited: waits.connection, what: "connection") }
-                try await Task.sleep(for: waits.answer)
-                // Still running: nothing will come back on this connection. Closing it fails the query.
-                if let connection = lease.connection.withLock({ $0 }) { try? await connection.close() }
-                return nil
-            }
-            defer { group.cancelAll() }
-            while let next = try await group.next() {
-                if let result = next { return result }
-            }
-            throw StoreTimeoutError(store: name, waited: waits.connection + waits.answer, what: "answer")
-        }
+        try await BoundedStatement<Result>(waits: waits, store: name, logger: logger).run(on: pool.client, body)
     }
 
     /// Whether an error says the database cannot be reached (as opposed to an answer it gave).
@@ -108,12 +84,6 @@ struct PostgresConnections: Sendable {
         default: return String(reflecting: type(of: error)).contains("ConnectionPool") || error is IOError || error is ChannelError
         }
     }
-}
-
-/// The connection one bounded operation runs on, for its watchdog.
-private final class LeasedConnection: Sendable {
-    let connection = Mutex<PostgresConnection?>(nil)
-    let started = Atomic<Bool>(false)
 }
 
 extension PostgresStore {

@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import PostgresNIO
+@testable import PushPipe
+import PushPipeTesting
+import Synchronization
+import Testing
+
+/// Every statement of the PostgreSQL store is bounded in time, even one that ignores both the
+/// closing of its connection and cancellation (issue 33: the chaos soak found a daemon whose
+/// pipeline never finished draining, so its SIGTERM never ended it).
+@Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+struct BoundedStatementTests {
+    /// A statement that never ends, whatever happens to its connection or its task.
+    final class Stuck: Sendable {
+        private let held = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let entered = ObservedState(false)
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                held.withLock { $0 = continuation }
+                entered.update { $0 = true }
+            }
+        }
+
+        func release() {
+            held.withLock { held in
+                defer { held = nil }
+                return held
+            }?.resume()
+        }
+    }
+
+    @Test func aStatementThatNeverEndsIsGivenUpOnOnceTheWaitsPassed() async throws {
+        guard case .postgres(var location) = try await TestStores.freshPostgresDatabase() else { return }
+        location.statementTimeout = 1
+        location.connectTimeout = 1
+        let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
+        let stuck = Stuck()
+        let outcome = try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask {
+                do {
+                    try await store.connections.withConnection { _ in await stuck.wait() }
+                    return "answered"
+                } catch let error as StoreTimeoutError {
+                    return error.what
+                }
+            }
+            // connect_timeout (1 s) + statement_timeout (1 s) + 5 s + 1 s, and a margin for a loaded machine.
+            group.addTask {
+                try await Task.sleep(for: .seconds(40))
+                stuck.release() // a caller that waits for the statement itself ends only now
+                return "still waiting"
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? ""
+        }
+        #expect(outcome == "answer", "the caller is answered with a timeout")
+        // The test's own statement may end now; the store closes with it gone.
+        try await stuck.entered.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the statement never started") })
+        stuck.release()
+        #expect(try await store.connections.rows("SELECT 1").count == 1, "the store goes on with another connection")
+        try await store.close()
+    }
+}
