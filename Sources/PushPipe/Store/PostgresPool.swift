@@ -23,7 +23,15 @@ final class PostgresPool: Sendable {
     init(make: @escaping @Sendable () -> PostgresClient) {
         self.make = make
         let client = make()
-        current = Mutex(Current(client: client, running: Task { await client.run() }, since: .now))
+        current = Mutex(Current(client: client, running: Self.run(client), since: .now))
+    }
+
+    /// Runs a pool until `shutdown`. Detached, and owned here: `PostgresClient.run` ends at a
+    /// graceful shutdown it finds in its task's context, and a pool replaced from a pipeline's
+    /// task found the daemon's. At SIGTERM it closed at once, and the pipelines could not record
+    /// what they were still delivering while they drained (sent again by another daemon).
+    private static func run(_ client: PostgresClient) -> Task<Void, Never> {
+        Task.detached { await client.run() }
     }
 
     var client: PostgresClient { current.withLock { $0.client } }
@@ -37,7 +45,7 @@ final class PostgresPool: Sendable {
             let old = current.running
             current.retired.append(old)
             current.client = client
-            current.running = Task { await client.run() }
+            current.running = Self.run(client)
             current.since = .now
             return old
         }
