@@ -58,6 +58,6 @@ struct DryRunCommand: AsyncParsableCommand {
         guard let source = definition.sources.first(where: { $0.stage is any OneShotSource }) else {
             throw ValidationError("the sources of \(definition.name) cannot run once (\(definition.sources.map(\.type).joined(separator: ", "))); pass --event FILE")
         }
-        return try await (source.stage as! any OneShotSource).eventsOnce(context: context)
+        return try await (source.stage as! any OneShotSource).eventsOnce(context: context.forStage(source.id, key: source.key))
     }
 }

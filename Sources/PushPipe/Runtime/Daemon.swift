@@ -55,7 +55,7 @@ public final class Daemon: Sendable {
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
-        let (store, storeService) = try await options.store.openInServiceGroup(logger: logger)
+        let store = try await options.store.open(logger: logger)
         logger.info("store: \(options.store)")
         telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
         let host = HTTPHost(logger: logger)
@@ -82,10 +82,10 @@ public final class Daemon: Sendable {
                 logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
             })))
         }
-        // The store's pool (PostgreSQL) first: services shut down in reverse order, so it stops
-        // after the pipelines drained.
+        // The store is no service of the group: it is closed after the group ended, once the
+        // pipelines drained.
         let group = ServiceGroup(configuration: .init(
-            services: (storeService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
+            services: [
                 .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),

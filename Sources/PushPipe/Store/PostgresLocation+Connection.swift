@@ -11,6 +11,10 @@ extension StoreLocation.PostgresLocation {
         if hostAddress != nil { configuration.options.tlsServerName = host }
         configuration.options.connectTimeout = .seconds(Int64(connectTimeout))
         configuration.options.additionalStartupParameters = startupParameters
+        // A half-open connection (the server or the network gone without a word): PostgresNIO
+        // sets no TCP keepalive, so an idle connection runs `SELECT 1` every 30 s and one that
+        // gets no answer is closed; a busy one is closed by its statement's bound.
+        configuration.options.keepAliveBehavior = .init(frequency: .seconds(30))
         return configuration
     }
 

@@ -396,23 +396,25 @@ public final class SQLiteStore: Store {
         held.release(keys, pipeline: pipeline, stage: stage)
     }
 
-    /// A short read on the calling thread. GRDB's async `read` hops to a reader's dispatch
-    /// queue and back, two thread switches for a read of a few microseconds, and those switches
-    /// were most of what the per-event reads (watermarks, settings, a user's tokens) cost. WAL
-    /// readers never wait for the writer, so the calling thread is not held up by writes.
-    /// Not isolated in a transaction (its savepoint was a third of the read): every caller runs
-    /// one statement, which SQLite reads from one snapshot anyway.
-    func readNow<T>(_ body: (Database) throws -> T) throws -> T {
-        try database.unsafeRead(body)
-    }
-
-    /// A short read: on the calling thread (`readNow`), except on one of the server's event
-    /// loops (route handlers, the workers of pipelines fed over HTTP), where it goes to a
-    /// reader's queue. A read may wait (every reader busy, a page from a slow disk), and on a
-    /// loop that wait would hold up every other connection the loop serves.
+    /// A short read: on the calling thread, except on one of the server's event loops (route
+    /// handlers, the workers of pipelines fed over HTTP), where it goes to a reader's queue. A
+    /// read may wait (every reader busy, a page from a slow disk), and on a loop that wait would
+    /// hold up every other connection the loop serves.
+    ///
+    /// Elsewhere on the calling thread: GRDB's async `read` hops to a reader's dispatch queue
+    /// and back, two thread switches for a read of a few microseconds, and those switches were
+    /// most of what the per-event reads (watermarks, settings, a user's tokens) cost. WAL readers
+    /// never wait for the writer. Not isolated in a transaction (its savepoint was a third of the
+    /// read): every caller runs one statement, which SQLite reads from one snapshot anyway.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         if MultiThreadedEventLoopGroup.currentEventLoop != nil { return try await database.read(body) }
-        return try readNow(body)
+        return try readOnThisThread(body)
+    }
+
+    /// Synchronous, so that GRDB's blocking `unsafeRead` is the one called (from an async
+    /// function the name picks its async overload, which hops to a reader's queue).
+    private func readOnThisThread<T>(_ body: (Database) throws -> T) throws -> T {
+        try database.unsafeRead(body)
     }
 
     public func ping() async throws {

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import PostgresNIO
-import ServiceLifecycle
 
 /// Where the daemon keeps its state: `sqlite:PATH` (the default, one machine) or
 /// `postgres://user:password@host:port/database?sslmode=...` (several daemons on one database).
@@ -86,19 +85,8 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
-    /// Opens (and migrates) the store for a service group, with any service it needs run beside
-    /// it (none today: the PostgreSQL store runs its pool until it is closed, after the group).
-    public func openInServiceGroup(logger: Logger) async throws -> (store: any Store, service: (any Service)?) {
-        switch self {
-        case .sqlite(let path):
-            return (try SQLiteStore(path: path), nil)
-        case .postgres(let location):
-            // The store runs its pool until it is closed, after the service group ended.
-            return (try await PostgresStore(location: location, logger: logger), nil)
-        }
-    }
-
-    /// Opens (and migrates) the store.
+    /// Opens (and migrates) the store. The PostgreSQL store runs its pool itself until it is
+    /// closed: a daemon closes it after its service group ended, once the pipelines drained.
     public func open(logger: Logger) async throws -> any Store {
         switch self {
         case .sqlite(let path):
