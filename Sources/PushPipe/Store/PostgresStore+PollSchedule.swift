@@ -55,6 +55,14 @@ extension PostgresStore {
             """)
     }
 
+    public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {
+        guard !keys.isEmpty else { return }
+        try await connections.rows("""
+            UPDATE stage_holds SET until = \(unescaped: Self.databaseNow) + \(lease)
+            WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            """)
+    }
+
     public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
         try await connections.rows("""
             DELETE FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key IN (

@@ -396,6 +396,9 @@ public final class SQLiteStore: Store {
         held.release(keys, pipeline: pipeline, stage: stage)
     }
 
+    /// Held in memory until released: a daemon that dies takes its holds with it.
+    public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {}
+
     /// A short read: on the calling thread, except on one of the server's event loops (route
     /// handlers, the workers of pipelines fed over HTTP), where it goes to a reader's queue. A
     /// read may wait (every reader busy, a page from a slow disk), and on a loop that wait would

@@ -53,6 +53,10 @@ public protocol Store: Sendable {
     /// after `lease` seconds (a daemon that died). SQLite: in memory, one daemon per file.
     func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
     func release(keys: Set<String>, pipeline: String, stage: String) async throws
+    /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):
+    /// a holder renews while its notification is on its way, so the holds of a daemon that died
+    /// lapse within a lease instead of outlasting every delivery's retries.
+    func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws
     /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
     /// is free to take, so removing it changes nothing but the table's size). Returns how many.
     func pruneLapsedHolds(pipeline: String) async throws -> Int

@@ -1,36 +1,52 @@
 import PushPipe
 import Synchronization
 
-/// The holds an event of this process took and could not give back yet.
+/// The holds this process's events took: renewed while their notifications are on their way,
+/// given back when they end.
 ///
-/// A hold outlives its event by up to `hold` (10 minutes by default) when nobody releases it,
-/// and while it lasts the held items are not notified. A release refused by the store (an
-/// outage, a connection the server closed) is therefore kept and retried, here and at stop,
-/// instead of left to the lease.
-final class UnreleasedHolds: Sendable {
-    private let keys = Mutex<Set<String>>([])
+/// While a hold lasts its items are not notified. A hold is therefore short (`hold`, 30 s)
+/// and renewed: the holds of a daemon that died lapse within it, where an unrenewed hold had to
+/// outlast every delivery's retries (ten minutes without notifications for those items after
+/// a crash). A release the store refused (an outage, a connection the server closed) is kept
+/// and retried, here and at stop, rather than left to the lease.
+final class DedupeHolds: Sendable {
+    private struct State {
+        /// Held by events in flight here.
+        var live: Set<String> = []
+        /// Given back by their events, refused by the store.
+        var unreleased: Set<String> = []
+    }
 
-    var isEmpty: Bool { keys.withLock { $0.isEmpty } }
+    private let state = Mutex(State())
+
+    var isEmpty: Bool { state.withLock { $0.live.isEmpty && $0.unreleased.isEmpty } }
+    var unreleasedCount: Int { state.withLock { $0.unreleased.count } }
+
+    func took(_ keys: Set<String>) { state.withLock { $0.live.formUnion(keys) } }
 
     /// Releases `keys`, in a task of its own (a cancelled event, at a drain timeout, cannot
-    /// reach a pooled connection); what the store refused is kept for `retry`.
+    /// reach a pooled connection); what the store refused is kept for `maintain`.
     func release(_ keys: Set<String>, store: any Store, pipeline: String, stage: String) async {
         guard !keys.isEmpty else { return }
+        state.withLock { $0.live.subtract(keys) }
         do {
             try await Task { try await store.release(keys: keys, pipeline: pipeline, stage: stage) }.value
         } catch {
-            self.keys.withLock { $0.formUnion(keys) }
+            state.withLock { $0.unreleased.formUnion(keys) }
         }
     }
 
-    /// Retries the releases the store refused; returns how many are still kept.
+    /// Renews the live holds and retries the refused releases; returns how many releases are
+    /// still refused.
     @discardableResult
-    func retry(store: any Store, pipeline: String, stage: String) async -> Int {
-        let pending = keys.withLock { keys in
-            defer { keys.removeAll() }
-            return keys
+    func maintain(store: any Store, pipeline: String, stage: String, lease: Double) async -> Int {
+        let (live, unreleased) = state.withLock { state in
+            defer { state.unreleased.removeAll() }
+            return (state.live, state.unreleased)
         }
-        await release(pending, store: store, pipeline: pipeline, stage: stage)
-        return keys.withLock { $0.count }
+        // A renewal that fails is tried again at the next round, well within the lease.
+        try? await store.renewHolds(keys: live, pipeline: pipeline, stage: stage, lease: lease)
+        await release(unreleased, store: store, pipeline: pipeline, stage: stage)
+        return unreleasedCount
     }
 }

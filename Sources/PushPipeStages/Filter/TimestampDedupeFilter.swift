@@ -29,15 +29,15 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             SchemaKey("key", .string, "Body path naming the watermark owner; the event's user when omitted."),
             SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first, so `items[0]` is the newest."),
             SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under (keep it when reordering filters)."),
-            SchemaKey("hold", .duration, default: 600,
-                      "How long items being delivered stay held when their daemon dies (a shared database); longer than a delivery's retries."),
+            SchemaKey("hold", .duration, default: 30,
+                      "How long the items of a notification on its way stay held once their daemon stops renewing them (it died; a shared database). Renewed every third of it while the delivery lasts."),
             SchemaKey("forget_after", .duration, default: 0,
                       "Watermarks not moved for this long (users and items that are gone) are removed; an item still there, unchanged, after that long is notified once more. 0 (the default) keeps every watermark."),
         ])
     }
 
     let configuration: Configuration
-    let unreleased = UnreleasedHolds()
+    let holdsTaken = DedupeHolds()
     /// Paths parsed once: an OGS check runs this filter for every player, on every item.
     private let itemsPath: JSONPath
     private let timestampPath: JSONPath
@@ -67,6 +67,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         let pipeline = context.pipeline
         let holds = configuration.state
         let claimed = try await store.hold(keys: Set(keys), pipeline: pipeline, stage: holds, lease: configuration.hold)
+        holdsTaken.took(claimed)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
         do {
@@ -77,7 +78,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
                 kept.append((item, key, timestamp, seconds))
             }
         } catch {
-            await unreleased.release(claimed, store: store, pipeline: pipeline, stage: holds)
+            await holdsTaken.release(claimed, store: store, pipeline: pipeline, stage: holds)
             throw error
         }
         var newest: [String: JSON] = [:]
@@ -85,7 +86,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             newest[key] = timestamp
         }
         let held = Set(newest.keys)
-        await unreleased.release(claimed.subtracting(held), store: store, pipeline: pipeline, stage: holds)
+        await holdsTaken.release(claimed.subtracting(held), store: store, pipeline: pipeline, stage: holds)
         guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about", code: "not_newer") }
         if configuration.newestFirst { kept.sort { $0.seconds > $1.seconds } }
         var passed = event
@@ -94,15 +95,16 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         // Released once the event's processing ended, after its watermark was committed (or
         // not, when the delivery failed for good: the next check retries the items).
         let previous = passed.onComplete
-        let unreleased = self.unreleased
+        let holdsTaken = self.holdsTaken
         passed.onComplete = { report in
-            await unreleased.release(held, store: store, pipeline: pipeline, stage: holds)
+            await holdsTaken.release(held, store: store, pipeline: pipeline, stage: holds)
             await previous?(report)
         }
         return .pass(passed)
     }
 
-    /// Retries the releases the store refused, every few seconds and once more at stop.
+    /// Renews the holds of the notifications on their way and retries the releases the store
+    /// refused, every third of `hold`, and once more at stop.
     ///
     /// A watermark is written when its item is notified: one not moved for `forget_after`
     /// belongs to a user or an item that is gone, or to an item unchanged for that long, which
@@ -111,20 +113,20 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
     /// after the start, then hourly; any daemon of a group may do it.
     func run(context: StageContext) async throws {
         guard context.mode == .live else { return await untilCancelled() }
-        let retryEvery = Duration.seconds(5)
+        let every = Duration.milliseconds(Int64(max(configuration.hold, 1) * 1000 / 3))
         var nextForget: ContinuousClock.Instant? = configuration.forgetAfter > 0 ? .now + .seconds(60) : nil
         while !Task.isCancelled {
-            if !unreleased.isEmpty {
-                await unreleased.retry(store: context.store, pipeline: context.pipeline, stage: configuration.state)
+            if !holdsTaken.isEmpty {
+                await holdsTaken.maintain(store: context.store, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
             }
             if let due = nextForget, ContinuousClock.now >= due {
                 await forgetOldWatermarks(context: context, now: Date())
                 nextForget = .now + .seconds(3600)
             }
-            do { try await Task.sleep(for: retryEvery) } catch { break }
+            do { try await Task.sleep(for: every) } catch { break }
         }
         // Stopping: the last chance this process has to give its holds back.
-        let kept = await unreleased.retry(store: context.store, pipeline: context.pipeline, stage: configuration.state)
+        let kept = await holdsTaken.maintain(store: context.store, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
         if kept > 0 { context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold)) s") }
     }
 

@@ -31,6 +31,10 @@ import Testing
         #expect(try await store.hold(keys: ["alive", "dead"], pipeline: "d", stage: "s", lease: 60) == ["dead"])
         try await store.release(keys: ["alive"], pipeline: "d", stage: "s")
         #expect(try await store.hold(keys: ["alive"], pipeline: "d", stage: "s", lease: 60).isEmpty, "only its holder releases it")
+        // A renewed hold lasts: one lapsed at once is held again by its renewal.
+        #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: -1) == ["renewed", "lapsed"])
+        try await store.renewHolds(keys: ["renewed"], pipeline: "d", stage: "s", lease: 60)
+        #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: 60) == ["lapsed"])
         try await store.close()
     }
 

@@ -128,8 +128,9 @@ struct ChaosCommand: AsyncParsableCommand {
             faulty.store(false, ordering: .relaxed)
             let calm = ContinuousClock.now + .seconds(180)
             while ContinuousClock.now < calm, ledger.lost > 0 { try await Task.sleep(for: .milliseconds(500)) }
-            // Retries and reclaims that would send something twice come within a lease or two.
-            try await Task.sleep(for: .seconds(20))
+            // Retries and reclaims that would send something twice come within a lease or two,
+            // and the holds of a daemon killed at the end lapse (`hold`, 30 s).
+            try await Task.sleep(for: .seconds(35))
             await daemons.stopAll()
             let (queued, holds) = try await admin.leftovers()
             group.cancelAll()
