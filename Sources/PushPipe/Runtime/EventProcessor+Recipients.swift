@@ -13,7 +13,7 @@ extension EventProcessor {
         for event in events {
             let notifications: [RenderedNotification]
             do {
-                notifications = try await definition.renderer.stage.render(event, context: rendererContext)
+                notifications = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: rendererContext) }
             } catch {
                 finished.append((event, failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
                 continue
@@ -64,7 +64,7 @@ extension EventProcessor {
         while true {
             let users: [String]
             do {
-                users = try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage)
+                users = try await waitingForTheStore(event) { try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage) }
             } catch {
                 return failed(event, "recipients: \(error)", stage: definition.renderer.id)
             }
@@ -78,7 +78,7 @@ extension EventProcessor {
             context.broadcastUsers = first...last
             let notifications: [RenderedNotification]
             do {
-                notifications = try await definition.renderer.stage.render(event, context: context)
+                notifications = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) }
             } catch {
                 return failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
             }

@@ -137,7 +137,8 @@ public struct EventProcessor: Sendable {
         var event = incoming
         for (filter, filterContext) in zip(definition.filters, filterContexts) {
             do {
-                switch try await filter.stage.apply(to: event, context: filterContext) {
+                let input = event
+                switch try await waitingForTheStore(input, { try await filter.stage.apply(to: input, context: filterContext) }) {
                 case .pass(let passed):
                     event = passed
                     telemetry.passed(event, stage: filter.id, type: filter.type)

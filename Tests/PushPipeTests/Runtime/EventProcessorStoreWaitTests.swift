@@ -1,0 +1,40 @@
+import Logging
+@testable import PushPipe
+import PushPipeTesting
+import Testing
+
+/// The 10-minute chaos soak lost an accepted event (issue 33): its recipients could not be read
+/// during a database outage, the event failed, and its source removed it from the queue as
+/// processed. A store that is away is waited for instead.
+@Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+struct EventProcessorStoreWaitTests {
+    @Test func anEventWhoseRecipientsCannotBeReadDuringAnOutageIsDeliveredAfterIt() async throws {
+        try await ScriptedPipeline.with("renderer: {type: json.template, payload: {n: {$from: n}}}") { pipeline in
+            let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+            guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+            let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
+            let outage = try DatabaseOutage(url: url)
+            try await withCleanup({
+                try await store.register(DeviceToken(user: "u", kind: "device", value: "t1"), pipeline: pipeline.definition.name,
+                                         environment: nil, replace: false)
+                let (logger, messages) = StreamingLogHandler.logger()
+                let processor = EventProcessor(definition: pipeline.definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
+                let report = try await withThrowingTaskGroup(of: EventReport?.self, returning: EventReport?.self) { group in
+                    group.addTask { await outage.run(); return nil }
+                    defer { group.cancelAll() }
+                    try await outage.begin()
+                    group.addTask { await processor.process(pipeline.event(user: "u", ["n": 1])) }
+                    // Back once the event found the store away (or failed for it, before the fix).
+                    for await message in messages where message.contains("waits for the store") || message.contains("failed") { break }
+                    try await outage.end()
+                    while let next = try await group.next() {
+                        if let report = next { return report }
+                    }
+                    return nil
+                }
+                #expect(report?.status == .delivered, "\(report?.reason ?? "no report")")
+                #expect(pipeline.transport.sends == ["t1"])
+            }, cleanup: { try? await store.close() })
+        }
+    }
+}
