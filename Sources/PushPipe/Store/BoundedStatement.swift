@@ -1,4 +1,3 @@
-import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -19,17 +18,19 @@ final class BoundedStatement<Result: Sendable>: Sendable {
         var connection: PostgresConnection?
         var statement: Task<Void, Never>?
         var timer: Scheduled<Void>?
+        /// Set when the answer's wait passed, before the connection is closed for it.
+        var timedOut: StoreTimeoutError?
     }
 
     private let state = Mutex(State())
     private let waits: PostgresStore.Waits
     private let store: String
-    private let logger: Logger
+    private let closes: ConnectionCloseWatch
 
-    init(waits: PostgresStore.Waits, store: String, logger: Logger) {
+    init(waits: PostgresStore.Waits, store: String, closes: ConnectionCloseWatch) {
         self.waits = waits
         self.store = store
-        self.logger = logger
+        self.closes = closes
     }
 
     func run(on client: PostgresClient, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
@@ -44,10 +45,20 @@ final class BoundedStatement<Result: Sendable>: Sendable {
                     return
                 }
                 let statement = Task {
+                    // The waits start when the statement does: they measure the pool and the
+                    // server, not how long a busy machine took to run this task.
+                    self.startWaiting()
                     do {
                         let result = try await client.withConnection { connection in
                             self.state.withLock { $0.connection = connection }
-                            defer { self.state.withLock { $0.connection = nil } }
+                            // Closed under it (the server ended the backend): no answer will come.
+                            self.closes.started(on: connection) {
+                                self.giveUp(self.state.withLock { $0.timedOut } ?? ConnectionClosedDuringStatement())
+                            }
+                            defer {
+                                self.closes.ended(on: connection)
+                                self.state.withLock { $0.connection = nil }
+                            }
                             return try await body(connection)
                         }
                         self.finish(.success(result))
@@ -55,14 +66,7 @@ final class BoundedStatement<Result: Sendable>: Sendable {
                         self.finish(.failure(error))
                     }
                 }
-                let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
-                let timer = loop.scheduleTask(in: TimeAmount(waits.connection)) { self.connectionWaitPassed(on: loop) }
-                let ended = state.withLock { state -> Bool in
-                    state.statement = statement
-                    if !state.finished { state.timer = timer }
-                    return state.finished
-                }
-                if ended { timer.cancel() }
+                state.withLock { $0.statement = statement }
             }
         } onCancel: {
             let statement = state.withLock { state -> Task<Void, Never>? in
@@ -73,31 +77,40 @@ final class BoundedStatement<Result: Sendable>: Sendable {
         }
     }
 
+    private func startWaiting() {
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
+        let timer = loop.scheduleTask(in: TimeAmount(waits.connection)) { self.connectionWaitPassed(on: loop) }
+        let ended = state.withLock { state -> Bool in
+            if !state.finished { state.timer = timer }
+            return state.finished
+        }
+        if ended { timer.cancel() }
+    }
+
     /// No connection yet: the pool is reconnecting (an outage). With one: the answer's wait starts.
     private func connectionWaitPassed(on loop: any EventLoop) {
         let leased = state.withLock { state -> Bool? in
             guard !state.finished else { return nil }
             guard state.connection != nil else { return false }
-            state.timer = loop.scheduleTask(in: TimeAmount(waits.answer)) { self.answerWaitPassed(on: loop) }
+            state.timer = loop.scheduleTask(in: TimeAmount(waits.answer)) { self.answerWaitPassed() }
             return true
         }
         if leased == false { giveUp(StoreTimeoutError(store: store, waited: waits.connection, what: "connection")) }
     }
 
-    /// Taken for half-open: closing the connection fails the query. A second later the caller
-    /// is answered whatever the query does.
-    private func answerWaitPassed(on loop: any EventLoop) {
+    /// Taken for half-open: its connection is closed (which fails a query that still listens),
+    /// then the caller is answered and the statement cancelled.
+    private func answerWaitPassed() {
+        let timeout = StoreTimeoutError(store: store, waited: waits.connection + waits.answer, what: "answer")
         let connection = state.withLock { state -> PostgresConnection? in
-            guard !state.finished else { return nil }
-            state.timer = loop.scheduleTask(in: .seconds(1)) {
-                let waited = self.waits.connection + self.waits.answer
-                if self.giveUp(StoreTimeoutError(store: self.store, waited: waited, what: "answer")) {
-                    self.logger.warning("store: a statement did not end when its connection was closed; it is left behind")
-                }
-            }
+            state.timedOut = timeout
             return state.connection
         }
-        connection?.close().whenComplete { _ in }
+        guard let connection else {
+            giveUp(timeout)
+            return
+        }
+        connection.close().whenComplete { _ in self.giveUp(timeout) }
     }
 
     /// Answers the caller with `error` and cancels the statement; false if it had ended.
@@ -126,4 +139,9 @@ final class BoundedStatement<Result: Sendable>: Sendable {
         continuation.resume(with: result)
         return true
     }
+}
+
+/// The connection a statement ran on closed before its answer came.
+struct ConnectionClosedDuringStatement: Error, CustomStringConvertible {
+    var description: String { "the connection closed during a statement" }
 }

@@ -13,6 +13,8 @@ struct PostgresConnections: Sendable {
     /// Opens and closes one connection outside the pool: whether the database accepts them.
     let connectsDirectly: @Sendable () async -> Bool
     let name = "PostgreSQL"
+    /// Connections closed under a statement end it (see `ConnectionCloseWatch`).
+    let closes = ConnectionCloseWatch()
 
     init(pool: PostgresPool, waits: PostgresStore.Waits, logger: Logger, connectsDirectly: @escaping @Sendable () async -> Bool) {
         self.pool = pool
@@ -65,13 +67,13 @@ struct PostgresConnections: Sendable {
     }
 
     private func bounded<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await BoundedStatement<Result>(waits: waits, store: name, logger: logger).run(on: pool.client, body)
+        try await BoundedStatement<Result>(waits: waits, store: name, closes: closes).run(on: pool.client, body)
     }
 
     /// Whether an error says the database cannot be reached (as opposed to an answer it gave).
     static func meansUnavailable(_ error: any Error) -> Bool {
         switch error {
-        case is StoreTimeoutError, is StoreUnavailableError: return true
+        case is StoreTimeoutError, is StoreUnavailableError, is ConnectionClosedDuringStatement: return true
         case let error as PSQLError:
             guard error.code == .server else { return error.code != .queryCancelled }
             // The server itself going away: connection exceptions (08), an administrator's or a

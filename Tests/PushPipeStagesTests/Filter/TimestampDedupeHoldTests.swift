@@ -63,7 +63,7 @@ struct TimestampDedupeHoldTests {
             transport: {type: stdout}
             """, in: directory)
         let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
-        let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+        let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
         guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         let outage = try DatabaseOutage(url: url)

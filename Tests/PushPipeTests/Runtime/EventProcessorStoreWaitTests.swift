@@ -10,7 +10,7 @@ import Testing
 struct EventProcessorStoreWaitTests {
     @Test func anEventWhoseRecipientsCannotBeReadDuringAnOutageIsDeliveredAfterIt() async throws {
         try await ScriptedPipeline.with("renderer: {type: json.template, payload: {n: {$from: n}}}") { pipeline in
-            let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
+            let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
             guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
             let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
             let outage = try DatabaseOutage(url: url)

@@ -34,7 +34,8 @@ struct BoundedStatementTests {
     @Test func aStatementThatNeverEndsIsGivenUpOnOnceTheWaitsPassed() async throws {
         guard case .postgres(var location) = try await TestStores.freshPostgresDatabase() else { return }
         location.statementTimeout = 1
-        location.connectTimeout = 1
+        // A connection may take a while with every suite running at once; the answer's wait is tested.
+        location.connectTimeout = 10
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         let stuck = Stuck()
         let outcome = try await withThrowingTaskGroup(of: String.self) { group in
@@ -46,7 +47,7 @@ struct BoundedStatementTests {
                     return error.what
                 }
             }
-            // connect_timeout (1 s) + statement_timeout (1 s) + 5 s + 1 s, and a margin for a loaded machine.
+            // statement_timeout (1 s) + 5 s once connected, and a margin for a loaded machine.
             group.addTask {
                 try await Task.sleep(for: .seconds(40))
                 stuck.release() // a caller that waits for the statement itself ends only now
@@ -60,6 +61,45 @@ struct BoundedStatementTests {
         try await stuck.entered.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the statement never started") })
         stuck.release()
         #expect(try await store.connections.rows("SELECT 1").count == 1, "the store goes on with another connection")
+        try await store.close()
+    }
+
+    /// The server ends the backend under a statement PostgresNIO then leaves waiting: the
+    /// caller learns it at the close, not at the answer's bound (35 s by default), which held
+    /// every outcome write of a soak daemon until it was killed.
+    @Test func aStatementWhoseConnectionTheServerEndsIsAnsweredAtOnce() async throws {
+        let url = try await TestStores.freshPostgresURL()
+        guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+        let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
+        let outage = try DatabaseOutage(url: url)
+        let stuck = Stuck()
+        let outcome = try await withThrowingTaskGroup(of: String?.self, returning: String.self) { group in
+            group.addTask { await outage.run(); return nil }
+            group.addTask {
+                do {
+                    try await store.connections.withConnection { _ in await stuck.wait() }
+                    return "answered"
+                } catch is StoreUnavailableError {
+                    return "unavailable"
+                } catch let error as StoreTimeoutError {
+                    return "timed out waiting for the \(error.what)"
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(20))
+                stuck.release() // a caller that waits for the statement itself ends only now
+                return "still waiting"
+            }
+            defer { group.cancelAll() }
+            try await stuck.entered.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the statement never started") })
+            try await outage.terminateBackends()
+            while let next = try await group.next() {
+                if let outcome = next { return outcome }
+            }
+            return ""
+        }
+        #expect(outcome == "unavailable")
+        stuck.release()
         try await store.close()
     }
 }
