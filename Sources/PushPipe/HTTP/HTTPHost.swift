@@ -67,7 +67,7 @@ public final class HTTPHost: Sendable {
                 var response = HTTPHost.response(status: error.status, body: error.body)
                 if error.status == 503 { response.headers[.retryAfter] = "1" }
                 return response
-            } catch where error is StoreUnavailableError || error is StoreTimeoutError {
+            } catch where StoreAvailability.meansAway(error) {
                 // Nothing was stored: the caller sends it again (Retry-After), nothing piles up here.
                 var response = HTTPHost.response(status: 503, body: HTTPError(503, "the store does not answer; nothing was stored, try again").body)
                 response.headers[.retryAfter] = "1"

@@ -163,26 +163,21 @@ extension EventProcessor {
         // keep the event from going out again, its removal from a queue waits for it), and the
         // event holds its place in the pipeline meanwhile, so new work waits too. Only a stop
         // past the drain timeout gives it up.
-        var delay = Duration.milliseconds(100)
-        var failures = 0
-        while true {
-            do {
-                try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
-                if failures > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failures) failed attempts") }
-                return
-            } catch {
-                failures += 1
+        var failedAttempts = 0
+        do {
+            try await retrying(while: { _ in true }, failed: { error, failures in
+                failedAttempts = failures
                 // An unavailable store logged that itself, once; anything else is told now and then.
-                if failures % 30 == 1, !(error is StoreUnavailableError || error is StoreTimeoutError) {
+                if failures % 30 == 1, !StoreAvailability.meansAway(error) {
                     logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
                 }
-                do { try await Task.sleep(for: delay) } catch {
-                    for outcome in outcomes {
-                        logger.error("stopped before the outcome was recorded", metadata: Self.metadata(outcome.delivering.event))
-                    }
-                    return
-                }
-                delay = min(delay * 2, .seconds(2))
+            }) {
+                try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
+            }
+            if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
+        } catch {
+            for outcome in outcomes {
+                logger.error("stopped before the outcome was recorded", metadata: Self.metadata(outcome.delivering.event))
             }
         }
     }

@@ -28,8 +28,8 @@ final class PostgresPool: Sendable {
 
     /// Runs a pool until `shutdown`. Detached, and owned here: `PostgresClient.run` ends at a
     /// graceful shutdown it finds in its task's context, and a pool replaced from a pipeline's
-    /// task found the daemon's. At SIGTERM it closed at once, and the pipelines could not record
-    /// what they were still delivering while they drained (sent again by another daemon).
+    /// task would find the daemon's and close at SIGTERM, while the pipelines still drain and
+    /// must record what they deliver.
     private static func run(_ client: PostgresClient) -> Task<Void, Never> {
         Task.detached { await client.run() }
     }

@@ -44,9 +44,9 @@ public final class PostgresStore: Store {
     /// pool refuses a connection to a cancelled task, which would fail the whole batch.
     private static func groupCommit(connections: PostgresConnections, logger: Logger) -> GroupCommit<OutcomeWrite> {
         GroupCommit { writes in
-            try await Task {
+            try await uncancelled {
                 try await connections.transaction { connection in try await Self.commit(writes, on: connection, logger: logger) }
-            }.value
+            }
         }
     }
 

@@ -74,6 +74,14 @@ public final class StoreAvailability: Sendable {
 }
 
 /// The store is known not to answer: the operation was not tried. The HTTP host answers 503.
+extension StoreAvailability {
+    /// Whether `error` says the store could not be reached or did not answer in time (which the
+    /// store logs itself, once per outage), rather than an answer it gave.
+    public static func meansAway(_ error: any Error) -> Bool {
+        error is StoreUnavailableError || error is StoreTimeoutError
+    }
+}
+
 public struct StoreUnavailableError: Error, CustomStringConvertible {
     public var store: String
     public var failingFor: Duration

@@ -5,9 +5,9 @@ import Synchronization
 /// given back when they end.
 ///
 /// While a hold lasts its items are not notified. A hold is therefore short (`hold`, 30 s)
-/// and renewed: the holds of a daemon that died lapse within it, where an unrenewed hold had to
-/// outlast every delivery's retries (ten minutes without notifications for those items after
-/// a crash). A release the store refused (an outage, a connection the server closed) is kept
+/// and renewed: the holds of a daemon that died lapse within it, where a hold nobody renews
+/// would have to outlast every delivery's retries, and keep those items silent that long after
+/// a crash. A release the store refused (an outage, a connection the server closed) is kept
 /// and retried, here and at stop, rather than left to the lease.
 final class DedupeHolds: Sendable {
     private struct State {
@@ -24,13 +24,13 @@ final class DedupeHolds: Sendable {
 
     func took(_ keys: Set<String>) { state.withLock { $0.live.formUnion(keys) } }
 
-    /// Releases `keys`, in a task of its own (a cancelled event, at a drain timeout, cannot
-    /// reach a pooled connection); what the store refused is kept for `maintain`.
+    /// Releases `keys`, even for an event cancelled at the drain timeout; what the store refused
+    /// is kept for `maintain`.
     func release(_ keys: Set<String>, store: any Store, pipeline: String, stage: String) async {
         guard !keys.isEmpty else { return }
         state.withLock { $0.live.subtract(keys) }
         do {
-            try await Task { try await store.release(keys: keys, pipeline: pipeline, stage: stage) }.value
+            try await uncancelled { try await store.release(keys: keys, pipeline: pipeline, stage: stage) }
         } catch {
             state.withLock { $0.unreleased.formUnion(keys) }
         }

@@ -44,7 +44,7 @@ final class HTTPEventLeases: Sendable {
     /// of its own: a cancelled task cannot reach a pooled connection.
     func letGo(_ ids: [String], store: any Store, pipeline: String, source: String) async {
         ids.forEach(forget)
-        await Task { try? await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: ids) }.value
+        _ = try? await uncancelled { try await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: ids) }
     }
 
     var heldIDs: [String] { state.withLock { Array($0.held.keys) } }
@@ -53,7 +53,7 @@ final class HTTPEventLeases: Sendable {
     /// Notes a failed store operation; returns whether to log it: the first failure since the
     /// store last answered, unless the store reports it itself (it logs an outage once).
     func failed(_ error: any Error, now: ContinuousClock.Instant = .now) -> Bool {
-        let reportedByStore = error is StoreUnavailableError || error is StoreTimeoutError
+        let reportedByStore = StoreAvailability.meansAway(error)
         return state.withLock { state in
             state.lastFailure = now
             guard !state.failureLogged, !reportedByStore else { return false }
@@ -115,7 +115,7 @@ extension HTTPEventSource {
             } catch {
                 leases.finishLater(eventID)
                 // An unavailable store logged that itself, once.
-                let level: Logger.Level = error is StoreUnavailableError || error is StoreTimeoutError ? .debug : .warning
+                let level: Logger.Level = StoreAvailability.meansAway(error) ? .debug : .warning
                 logger.log(level: level, "event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")
             }
         }

@@ -160,9 +160,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 }
                 try? await Task.sleep(for: tick)
             }
-            context.logger.debug("stopping: no more claims")
         }
-        context.logger.debug("stopping: checks ended")
     }
 
     /// Forgets the users this daemon has not checked for three intervals (at least ten

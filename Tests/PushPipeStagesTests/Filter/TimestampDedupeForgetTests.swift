@@ -11,14 +11,7 @@ import Testing
     @Test func watermarksNotMovedForALongTimeAreRemoved() async throws {
         let directory = try TemporaryDirectory("dedupe-forget")
         defer { directory.remove() }
-        let definition = try await loadPipeline("""
-            pipeline: turns
-            sources: [{type: http.event, path: /events}]
-            filters: [{type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id, forget_after: 30d, state: moves}]
-            renderer: {type: json.template, payload: {}}
-            transport: {type: stdout}
-            """, in: directory)
-        let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
+        let filter = try await TimestampDedupeFilter.games(", forget_after: 30d", in: directory)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         try await withCleanup({
             let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)

@@ -16,14 +16,7 @@ struct TimestampDedupeHoldTests {
     @Test func theHoldsOfANotificationOnItsWayAreRenewed() async throws {
         let directory = try TemporaryDirectory("dedupe-renew")
         defer { directory.remove() }
-        let definition = try await loadPipeline("""
-            pipeline: turns
-            sources: [{type: http.event, path: /events}]
-            filters: [{type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id, state: moves, hold: 3s}]
-            renderer: {type: json.template, payload: {}}
-            transport: {type: stdout}
-            """, in: directory)
-        let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
+        let filter = try await TimestampDedupeFilter.games(", hold: 3s", in: directory)
         guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         try await withCleanup({
@@ -55,14 +48,7 @@ struct TimestampDedupeHoldTests {
     @Test func holdsTheStoreRefusedToReleaseAreReleasedOnceItAnswers() async throws {
         let directory = try TemporaryDirectory("dedupe-holds")
         defer { directory.remove() }
-        let definition = try await loadPipeline("""
-            pipeline: turns
-            sources: [{type: http.event, path: /events}]
-            filters: [{type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id, state: moves}]
-            renderer: {type: json.template, payload: {}}
-            transport: {type: stdout}
-            """, in: directory)
-        let filter = try #require(definition.filters.first?.stage as? TimestampDedupeFilter)
+        let filter = try await TimestampDedupeFilter.games(in: directory)
         let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
         guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
