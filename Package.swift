@@ -9,8 +9,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pushpipe", targets: ["pushpipe"]),
-        .library(name: "PushPipe", targets: ["PushPipe"]),
+        .library(name: "PushPipeCore", targets: ["PushPipeCore"]),
         .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
+        .library(name: "PushPipeTesting", targets: ["PushPipeTesting"]),
         .library(name: "PushPayloads", targets: ["PushPayloads"]),
     ],
     traits: [
@@ -43,22 +44,51 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        // Config, events, the stage protocols, the runtime and the store protocols. It imports no
+        // server, database or exporter (`.ci/run` checks): a stage author's whole world.
         .target(
-            name: "PushPipe",
+            name: "PushPipeCore",
             dependencies: [
                 "Yams",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "PushPipeSQLite",
+            dependencies: [
+                "PushPipeCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the statements run once per notification (Statement+DirectBinding).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "PushPipePostgres",
+            dependencies: [
+                "PushPipeCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The app listener, the admin listener (Prometheus exporter, tap, status page).
+        .target(
+            name: "PushPipeHTTP",
+            dependencies: [
+                "PushPipeCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -66,16 +96,26 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Stages served by child processes (plugins.d).
+        .target(
+            name: "PushPipePlugins",
+            dependencies: [
+                "PushPipeCore",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "PushPipeStages",
             dependencies: [
-                "PushPipe",
+                "PushPipeCore",
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -83,10 +123,12 @@ let package = Package(
         ),
         // App-side payload types: Foundation only, so an iOS app and its widget can use it.
         .target(name: "PushPayloads"),
+        // Stand-ins (APNs, FCM, OGS, PostgreSQL, daemons) for the tests of pushpipe and of
+        // anyone's own stages.
         .target(
             name: "PushPipeTesting",
             dependencies: [
-                "PushPipe",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -103,20 +145,23 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
+        // The CLI and the composition root: the only module that knows every other.
         .executableTarget(
             name: "pushpipe",
             dependencies: [
-                "PushPipe",
-                "PushPipeStages",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipePlugins", "PushPipeStages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             linkerSettings: jemallocWhenEnabled
         ),
         .executableTarget(
             name: "pushpipe-bench",
             dependencies: [
-                "PushPipe", "PushPipeStages", "PushPipeTesting",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -128,13 +173,15 @@ let package = Package(
         .testTarget(
             name: "PushPipeTests",
             dependencies: [
-                "PushPipe", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipePlugins",
+                "PushPipeStages", "PushPipeTesting", "pushpipe",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -143,7 +190,7 @@ let package = Package(
         .testTarget(
             name: "PushPipeStagesTests",
             dependencies: [
-                "PushPipe", "PushPipeStages", "PushPipeTesting",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -154,7 +201,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushPayloadsTests",
-            dependencies: ["PushPayloads", "PushPipe", "PushPipeStages"]
+            dependencies: ["PushPayloads", "PushPipeCore", "PushPipeStages", "PushPipePlugins", "pushpipe"]
         ),
     ]
 )

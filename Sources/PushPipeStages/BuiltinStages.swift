@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// Every built-in stage type. Each kind's folder lists its own stages, so adding a stage
 /// touches one folder.

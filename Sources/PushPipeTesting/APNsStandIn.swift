@@ -5,7 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import PushPipe
+import PushPipeCore
 
 /// An in-process APNs: HTTP/2 over TLS on 127.0.0.1, checking requests by Apple's rules and
 /// answering the way APNs does (including with the errors a test scripts).

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
 
 /// Takes one database of a PostgreSQL server away and brings it back: new connections are
 /// refused (`ALLOW_CONNECTIONS false`) and open ones cut, as an outage does to a daemon. It
@@ -14,7 +15,7 @@ public struct DatabaseOutage: Sendable {
 
     /// - Parameter url: the database's `postgres://` URL (as a daemon's `--store`).
     public init(url: String) throws {
-        guard case .postgres(var location) = try StoreLocation(parsing: url) else { throw StoreLocation.InvalidLocation(description: "not postgres") }
+        var location = try PostgresLocation(parsing: url)
         database = location.database
         location.database = "postgres"
         client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)

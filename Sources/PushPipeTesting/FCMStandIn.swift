@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-import PushPipe
+import PushPipeCore
 import _CryptoExtras
 
 /// An in-process Google OAuth token endpoint and FCM HTTP v1 send endpoint, over TLS on

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import PushPipe
+import PushPipeCore
 
 /// A small JSON client for tests, always against 127.0.0.1.
 public struct HTTPTestClient: Sendable {

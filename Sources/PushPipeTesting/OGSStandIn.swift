@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NIOPosix
-import PushPipe
+import PushPipeCore
 
 /// An in-process online-go.com answering `GET /api/v1/players/{id}/full` from memory, with
 /// documents shaped like shared/fixtures/ogs-player-full.reconstructed.json. Tests move the

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
 
 /// Stores for tests: a SQLite file, or a fresh database on the PostgreSQL server named by
 /// `PUSHPIPE_TEST_POSTGRES_URL` (`.ci/run` starts one; without it PostgreSQL tests skip).
@@ -12,23 +13,20 @@ public enum TestStores {
 
 
     /// A new, empty database on the test server (or on `server`, a `postgres://` URL); returns its location.
-    public static func freshPostgresDatabase(on server: String? = nil) async throws -> StoreLocation {
-        guard let url = server ?? postgresURL, case .postgres(var location) = try StoreLocation(parsing: url) else {
-            throw StoreLocation.InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not a postgres:// URL")
-        }
+    public static func freshPostgresDatabase(on server: String? = nil) async throws -> PostgresLocation {
+        guard let url = server ?? postgresURL else { throw InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not set") }
+        var location = try PostgresLocation(parsing: url)
         let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
         try await location.withConnection(logger: Logger(label: "test-postgres")) { admin in
             _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test-postgres"))
         }
         location.database = name
-        return .postgres(location)
+        return location
     }
 
     /// A new, empty database as a daemon's `--store` URL (no password, no TLS: the test server).
     public static func freshPostgresURL(on server: String? = nil) async throws -> String {
-        guard case .postgres(let location) = try await freshPostgresDatabase(on: server) else {
-            throw StoreLocation.InvalidLocation(description: "not a postgres:// URL")
-        }
+        let location = try await freshPostgresDatabase(on: server)
         return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
     }
 }

@@ -1,7 +1,11 @@
 import ArgumentParser
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 
 @main
@@ -67,7 +71,8 @@ struct ConfigurationOptions: ParsableArguments {
 
     func loader(dryRun: Bool) -> ConfigLoader {
         ConfigLoader(builtins: BuiltinStages.all,
-                     interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun))
+                     interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun),
+                     pluginHost: ChildProcessPluginHost())
     }
 }
 

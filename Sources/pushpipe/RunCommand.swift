@@ -1,6 +1,10 @@
 import ArgumentParser
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 
 struct RunCommand: AsyncParsableCommand {

@@ -1,6 +1,10 @@
 import ArgumentParser
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 
 /// Pong's simulation CLI: one notification through the same filters, transport and history as
 /// the backend's events, whether or not the daemon is running (the store is shared).

@@ -2,7 +2,11 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 
 /// `pushpipe tap`: what a running daemon does, live, stage by stage (like `vector tap`).
 struct TapCommand: AsyncParsableCommand {

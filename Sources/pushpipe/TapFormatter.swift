@@ -1,5 +1,9 @@
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 
 /// A tap record for people: time, where, what, and the rest compactly.
 enum TapFormatter {

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PushPayloads
-import PushPipe
+import PushPipeCore
+@testable import pushpipe
 import PushPipeStages
 import Testing
 

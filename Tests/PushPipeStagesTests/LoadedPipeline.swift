@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 @testable import PushPipeStages
 import PushPipeTesting
 

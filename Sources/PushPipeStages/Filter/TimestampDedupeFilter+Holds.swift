@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// The holds this process's events took: renewed while their notifications are on their way,
@@ -26,7 +26,7 @@ final class DedupeHolds: Sendable {
 
     /// Releases `keys`, even for an event cancelled at the drain timeout; what the store refused
     /// is kept for `maintain`.
-    func release(_ keys: Set<String>, store: any Store, pipeline: String, stage: String) async {
+    func release(_ keys: Set<String>, store: any StageStateStore, pipeline: String, stage: String) async {
         guard !keys.isEmpty else { return }
         state.withLock { $0.live.subtract(keys) }
         do {
@@ -39,7 +39,7 @@ final class DedupeHolds: Sendable {
     /// Renews the live holds and retries the refused releases; returns how many releases are
     /// still refused.
     @discardableResult
-    func maintain(store: any Store, pipeline: String, stage: String, lease: Double) async -> Int {
+    func maintain(store: any StageStateStore, pipeline: String, stage: String, lease: Double) async -> Int {
         let (live, unreleased) = state.withLock { state in
             defer { state.unreleased.removeAll() }
             return (state.live, state.unreleased)

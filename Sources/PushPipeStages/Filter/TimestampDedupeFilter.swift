@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// Drops items already notified, by a durable watermark that moves only after delivery.
 ///
@@ -63,7 +63,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         // on its way (in backoff, say), here or on another daemon, they must not go out twice.
         // Held before reading the watermarks: a delivery that ended before has committed its
         // watermark already, and none can move it while the hold lasts.
-        let store = context.store
+        let store = context.stageState
         let pipeline = context.pipeline
         let holds = configuration.state
         let claimed = try await store.hold(keys: Set(keys), pipeline: pipeline, stage: holds, lease: configuration.hold)
@@ -71,7 +71,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
         do {
-            let watermarks = try await context.store.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
+            let watermarks = try await context.stageState.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
             for (item, key) in zip(items, keys) where claimed.contains(key) {
                 guard let timestamp = item.value(at: timestampPath), let seconds = timestamp.doubleValue else { continue }
                 if let mark = watermarks[key]?.doubleValue, seconds <= mark { continue }
@@ -117,7 +117,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         var nextForget: ContinuousClock.Instant? = configuration.forgetAfter > 0 ? .now + .seconds(60) : nil
         while !Task.isCancelled {
             if !holdsTaken.isEmpty {
-                await holdsTaken.maintain(store: context.store, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
+                await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
             }
             if let due = nextForget, ContinuousClock.now >= due {
                 await forgetOldWatermarks(context: context, now: Date())
@@ -126,7 +126,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             do { try await Task.sleep(for: every) } catch { break }
         }
         // Stopping: the last chance this process has to give its holds back.
-        let kept = await holdsTaken.maintain(store: context.store, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
+        let kept = await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
         if kept > 0 { context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold)) s") }
     }
 
@@ -136,7 +136,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         var removed = 0
         do {
             while !Task.isCancelled {
-                let batch = try await context.store.pruneStates(pipeline: context.pipeline, stage: configuration.state, unchangedSince: cutoff, limit: 1000)
+                let batch = try await context.retention.pruneStates(pipeline: context.pipeline, stage: configuration.state, unchangedSince: cutoff, limit: 1000)
                 removed += batch
                 guard batch == 1000 else { break }
             }

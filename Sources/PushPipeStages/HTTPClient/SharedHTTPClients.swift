@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import NIOCore
 import NIOPosix
 import NIOSSL
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// HTTP clients that live as long as the process, one per set of extra trusted CAs, like

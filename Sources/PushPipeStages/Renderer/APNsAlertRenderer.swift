@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// An APNs alert (or background) notification: `aps` from templates, custom top-level keys
 /// that keep their JSON types, and the delivery options the `apns` transport turns into headers.

@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// Live Activity pushes (iOS 16.1+): start one with the push-to-start token (iOS 17.2+),
 /// update or end a running one with its update token, and fall back to an ordinary alert on

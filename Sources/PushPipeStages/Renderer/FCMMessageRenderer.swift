@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// An FCM HTTP v1 `message` (the transport adds the `token`).
 ///

@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// A payload of any shape from a template, for transports that take plain JSON (stdout,
 /// plugins, webhooks). Platform renderers build on the same templates.

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// The accepted events this pipeline holds, whose leases it keeps.
@@ -42,7 +42,7 @@ final class HTTPEventLeases: Sendable {
     /// Lets go of events this process will not finish (cancelled, or not submitted while the
     /// pipeline stops): their leases end now, so the next claim anywhere takes them. In a task
     /// of its own: a cancelled task cannot reach a pooled connection.
-    func letGo(_ ids: [String], store: any Store, pipeline: String, source: String) async {
+    func letGo(_ ids: [String], store: any QueuedEventStore, pipeline: String, source: String) async {
         ids.forEach(forget)
         _ = try? await uncancelled { try await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: ids) }
     }
@@ -84,9 +84,9 @@ extension HTTPEventSource {
         let lease = configuration.lease
         while !Task.isCancelled {
             do {
-                try await context.store.renewLeases(pipeline: context.pipeline, source: context.key, eventIDs: leases.heldIDs, lease: lease)
+                try await context.queuedEvents.renewLeases(pipeline: context.pipeline, source: context.key, eventIDs: leases.heldIDs, lease: lease)
                 for id in leases.finishedIDs {
-                    try await context.store.dequeue(pipeline: context.pipeline, eventID: id)
+                    try await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
                     leases.forget(id)
                 }
                 if leases.answered() { context.logger.notice("queued events: leases renewed again") }
@@ -104,7 +104,7 @@ extension HTTPEventSource {
     /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
     /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
     /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
-    static func completion(of eventID: String, leases: HTTPEventLeases, store: any Store, pipeline: String, source: String,
+    static func completion(of eventID: String, leases: HTTPEventLeases, store: any QueuedEventStore, pipeline: String, source: String,
                            logger: Logger) -> @Sendable (EventReport) async -> Void {
         { _ in
             guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, pipeline: pipeline, source: source) }

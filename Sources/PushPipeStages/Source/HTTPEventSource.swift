@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
 
 /// Events posted by a backend over HTTP: the route is part of the source's configuration.
 struct HTTPEventSource: Source, LongRunningStage {
@@ -73,8 +73,8 @@ struct HTTPEventSource: Source, LongRunningStage {
                 }
             } catch is CancellationError {
                 return
-            } catch let error as HTTPError where error.status == 503 {
-                return // the pipeline is stopping
+            } catch is PipelineStopping {
+                return
             } catch {
                 if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
@@ -86,7 +86,7 @@ struct HTTPEventSource: Source, LongRunningStage {
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could
     /// not be submitted (the pipeline is stopping) is let go of at once.
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext) async throws -> Int {
-        let claimed = try await context.store.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: configuration.lease,
+        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: configuration.lease,
                                                                 limit: limit)
         guard !claimed.isEmpty else { return 0 }
         context.logger.notice("sending \(claimed.count) accepted events whose daemon stopped before finishing them")
@@ -94,12 +94,12 @@ struct HTTPEventSource: Source, LongRunningStage {
         for queued in claimed { leases.hold(queued.eventID) }
         for (index, queued) in claimed.enumerated() {
             var event = queued.event
-            event.onComplete = Self.completion(of: queued.eventID, leases: leases, store: context.store, pipeline: context.pipeline,
+            event.onComplete = Self.completion(of: queued.eventID, leases: leases, store: context.queuedEvents, pipeline: context.pipeline,
                                                source: context.key, logger: context.logger)
             do {
                 try await sink.submit(event)
             } catch {
-                await leases.letGo(claimed[index...].map(\.eventID), store: context.store, pipeline: context.pipeline, source: context.key)
+                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, pipeline: context.pipeline, source: context.key)
                 throw error
             }
         }
@@ -108,21 +108,21 @@ struct HTTPEventSource: Source, LongRunningStage {
 
     static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String,
                        leases: HTTPEventLeases) async throws -> RouteResponse {
-        guard let body = request.body else { throw HTTPError.badRequest("the event must be a JSON object", field: "body") }
+        guard let body = request.body else { throw RouteError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
         switch body[configuration.userField] {
         case .string(let value) where !value.isEmpty && value.count <= 128: user = value
         case .int(let value): user = String(value)
         case nil, .null?:
-            if configuration.requireUser { throw HTTPError.badRequest("missing field '\(configuration.userField)'", field: configuration.userField) }
+            if configuration.requireUser { throw RouteError.badRequest("missing field '\(configuration.userField)'", field: configuration.userField) }
         case let other?:
-            throw HTTPError.unprocessable("'\(configuration.userField)' must be a string or a number, found \(other.typeName)",
+            throw RouteError.unprocessable("'\(configuration.userField)' must be a string or a number, found \(other.typeName)",
                                           field: configuration.userField)
         }
         var id = Event.makeID()
         if let idField = configuration.idField, let value = body[idField] {
             guard let text = value.textValue, !text.isEmpty, text.count <= 128 else {
-                throw HTTPError.badRequest("'\(idField)' must be a short string", field: idField)
+                throw RouteError.badRequest("'\(idField)' must be a short string", field: idField)
             }
             id = text
         }
@@ -143,20 +143,20 @@ struct HTTPEventSource: Source, LongRunningStage {
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
         leases.hold(id)
         do {
-            try await context.store.enqueue(queued)
+            try await context.queuedEvents.enqueue(queued)
         } catch {
             leases.forget(id)
             throw error
         }
         var event = queued.event
-        event.onComplete = completion(of: id, leases: leases, store: context.store, pipeline: context.pipeline, source: source,
+        event.onComplete = completion(of: id, leases: leases, store: context.queuedEvents, pipeline: context.pipeline, source: source,
                                       logger: context.logger)
         do {
             try await context.sink.submit(event)
         } catch {
             // Not accepted after all (the pipeline is stopping): the caller sends it again.
             leases.forget(id)
-            try? await context.store.dequeue(pipeline: context.pipeline, eventID: id)
+            try? await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
             throw error
         }
         return RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id)])

@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 /// Reads `GET /api/v1/players/{id}/full` (shared/fixtures/ogs-player-full.reconstructed.json).
 enum OGSPlayerDocument {

@@ -2,7 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
-import PushPipe
+import NIOFoundationCompat
+import PushPipeCore
 import Synchronization
 
 /// Polls Online-Go.com for every registered user and emits the games where it is their turn.
@@ -10,8 +11,10 @@ import Synchronization
 /// Which user is due when lives in the store (`poll_schedule`): every daemon on a shared
 /// database claims the users that are due, so each user is checked once per interval across
 /// all of them, adding a daemon spreads the load, and a dead daemon's users come due again
-/// for the others. New users are due at a random moment of their first interval, so checks
-/// spread out instead of bursting; at most `concurrency` run at once per daemon. A 429 pauses every request for its `Retry-After`; any other
+/// for the others. New users come due evenly over the first 80% of their first interval, in
+/// the order of their ids, so checks spread out instead of bursting and the first round ends
+/// within the interval; at most `concurrency` run at once per daemon. A 429 pauses every
+/// request for its `Retry-After`; any other
 /// failure (5xx, timeout, malformed JSON) backs off that user only, exponentially, is
 /// recorded and shown in that user's diagnostics, and never delays another user. A newly
 /// registered user is checked right away.
@@ -88,9 +91,9 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         guard !configuration.checkPath.isEmpty else { return [] }
         let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
         return [RouteDefinition(method: "GET", path: configuration.checkPath) { [self] request, context in
-            guard let value = request.parameters[parameter] else { throw HTTPError.badRequest("missing user", field: parameter) }
+            guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
             let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
-            guard try await context.store.isRegistered(pipeline: context.pipeline, user: user) else { throw HTTPError.notFound("unknown user '\(user)'", field: parameter) }
+            guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }
             return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
         }]
     }
@@ -126,20 +129,20 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     private func cycles(sink: any EventSink, context: StageContext) async {
         let interval = configuration.interval
         let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
-        let store = context.store
+        let schedule = context.pollSchedule
         var nextSync = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !Task.isCancelled {
                 do {
                     if ContinuousClock.now >= nextSync {
-                        try await store.syncPollSchedule(pipeline: context.pipeline, source: context.key, tokenKind: configuration.tokenKind,
+                        try await schedule.syncPollSchedule(pipeline: context.pipeline, source: context.key, tokenKind: configuration.tokenKind,
                                                          interval: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
                     }
                     let limit = configuration.concurrency * 2
-                    let due = try await store.claimDueChecks(pipeline: context.pipeline, source: context.key, interval: interval, limit: limit)
+                    let due = try await schedule.claimDueChecks(pipeline: context.pipeline, source: context.key, interval: interval, limit: limit)
                     let now = ContinuousClock.now
                     for user in due where !isBackingOff(user, at: now) {
                         if running >= configuration.concurrency {
@@ -255,7 +258,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// One check of every registered user, returning the events instead of submitting them.
     func eventsOnce(context: StageContext) async throws -> [Event] {
         var events: [Event] = []
-        for user in try await context.store.users(pipeline: context.pipeline) {
+        for user in try await context.registrations.users(pipeline: context.pipeline) {
             let (yourTurn, all) = try OGSPlayerDocument.games(in: try await fetch(user), user: user, minTimePerMove: configuration.minTimePerMove)
             guard !yourTurn.isEmpty else { continue }
             events.append(Self.turnEvent(user: user, pipeline: context.pipeline, yourTurn: yourTurn, all: all))

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 #if canImport(Glibc)
 import Glibc
 #endif

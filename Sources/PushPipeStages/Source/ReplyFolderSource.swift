@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// One event per reply file written into a folder (Sven's `reply-sven` step).

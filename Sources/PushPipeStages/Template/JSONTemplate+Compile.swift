@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 extension Dictionary where Key == String, Value == JSON {
     /// Compiles a map of templates (a renderer's `vars`).

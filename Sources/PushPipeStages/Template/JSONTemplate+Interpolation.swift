@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// Most templates are text with `{{name.path}}` tags, some with a `{{#single(games)}}` kind of
 /// section: titles, bodies, URLs. Running Mustache for them meant converting the whole event

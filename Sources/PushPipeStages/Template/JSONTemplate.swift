@@ -1,6 +1,6 @@
 import Foundation
 import Mustache
-import PushPipe
+import PushPipeCore
 
 /// A JSON skeleton from YAML whose strings may be Mustache templates.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// What templates see: the event body's fields at the top level, `event` with the
 /// metadata (`id`, `user`, `time` in UNIX seconds, `time_ms`, `time_iso`, `time_iso_micro`), and `vars`, the

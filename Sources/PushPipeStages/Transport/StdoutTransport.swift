@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// Prints each notification instead of sending it: for trying pipelines locally and for
 /// pipelines whose consumer reads pushpipe's output.

@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 
 extension BuiltinStages {
     static var transports: [StageDescriptor] {

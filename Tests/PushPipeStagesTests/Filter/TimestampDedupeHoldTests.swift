@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipePostgres
 @testable import PushPipeStages
 import PushPipeTesting
 import Testing
@@ -17,7 +18,7 @@ struct TimestampDedupeHoldTests {
         let directory = try TemporaryDirectory("dedupe-renew")
         defer { directory.remove() }
         let filter = try await TimestampDedupeFilter.games(", hold: 3s", in: directory)
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         try await withCleanup({
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -50,7 +51,7 @@ struct TimestampDedupeHoldTests {
         defer { directory.remove() }
         let filter = try await TimestampDedupeFilter.games(in: directory)
         let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
-        guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+        let location = try PostgresLocation(parsing: url)
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         let outage = try DatabaseOutage(url: url)
         try await withCleanup({

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 @testable import PushPipeStages
 import Testing
 

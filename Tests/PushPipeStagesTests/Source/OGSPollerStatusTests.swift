@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 @testable import PushPipeStages
 import PushPipeTesting
 import Testing

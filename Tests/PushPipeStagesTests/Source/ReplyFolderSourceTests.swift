@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-@testable import PushPipe
+@testable import PushPipeCore
 @testable import PushPipeStages
 import PushPipeTesting
 import Testing

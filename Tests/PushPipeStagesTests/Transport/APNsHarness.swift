@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import Logging
 import NIOHTTP2
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 @testable import PushPipeStages
 import PushPipeTesting
 

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
-import PushPipe
+import PushPipeCore
 @testable import PushPipeStages
 import PushPipeTesting
 import Testing

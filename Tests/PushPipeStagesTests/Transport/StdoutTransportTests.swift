@@ -1,5 +1,6 @@
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Synchronization

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 import PushPipeTesting
 import Testing
 

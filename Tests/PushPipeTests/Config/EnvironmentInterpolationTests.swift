@@ -1,4 +1,4 @@
-import PushPipe
+import PushPipeCore
 import Testing
 
 @Suite struct EnvironmentInterpolationTests {

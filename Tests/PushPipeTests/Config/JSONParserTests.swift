@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 import Testing
 
 @Suite struct JSONParserTests {

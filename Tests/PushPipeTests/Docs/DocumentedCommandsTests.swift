@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeSQLite
 import PushPipeTesting
 import Subprocess
 import Testing

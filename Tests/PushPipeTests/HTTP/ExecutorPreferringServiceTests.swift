@@ -1,5 +1,6 @@
 import NIOPosix
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeHTTP
 import ServiceLifecycle
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import JWTKit
-import PushPipe
+import PushPipeCore
 import PushPipeTesting
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipeHTTP
 import PushPipeTesting
 import Testing
 
@@ -50,7 +51,7 @@ import Testing
 
     /// A tap that does not read loses records, counted, and never holds up the publisher.
     @Test func aTapThatDoesNotReadDropsAndCounts() async throws {
-        let telemetry = Telemetry()
+        let telemetry = Telemetry.prometheus()
         var built = 0
         telemetry.tap.publish(pipeline: "p", stage: "renderer") { built += 1; return [:] }
         #expect(built == 0, "nothing is built while nobody listens")

@@ -1,4 +1,6 @@
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
+@testable import PushPipeHTTP
 import PushPipeTesting
 import Testing
 
@@ -11,7 +13,7 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: SQLiteCheckpointerTests.threshold)
-        let telemetry = Telemetry()
+        let telemetry = Telemetry.prometheus()
         telemetry.observe(store, named: "sqlite")
         #expect(!telemetry.exposition().contains("pushpipe_store_checkpoint_seconds"))
         // A background pass runs beside the writer; the writer's catch-up comes at a commit

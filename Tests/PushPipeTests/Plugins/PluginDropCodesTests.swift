@@ -1,4 +1,4 @@
-@testable import PushPipe
+@testable import PushPipePlugins
 import Testing
 
 /// A plugin's drop codes become metric labels (issue 33, defect 8): checked for their

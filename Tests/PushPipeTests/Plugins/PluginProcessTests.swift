@@ -1,6 +1,9 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
+import PushPipeHTTP
+import PushPipePlugins
 import PushPipeTesting
 import Testing
 
@@ -36,14 +39,14 @@ import Testing
             timeout: \(timeout)
             """)
         let manifest = try PluginManifest.load(file: manifestFile, interpolation: EnvironmentInterpolation(environment: [:])).get()
-        let stage = try manifest.descriptor.make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]", baseDirectory: directory.path))
+        let stage = try manifest.descriptor(servedBy: ChildProcessPluginHost()).make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]", baseDirectory: directory.path))
         guard case .filter(let filter) = stage, let longRunning = stage.longRunning else {
             Issue.record("a filter plugin must build a long-running filter")
             return
         }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "test"), mode: .live,
-                                   telemetry: Telemetry())
+                                   telemetry: Telemetry.prometheus())
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await longRunning.run(context: context) }
             try await body(filter, context, manifest)

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
 import PushPipeTesting
 import Synchronization
 import Testing

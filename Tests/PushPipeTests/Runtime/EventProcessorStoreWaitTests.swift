@@ -1,5 +1,6 @@
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -11,7 +12,7 @@ struct EventProcessorStoreWaitTests {
     @Test func anEventWhoseRecipientsCannotBeReadDuringAnOutageIsDeliveredAfterIt() async throws {
         try await ScriptedPipeline.with("renderer: {type: json.template, payload: {n: {$from: n}}}") { pipeline in
             let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
-            guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
+            let location = try PostgresLocation(parsing: url)
             let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
             let outage = try DatabaseOutage(url: url)
             try await withCleanup({

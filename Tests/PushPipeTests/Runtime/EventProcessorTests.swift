@@ -1,5 +1,4 @@
 import Foundation
-import PushPipe
 import PushPipeTesting
 import Testing
 

@@ -1,5 +1,5 @@
 import NIOPosix
-@testable import PushPipe
+@testable import PushPipeCore
 import Testing
 
 @Suite struct EventQueueTests {

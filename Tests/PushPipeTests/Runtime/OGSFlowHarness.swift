@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import GRDB
-import PushPipe
 import PushPipeTesting
 
 /// The shipped `pipelines/ogs-turns.yaml` in the real daemon, with OGS and APNs stand-ins.

@@ -1,5 +1,5 @@
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
 import Testing
 
 @Suite struct PipelineRunnerStopTests {
@@ -30,7 +30,7 @@ import Testing
                 #expect(timedOut, "the drain timeout ends the stop")
                 // The scripted transport ignores cancellation (a real one does not): let it answer.
                 pipeline.transport.release()
-                await #expect(throws: HTTPError.self, "refused, not left waiting") { try await waiting.value }
+                await #expect(throws: PipelineStopping.self, "refused, not left waiting") { try await waiting.value }
                 try await group.waitForAll()
             }
             #expect(pipeline.transport.sends == ["t1"], "the refused event was never sent")

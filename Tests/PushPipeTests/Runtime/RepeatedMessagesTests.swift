@@ -1,4 +1,4 @@
-@testable import PushPipe
+@testable import PushPipeCore
 import Testing
 
 @Suite struct RepeatedMessagesTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
+import PushPipePostgres
+import PushPipePlugins
 import PushPipeStages
 import PushPipeTesting
 import Synchronization

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+@testable import pushpipe
+import PushPipePostgres
 import PushPipeTesting
 import Testing
 

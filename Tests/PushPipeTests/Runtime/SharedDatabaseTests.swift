@@ -1,5 +1,4 @@
 import Foundation
-import PushPipe
 import PushPipeTesting
 import Testing
 
@@ -176,7 +175,7 @@ import Testing
             renderer: {type: json.template, payload: {title: "{{title}}"}}
             transport: {type: stdout}
             """)
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let secret = "pw-\(UUID().uuidString.prefix(8))"
         let url = "postgres://\(location.user):\(secret)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
         try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none"], directory: directory.path,

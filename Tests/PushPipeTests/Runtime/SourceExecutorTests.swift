@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Synchronization

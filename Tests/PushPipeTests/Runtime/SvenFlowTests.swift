@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import PushPipe
+import PushPipeCore
 import PushPipeTesting
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import PushPipe
+@testable import PushPipeCore
 import Testing
 
 /// Events, rendered notifications and requests share their fields between copies until one

@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import pushpipe
+@testable import PushPipePostgres
 import PushPipeTesting
 import Synchronization
 import Testing
@@ -32,7 +34,7 @@ struct BoundedStatementTests {
     }
 
     @Test func aStatementThatNeverEndsIsGivenUpOnOnceTheWaitsPassed() async throws {
-        guard case .postgres(var location) = try await TestStores.freshPostgresDatabase() else { return }
+        var location = try await TestStores.freshPostgresDatabase()
         location.statementTimeout = 1
         // A connection may take a while with every suite running at once; the answer's wait is tested.
         location.connectTimeout = 10

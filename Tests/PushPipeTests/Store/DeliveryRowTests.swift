@@ -1,4 +1,4 @@
-@testable import PushPipe
+@testable import PushPipeCore
 import Testing
 
 /// Each delivered notification's row carries its user's history record for the event, once;

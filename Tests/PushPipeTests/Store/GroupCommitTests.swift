@@ -1,5 +1,5 @@
 import Foundation
-@testable import PushPipe
+@testable import PushPipeCore
 import Synchronization
 import PushPipeTesting
 import Testing

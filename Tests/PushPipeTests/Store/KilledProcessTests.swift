@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import PushPipe
 import PushPipeTesting
 import Testing
 

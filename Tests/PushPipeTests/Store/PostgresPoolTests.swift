@@ -1,5 +1,6 @@
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipePostgres
 import PushPipeTesting
 import ServiceLifecycle
 import Testing
@@ -32,7 +33,7 @@ struct PostgresPoolTests {
     }
 
     @Test func aReplacedPoolOutlivesTheGracefulShutdown() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
         let pipeline = Pipeline(store: store)

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -18,7 +19,7 @@ import Testing
     /// it; the first of them, which leads the next batch, is cancelled.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func aCancelledLeaderDoesNotFailTheWritesItCommits() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
         let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PushPipe
+@testable import pushpipe
+import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -26,7 +27,7 @@ import Testing
     /// A database a newer pushpipe migrated is refused with a reason, not used half-understood.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func aDatabaseMigratedByANewerVersionIsRefused() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
         try await store.close()

@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import pushpipe
+@testable import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -132,7 +134,7 @@ struct PostgresStoreOutageTests {
     /// The rule itself, on the database's clock: after nobody renewed for longer than a lease,
     /// a lapsed event is not claimed until the grace that follows the gap has passed.
     @Test func claimsWaitAfterAGapInRenewals() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
         let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,

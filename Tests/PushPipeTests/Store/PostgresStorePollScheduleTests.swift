@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct PostgresStorePollScheduleTests {
     @Test func oneDaemonSyncsTheScheduleEachPeriod() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         // Two daemons' stores on one database.
         let first = try await PostgresStore(location: location, logger: logger)

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipe
+@testable import pushpipe
+@testable import PushPipePostgres
 import PushPipeTesting
 import Testing
 
@@ -78,7 +79,7 @@ import Testing
     /// `prefer` falls back to plain text where the server has no TLS; `require` does not.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func againstAServerWithoutTLS() async throws {
-        guard case .postgres(let location) = try await TestStores.freshPostgresDatabase() else { return }
+        let location = try await TestStores.freshPostgresDatabase()
         let plain = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)"
         // The shared test server runs without TLS unless its owner turned it on.
         guard try await Self.encrypted(plain + "?sslmode=disable") == false,

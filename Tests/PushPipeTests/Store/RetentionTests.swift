@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Testing

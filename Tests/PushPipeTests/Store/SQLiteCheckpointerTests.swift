@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
 import GRDB
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 import PushPipeTesting
 import Synchronization
 import Testing

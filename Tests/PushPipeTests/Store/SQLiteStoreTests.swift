@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import NIOPosix
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
 

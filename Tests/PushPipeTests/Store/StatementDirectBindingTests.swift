@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-@testable import PushPipe
+@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
 

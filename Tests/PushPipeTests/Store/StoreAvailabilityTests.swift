@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
 import Testing
 
 /// While the store fails, one operation at a time probes it. The chaos soak found a daemon

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
+@testable import PushPipePostgres
 import PostgresNIO
 import PushPipeTesting
 import Testing
@@ -14,15 +16,15 @@ import Testing
     @Test func sqlite() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try await contract(.sqlite(path: directory.file("state.sqlite")))
+        try await contract(try SQLiteStore(path: directory.file("state.sqlite")))
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgres() async throws {
         let location = try await TestStores.freshPostgresDatabase()
-        try await contract(location)
+        try await contract(try await PostgresStore(location: location, logger: Self.logger))
         // Another daemon's hold counts until its lease runs out.
-        let store = try #require(try await location.open(logger: Self.logger) as? PostgresStore)
+        let store = try await PostgresStore(location: location, logger: Self.logger)
         let now = Date().timeIntervalSince1970
         _ = try await store.connections.rows("""
             INSERT INTO stage_holds (pipeline, stage, key, owner, until) VALUES
@@ -42,7 +44,7 @@ import Testing
     func daemonsStartingTogetherMigrateAnEmptyDatabaseOnce() async throws {
         let location = try await TestStores.freshPostgresDatabase()
         let stores = try await withThrowingTaskGroup(of: (any Store).self, returning: [any Store].self) { group in
-            for _ in 0..<3 { group.addTask { try await location.open(logger: Self.logger) } }
+            for _ in 0..<3 { group.addTask { try await PostgresStore(location: location, logger: Self.logger) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         for store in stores {
@@ -52,8 +54,7 @@ import Testing
         for store in stores { try await store.close() }
     }
 
-    func contract(_ location: StoreLocation) async throws {
-        let store = try await location.open(logger: Self.logger)
+    func contract(_ store: any Store) async throws {
         try await withCleanup({
             try await registrations(store)
             try await settingsAndState(store)

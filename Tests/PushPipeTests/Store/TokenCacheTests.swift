@@ -1,4 +1,5 @@
-@testable import PushPipe
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
 

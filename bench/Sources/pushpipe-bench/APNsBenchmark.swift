@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 #if canImport(Glibc)
 import Glibc
@@ -65,11 +67,16 @@ struct APNsBenchmark: AsyncParsableCommand {
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
-        let location = try StoreLocation(parsing: self.store ?? "sqlite:\(directory)/state.sqlite")
-        if case .postgres(let postgres) = location, postgres.host != "127.0.0.1" && postgres.host != "localhost" {
-            throw ValidationError("benchmarks only use a PostgreSQL server on 127.0.0.1")
+        let store: any Store
+        if let url = self.store {
+            let postgres = try PostgresLocation(parsing: url)
+            guard postgres.host == "127.0.0.1" || postgres.host == "localhost" else {
+                throw ValidationError("benchmarks only use a PostgreSQL server on 127.0.0.1")
+            }
+            store = try await PostgresStore(location: postgres, logger: logger)
+        } else {
+            store = try SQLiteStore(path: "\(directory)/state.sqlite")
         }
-        let store = try await location.open(logger: logger)
         for index in 0..<devices {
             try await store.register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
                                      pipeline: "bench", environment: nil, replace: false)
@@ -101,7 +108,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
-        print("pushpipe (\(location.isPostgres ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
                      count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
     }

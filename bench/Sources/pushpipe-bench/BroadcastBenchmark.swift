@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 
 /// One event to every registered user (Sven's replies go to every install): peak memory must

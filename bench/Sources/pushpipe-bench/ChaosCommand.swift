@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import PostgresNIO
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 import Synchronization
 

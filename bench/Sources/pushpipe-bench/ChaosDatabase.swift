@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 
 /// The chaos soak's hand on the database server: it cuts the daemons' connections, takes the
@@ -14,7 +16,7 @@ struct ChaosDatabase: Sendable {
     let logger = Logger(label: "chaos")
 
     init(url: String) throws {
-        guard case .postgres(let location) = try StoreLocation(parsing: url) else { throw StoreLocation.InvalidLocation(description: "not postgres") }
+        let location = try PostgresLocation(parsing: url)
         away = try DatabaseOutage(url: url)
         let soakLocation = location
         soak = PostgresClient(configuration: soakLocation.clientConfiguration, backgroundLogger: logger)

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 
 /// One full OGS check of many users: the `ogs.poller` with its default concurrency fetches

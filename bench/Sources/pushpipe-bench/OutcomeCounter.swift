@@ -1,4 +1,6 @@
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import Synchronization
 
 /// Counts completed events; `wait` returns once all of them completed.

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 
 /// Sven's path end to end, as a user sees it: a reply file is closed in the folder → the real

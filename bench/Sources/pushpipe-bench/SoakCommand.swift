@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import GRDB
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 
 /// The fault soak (issue 12): the real daemon on three pipelines — `http.event`, a reply

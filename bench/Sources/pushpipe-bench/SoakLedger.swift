@@ -1,4 +1,6 @@
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 import Synchronization
 

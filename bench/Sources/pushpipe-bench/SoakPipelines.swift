@@ -1,5 +1,7 @@
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 
 /// The soak's pipelines: two written here (events, replies), and the shipped OGS pipeline

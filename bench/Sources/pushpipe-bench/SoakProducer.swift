@@ -1,5 +1,7 @@
 import Foundation
-import PushPipe
+import PushPipeCore
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeTesting
 
 /// What the soaks' ledgers count by.

@@ -1,6 +1,6 @@
 import Foundation
 import JWTKit
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// The ES256 provider token APNs authenticates us with.

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// One APNs answer, and what it means for the delivery (protocols.md, the outcome table).
 struct APNsResponse: Sendable {

@@ -1,9 +1,10 @@
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// Apple Push Notification service over HTTP/2 with token (.p8) authentication.
@@ -96,7 +97,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         // Live Activity tokens and device tokens are different things (docs/tokens.md): a
         // liveactivity push goes only to the former, anything else only to the latter.
         // The token goes into the request path, and NIOHTTP2's header validation is off (APNsConnection).
-        guard !notification.token.value.isEmpty, notification.token.value.utf8.allSatisfy(\.isHexDigit) else {
+        guard !notification.token.value.isEmpty, DeviceToken.isHex(notification.token.value) else {
             throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not an APNs token (hexadecimal)")
         }
         let isLiveActivityToken = configuration.liveActivityTokenKinds.contains(notification.token.kind)

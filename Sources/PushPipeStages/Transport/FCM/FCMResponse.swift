@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// One FCM answer and what it means (protocols.md, the FCM error table).
 struct FCMResponse: Sendable {

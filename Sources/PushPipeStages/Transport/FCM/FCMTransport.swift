@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOSSL
-import PushPipe
+import PushPipeCore
 import Synchronization
 
 /// Firebase Cloud Messaging HTTP v1, authenticated with a service account's OAuth2 tokens.

@@ -2,7 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import JWTKit
 import NIOCore
-import PushPipe
+import NIOFoundationCompat
+import PushPipeCore
 import Synchronization
 
 /// OAuth2 access tokens for FCM from a service account (JWT-bearer grant, RS256).

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipe
+import PushPipeCore
 
 /// The fields of a Google service-account JSON file (`GOOGLE_APPLICATION_CREDENTIALS`) that
 /// FCM needs. The private key is kept in memory only and never printed.

@@ -1,0 +1,33 @@
+extension RouteAction {
+    public static let diagnostics = RouteAction(
+        name: "diagnostics", summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.", defaultMethod: "GET",
+        schema: Schema(userKeys + [
+            SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`."),
+        ])
+    ) { configuration in
+        let users = UserSelector(configuration)
+        try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
+        let kind = configuration["token_kind"]?.stringValue ?? "device"
+        return { request, context in
+            let user = try users.user(in: request)
+            guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
+            let tokens = try await context.registrations.tokens(pipeline: context.pipeline, user: user, kind: kind)
+            let last = try await context.deliveries.lastDelivery(pipeline: context.pipeline, user: user)
+            let settings = try await context.registrations.settings(pipeline: context.pipeline, user: user)
+            var view: [String: JSON] = [:]
+            for provider in context.diagnosticsProviders {
+                view.merge(await provider.diagnostics(for: user)) { _, new in new }
+            }
+            view.merge([
+                "user_id": .string(user),
+                "device_token_registered": .bool(!tokens.isEmpty),
+                // 16 hex characters and `...`: enough to tell devices apart, never the token.
+                "device_token_preview": tokens.first.map { .string(String($0.value.prefix(16)) + "...") } ?? .null,
+                "device_count": .int(Int64(tokens.count)),
+                "last_notification_time": .int(Int64(((last?.createdAt ?? 0) * 1000).rounded())),
+                "settings": .object(settings),
+            ]) { _, own in own }
+            return RouteResponse(.object(view))
+        }
+    }
+}

@@ -1,0 +1,39 @@
+extension RouteAction {
+    public static let history = RouteAction(
+        name: "history", summary: "Lists the notifications delivered to a user, newest first (`?limit=&before=`).", defaultMethod: "GET",
+        schema: Schema(userKeys + [
+            SchemaKey("default_limit", .integer, default: 50, "Entries per page without `?limit=`."),
+            SchemaKey("max_limit", .integer, default: 500, "Largest `?limit=` accepted."),
+        ])
+    ) { configuration in
+        let users = UserSelector(configuration)
+        try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
+        let defaultLimit = Int(configuration["default_limit"]?.intValue ?? 50)
+        let maxLimit = Int(configuration["max_limit"]?.intValue ?? 500)
+        guard (1...10_000).contains(maxLimit) else {
+            throw ConfigurationValueError(keyPath: "max_limit", "\(maxLimit) is out of range", expected: "1 to 10000")
+        }
+        guard (1...maxLimit).contains(defaultLimit) else {
+            throw ConfigurationValueError(keyPath: "default_limit", "\(defaultLimit) is out of range", expected: "1 to max_limit (\(maxLimit))")
+        }
+        return { request, context in
+            let user = try users.user(in: request)
+            var limit = defaultLimit
+            if let text = request.query["limit"] {
+                guard let value = Int(text), (1...maxLimit).contains(value) else {
+                    throw RouteError.badRequest("limit must be a whole number from 1 to \(maxLimit)", field: "limit")
+                }
+                limit = value
+            }
+            var before: Int64?
+            if let text = request.query["before"] {
+                guard let value = Int64(text), value > 0 else { throw RouteError.badRequest("before must be a positive cursor", field: "before") }
+                before = value
+            }
+            let entries = try await context.deliveries.history(pipeline: context.pipeline, user: user, limit: limit + 1, before: before)
+            let page = entries.prefix(limit)
+            let next: JSON = entries.count > limit ? (page.last?.id).map(JSON.int) ?? .null : .null
+            return RouteResponse(["history": .array(page.map(\.record)), "next_before": next])
+        }
+    }
+}

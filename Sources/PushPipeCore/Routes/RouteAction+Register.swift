@@ -1,0 +1,38 @@
+extension RouteAction {
+    public static let register = RouteAction(
+        name: "register", summary: "Stores a push token of one kind for a user.", defaultMethod: "POST",
+        schema: Schema(userKeys + [
+            .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, `fcm`, ...)."),
+            .required("token_field", .string, "Body field holding the token."),
+            SchemaKey("token_format", .oneOf(["hex", "opaque"]), default: "hex", "`hex` (APNs, 32-400 chars, stored lower-case) or `opaque` (FCM)."),
+            SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
+            SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
+            SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
+        ])
+    ) { configuration in
+        let users = UserSelector(configuration)
+        try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
+        let kind = configuration["token_kind"]?.stringValue ?? ""
+        let field = configuration["token_field"]?.stringValue ?? ""
+        let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
+        let replace = configuration["replace"]?.boolValue ?? false
+        let scopeField = configuration["scope_field"]?.stringValue
+        let environment = configuration["environment"]?.stringValue
+        return { request, context in
+            let user = try users.user(in: request)
+            let token = try format.normalize(request.body?[field], field: field)
+            var scope = ""
+            if let scopeField {
+                guard let value = request.body?[scopeField]?.stringValue, !value.isEmpty, value.count <= 256 else {
+                    throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
+                }
+                scope = value
+            }
+            try await context.registrations.register(DeviceToken(user: user, kind: kind, value: token, scope: scope),
+                                             pipeline: context.pipeline, environment: environment, replace: replace)
+            for observer in context.registrationObservers { await observer.userRegistered(user) }
+            return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
+                                  "token_preview": .string(TokenMask.mask(token))])
+        }
+    }
+}

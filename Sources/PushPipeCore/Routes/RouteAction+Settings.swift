@@ -1,0 +1,33 @@
+extension RouteAction {
+    public static let settings = RouteAction(
+        name: "settings", summary: "Changes a user's settings (e.g. `enabled`), which filters read.", defaultMethod: "PATCH",
+        schema: Schema(userKeys + [
+            .required("keys", .map(.oneOf(["boolean", "string", "integer"])), "Settings a client may change, with their JSON type."),
+        ])
+    ) { configuration in
+        let users = UserSelector(configuration)
+        try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
+        let keys = (configuration["keys"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
+        return { request, context in
+            let user = try users.user(in: request)
+            var values: [String: JSON] = [:]
+            for (key, value) in request.body?.objectValue ?? [:] where key != users.field {
+                guard let type = keys[key] else {
+                    throw RouteError.badRequest("unknown setting '\(key)'; known: \(keys.keys.sorted().joined(separator: ", "))", field: key)
+                }
+                let matches = switch (type, value) {
+                case ("boolean", .bool), ("string", .string), ("integer", .int): true
+                default: false
+                }
+                guard matches else { throw RouteError.unprocessable("'\(key)' must be a \(type), found \(value.typeName)", field: key) }
+                values[key] = value
+            }
+            guard !values.isEmpty else {
+                throw RouteError.badRequest("no setting given; known: \(keys.keys.sorted().joined(separator: ", "))", field: keys.keys.sorted().first)
+            }
+            try await context.registrations.setSettings(values, pipeline: context.pipeline, user: user)
+            let all = try await context.registrations.settings(pipeline: context.pipeline, user: user)
+            return RouteResponse(["user_id": .string(user), "settings": .object(all)])
+        }
+    }
+}

@@ -1,0 +1,21 @@
+extension RouteAction {
+    public static let usersByToken = RouteAction(
+        name: "users-by-token", summary: "Lists the users a token is registered for (multi-account devices).", defaultMethod: "GET",
+        schema: Schema([
+            SchemaKey("token_param", .string, default: "device_token", "Path parameter holding the token; also the response key."),
+            SchemaKey("token_kind", .string, "Only tokens of this kind; all kinds when omitted."),
+            SchemaKey("token_format", .oneOf(["hex", "opaque"]), default: "hex", "`hex` (APNs, 32-400 chars) or `opaque` (FCM); anything else is a 400."),
+        ])
+    ) { configuration in
+        let parameter = configuration["token_param"]?.stringValue ?? "device_token"
+        let kind = configuration["token_kind"]?.stringValue
+        let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
+        return { request, context in
+            guard let raw = request.parameters[parameter] else { throw RouteError.badRequest("missing token", field: parameter) }
+            let token = try format.normalize(.string(raw), field: parameter)
+            let users = try await context.registrations.users(pipeline: context.pipeline, token: token, kind: kind)
+            // The caller sent this token: echoing it back reveals nothing new.
+            return RouteResponse([parameter: .string(token), "user_ids": .array(users.map(JSON.string))])
+        }
+    }
+}

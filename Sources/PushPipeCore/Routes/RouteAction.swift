@@ -1,0 +1,68 @@
+/// What a route in a pipeline's `routes:` list does. Each action documents its keys like a
+/// stage does, and builds a handler from its validated configuration.
+public struct RouteAction: Sendable {
+    public var name: String
+    public var summary: String
+    public var defaultMethod: String
+    public var schema: Schema
+    let make: @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
+
+    public init(name: String, summary: String, defaultMethod: String, schema: Schema,
+                make: @escaping @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
+        self.name = name
+        self.summary = summary
+        self.defaultMethod = defaultMethod
+        self.schema = schema
+        self.make = make
+    }
+
+    public static let builtins: [RouteAction] = [.register, .settings, .history, .usersByToken, .diagnostics]
+
+    /// Keys every route has.
+    public static let commonSchema = Schema([
+        .required("path", .string, "URL path; `:name` segments are parameters, e.g. `/check/:user_id`."),
+        SchemaKey("method", .oneOf(["GET", "POST", "PUT", "PATCH", "DELETE"]), "HTTP method; each action has a default."),
+        SchemaKey("auth", RouteAuthConfiguration.valueType, default: ["type": "none"], "How callers authenticate: `none`, `token` or `jwt`."),
+    ])
+
+    public static var valueType: ValueType {
+        .tagged(Tagged(discriminator: "action", noun: "route action",
+                       variants: Dictionary(uniqueKeysWithValues: builtins.map { ($0.name, $0.schema) }), common: commonSchema))
+    }
+
+    /// Keys shared by actions that act for one user.
+    static let userKeys = [
+        SchemaKey("user_field", .string, "Body field naming the user (string or number); omit when `user_param` or a JWT names the user."),
+        SchemaKey("user_param", .string, "Path parameter naming the user."),
+        SchemaKey("user_format", .oneOf(UserIDFormat.allCases.map(\.rawValue)), default: "text",
+                  "What a valid user id is: `text` (a string only) or `digits` (a string of digits or a JSON number, e.g. OGS)."),
+    ]
+}
+
+/// Who a request acts for, from the body, the path or the credentials, in that order.
+struct UserSelector: Sendable {
+    var field: String?
+    var parameter: String?
+    var format: UserIDFormat
+
+    init(_ configuration: JSON) {
+        field = configuration["user_field"]?.stringValue
+        parameter = configuration["user_param"]?.stringValue
+        format = configuration["user_format"]?.stringValue.flatMap(UserIDFormat.init(rawValue:)) ?? .text
+    }
+
+    func user(in request: RouteRequest) throws -> String {
+        if let field { return try format.user(from: request.body?[field], field: field) }
+        if let parameter, let value = request.parameters[parameter] { return try format.user(fromText: value, field: parameter) }
+        if let user = request.authenticatedUser { return user }
+        throw RouteError.unauthorized()
+    }
+
+    /// A route acting for a user must have a way to name one.
+    func check(authenticates: Bool) throws {
+        if field == nil && parameter == nil && !authenticates {
+            throw ConfigurationValueError(keyPath: "user_field", "this route has no way to tell the user",
+                                          expected: "`user_field`, `user_param`, or `auth: {type: jwt}`")
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Logging
+
+/// One HTTP route a pipeline serves: from its `routes:` list or from one of its stages.
+public struct RouteDefinition: Sendable {
+    public var method: String
+    /// `/diagnostics/:user_id` style: `:name` segments become path parameters.
+    public var path: String
+    public var authentication: RouteAuthentication
+    public var handler: @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
+
+    public init(method: String, path: String, authentication: RouteAuthentication = .none,
+                handler: @escaping @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
+        self.method = method.uppercased()
+        self.path = path
+        self.authentication = authentication
+        self.handler = handler
+    }
+
+    var segments: [Substring] { path.split(separator: "/") }
+    var parameterCount: Int { segments.filter { $0.hasPrefix(":") }.count }
+
+    /// Path parameters when `path` matches this route's pattern, else nil.
+    func match(_ requestSegments: [Substring]) -> [String: String]? {
+        let pattern = segments
+        guard pattern.count == requestSegments.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (expected, actual) in zip(pattern, requestSegments) {
+            if expected.hasPrefix(":") {
+                guard let decoded = String(actual).removingPercentEncoding, !decoded.isEmpty else { return nil }
+                parameters[String(expected.dropFirst())] = decoded
+            } else if expected != actual {
+                return nil
+            }
+        }
+        return parameters
+    }
+
+    /// Two routes collide when a request could match both.
+    func collides(with other: RouteDefinition) -> Bool {
+        guard method == other.method, segments.count == other.segments.count else { return false }
+        return zip(segments, other.segments).allSatisfy { $0 == $1 || $0.hasPrefix(":") || $1.hasPrefix(":") }
+    }
+}
+
+/// A parsed request: authentication already checked, body already parsed as JSON.
+public struct RouteRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var parameters: [String: String]
+    public var query: [String: String]
+    /// `nil` for requests without a body.
+    public var body: JSON?
+    /// The user named by the request's credentials (the JWT `sub`), when the route authenticates users.
+    public var authenticatedUser: String?
+
+    public init(method: String, path: String, parameters: [String: String] = [:], query: [String: String] = [:],
+                body: JSON? = nil, authenticatedUser: String? = nil) {
+        self.method = method
+        self.path = path
+        self.parameters = parameters
+        self.query = query
+        self.body = body
+        self.authenticatedUser = authenticatedUser
+    }
+}
+
+public struct RouteResponse: Sendable {
+    public var status: Int
+    public var body: JSON
+    public init(status: Int = 200, _ body: JSON) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// What a route handler may use: the pipeline's store, its event sink, and its stages'
+/// registration and diagnostics hooks.
+public struct RouteContext: Sendable {
+    public var pipeline: String
+    public var store: any Store
+    public var sink: any EventSink
+    public var registrationObservers: [any RegistrationObserver]
+    public var diagnosticsProviders: [any DiagnosticsProvider]
+    /// The pipeline's logger (its level and metadata).
+    public var logger: Logger
+
+    /// The store by concern, as a stage's context offers it.
+    public var registrations: any RegistrationStore { store }
+    public var deliveries: any DeliveryStore { store }
+    public var queuedEvents: any QueuedEventStore { store }
+
+    public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],
+                diagnosticsProviders: [any DiagnosticsProvider] = [], logger: Logger = Logger(label: "pushpipe.route")) {
+        self.pipeline = pipeline
+        self.logger = logger
+        self.store = store
+        self.sink = sink
+        self.registrationObservers = registrationObservers
+        self.diagnosticsProviders = diagnosticsProviders
+    }
+}

@@ -1,0 +1,208 @@
+import Logging
+import Synchronization
+
+/// Runs one pipeline: its long-running stages, its sources, and a few workers taking events
+/// from a bounded queue. At most `delivery.concurrency` events are between a source's `submit`
+/// and their completion; `submit` suspends while that many are, so a slow transport slows the
+/// sources and memory stays bounded.
+public final class PipelineRunner: EventSink, Sendable {
+    public let definition: PipelineDefinition
+    let processor: EventProcessor
+    let logger: Logger
+    private let queue: EventQueue<Event>
+    private let state = Mutex(State())
+    private let stopSignal: AsyncStream<Void>
+    private let stopContinuation: AsyncStream<Void>.Continuation
+    public let telemetry: PipelineTelemetry
+    private let started = Atomic<Bool>(false)
+
+    struct State {
+        var accepting = true
+        /// Submits that passed the `accepting` check and are waiting for room in the queue.
+        var submitting = 0
+    }
+
+    /// Called with every event's report (benchmarks count completions; metrics will too).
+    let onEventCompleted: (@Sendable (EventReport) -> Void)?
+
+    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
+                telemetry: Telemetry = .unobserved, onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
+        self.definition = definition
+        self.onEventCompleted = onEventCompleted
+        var logger = logger
+        logger[metadataKey: "pipeline"] = .string(definition.name)
+        self.logger = logger
+        queue = EventQueue(capacity: definition.delivery.concurrency)
+        processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+        self.telemetry = processor.telemetry
+        (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
+    }
+
+    public func submit(_ event: Event) async throws {
+        let admitted = state.withLock { state -> Bool in
+            guard state.accepting else { return false }
+            state.submitting += 1
+            return true
+        }
+        guard admitted else { throw PipelineStopping(.refused, pipeline: definition.name) }
+        telemetry.received(event, stage: definition.sourceID(naming: event.source))
+        let held = await queue.send(event)
+        state.withLock { $0.submitting -= 1 }
+        guard held else { throw PipelineStopping(.refused, pipeline: definition.name) }
+    }
+
+    public func submitAndWait(_ event: Event) async throws -> EventReport {
+        var event = event
+        let (reports, continuation) = AsyncStream<EventReport>.makeStream()
+        let previous = event.onComplete
+        event.onComplete = { report in
+            await previous?(report)
+            continuation.yield(report)
+            continuation.finish()
+        }
+        try await submit(event)
+        for await report in reports { return report }
+        throw PipelineStopping(.stoppedBeforeReport, pipeline: definition.name)
+    }
+
+    /// Asks `run` to stop: new events are refused and sources cancelled, the queue drains
+    /// (for at most `drain_timeout` from now), then stages stop.
+    public func stop() {
+        stopContinuation.yield()
+        stopContinuation.finish()
+    }
+
+    /// Events waiting for a worker (submits waiting for room, and the queue's buffer), and
+    /// events workers are processing (read at each scrape).
+    public var queued: Int { state.withLock { $0.submitting } + queue.counts.buffered }
+    public var processing: Int { queue.counts.taken }
+    public var room: Int { max(0, definition.delivery.concurrency - queued - processing) }
+    /// Whether its sources started and it has not begun to stop.
+    public var isRunning: Bool { started.load(ordering: .relaxed) }
+
+    public func run(store: any Store, mode: RunMode) async {
+        // The same output as the processor's stages: what a source or a long-running stage prints
+        // goes where the runner's caller asked, like the stdout transport's lines.
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
+                                   telemetry: telemetry.telemetry, output: processor.output)
+        await withTaskGroup(of: Void.self) { stages in
+            for (id, key, stage) in definition.longRunningStages {
+                stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
+            }
+            if mode == .live {
+                let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
+                stages.addTask { await pruner.run() }
+            }
+            var stoppedAt = ContinuousClock.now
+            await withTaskGroup(of: Bool.self) { workers in
+                let workerCount = Self.workerCount(concurrency: definition.delivery.concurrency)
+                let batchLimit = (definition.delivery.concurrency + workerCount - 1) / workerCount
+                let executor = definition.workersExecutor
+                for _ in 0..<workerCount {
+                    workers.addTask(executorPreference: executor) {
+                        await self.work(batchLimit: batchLimit)
+                        return false
+                    }
+                }
+                await withTaskGroup(of: Void.self) { sources in
+                    for source in definition.sources {
+                        sources.addTask(executorPreference: source.stage.preferredExecutor) {
+                            do {
+                                try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id, key: source.key))
+                            } catch is CancellationError {
+                            } catch {
+                                self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")
+                            }
+                        }
+                    }
+                    logger.info("pipeline started", metadata: ["file": .string(definition.file)])
+                    started.store(true, ordering: .relaxed)
+                    for await _ in stopSignal { break }
+                    started.store(false, ordering: .relaxed)
+                    stoppedAt = .now
+                    // A source waiting for room gets "stopping" at once: room comes only as fast as
+                    // the transport frees it, and the drain's deadline must bound the whole stop.
+                    refuseNewEvents()
+                    sources.cancelAll()
+                }
+                logger.debug("stopping: sources ended; draining")
+                // Workers finish the queued events; past the deadline they are cancelled.
+                let deadline = definition.delivery.drainTimeout
+                workers.addTask { [stoppedAt] in
+                    try? await Task.sleep(until: stoppedAt + .milliseconds(Int64(deadline * 1000)))
+                    return !Task.isCancelled
+                }
+                var finished = 0
+                while let timedOut = await workers.next() {
+                    if timedOut {
+                        logger.warning("drain timeout of \(deadline)s reached; cancelling in-flight deliveries")
+                        workers.cancelAll()
+                        continue
+                    }
+                    finished += 1
+                    if finished == workerCount { workers.cancelAll() }
+                }
+            }
+            logger.debug("stopping: workers ended")
+            stages.cancelAll()
+        }
+        logger.info("pipeline stopped")
+    }
+
+    /// Workers that share `delivery.concurrency` events. Fewer workers than events in flight:
+    /// under load each takes many at once (one wake-up, one batch of requests, one write for
+    /// all), while a few let one batch's round trip overlap the next.
+    static func workerCount(concurrency: Int) -> Int {
+        concurrency <= 4 ? max(1, concurrency) : min(16, max(4, concurrency / 32))
+    }
+
+    /// Takes events until the queue finishes. Retries and broadcasts go on in child tasks, so the
+    /// worker takes the next batch meanwhile; it returns once they are done too.
+    private func work(batchLimit: Int) async {
+        await withDiscardingTaskGroup { followUps in
+            while true {
+                let events = await queue.next(upTo: batchLimit)
+                if events.isEmpty { break }
+                let started = await processor.start(events)
+                finished(started.reports)
+                for followUp in started.followUps {
+                    followUps.addTask { self.finished(await self.processor.finish(followUp)) }
+                }
+            }
+        }
+    }
+
+    private func finished(_ reports: [EventReport]) {
+        guard !reports.isEmpty else { return }
+        queue.done(reports.count)
+        if let onEventCompleted { reports.forEach(onEventCompleted) }
+    }
+
+    /// Refuses new events and those waiting for room; workers finish what the queue holds.
+    private func refuseNewEvents() {
+        state.withLock { $0.accepting = false }
+        queue.finish()
+    }
+}
+
+/// What a source submits into: its events carry its id, for metrics and taps.
+struct SourceSink: EventSink {
+    let runner: PipelineRunner
+    let source: String
+
+    func submit(_ event: Event) async throws {
+        try await runner.submit(fromSource(event))
+    }
+
+    func submitAndWait(_ event: Event) async throws -> EventReport {
+        try await runner.submitAndWait(fromSource(event))
+    }
+
+    var room: Int { runner.room }
+
+    private func fromSource(_ event: Event) -> Event {
+        var event = event
+        if event.source == nil { event.source = source }
+        return event
+    }
+}

@@ -1,0 +1,122 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Owns the running pipelines. Applying a new set of definitions restarts only the
+/// pipelines whose fingerprint changed; graceful shutdown stops and drains them all.
+public final class PipelineSupervisor: Service, Sendable {
+    let store: any Store
+    let host: any RouteServing
+    let logger: Logger
+    let mode: RunMode
+    let output: OutputSink
+    public let telemetry: Telemetry
+    /// Set once the first set of pipelines was applied (readiness waits for it).
+    private let appliedOnce = Atomic<Bool>(false)
+    private let commands: AsyncStream<Command>
+    private let commandContinuation: AsyncStream<Command>.Continuation
+    private let running = Mutex<[String: Running]>([:])
+
+    struct Command: Sendable {
+        var definitions: [PipelineDefinition]
+        var done: @Sendable () -> Void
+    }
+
+    struct Running: Sendable {
+        var runner: PipelineRunner
+        var finished: AsyncStream<Void>
+        var finish: AsyncStream<Void>.Continuation
+    }
+
+    /// - Parameter initial: the pipelines started as soon as `run` begins.
+    public init(initial: [PipelineDefinition], store: any Store, host: any RouteServing, logger: Logger, mode: RunMode,
+                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved) {
+        self.store = store
+        self.telemetry = telemetry
+        self.host = host
+        self.logger = logger
+        self.mode = mode
+        self.output = output
+        (commands, commandContinuation) = AsyncStream<Command>.makeStream()
+        commandContinuation.yield(Command(definitions: initial, done: {}))
+    }
+
+    /// Replaces the running set with `definitions`; returns once changed pipelines restarted.
+    public func apply(_ definitions: [PipelineDefinition]) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let result = commandContinuation.yield(Command(definitions: definitions, done: { continuation.resume() }))
+            if case .terminated = result { continuation.resume() }
+        }
+    }
+
+    public var runningPipelines: [String] { running.withLock { Array($0.keys).sorted() } }
+
+    /// The runners, by name (status page, gauges, readiness).
+    public var runners: [PipelineRunner] {
+        running.withLock { $0.values.map(\.runner) }.sorted { $0.definition.name < $1.definition.name }
+    }
+
+    var hasAppliedConfiguration: Bool { appliedOnce.load(ordering: .relaxed) }
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            await withGracefulShutdownHandler {
+                for await command in commands {
+                    await apply(command.definitions, in: &group)
+                    appliedOnce.store(true, ordering: .relaxed)
+                    command.done()
+                }
+            } onGracefulShutdown: {
+                self.commandContinuation.finish()
+            }
+            logger.info("stopping pipelines")
+            let all = running.withLock { $0.values.map(\.runner) }
+            for runner in all { runner.stop() }
+        }
+    }
+
+    private func apply(_ definitions: [PipelineDefinition], in group: inout DiscardingTaskGroup) async {
+        let current = running.withLock { $0 }
+        let wanted = Dictionary(definitions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let stale = current.filter { name, entry in wanted[name]?.fingerprint != entry.runner.definition.fingerprint }
+        for (name, entry) in stale {
+            logger.info("stopping pipeline \(name) (\(wanted[name] == nil ? "removed" : "changed"))")
+            entry.runner.stop()
+            for await _ in entry.finished {}
+            running.withLock { _ = $0.removeValue(forKey: name) }
+        }
+        var starting: [Running] = []
+        for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
+            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+            let (finished, finish) = AsyncStream<Void>.makeStream()
+            let entry = Running(runner: runner, finished: finished, finish: finish)
+            running.withLock { $0[definition.name] = entry }
+            starting.append(entry)
+        }
+        // Routes first (an event that comes before its pipeline runs gets 503, a registration
+        // works at once), then the store's moves, which must come before any source claims.
+        host.replaceRoutes(routeTable())
+        await moveEventsQueuedByPosition(starting.map(\.runner.definition))
+        for entry in starting {
+            group.addTask { [store, mode] in
+                await entry.runner.run(store: store, mode: mode)
+                entry.finish.finish()
+            }
+        }
+        group.addTask { await self.reportUnclaimedQueuedEvents(definitions) }
+    }
+
+    func routeTable() -> RouteTable {
+        var table = RouteTable()
+        for entry in running.withLock({ $0.values.sorted { $0.runner.definition.name < $1.runner.definition.name } }) {
+            let definition = entry.runner.definition
+            let stages: [any Sendable] = definition.sources.map(\.stage) + definition.filters.map(\.stage)
+                + [definition.renderer.stage, definition.transport.stage]
+            let context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
+                                       registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
+                                       diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)
+            for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
+        }
+        return table
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// An event a source accepted and answered for (HTTP 202) but that is not processed yet.
+/// It stays in the store until its processing ends, so a daemon killed in between sends it
+/// after the restart instead of losing it.
+public struct QueuedEvent: Sendable, Equatable {
+    public var pipeline: String
+    /// The source's key (its `key`, or its type): the source that accepted it sends it again.
+    public var source: String
+    /// The process whose lease it is under (`QueuedEvent.thisProcess`): that process works on
+    /// it and renews the lease; once the lease lapses, any process may claim it.
+    public var instance: String
+    public var eventID: String
+    public var user: String?
+    /// When it was accepted (UNIX seconds): templates see the original time after a restart.
+    public var time: Double
+    public var body: JSON
+    /// How long (seconds) it stays with `instance` without a renewal, counted on the store's
+    /// clock from when it is stored or claimed: then another daemon on the same database, or
+    /// this one, takes it over. Never a time read here: daemons' clocks disagree.
+    public var lease: Double
+
+    public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
+                body: JSON, lease: Double = 0) {
+        self.pipeline = pipeline
+        self.source = source
+        self.instance = instance
+        self.eventID = eventID
+        self.user = user
+        self.time = time
+        self.body = body
+        self.lease = lease
+    }
+
+    /// Identifies this process among the runs that used the store.
+    public static let thisProcess = RandomIdentifier.hex(nibbles: 16)
+
+    public var event: Event {
+        var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
+        event.source = source
+        return event
+    }
+}
+
+/// The events waiting for one source of one pipeline.
+public struct QueuedEventCount: Sendable, Equatable {
+    public var pipeline: String
+    public var source: String
+    public var count: Int
+
+    public init(pipeline: String, source: String, count: Int) {
+        self.pipeline = pipeline
+        self.source = source
+        self.count = count
+    }
+}

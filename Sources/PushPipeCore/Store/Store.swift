@@ -1,0 +1,200 @@
+import Foundation
+
+/// Durable state shared by routes and stages, in one protocol per concern: a stage or a route
+/// asks its context for the part it needs (`context.registrations`, `context.stageState`…), so
+/// what it may touch shows in its code. Every method is one transaction, so a killed process
+/// leaves either the whole change or none of it. The SQLite store is the default; the
+/// PostgreSQL store implements the same protocols without touching any stage.
+public protocol Store: RegistrationStore, DeliveryStore, QueuedEventStore, StageStateStore, PollScheduleStore, RetentionStore {
+    /// Answers when the store does (the readiness check).
+    func ping() async throws
+    /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
+    func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
+    /// Calls `observer` after each checkpoint of the store's write-ahead log, where the store
+    /// runs them itself (SQLite; PostgreSQL's server checkpoints on its own).
+    func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void)
+
+    func close() async throws
+}
+
+/// Who can be reached (device tokens by user, pipeline and kind) and what each user chose.
+public protocol RegistrationStore: Sendable {
+    /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the user.
+    func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws
+    /// Tokens of one kind: of one user, or of every user when `user` is nil.
+    func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
+    /// Tokens of one kind of the users in `users` (a page of a broadcast), by user.
+    func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken]
+    func users(pipeline: String) async throws -> [String]
+    /// Whether the user has any token registered: one indexed look, whatever the user count.
+    func isRegistered(pipeline: String, user: String) async throws -> Bool
+    /// Registered users in order, after `after` (a page of at most `limit`).
+    func users(pipeline: String, after: String?, limit: Int) async throws -> [String]
+    func users(pipeline: String, token: String, kind: String?) async throws -> [String]
+    /// Removes a dead token unless it was registered again after `unlessUpdatedAfter` (UNIX seconds).
+    /// Returns whether anything was removed.
+    func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool
+
+    func setting(pipeline: String, user: String, key: String) async throws -> JSON?
+    func settings(pipeline: String, user: String) async throws -> [String: JSON]
+    func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
+}
+
+/// What each delivery did and what each user was sent (the history and diagnostics routes).
+public protocol DeliveryStore: Sendable {
+    /// Everything one event's delivery produced, in one transaction: the outcome of each
+    /// delivery, the history entries, and the state writes to commit with them.
+    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws
+    func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
+    func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
+}
+
+/// Accepted events kept until processed, leased to the daemon working on them.
+public protocol QueuedEventStore: Sendable {
+    /// Keeps an accepted event until `dequeue`: committed before the source answers for it,
+    /// leased to its `instance` for `event.lease` seconds of the store's clock.
+    func enqueue(_ event: QueuedEvent) async throws
+    /// At most `limit` of the source's events that nobody works on, in the order they were
+    /// accepted, now this process's for `lease` seconds: those whose lease ran out on the
+    /// store's clock (their daemon died, or let go of them), each taken by one daemon
+    /// (`FOR UPDATE SKIP LOCKED` on PostgreSQL). This process's events under a running lease
+    /// are not returned: its sources hold them already and renew their leases. On SQLite,
+    /// another process's events are taken at once, lease or not: a daemon that starts on a
+    /// file takes over what the file's previous daemon left.
+    func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent]
+    /// Extends, to `lease` seconds from now on the store's clock, the leases of this process's
+    /// events among `eventIDs`: those it is working on. The others lapse and are claimed again.
+    func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws
+    /// The event's processing ended (whatever its outcome): it is not sent again.
+    func dequeue(pipeline: String, eventID: String) async throws
+    /// How many events wait, by pipeline and source key: the start's check for events that
+    /// no running source will ever claim (a pipeline or source renamed).
+    func queuedEventCounts() async throws -> [QueuedEventCount]
+    /// Moves a source's queued events and poll schedule from one key to another (the keys by
+    /// position of earlier versions, `sources[0]`, to the source's stable key). Returns how
+    /// many queued events moved.
+    func renameSource(pipeline: String, from: String, to: String) async throws -> Int
+}
+
+/// A stage's own durable values (watermarks, by stage and key) and the holds on keys whose
+/// notification is on its way.
+public protocol StageStateStore: Sendable {
+    func state(pipeline: String, stage: String, key: String) async throws -> JSON?
+    /// Several keys in one read (a watermark per game of a user).
+    func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON]
+    func setState(_ writes: [StateWrite], pipeline: String) async throws
+
+    /// Holds a stage's keys while their notification is on its way (a watermark's items in
+    /// backoff): returns the keys nobody holds. Held by another task of this process, or on a
+    /// shared database by another daemon, a key is not returned. Released by `release`, or
+    /// after `lease` seconds (a daemon that died). SQLite: in memory, one daemon per file.
+    func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
+    func release(keys: Set<String>, pipeline: String, stage: String) async throws
+    /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):
+    /// a holder renews while its notification is on its way, so the holds of a daemon that died
+    /// lapse within a lease instead of outlasting every delivery's retries.
+    func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws
+}
+
+/// When a poller checks each user, shared by every daemon on the store.
+public protocol PollScheduleStore: Sendable {
+    /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due evenly
+    /// over the first 80% of the next `interval` in the order of their ids, so checks spread
+    /// out and the first round ends within the interval) and takes users without one off.
+    func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws
+    /// Users due for a check, claimed for this daemon: their next check moves `interval` on, so
+    /// across every daemon on the store each user is checked once per interval, and a daemon
+    /// that dies after claiming leaves its users due again an interval later. In the order
+    /// they fell due, at most `limit`.
+    func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
+}
+
+/// What the retention pruner removes, a bounded batch per call.
+public protocol RetentionStore: Sendable {
+    /// Deletes at most `limit` of the pipeline's oldest delivery rows created before `cutoff`
+    /// (UNIX seconds), with their history. Returns how many went: fewer than `limit` means done.
+    func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+    /// For the users after `after` (a page of at most `users`), deletes the rows beyond each
+    /// one's newest `keep`. Returns the rows deleted and the page's last user (nil: no user left).
+    func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
+        -> (deleted: Int, lastUser: String?)
+    /// Removes at most `limit` of a stage's values not written since `cutoff` (UNIX seconds):
+    /// watermarks of users and items that are gone. Returns how many.
+    func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
+    /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
+    /// is free to take, so removing it changes nothing but the table's size). Returns how many.
+    func pruneLapsedHolds(pipeline: String) async throws -> Int
+}
+
+extension Store {
+    public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {}
+}
+
+extension RetentionStore {
+    /// Holds kept in memory (one daemon) go with their process.
+    public func pruneLapsedHolds(pipeline: String) async throws -> Int { 0 }
+}
+
+extension QueuedEventStore {
+    /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): a
+    /// lease that ran out a second ago, so the next claim, here or on another daemon, takes them.
+    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
+        try await renewLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, lease: -1)
+    }
+}
+
+public struct HistoryEntry: Sendable, Equatable {
+    /// Assigned by the store; the `before` cursor of history pagination.
+    public var id: Int64?
+    public var pipeline: String
+    public var user: String
+    public var eventID: String
+    public var createdAt: Double
+    public var record: JSON
+    /// `record` serialized already (the notification's payload bytes), so the store need not
+    /// serialize it again; `nil` makes the store serialize `record`.
+    public var serializedRecord: Data?
+
+    public init(id: Int64? = nil, pipeline: String, user: String, eventID: String, createdAt: Double, record: JSON, serializedRecord: Data? = nil) {
+        self.id = id
+        self.pipeline = pipeline
+        self.user = user
+        self.eventID = eventID
+        self.createdAt = createdAt
+        self.record = record
+        self.serializedRecord = serializedRecord
+    }
+
+    /// Entries are the same when their content is; how the record was serialized does not count.
+    public static func == (lhs: HistoryEntry, rhs: HistoryEntry) -> Bool {
+        lhs.id == rhs.id && lhs.pipeline == rhs.pipeline && lhs.user == rhs.user && lhs.eventID == rhs.eventID
+            && lhs.createdAt == rhs.createdAt && lhs.record == rhs.record
+    }
+}
+
+public struct DeliveryRecord: Sendable, Equatable {
+    public var pipeline: String
+    public var eventID: String
+    public var user: String
+    public var tokenKind: String
+    public var token: String
+    public var outcome: String
+    public var reason: String?
+    public var providerID: String?
+    public var attempts: Int
+    public var createdAt: Double
+
+    public init(pipeline: String, eventID: String, user: String, tokenKind: String, token: String, outcome: String,
+                reason: String?, providerID: String?, attempts: Int, createdAt: Double) {
+        self.pipeline = pipeline
+        self.eventID = eventID
+        self.user = user
+        self.tokenKind = tokenKind
+        self.token = token
+        self.outcome = outcome
+        self.reason = reason
+        self.providerID = providerID
+        self.attempts = attempts
+        self.createdAt = createdAt
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Hummingbird
+import ServiceLifecycle
+import PushPipeCore
+
+extension AdminHost {
+    /// `GET /tap?pipeline=&stage=`: server-sent events, one JSON record per `data:` line, until
+    /// the client goes away or the daemon stops. A comment every few seconds finds a client
+    /// that left while nothing happened.
+    func tap(_ request: Request) -> Response {
+        let query = request.uri.queryParameters
+        let filter = TapHub.Filter(pipeline: query["pipeline"].map(String.init), stage: query["stage"].map(String.init))
+        let hub = telemetry.tap
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let subscription = hub.subscribe(filter)
+            defer { hub.unsubscribe(subscription) }
+            try await writer.write(ByteBuffer(string: ": pushpipe tap\n\n"))
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        while !Task.isCancelled {
+                            try await Task.sleep(for: .seconds(5))
+                            subscription.heartbeat()
+                        }
+                    }
+                    for await record in subscription.records {
+                        let missed = subscription.takeMissed()
+                        if missed > 0 {
+                            let notice: JSON = ["kind": "tap", "what": "missed", "count": .int(Int64(missed))]
+                            try await writer.write(ByteBuffer(string: "data: \(notice.compactText)\n\n"))
+                        }
+                        // The heartbeat is a comment, which clients ignore.
+                        try await writer.write(ByteBuffer(string: record == .null ? ": alive\n\n" : "data: \(record.compactText)\n\n"))
+                    }
+                    group.cancelAll()
+                }
+            } onGracefulShutdown: {
+                hub.unsubscribe(subscription)
+            }
+            try await writer.finish(nil)
+        })
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import PushPipeCore
+
+/// The operator's listener (`--admin-listen`, 127.0.0.1:9090 by default): metrics, health, the
+/// live tap and the status page. Apart from the app-facing routes, so that exposing the API
+/// to apps never exposes these by accident.
+public struct AdminHost: Sendable {
+    let supervisor: PipelineSupervisor
+    let statusPage: StatusPage
+    let logger: Logger
+
+    public init(supervisor: PipelineSupervisor, statusPage: StatusPage, logger: Logger) {
+        self.supervisor = supervisor
+        self.statusPage = statusPage
+        self.logger = logger
+    }
+
+    var telemetry: Telemetry { supervisor.telemetry }
+
+    public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
+        HTTPHost.application(responder: Responder(admin: self), serverName: "pushpipe-admin", host: host, port: port, logger: logger,
+                             onRunning: onRunning)
+    }
+
+    struct Responder: HTTPResponder {
+        let admin: AdminHost
+
+        func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+            guard request.method == .get || request.method == .head else {
+                return HTTPHost.response(status: 405, body: RouteError(405, "the admin listener only answers GET", field: "method").body)
+            }
+            switch request.uri.path {
+            case "/metrics":
+                admin.supervisor.refreshGauges()
+                return Self.text(admin.telemetry.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            case "/healthz":
+                return HTTPHost.response(status: 200, body: ["status": "ok"])
+            case "/readyz":
+                let (status, body) = Health.readiness(await admin.supervisor.readinessProblems())
+                return HTTPHost.response(status: status, body: body)
+            case "/tap":
+                return admin.tap(request)
+            case "/", "/status":
+                let problems = await admin.supervisor.readinessProblems()
+                return Self.text(admin.statusPage.render(supervisor: admin.supervisor, readinessProblems: problems),
+                                 contentType: "text/html; charset=utf-8")
+            default:
+                return HTTPHost.response(status: 404, body: RouteError.notFound("no admin route \(request.uri.path); try /metrics, /readyz, /tap or /",
+                                                                                 field: "path").body)
+            }
+        }
+
+        static func text(_ text: String, contentType: String) -> Response {
+            var headers = HTTPFields()
+            headers[.contentType] = contentType
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
+    }
+}
+
+/// `/healthz` and `/readyz`, the same on both listeners.
+public enum Health {
+    public static func readiness(_ problems: [String: String]) -> (Int, JSON) {
+        guard !problems.isEmpty else { return (200, ["status": "ready"]) }
+        return (503, ["status": "not ready", "error": .string("not ready: \(problems.keys.sorted().joined(separator: ", "))"),
+                      "reasons": .object(problems.mapValues(JSON.string))])
+    }
+}

@@ -1,0 +1,80 @@
+import Crypto
+import Foundation
+import JWTKit
+import PushPipeCore
+import Synchronization
+
+/// Checks the credentials a request presents against its route's `RouteAuthentication`. One
+/// per app host: the HS256 key of each secret is made once and kept.
+final class RouteAuthenticator: Sendable {
+    private let keyCollections = Mutex<[String: JWTKeyCollection]>([:])
+
+    /// Returns the authenticated user (for `jwt`), or throws 401.
+    /// Returns the authenticated user (for `jwt`), or throws 401.
+    func authenticate(_ authentication: RouteAuthentication, authorization: String?) async throws -> String? {
+        switch authentication {
+        case .none:
+            return nil
+        case .token(let expected):
+            guard let presented = Self.bearer(authorization), !expected.isEmpty,
+                  Self.constantTimeEquals(Array(presented.utf8), Array(expected.utf8)) else { throw RouteError.unauthorized() }
+            return nil
+        case .jwt(let secret, let userClaim):
+            guard let token = Self.bearer(authorization) else { throw RouteError.unauthorized() }
+            let keys = await keys(for: secret)
+            let claims: UserClaims
+            do {
+                claims = try await keys.verify(token, as: UserClaims.self)
+            } catch {
+                throw RouteError.unauthorized("invalid bearer token")
+            }
+            guard let user = claims.claims[userClaim]?.textValue, !user.isEmpty else {
+                throw RouteError.unauthorized("bearer token has no '\(userClaim)' claim")
+            }
+            return user
+        }
+    }
+
+    static func bearer(_ header: String?) -> String? {
+        guard let header, header.lowercased().hasPrefix("bearer ") else { return nil }
+        let value = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        return value.isEmpty ? nil : value
+    }
+
+    static func constantTimeEquals(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+        guard left.count == right.count else { return false }
+        return zip(left, right).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    private func keys(for secret: String) async -> JWTKeyCollection {
+        if let keys = keyCollections.withLock({ $0[secret] }) { return keys }
+        let keys = JWTKeyCollection()
+        let key = secret.utf8.count >= RouteAuthentication.minimumSecretBytes ? HMACKey(from: secret) : HMACKey(key: SymmetricKey(size: .bits256))
+        await keys.add(hmac: key, digestAlgorithm: .sha256)
+        // Two first requests may both make one: either serves, the first kept stays.
+        return keyCollections.withLock { collections in
+            if let kept = collections[secret] { return kept }
+            collections[secret] = keys
+            return keys
+        }
+    }
+}
+
+/// Any claims; `exp` and `nbf` are checked when present.
+struct UserClaims: JWTPayload {
+    var claims: [String: JSON]
+
+    init(from decoder: any Decoder) throws {
+        claims = try [String: JSON](from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws { try claims.encode(to: encoder) }
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        let now = Date().timeIntervalSince1970
+        if let expiry = claims["exp"]?.doubleValue, expiry < now { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired") }
+        if let notBefore = claims["nbf"]?.doubleValue, notBefore > now + 60 {
+            throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "not yet valid")
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import CoreMetrics
+import PushPipeCore
+import Prometheus
+
+extension Telemetry {
+    /// A telemetry whose metrics the admin listener's `/metrics` exports, with each duration
+    /// metric's buckets as `Metric` declares them.
+    public static func prometheus() -> Telemetry {
+        var factory = PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())
+        for metric in Metric.allCases { if let buckets = metric.buckets { factory.durationHistogramBuckets[metric.rawValue] = buckets } }
+        return Telemetry(metrics: factory)
+    }
+
+    /// The Prometheus text exposition (format 0.0.4); empty when the metrics are not Prometheus's.
+    public func exposition() -> String {
+        (metrics as? PrometheusMetricsFactory)?.registry.emitToString() ?? ""
+    }
+}

@@ -1,0 +1,122 @@
+import Logging
+import PostgresNIO
+import PushPipeCore
+
+extension PostgresStore {
+    /// Versioned schema. Never edit a shipped migration: add the next one.
+    static let migrations: [(name: String, sql: [PostgresQuery])] = [
+        ("v1-schema", [
+            """
+            CREATE TABLE registrations (
+                pipeline TEXT NOT NULL, user_id TEXT NOT NULL, token_kind TEXT NOT NULL, token TEXT NOT NULL,
+                scope TEXT NOT NULL DEFAULT '', environment TEXT,
+                created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (pipeline, user_id, token_kind, token))
+            """,
+            "CREATE INDEX registrations_by_token ON registrations (pipeline, token)",
+            """
+            CREATE TABLE settings (
+                pipeline TEXT NOT NULL, user_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, user_id, key))
+            """,
+            """
+            CREATE TABLE stage_state (
+                pipeline TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, stage, key))
+            """,
+            """
+            CREATE TABLE deliveries (
+                id BIGSERIAL PRIMARY KEY, pipeline TEXT NOT NULL, event_id TEXT NOT NULL, user_id TEXT NOT NULL,
+                token_kind TEXT NOT NULL, token TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT, provider_id TEXT,
+                attempts BIGINT NOT NULL, created_at DOUBLE PRECISION NOT NULL, record TEXT)
+            """,
+            "CREATE INDEX deliveries_by_user ON deliveries (pipeline, user_id, id)",
+            "CREATE INDEX deliveries_by_age ON deliveries (pipeline, created_at)",
+            """
+            CREATE TABLE queued_events (
+                id BIGSERIAL PRIMARY KEY, pipeline TEXT NOT NULL, source TEXT NOT NULL, instance TEXT NOT NULL,
+                event_id TEXT NOT NULL, user_id TEXT, time DOUBLE PRECISION NOT NULL, body TEXT NOT NULL)
+            """,
+            "CREATE INDEX queued_events_by_event ON queued_events (pipeline, event_id)",
+        ]),
+        ("v2-queued-event-leases", [
+            "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
+            "CREATE INDEX queued_events_by_lease ON queued_events (pipeline, source, lease_until)",
+        ]),
+        ("v3-poll-schedule", [
+            """
+            CREATE TABLE poll_schedule (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, user_id TEXT NOT NULL, due_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (pipeline, source, user_id))
+            """,
+            "CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at)",
+        ]),
+        ("v4-stage-holds", [
+            """
+            CREATE TABLE stage_holds (
+                pipeline TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL,
+                until DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, stage, key))
+            """,
+        ]),
+        ("v5-lease-clocks", [
+            """
+            CREATE TABLE lease_clocks (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, renewed_at DOUBLE PRECISION NOT NULL,
+                resumed_at DOUBLE PRECISION NOT NULL, gap DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
+            """,
+            """
+            CREATE TABLE poll_syncs (
+                pipeline TEXT NOT NULL, source TEXT NOT NULL, synced_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
+            """,
+        ]),
+    ]
+
+    public static var migrationNames: [String] { migrations.map(\.name) }
+
+    /// Applies what is missing, in one transaction holding an advisory lock: daemons that
+    /// start together against an empty database wait, and the first one migrates it.
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        do {
+            try await applyMissingMigrations(connection, logger: logger)
+        } catch let error as PostgresTransactionError {
+            // Told as it is, not inside the transaction's wrapper.
+            if let newer = error.closureError as? NewerDatabaseError { throw newer }
+            throw error
+        }
+    }
+
+    private static func applyMissingMigrations(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x7075_7368_7069_7065)))", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS pushpipe_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                """, logger: logger)
+            var applied = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM pushpipe_migrations", logger: logger).decode(String.self) {
+                applied.insert(name)
+            }
+            let unknown = applied.subtracting(migrationNames)
+            guard unknown.isEmpty else { throw NewerDatabaseError(unknownMigrations: unknown.sorted()) }
+            for migration in migrations where !applied.contains(migration.name) {
+                for statement in migration.sql { try await connection.query(statement, logger: logger) }
+                try await connection.query("INSERT INTO pushpipe_migrations (name) VALUES (\(migration.name))", logger: logger)
+                logger.notice("store: applied migration \(migration.name)")
+            }
+        }
+    }
+
+    /// A database migrated by a newer pushpipe: its schema may mean what this version does not
+    /// know (a column it would not fill, a table it would not prune), so this one does not start.
+    public struct NewerDatabaseError: Error, CustomStringConvertible {
+        public var unknownMigrations: [String]
+        public var description: String {
+            "the database was migrated by a newer pushpipe (migrations \(unknownMigrations.joined(separator: ", ")) are unknown to this version): "
+                + "run that version or a later one against it"
+        }
+    }
+
+    /// The migrations applied, in order (for tests and diagnostics).
+    public func appliedMigrations() async throws -> [String] {
+        try await strings(connections.rows("SELECT name FROM pushpipe_migrations ORDER BY applied_at, name"))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushPipeCore
+
+extension PostgresStore {
+    /// A group-committed batch on one transaction: its delivery rows and its queued events go
+    /// in one statement each (a JSON array unpacked by `jsonb_to_recordset`), since at APNs
+    /// rates a round trip per row cost more than everything else.
+    static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
+        var deliveries: [JSON] = []
+        var enqueued: [JSON] = []
+        var states: [(writes: [StateWrite], pipeline: String)] = []
+        var dequeued: [(pipeline: String, eventID: String)] = []
+        for write in writes {
+            switch write {
+            case .outcome(let records, let history, let state, let pipeline):
+                deliveries += DeliveryRow.rows(deliveries: records, history: history).map(json)
+                if !state.isEmpty { states.append((state, pipeline)) }
+            case .enqueue(let event):
+                enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
+                                 "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
+                                 "body": .string(event.body.compactText), "lease": .double(event.lease)])
+            case .state(let state, let pipeline):
+                states.append((state, pipeline))
+            case .dequeue(let pipeline, let eventID):
+                dequeued.append((pipeline, eventID))
+            }
+        }
+        if !deliveries.isEmpty {
+            try await connection.query("""
+                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
+                SELECT pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record
+                FROM jsonb_to_recordset(\(JSON.array(deliveries).compactText)::jsonb) AS d(
+                    pipeline text, event_id text, user_id text, token_kind text, token text, outcome text, reason text,
+                    provider_id text, attempts bigint, created_at double precision, record text)
+                """, logger: logger)
+        }
+        if !enqueued.isEmpty {
+            try await connection.query("""
+                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
+                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease
+                FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
+                    pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
+                    lease double precision)
+                """, logger: logger)
+        }
+        let now = Date().timeIntervalSince1970
+        for (writes, pipeline) in states {
+            for write in writes {
+                try await connection.query("""
+                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (\(pipeline), \(write.stage), \(write.key), \(write.value.compactText), \(now))
+                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    WHERE NOT \(write.onlyForward) OR stage_state.value::double precision < excluded.value::double precision
+                    """, logger: logger)
+            }
+        }
+        for (pipeline, eventID) in dequeued {
+            // One row: a backend that reuses an event id keeps its other events queued.
+            try await connection.query("""
+                DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND event_id = \(eventID) ORDER BY id LIMIT 1)
+                """, logger: logger)
+        }
+    }
+
+    private static func json(_ row: DeliveryRow) -> JSON {
+        let delivery = row.delivery
+        return ["pipeline": .string(delivery.pipeline), "event_id": .string(delivery.eventID), "user_id": .string(delivery.user),
+                "token_kind": .string(delivery.tokenKind), "token": .string(delivery.token), "outcome": .string(delivery.outcome),
+                "reason": delivery.reason.map(JSON.string) ?? .null, "provider_id": delivery.providerID.map(JSON.string) ?? .null,
+                "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.createdAt), "record": row.record.map { .string($0.text) } ?? .null]
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import PushPipeCore
+
+/// The store on PostgreSQL: the same `Store` as the embedded SQLite one, for daemons that
+/// share a database. Outcomes, history, watermarks and queued events are group-committed
+/// as in SQLite (one transaction for the writes that arrive together); reads and
+/// registrations are single statements on a pooled `PostgresClient`.
+public final class PostgresStore: Store {
+    /// Every statement's way to the database, bounded in time (see `Waits`).
+    let connections: PostgresConnections
+    let logger: Logger
+    let outcomes: GroupCommit<OutcomeWrite>
+    /// Recipients are read once per event: cached for a second, which is how soon another
+    /// daemon's registration is used here (this daemon's own changes clear it at once).
+    private let tokenCache = TokenCache(lifetime: .seconds(1))
+
+    /// Connects, and migrates the database to the latest version (once, whatever the number
+    /// of daemons starting together: they wait on an advisory lock). The migration's own
+    /// connection fails the start at once with the reason, where the pool would retry. The
+    /// store runs its pool until `close`, after the pipelines drained.
+    public init(location: PostgresLocation, logger: Logger) async throws {
+        try await location.withConnection(logger: logger) { connection in try await Self.migrate(connection, logger: logger) }
+        // The pool tells each failed reconnection at info: during an outage, the store's own
+        // two lines say it (one when it begins, one when it ends). Debug shows them all.
+        var poolLogger = logger
+        if poolLogger.logLevel == .info { poolLogger.logLevel = .notice }
+        let configuration = location.clientConfiguration
+        let pool = PostgresPool { [poolLogger] in PostgresClient(configuration: configuration, backgroundLogger: poolLogger) }
+        self.logger = logger
+        var quiet = logger
+        quiet.logLevel = .critical
+        let connections = PostgresConnections(pool: pool, waits: location.waits, logger: logger) { [quiet] in
+            (try? await location.withConnection(logger: quiet) { _ in true }) ?? false
+        }
+        self.connections = connections
+        outcomes = Self.groupCommit(connections: connections, logger: logger)
+    }
+
+    /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other
+    /// callers' accepted events. So the transaction runs in a task of its own, which the
+    /// leader's cancellation (a pipeline stopping at its drain timeout) does not reach: the
+    /// pool refuses a connection to a cancelled task, which would fail the whole batch.
+    private static func groupCommit(connections: PostgresConnections, logger: Logger) -> GroupCommit<OutcomeWrite> {
+        GroupCommit { writes in
+            try await uncancelled {
+                try await connections.transaction { connection in try await Self.commit(writes, on: connection, logger: logger) }
+            }
+        }
+    }
+
+    /// Now, in UNIX seconds, on the database's clock: leases, holds and due checks are shared
+    /// by daemons whose own clocks may disagree, so they are all measured on this one.
+    static let databaseNow = "extract(epoch from now())::double precision"
+
+    public func ping() async throws {
+        _ = try await connections.rows("SELECT 1")
+    }
+
+    public func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void) {
+        outcomes.observer.withLock { $0 = CommitObserver(observe: observer) }
+    }
+
+    public func close() async throws {
+        await connections.pool.shutdown()
+    }
+
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        defer { tokenCache.invalidate() }
+        let now = Date().timeIntervalSince1970
+        try await connections.transaction { [logger] connection in
+            if replace {
+                try await connection.query("""
+                    DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
+                    AND scope = \(token.scope) AND token <> \(token.value)
+                    """, logger: logger)
+            }
+            try await connection.query("""
+                INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
+                VALUES (\(pipeline), \(token.user), \(token.kind), \(token.value), \(token.scope), \(environment), \(now), \(now))
+                ON CONFLICT (pipeline, user_id, token_kind, token)
+                DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
+                """, logger: logger)
+        }
+    }
+
+    public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
+            try await readTokens(pipeline: pipeline, user: user, kind: kind)
+        }
+    }
+
+    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+        let rows = if let user {
+            try await connections.rows("""
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
+                """)
+        } else {
+            try await connections.rows("""
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
+                """)
+        }
+        return try await Self.tokens(rows)
+    }
+
+    public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
+        try await Self.tokens(connections.rows("""
+            SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+            WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
+            ORDER BY user_id, updated_at DESC
+            """))
+    }
+
+    private static func tokens(_ rows: [PostgresRow]) throws -> [DeviceToken] {
+        var tokens: [DeviceToken] = []
+        for (user, kind, value, scope, updatedAt) in try rows.decode((String, String, String, String, Double).self) {
+            tokens.append(DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt))
+        }
+        return tokens
+    }
+
+    public func isRegistered(pipeline: String, user: String) async throws -> Bool {
+        try await connections.rows("SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(user))")
+            .first?.decode(Bool.self) ?? false
+    }
+
+    public func users(pipeline: String) async throws -> [String] {
+        try await strings(connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id"))
+    }
+
+    public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
+        try await strings(connections.rows("""
+            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(limit)
+            """))
+    }
+
+    public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
+        if let kind {
+            return try await strings(connections.rows("""
+                SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) AND token_kind = \(kind) ORDER BY user_id
+                """))
+        }
+        return try await strings(connections.rows("""
+            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) ORDER BY user_id
+            """))
+    }
+
+    func strings(_ rows: [PostgresRow]) throws -> [String] {
+        try rows.map { try $0.decode(String.self) }
+    }
+
+    public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
+        defer { tokenCache.invalidate() }
+        let rows = try await connections.rows("""
+            DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
+            AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id
+            """)
+        return try await !strings(rows).isEmpty
+    }
+
+    public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
+        let rows = try await connections.rows("""
+            SELECT value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user) AND key = \(key)
+            """)
+        return try await strings(rows).first.map { try JSON.parse($0) }
+    }
+
+    public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
+        let rows = try await connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
+        var result: [String: JSON] = [:]
+        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        return result
+    }
+
+    public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
+        let now = Date().timeIntervalSince1970
+        try await connections.transaction { [logger] connection in
+            for (key, value) in values {
+                try await connection.query("""
+                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText), \(now))
+                    ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
+        try await states(pipeline: pipeline, stage: stage, keys: [key])[key]
+    }
+
+    public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
+        guard !keys.isEmpty else { return [:] }
+        let rows = try await connections.rows("""
+            SELECT key, value FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(keys))
+            """)
+        var result: [String: JSON] = [:]
+        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
+        return result
+    }
+
+    public func setState(_ writes: [StateWrite], pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
+    }
+
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
+    }
+
+    public func enqueue(_ event: QueuedEvent) async throws {
+        try await outcomes.submit(.enqueue(event))
+    }
+
+    public func dequeue(pipeline: String, eventID: String) async throws {
+        try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
+    }
+}

@@ -1,0 +1,131 @@
+import GRDB
+import PushPipeCore
+
+extension SQLiteStore {
+    /// Versioned schema. Never edit a shipped migration: add the next one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-registrations-settings-state") { db in
+            try db.execute(sql: """
+                CREATE TABLE registrations (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    token_kind TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, token_kind, token)
+                );
+                CREATE INDEX registrations_by_token ON registrations (pipeline, token);
+                CREATE TABLE settings (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, key)
+                );
+                CREATE TABLE stage_state (
+                    pipeline TEXT NOT NULL,
+                    stage TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, stage, key)
+                );
+                """)
+        }
+        migrator.registerMigration("v2-history-deliveries") { db in
+            try db.execute(sql: """
+                CREATE TABLE history (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    record TEXT NOT NULL
+                );
+                CREATE INDEX history_by_user ON history (pipeline, user_id, id);
+                CREATE TABLE deliveries (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    token_kind TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    reason TEXT,
+                    provider_id TEXT,
+                    attempts INTEGER NOT NULL,
+                    created_at DOUBLE NOT NULL
+                );
+                CREATE INDEX deliveries_by_user ON deliveries (pipeline, user_id, id);
+                """)
+        }
+        migrator.registerMigration("v3-token-scope-environment") { db in
+            // Live Activity update tokens are one per activity: the scope is the activity id.
+            try db.execute(sql: """
+                ALTER TABLE registrations ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+                ALTER TABLE registrations ADD COLUMN environment TEXT;
+                """)
+        }
+        migrator.registerMigration("v4-history-in-deliveries") { db in
+            // History records move into the delivery row they belong to: one row and one
+            // index entry per notification instead of two of each (half the write cost at
+            // APNs rates). Earlier history rows become rows of outcome `history`.
+            try db.execute(sql: """
+                ALTER TABLE deliveries ADD COLUMN record TEXT;
+                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
+                    SELECT pipeline, event_id, user_id, '', '', 'history', NULL, NULL, 0, created_at, record FROM history ORDER BY id;
+                DROP TABLE history;
+                """)
+        }
+        migrator.registerMigration("v5-deferred-user-index") { db in
+            // The per-user index becomes a table filled in sorted batches (see
+            // `SQLiteStore+UserIndex`): rows after `indexed_through` are found by a scan of the
+            // table's tail. Every row was indexed until now, so the tail starts empty.
+            try db.execute(sql: """
+                CREATE TABLE user_deliveries (
+                    pipeline TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    id INTEGER NOT NULL,
+                    PRIMARY KEY (pipeline, user_id, id)
+                ) WITHOUT ROWID;
+                INSERT INTO user_deliveries (pipeline, user_id, id) SELECT pipeline, user_id, id FROM deliveries ORDER BY pipeline, user_id, id;
+                DROP INDEX deliveries_by_user;
+                CREATE TABLE user_index_state (indexed_through INTEGER NOT NULL);
+                INSERT INTO user_index_state (indexed_through) SELECT coalesce(max(id), 0) FROM deliveries;
+                """)
+        }
+        migrator.registerMigration("v6-queued-events") { db in
+            try db.execute(sql: """
+                CREATE TABLE queued_events (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    instance TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    user_id TEXT,
+                    time DOUBLE NOT NULL,
+                    body TEXT NOT NULL
+                );
+                CREATE INDEX queued_events_by_event ON queued_events (pipeline, event_id);
+                """)
+        }
+        migrator.registerMigration("v7-queued-event-leases") { db in
+            // Until when an accepted event stays with the process that holds it (see `Store.claimQueuedEvents`).
+            try db.execute(sql: "ALTER TABLE queued_events ADD COLUMN lease_until DOUBLE NOT NULL DEFAULT 0")
+        }
+        migrator.registerMigration("v8-poll-schedule") { db in
+            try db.execute(sql: """
+                CREATE TABLE poll_schedule (
+                    pipeline TEXT NOT NULL, source TEXT NOT NULL, user_id TEXT NOT NULL, due_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, source, user_id));
+                CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at);
+                """)
+        }
+        return migrator
+    }
+
+    public static var migrationNames: [String] { migrator.migrations }
+}

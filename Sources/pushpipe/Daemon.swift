@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
+
+/// `pushpipe run`: the pipelines, the HTTP host and the store under one service group.
+/// SIGTERM/SIGINT drain and stop; SIGHUP reloads, keeping the old configuration when the
+/// new one has any error.
+public final class Daemon: Sendable {
+    public struct Options: Sendable {
+        public var pipelinePaths: [String]
+        public var pluginsDirectory: String
+        public var store: StoreLocation
+        public var host: String
+        public var port: Int
+        public var mode: RunMode
+        public var environment: [String: String]
+        /// The admin listener (metrics, health, tap, status page); nil: off.
+        public var admin: (host: String, port: Int)?
+
+        public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
+                    environment: [String: String], admin: (host: String, port: Int)? = nil) {
+            self.admin = admin
+            self.pipelinePaths = pipelinePaths
+            self.pluginsDirectory = pluginsDirectory
+            self.store = store
+            self.host = host
+            self.port = port
+            self.mode = mode
+            self.environment = environment
+        }
+    }
+
+    let options: Options
+    let builtins: [StageDescriptor]
+    let logger: Logger
+    public let telemetry = Telemetry.prometheus()
+
+    public init(options: Options, builtins: [StageDescriptor], logger: Logger) {
+        self.options = options
+        self.builtins = builtins
+        self.logger = logger
+    }
+
+    var loader: ConfigLoader {
+        ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: options.environment,
+                                                                                  allowsUndefined: options.mode == .dryRun),
+                     pluginHost: ChildProcessPluginHost())
+    }
+
+    public func load() async -> ConfigLoader.Result {
+        await loader.load(pipelineFiles: ConfigLoader.pipelineFiles(in: options.pipelinePaths), pluginsDirectory: options.pluginsDirectory)
+    }
+
+    public func run() async throws {
+        let initial = await load()
+        for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
+        guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
+        let store = try await options.store.open(logger: logger)
+        logger.info("store: \(options.store)")
+        telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
+        let host = HTTPHost(logger: logger)
+        let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
+                                            telemetry: telemetry)
+        host.setReadiness { await supervisor.readinessProblems() }
+        let logger = self.logger
+        let options = self.options
+        let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen HOST:PORT",
+                                          service: host.application(host: options.host, port: options.port) { port in
+            logger.notice("listening on http://\(options.host):\(port)", metadata: [
+                "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
+                "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
+                "allocator": .string(ProcessAllocator.name),
+            ])
+        })
+        let reloader = ReloadService(daemon: self, supervisor: supervisor)
+        var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let admin = options.admin {
+            let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode), logger: logger)
+            adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
+                                                                option: "--admin-listen HOST:PORT (or --admin-listen off)",
+                                                                service: adminHost.application(host: admin.host, port: admin.port) { port in
+                logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
+            })))
+        }
+        // The store is no service of the group: it is closed after the group ended, once the
+        // pipelines drained.
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: application),
+                .init(service: reloader, successTerminationBehavior: .ignore),
+            ] + adminServices,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
+        logger.notice("stopped; store closed")
+    }
+
+    /// Loads and validates everything; applies it only when there is no error.
+    func reload(supervisor: PipelineSupervisor) async {
+        logger.notice("reloading configuration")
+        let result = await load()
+        guard !result.diagnostics.hasErrors else {
+            telemetry.increment(.reloads, [("result", "rejected")])
+            for diagnostic in result.diagnostics { logger.error("\(diagnostic)") }
+            logger.error("reload rejected: \(result.diagnostics.errors.count) error(s); the previous configuration keeps running")
+            return
+        }
+        await supervisor.apply(result.pipelines)
+        telemetry.increment(.reloads, [("result", "ok")])
+        logger.notice("reloaded: \(result.pipelines.map(\.name).joined(separator: ", "))")
+    }
+}
+
+/// Turns SIGHUP into reloads for as long as the daemon runs.
+struct ReloadService: Service {
+    let daemon: Daemon
+    let supervisor: PipelineSupervisor
+
+    func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in hangups.cancelOnGracefulShutdown() {
+            await daemon.reload(supervisor: supervisor)
+        }
+    }
+}
