@@ -187,6 +187,18 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // Both stores: the contract every store keeps (StoreContractTests), and each one's own.
+        .testTarget(
+            name: "PushPipeStoreTests",
+            dependencies: [
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "PushPipeStagesTests",
             dependencies: [
