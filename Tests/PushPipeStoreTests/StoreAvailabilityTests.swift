@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PushPipeCore
+@testable import PushPipeCore
 import Testing
 
 /// While the store fails, one operation at a time probes it. The chaos soak found a daemon

@@ -59,7 +59,7 @@ public struct PipelineDefinition: Sendable {
     /// Where the workers run: the transport's choice, else the executor every source names
     /// (`Source.preferredExecutor`) if they agree on one, else Swift's pool. Swift's pool is
     /// returned as nil, no preference: a task that names it pays a locked look-up of its
-    /// preference at every resumption (4% of the APNs path's samples).
+    /// preference at every resumption.
     var workersExecutor: (any TaskExecutor)? {
         let choice = transport.stage.preferredExecutor ?? sourcesExecutor
         return choice === globalConcurrentExecutor ? nil : choice

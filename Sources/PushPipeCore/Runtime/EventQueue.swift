@@ -8,8 +8,8 @@ import Synchronization
 /// works on many events per wake-up, and a task switch per event was a large share of the
 /// APNs path.
 ///
-/// It replaced `AsyncChannel`, whose general state machine cost about 5% of the APNs path.
-/// This one relies on what the runner guarantees: workers are not cancelled while waiting
+/// Not `AsyncChannel`: its general state machine does more per event than this path needs.
+/// This queue relies on what the runner guarantees: workers are not cancelled while waiting
 /// (they end by `finish` returning nothing). `finish` refuses the sends waiting for room: a
 /// stopping pipeline must not wait for its sources' next events to find room, since room
 /// comes only as fast as a slow or failing transport frees it.
@@ -19,7 +19,7 @@ final class EventQueue<Element: Sendable>: Sendable {
         /// Workers waiting for events; woken to look in the buffer, not handed an event: by the
         /// time a woken worker runs, the sources have often buffered more, and it takes them all
         /// (handed the one event that woke it, it made a batch of one: a commit, a send and a
-        /// task switch for a single notification, 15% of the batches under APNs load).
+        /// task switch for a single notification, often under load).
         var idleWorkers: Deque<CheckedContinuation<Void, Never>> = []
         var waitingSends: Deque<(element: Element, continuation: CheckedContinuation<Bool, Never>)> = []
         /// Buffered, and taken but not yet `done`.

@@ -21,8 +21,8 @@ struct CopyOnWrite<Fields: Sendable>: @unchecked Sendable {
     }
 
     /// Read in place: one field read does not copy the others. The values' accessors yield
-    /// too (`_read`), so `notification.token.value` copies no token: a `get` there was 16
-    /// copies of a token per notification.
+    /// too (`_read`), so `notification.token.value` copies no token: a `get` there copies
+    /// the token each time it is read, many times per notification.
     var fields: Fields {
         _read { yield box.fields }
     }

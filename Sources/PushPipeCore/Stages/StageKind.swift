@@ -19,7 +19,7 @@ public enum AnyStage: Sendable {
     }
 
     /// The stage's own long-running part, if it has one.
-    public var longRunning: (any LongRunningStage)? {
+    var longRunning: (any LongRunningStage)? {
         switch self {
         case .source(let stage): stage as? any LongRunningStage
         case .filter(let stage): stage as? any LongRunningStage

@@ -49,7 +49,7 @@ package final class GroupCommit<Write: Sendable>: Sendable {
     }
 
     /// Writes queued behind the commit in progress (tests wait for a batch to form).
-    package var pendingWrites: Int { state.withLock { $0.pending.count } }
+    var pendingWrites: Int { state.withLock { $0.pending.count } }
 
     package func submit(_ write: Write) async throws {
         let isLeader = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
@@ -114,8 +114,7 @@ package final class GroupCommit<Write: Sendable>: Sendable {
                 }
                 guard let gathering else { return continuation.resume() }
                 // A scheduled callback ends the window: it costs less than a sleeping task raced
-                // against the wait (two child tasks per commit cost an OGS check 4% more CPU than
-                // a plain sleep). A leader on a loop (an OGS check's pipeline) uses its own, which
+                // against the wait (two child tasks per commit). A leader on a loop (an OGS check's pipeline) uses its own, which
                 // wakes no other thread; NIO's group is touched only when a window is needed.
                 let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
                 loop.scheduleTask(in: gatheringWindow) { self.stopGathering(gathering) }

@@ -28,7 +28,7 @@ public final class StoreAvailability: Sendable {
         self.probeLimit = probeLimit
     }
 
-    public var isFailing: Bool { state.withLock { $0.failingSince != nil } }
+    var isFailing: Bool { state.withLock { $0.failingSince != nil } }
 
     /// How long the store has been failing (nil while it answers).
     public var failingFor: Duration? { state.withLock { $0.failingSince.map { .now - $0 } } }

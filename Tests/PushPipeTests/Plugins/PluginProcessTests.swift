@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PushPipeCore
+@testable import PushPipeCore
 import PushPipeSQLite
 import PushPipeHTTP
 import PushPipePlugins

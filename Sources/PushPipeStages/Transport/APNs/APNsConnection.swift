@@ -56,7 +56,7 @@ final class APNsConnection: Sendable {
                     configuration.headerBlockValidation = .disabled
                     // Requests carry no content-length, and an answer is read to its END_STREAM
                     // whatever it declares: checking lengths scanned every HEADERS frame's
-                    // headers both ways (0.7% of the APNs path).
+                    // headers both ways, for nothing.
                     configuration.contentLengthValidation = .disabled
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A/B of two builds on the APNs path, alternating, each pair bracketed by h2load: the machine's
+# speed drifts (shared cores), so each rate is read against the mean of the h2load runs around
+# it, and the order of A and B swaps every pair.
+#   A=/path/to/old/pushpipe-bench B=.build/release/pushpipe-bench PAIRS=3 COUNT=200000 bash bench/apns/ab.sh
+# Bounded: PAIRS × 2 runs of COUNT notifications, PAIRS + 1 h2load runs; nginx stops at the end.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${A:?A=path of the first pushpipe-bench}" "${B:?B=path of the second pushpipe-bench}"
+PAIRS=${PAIRS:-3}
+COUNT=${COUNT:-200000}
+CONNECTIONS=${CONNECTIONS:-1}
+PORT=${PORT:-8443}
+
+if ! command -v nginx >/dev/null 2>&1 || ! command -v h2load >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nginx nghttp2-client >/dev/null
+fi
+RUN=$(mktemp -d /tmp/pushpipe-apns-ab.XXXXXX)
+source bench/lib/nginx-apns.sh
+cleanup() { stop_nginx_apns "$RUN"; rm -rf "$RUN"; }
+trap cleanup EXIT
+start_nginx_apns "$RUN" "$PORT"
+apns_reference_load "$RUN" "$PORT"
+
+h2load_rate() {
+  h2load -n "$COUNT" "${H2LOAD_APNS[@]}" > "$RUN/h2load.txt"
+  awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt"
+}
+pushpipe_rate() {
+  "$1" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$COUNT" --connections "$CONNECTIONS" \
+    | tail -1 | sed -E 's/.* = ([0-9]+)\/s.*/\1/'
+}
+
+echo "== $PAIRS pairs of $COUNT notifications, $CONNECTIONS connection(s); A=$A B=$B"
+previous=$(h2load_rate)
+for pair in $(seq 1 "$PAIRS"); do
+  if [ $((pair % 2)) = 1 ]; then first=A; else first=B; fi
+  declare -A rate=()
+  for side in $first $([ $first = A ] && echo B || echo A); do
+    rate[$side]=$(pushpipe_rate "${!side}")
+  done
+  next=$(h2load_rate)
+  python3 -c "
+h = ($previous + $next) / 2
+a, b = ${rate[A]}, ${rate[B]}
+print('pair $pair ($first first): h2load %.0f/s; A %d/s (%.1f%%), B %d/s (%.1f%%), B/A %.3f' % (h, a, 100 * a / h, b, 100 * b / h, b / a))"
+  previous=$next
+done
