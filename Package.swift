@@ -170,22 +170,55 @@ let package = Package(
             path: "bench/Sources/pushpipe-bench",
             linkerSettings: jemallocWhenEnabled
         ),
+        // The runtime, config and stage contracts; the flows end to end (daemons as child processes).
         .testTarget(
-            name: "PushPipeTests",
+            name: "PushPipeCoreTests",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipePlugins",
-                "PushPipeStages", "PushPipeTesting", "pushpipe",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "pushpipe",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PushPipeHTTPTests",
+            dependencies: [
+                "PushPipeCore", "PushPipeSQLite", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "PushPipePluginsTests",
+            dependencies: [
+                "PushPipeCore", "PushPipePlugins", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ]
+        ),
+        // The commands, and every command the docs show.
+        .testTarget(
+            name: "pushpipeTests",
+            dependencies: [
+                "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.
         .testTarget(

@@ -17,7 +17,7 @@ import SystemPackage
     /// The lines of the document's `sh` blocks, continuation lines joined, comments and blank
     /// lines left out.
     static func shellLines(of document: String) throws -> [String] {
-        let text = try String(contentsOf: GeneratedReferenceTests.repository.appendingPathComponent(document), encoding: .utf8)
+        let text = try String(contentsOf: Repository.root.appendingPathComponent(document), encoding: .utf8)
         var lines: [String] = [], inBlock = false, pending = ""
         for line in text.components(separatedBy: "\n") {
             if line.hasPrefix("```") { inBlock = line == "```sh"; continue }
@@ -63,7 +63,7 @@ import SystemPackage
         #expect(setup.count == 2 && onOneMachine.count == 3, "the document's commands changed: \(lines)")
         let directory = try TemporaryDirectory("documented")
         defer { directory.remove() }
-        try directory.write("pipelines/doc.yaml", ConfigLoaderTests.pipeline("doc"))
+        try directory.write("pipelines/doc.yaml", SamplePipeline.http("doc"))
         let authority = try TestCertificateAuthority(serverNames: ["db.internal"])
         let ca = directory.file("ca.pem")
         try authority.writeCACertificate(to: ca)

@@ -15,15 +15,7 @@ import Testing
     }
 
     static func pipeline(_ name: String, routePath: String = "/register", eventPath: String = "/events") -> String {
-        """
-        pipeline: \(name)
-        routes:
-          - {action: register, path: \(routePath), user_field: user_id, token_kind: device, token_field: device_token}
-        sources:
-          - {type: http.event, path: \(eventPath)}
-        renderer: {type: json.template, payload: {title: "{{title}}"}}
-        transport: {type: stdout}
-        """
+        SamplePipeline.http(name, routePath: routePath, eventPath: eventPath)
     }
 
     @Test func validPipelineLoadsWithDefaults() async throws {

@@ -33,7 +33,7 @@ import Testing
     @Test func dryRunPrintsTheRequestsAndChangesNothing() async throws {
         let directory = try TemporaryDirectory("cli")
         defer { directory.remove() }
-        let pipeline = try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/sven-replies.yaml"), encoding: .utf8)
+        let pipeline = try String(contentsOf: Repository.root.appendingPathComponent("pipelines/sven-replies.yaml"), encoding: .utf8)
         try directory.write("pipelines/sven-replies.yaml", pipeline)
         do {
             let store = try SQLiteStore(path: directory.file("state.sqlite"))
@@ -68,7 +68,7 @@ import Testing
         let elsewhere = try TemporaryDirectory("elsewhere")
         defer { deploy.remove(); elsewhere.remove() }
         for folder in ["pipelines", "plugins.d"] {
-            try FileManager.default.copyItem(atPath: SvenFlowTests.repository.appendingPathComponent(folder).path, toPath: deploy.file(folder))
+            try FileManager.default.copyItem(atPath: Repository.root.appendingPathComponent(folder).path, toPath: deploy.file(folder))
         }
         let exported = [
             "APNS_BASE_URL": "https://apns.proxy.invalid:8443", "APNS_DEVELOPMENT": "true", "OGS_BUNDLE_ID": "com.other.ogs",
