@@ -4,6 +4,18 @@ import PackageDescription
 /// jemalloc in the executables when the `jemalloc` trait is on (see the trait's description).
 let jemallocWhenEnabled: [LinkerSetting] = [.linkedLibrary("jemalloc", .when(platforms: [.linux], traits: ["jemalloc"]))]
 
+/// What the tests of the core, the host and the commands use besides pushpipe's modules: keys
+/// and tokens made on the spot, child processes, a SQLite file read directly.
+let testLibraries: [Target.Dependency] = [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+]
+
 let package = Package(
     name: "pushpipe",
     platforms: [.macOS(.v15)],
@@ -175,29 +187,15 @@ let package = Package(
             name: "PushPipeCoreTests",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "pushpipe",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
+            ] + testLibraries,
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "PushPipeHTTPTests",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ] + testLibraries
         ),
         .testTarget(
             name: "PushPipePluginsTests",
@@ -211,14 +209,7 @@ let package = Package(
             name: "pushpipeTests",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ] + testLibraries
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.
         .testTarget(
