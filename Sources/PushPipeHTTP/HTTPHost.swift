@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -63,8 +64,12 @@ public final class HTTPHost: RouteServing {
 
         func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
             do {
-                let (status, body) = try await host.handle(request)
-                return HTTPHost.response(status: status, body: body)
+                let answer = try await host.handle(request)
+                var response = HTTPHost.response(status: answer.status, body: answer.body)
+                for (name, value) in answer.headers {
+                    if let field = HTTPField.Name(name) { response.headers[field] = value }
+                }
+                return response
             } catch let error as RouteError {
                 var response = HTTPHost.response(status: error.status, body: error.body)
                 if error.status == 503 { response.headers[.retryAfter] = "1" }
@@ -87,12 +92,13 @@ public final class HTTPHost: RouteServing {
         }
     }
 
-    func handle(_ request: Request) async throws -> (Int, JSON) {
+    func handle(_ request: Request) async throws -> RouteResponse {
         let method = request.method.rawValue
         let path = request.uri.path
-        if path == "/healthz" && (method == "GET" || method == "HEAD") { return (200, ["status": "ok"]) }
+        if path == "/healthz" && (method == "GET" || method == "HEAD") { return RouteResponse(["status": "ok"]) }
         if path == "/readyz" && (method == "GET" || method == "HEAD") {
-            return Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"])
+            let (status, body) = Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"])
+            return RouteResponse(status: status, body)
         }
         guard let routes = table.withLock({ $0 }) else { throw RouteError(503, "starting: the pipelines' routes are not up yet, try again", field: nil) }
         let entry: RouteTable.Entry
@@ -106,13 +112,17 @@ public final class HTTPHost: RouteServing {
             entry = found
             parameters = foundParameters
         }
-        let user = try await authenticator.authenticate(entry.route.authentication, authorization: request.headers[.authorization])
+        let authorization = request.headers[.authorization]
+        let user = try await authenticator.authenticate(entry.route.authentication, authorization: authorization)
         let body = try await Self.parseBody(request)
         var query: [String: String] = [:]
         for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
-        let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user)
-        let response = try await entry.route.handler(routeRequest, entry.context)
-        return (response.status, response.body)
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user,
+                                        principal: RouteAuthenticator.principal(entry.route.authentication, user: user, authorization: authorization),
+                                        headers: headers)
+        return try await entry.route.handler(routeRequest, entry.context)
     }
 
     /// Size limit, content type and JSON syntax are checked here so no stage ever sees a bad body.

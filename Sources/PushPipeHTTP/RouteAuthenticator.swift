@@ -35,6 +35,17 @@ final class RouteAuthenticator: Sendable {
         }
     }
 
+    /// Who an authenticated request is, for scoping what it stores (idempotency keys): the
+    /// JWT's user, or a digest of the shared token (never the token: it ends up in a table).
+    static func principal(_ authentication: RouteAuthentication, user: String?, authorization: String?) -> String {
+        switch authentication {
+        case .none: ""
+        case .jwt: "user:" + (user ?? "")
+        case .token:
+            "token:" + SHA256.hash(data: Array((bearer(authorization) ?? "").utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
     static func bearer(_ header: String?) -> String? {
         guard let header, header.lowercased().hasPrefix("bearer ") else { return nil }
         let value = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)

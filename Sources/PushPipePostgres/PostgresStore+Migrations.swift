@@ -69,6 +69,18 @@ extension PostgresStore {
                 pipeline TEXT NOT NULL, source TEXT NOT NULL, synced_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (pipeline, source))
             """,
         ]),
+        // One row per key a request carried (`IdempotencyStore`): its answer once stored, until
+        // then the hold of the request storing it. The primary key is what makes a key hold
+        // across daemons.
+        ("v6-idempotency-keys", [
+            """
+            CREATE TABLE idempotency_keys (
+                pipeline TEXT NOT NULL, scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+                status INTEGER, body TEXT, held_until DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (pipeline, scope, key))
+            """,
+            "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (pipeline, expires_at)",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -12,6 +12,7 @@ extension PostgresStore {
         var enqueued: [JSON] = []
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, eventID: String)] = []
+        var answers: [IdempotentAnswer] = []
         for write in writes {
             switch write {
             case .outcome(let records, let history, let state, let pipeline):
@@ -21,6 +22,7 @@ extension PostgresStore {
                 enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
                                  "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
                                  "body": .string(event.body.compactText), "lease": .double(event.lease)])
+                if let answer = event.answer { answers.append(answer) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
             case .dequeue(let pipeline, let eventID):
@@ -43,6 +45,12 @@ extension PostgresStore {
                 FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
                     pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
                     lease double precision)
+                """, logger: logger)
+        }
+        for answer in answers {
+            try await connection.query("""
+                UPDATE idempotency_keys SET status = \(answer.status), body = \(answer.body.compactText)
+                WHERE pipeline = \(answer.key.pipeline) AND scope = \(answer.key.scope) AND key = \(answer.key.key)
                 """, logger: logger)
         }
         let now = Date().timeIntervalSince1970

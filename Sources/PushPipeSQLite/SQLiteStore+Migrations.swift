@@ -124,6 +124,17 @@ extension SQLiteStore {
                 CREATE INDEX poll_schedule_by_due ON poll_schedule (pipeline, source, due_at);
                 """)
         }
+        migrator.registerMigration("v9-idempotency-keys") { db in
+            // One row per key a request carried (`IdempotencyStore`): its answer once stored,
+            // until then the hold of the request storing it.
+            try db.execute(sql: """
+                CREATE TABLE idempotency_keys (
+                    pipeline TEXT NOT NULL, scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+                    status INTEGER, body TEXT, held_until DOUBLE NOT NULL, expires_at DOUBLE NOT NULL,
+                    PRIMARY KEY (pipeline, scope, key));
+                CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (pipeline, expires_at);
+                """)
+        }
         return migrator
     }
 

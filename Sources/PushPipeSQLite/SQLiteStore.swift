@@ -106,6 +106,7 @@ public final class SQLiteStore: Store {
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
         case .enqueue(let event):
             try insertQueued(event, in: db)
+            if let answer = event.answer { try recordAnswer(answer, in: db) }
         case .dequeue(let pipeline, let eventID):
             try deleteQueued(pipeline: pipeline, eventID: eventID, in: db)
         }

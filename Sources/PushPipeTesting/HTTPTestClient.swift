@@ -13,6 +13,8 @@ public struct HTTPTestClient: Sendable {
         public var status: Int
         public var body: JSON?
         public var text: String
+        /// Header names lower-cased; a repeated header's values joined by ", ".
+        public var headers: [String: String] = [:]
     }
 
     public func request(_ method: String, _ path: String, json: JSON? = nil, rawBody: String? = nil,
@@ -31,6 +33,8 @@ public struct HTTPTestClient: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
         let buffer = try await response.body.collect(upTo: 1 << 22)
         let text = String(buffer: buffer)
-        return Response(status: Int(response.status.code), body: try? JSON.parse(text), text: text)
+        var headers: [String: String] = [:]
+        for (name, value) in response.headers { headers[name.lowercased(), default: ""] += (headers[name.lowercased()] == nil ? "" : ", ") + value }
+        return Response(status: Int(response.status.code), body: try? JSON.parse(text), text: text, headers: headers)
     }
 }

@@ -63,6 +63,7 @@ import Testing
             try await retention(store)
             try await holds(store)
             try await pollSchedule(store)
+            try await idempotency(store)
         }, cleanup: { try? await store.close() })
     }
 

@@ -57,6 +57,9 @@ struct PipelineBuilder {
         let retention = (try? RetentionPolicy.schema.decode(RetentionPolicy.self, from: json["retention"] ?? RetentionPolicy.defaults.json)) ?? .defaults
         if retention.perUser < 0 { report(.invalidValue, at: "retention.per_user", "must not be negative", expected: "0 (keep all) or more") }
         if retention.interval < 1 { report(.invalidValue, at: "retention.interval", "pruning more often than every second", expected: "1s or more") }
+        let idempotency = (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
+            ?? .defaults
+        if idempotency.ttl < 1 { report(.invalidValue, at: "idempotency.ttl", "a key kept less than a second protects no retry", expected: "1s or more") }
         guard let renderer, let transport, !diagnostics.hasErrors else { return nil }
         let usedPlugins = plugins.filter { plugin in
             (sources.map(\.type) + filters.map(\.type) + [renderer.type, transport.type]).contains(plugin.name)
@@ -67,6 +70,7 @@ struct PipelineBuilder {
             sources: sources, filters: filters, renderer: renderer, transport: transport, routes: routes,
             delivery: delivery, location: SourceLocation(file: file, line: 1, column: 1))
         definition.retention = retention
+        definition.idempotency = idempotency
         return definition
     }
 

@@ -37,6 +37,7 @@ public struct PipelineDefinition: Sendable {
     public var routes: [DeclaredRoute]
     public var delivery: DeliveryPolicy
     public var retention: RetentionPolicy = .defaults
+    public var idempotency: IdempotencyPolicy = .defaults
     public var location: SourceLocation
 
     /// Every stage that keeps resources for its life.

@@ -12,6 +12,8 @@ public enum PipelineSchema {
             .required("transport", registry.stageType(kind: .transport), "Delivers the payloads."),
             SchemaKey("delivery", .object(DeliveryPolicy.schema), default: DeliveryPolicy.defaults.json, "Concurrency and retries."),
             SchemaKey("retention", .object(RetentionPolicy.schema), default: RetentionPolicy.defaults.json, "How long delivery rows and history are kept."),
+            SchemaKey("idempotency", .object(IdempotencyPolicy.schema), default: IdempotencyPolicy.defaults.json,
+                      "How long event routes remember an `Idempotency-Key` and the answer given for it."),
         ])
     }
 }

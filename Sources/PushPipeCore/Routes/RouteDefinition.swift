@@ -52,9 +52,16 @@ public struct RouteRequest: Sendable {
     public var body: JSON?
     /// The user named by the request's credentials (the JWT `sub`), when the route authenticates users.
     public var authenticatedUser: String?
+    /// Who the credentials say is calling, as a digest (never the credential itself): what an
+    /// idempotency key is scoped to. Empty for routes without authentication.
+    public var principal: String
+    /// Request headers, names lower-cased.
+    public var headers: [String: String]
 
     public init(method: String, path: String, parameters: [String: String] = [:], query: [String: String] = [:],
-                body: JSON? = nil, authenticatedUser: String? = nil) {
+                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", headers: [String: String] = [:]) {
+        self.principal = principal
+        self.headers = headers
         self.method = method
         self.path = path
         self.parameters = parameters
@@ -67,9 +74,13 @@ public struct RouteRequest: Sendable {
 public struct RouteResponse: Sendable {
     public var status: Int
     public var body: JSON
-    public init(status: Int = 200, _ body: JSON) {
+    /// Headers besides the content type (`Location`).
+    public var headers: [String: String]
+
+    public init(status: Int = 200, _ body: JSON, headers: [String: String] = [:]) {
         self.status = status
         self.body = body
+        self.headers = headers
     }
 }
 
@@ -83,11 +94,14 @@ public struct RouteContext: Sendable {
     public var diagnosticsProviders: [any DiagnosticsProvider]
     /// The pipeline's logger (its level and metadata).
     public var logger: Logger
+    /// The pipeline's `idempotency:` key.
+    public var idempotency: IdempotencyPolicy = .defaults
 
     /// The store by concern, as a stage's context offers it.
     public var registrations: any RegistrationStore { store }
     public var deliveries: any DeliveryStore { store }
     public var queuedEvents: any QueuedEventStore { store }
+    public var idempotencyKeys: any IdempotencyStore { store }
 
     public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],
                 diagnosticsProviders: [any DiagnosticsProvider] = [], logger: Logger = Logger(label: "pushpipe.route")) {

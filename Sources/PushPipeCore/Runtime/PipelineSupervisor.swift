@@ -112,9 +112,10 @@ public final class PipelineSupervisor: Service, Sendable {
             let definition = entry.runner.definition
             let stages: [any Sendable] = definition.sources.map(\.stage) + definition.filters.map(\.stage)
                 + [definition.renderer.stage, definition.transport.stage]
-            let context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
+            var context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
                                        registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
                                        diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)
+            context.idempotency = definition.idempotency
             for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
         }
         return table

@@ -7,7 +7,7 @@ import Logging
 struct RetentionPruner: Sendable {
     let pipeline: String
     let policy: RetentionPolicy
-    let store: any Store
+    let store: any RetentionStore
     let logger: Logger
 
     static var rowsPerBatch: Int { 500 }
@@ -44,6 +44,14 @@ struct RetentionPruner: Sendable {
             }
             let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
             if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
+            var keys = 0
+            while !Task.isCancelled {
+                let deleted = try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: Self.rowsPerBatch)
+                keys += deleted
+                if deleted < Self.rowsPerBatch { break }
+                await Task.yield()
+            }
+            if keys > 0 { logger.info("retention: removed \(keys) idempotency keys past their time to live") }
         } catch {
             logger.error("retention: pruning stopped: \(error)")
         }

@@ -19,6 +19,10 @@ public struct QueuedEvent: Sendable, Equatable {
     /// clock from when it is stored or claimed: then another daemon on the same database, or
     /// this one, takes it over. Never a time read here: daemons' clocks disagree.
     public var lease: Double
+    /// The answer given for it, kept under the request's idempotency key in the same
+    /// transaction: a request sent again gets it whenever the event was stored, never a
+    /// second event.
+    public var answer: IdempotentAnswer?
 
     public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
                 body: JSON, lease: Double = 0) {

@@ -5,7 +5,8 @@ import Foundation
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, QueuedEventStore, StageStateStore, PollScheduleStore, RetentionStore {
+public protocol Store: RegistrationStore, DeliveryStore, QueuedEventStore, IdempotencyStore, StageStateStore, PollScheduleStore,
+    RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
@@ -124,6 +125,9 @@ public protocol RetentionStore: Sendable {
     /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
     /// is free to take, so removing it changes nothing but the table's size). Returns how many.
     func pruneLapsedHolds(pipeline: String) async throws -> Int
+    /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
+    /// (the store's clock). Returns how many.
+    func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int
 }
 
 extension Store {

@@ -131,21 +131,37 @@ struct HTTPEventSource: Source, LongRunningStage {
                 context.logger.warning("event \(id): \(field) '\(value)' is not one of \(known.joined(separator: ", ")); accepted")
             }
         }
+        let idempotencyKey = try IdempotentRequest.key(of: request, pipeline: context.pipeline, route: "\(configuration.method) \(configuration.path)")
+        if let idempotencyKey {
+            if let earlier = try await IdempotentRequest.claim(idempotencyKey, body: body, context: context) { return earlier }
+        }
         if configuration.wait {
             // The caller learns the outcome: nothing to keep if the daemon stops before.
             var event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
             event.source = source
-            let report = try await context.sink.submitAndWait(event)
-            return RouteResponse(try JSON(encoding: report))
+            let response: RouteResponse
+            do {
+                response = RouteResponse(try JSON(encoding: try await context.sink.submitAndWait(event)))
+            } catch {
+                if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
+                throw error
+            }
+            if let idempotencyKey {
+                try await context.idempotencyKeys.recordIdempotentAnswer(IdempotentAnswer(key: idempotencyKey, status: response.status, body: response.body))
+            }
+            return response
         }
-        let queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
+        let accepted = RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id), "id": .string(id)])
+        var queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
                                  body: body, lease: configuration.lease)
+        queued.answer = idempotencyKey.map { IdempotentAnswer(key: $0, status: accepted.status, body: accepted.body) }
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
         leases.hold(id)
         do {
             try await context.queuedEvents.enqueue(queued)
         } catch {
             leases.forget(id)
+            if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
             throw error
         }
         var event = queued.event
@@ -157,8 +173,9 @@ struct HTTPEventSource: Source, LongRunningStage {
             // Not accepted after all (the pipeline is stopping): the caller sends it again.
             leases.forget(id)
             try? await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
+            if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
             throw error
         }
-        return RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id)])
+        return accepted
     }
 }

@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import PushPipeCore
+
+extension SQLiteStore {
+    public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
+        let now = Date().timeIntervalSince1970
+        let arguments: StatementArguments = [key.pipeline, key.scope, key.key]
+        return try await database.write { db in
+            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND expires_at < ?", arguments: arguments + [now])
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: arguments + [fingerprint, now + hold, now + ttl])
+            if db.changesCount == 1 { return .claimed }
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT fingerprint, status, body, held_until < ? AS lapsed FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?
+                """, arguments: [now] + arguments) else { return .inProgress }
+            let stored = IdempotencyKeyRow(fingerprint: row["fingerprint"], status: row["status"], body: row["body"], lapsed: row["lapsed"])
+            if let claim = try stored.claim(fingerprint: fingerprint) { return claim }
+            try db.execute(sql: """
+                UPDATE idempotency_keys SET fingerprint = ?, held_until = ?, expires_at = ?
+                WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL AND held_until < ?
+                """, arguments: [fingerprint, now + hold, now + ttl] + arguments + [now])
+            return db.changesCount == 1 ? .claimed : .inProgress
+        }
+    }
+
+    public func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws {
+        try await database.write { db in try Self.recordAnswer(answer, in: db) }
+    }
+
+    public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?", arguments: [key.pipeline, key.scope, key.key])
+        }
+    }
+
+    public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
+        let now = Date().timeIntervalSince1970
+        return try await database.write { db in
+            try db.execute(sql: """
+                DELETE FROM idempotency_keys WHERE rowid IN (
+                    SELECT rowid FROM idempotency_keys WHERE pipeline = ? AND expires_at < ? LIMIT ?)
+                """, arguments: [pipeline, now, limit])
+            return db.changesCount
+        }
+    }
+
+    /// In the transaction that stores the answer's event, when it has one.
+    static func recordAnswer(_ answer: IdempotentAnswer, in db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE idempotency_keys SET status = ?, body = ? WHERE pipeline = ? AND scope = ? AND key = ?")
+            .execute(arguments: [answer.status, answer.body.compactText, answer.key.pipeline, answer.key.scope, answer.key.key])
+    }
+}

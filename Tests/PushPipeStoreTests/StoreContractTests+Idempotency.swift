@@ -1,0 +1,45 @@
+import PushPipeCore
+import Testing
+
+extension StoreContractTests {
+    /// A key is one request's: taken, answered, refused for another body, free again after a
+    /// failure, a dead holder or its time to live; an event's answer is kept with it.
+    func idempotency(_ store: any Store) async throws {
+        let key = IdempotencyKey(pipeline: "i", scope: "POST /events token:ab12", key: "k1")
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .claimed)
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .inProgress, "while it is stored")
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .usedForAnotherRequest)
+        let otherScope = IdempotencyKey(pipeline: "i", scope: "POST /events token:cd34", key: "k1")
+        #expect(try await store.claimIdempotencyKey(otherScope, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed, "scoped to the credential")
+
+        try await store.recordIdempotentAnswer(IdempotentAnswer(key: key, status: 200, body: ["id": "e1"]))
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]))
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .usedForAnotherRequest)
+
+        try await store.releaseIdempotencyKey(key)
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed, "free again after a failure")
+
+        // Its holder died before storing anything: the next request takes it, even with another body.
+        let abandoned = IdempotencyKey(pipeline: "i", scope: "s", key: "abandoned")
+        #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f1", hold: -1, ttl: 3600) == .claimed)
+        #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed)
+        #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .inProgress)
+
+        // Stored with its event, in one transaction.
+        let queuedKey = IdempotencyKey(pipeline: "i", scope: "s", key: "queued")
+        #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .claimed)
+        var event = QueuedEvent(pipeline: "i", source: "src", eventID: "q1", user: "u", time: 1, body: ["n": 1], lease: 60)
+        event.answer = IdempotentAnswer(key: queuedKey, status: 202, body: ["id": "q1"])
+        try await store.enqueue(event)
+        #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]))
+
+        // Past its time to live a key is new, and retention removes it.
+        let expired = IdempotencyKey(pipeline: "i", scope: "s", key: "expired")
+        #expect(try await store.claimIdempotencyKey(expired, fingerprint: "f1", hold: 60, ttl: -1) == .claimed)
+        #expect(try await store.claimIdempotencyKey(expired, fingerprint: "f2", hold: 60, ttl: -1) == .claimed)
+        #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "i", limit: 100) == 1)
+        #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "i", limit: 100) == 0)
+        #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]),
+                "a live key is kept")
+    }
+}
