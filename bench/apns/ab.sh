@@ -26,23 +26,25 @@ h2load_rate() {
   h2load -n "$COUNT" "${H2LOAD_APNS[@]}" > "$RUN/h2load.txt"
   awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt"
 }
-pushpipe_rate() {
+# "RATE CPU-SECONDS-PER-1000" of one run.
+pushpipe_run() {
   "$1" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$COUNT" --connections "$CONNECTIONS" \
-    | tail -1 | sed -E 's/.* = ([0-9]+)\/s.*/\1/'
+    | tail -1 | sed -E 's/.* = ([0-9]+)\/s.*\(([0-9.]+) s per 1000\).*/\1 \2/'
 }
 
 echo "== $PAIRS pairs of $COUNT notifications, $CONNECTIONS connection(s); A=$A B=$B"
 previous=$(h2load_rate)
 for pair in $(seq 1 "$PAIRS"); do
   if [ $((pair % 2)) = 1 ]; then first=A; else first=B; fi
-  declare -A rate=()
+  declare -A rate=() cpu=()
   for side in $first $([ $first = A ] && echo B || echo A); do
-    rate[$side]=$(pushpipe_rate "${!side}")
+    read -r rate[$side] cpu[$side] <<< "$(pushpipe_run "${!side}")"
   done
   next=$(h2load_rate)
   python3 -c "
 h = ($previous + $next) / 2
 a, b = ${rate[A]}, ${rate[B]}
-print('pair $pair ($first first): h2load %.0f/s; A %d/s (%.1f%%), B %d/s (%.1f%%), B/A %.3f' % (h, a, 100 * a / h, b, 100 * b / h, b / a))"
+print('pair $pair ($first first): h2load %.0f/s; A %d/s (%.1f%%, %s ms CPU per 1000), B %d/s (%.1f%%, %s ms), B/A %.3f'
+      % (h, a, 100 * a / h, ${cpu[A]} * 1000, b, 100 * b / h, ${cpu[B]} * 1000, b / a))"
   previous=$next
 done
