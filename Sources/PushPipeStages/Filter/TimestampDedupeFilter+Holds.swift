@@ -24,6 +24,11 @@ final class DedupeHolds: Sendable {
 
     func took(_ keys: Set<String>) { state.withLock { $0.live.formUnion(keys) } }
 
+    /// `keys` but those an event in flight here holds. The store's hold of such a key may have
+    /// lapsed (its renewals failed while the store was away): this process still knows the
+    /// notification is on its way.
+    func notHeldHere(_ keys: Set<String>) -> Set<String> { state.withLock { keys.subtracting($0.live) } }
+
     /// Releases `keys`, even for an event cancelled at the drain timeout; what the store refused
     /// is kept for `maintain`.
     func release(_ keys: Set<String>, store: any StageStateStore, pipeline: String, stage: String) async {

@@ -66,7 +66,8 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         let store = context.stageState
         let pipeline = context.pipeline
         let holds = configuration.state
-        let claimed = try await store.hold(keys: Set(keys), pipeline: pipeline, stage: holds, lease: configuration.hold)
+        let candidates = holdsTaken.notHeldHere(Set(keys))
+        let claimed = candidates.isEmpty ? [] : try await store.hold(keys: candidates, pipeline: pipeline, stage: holds, lease: configuration.hold)
         holdsTaken.took(claimed)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []

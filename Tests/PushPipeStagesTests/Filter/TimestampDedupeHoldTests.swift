@@ -88,3 +88,37 @@ struct TimestampDedupeHoldTests {
         }, cleanup: { try? await store.close() })
     }
 }
+
+extension TimestampDedupeHoldTests {
+    /// The 10-minute chaos soak of 2026-11-25 saw a daemon notify a game twice: its delivery
+    /// could not record its watermark during a 30 s outage, the hold's renewals failed, the hold
+    /// lapsed in the database, and the daemon's own next check took the items again. A daemon
+    /// knows which notifications are on their way here, whatever the store says of the hold.
+    @Test func itemsOnTheirWayHereAreNotTakenAgainWhenTheirHoldLapsedInTheStore() async throws {
+        let directory = try TemporaryDirectory("dedupe-lapsed")
+        defer { directory.remove() }
+        let filter = try await TimestampDedupeFilter.games(in: directory)
+        let location = try await TestStores.freshPostgresDatabase()
+        let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
+        try await withCleanup({
+            let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
+            let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
+            guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
+                Issue.record("the new game was dropped")
+                return
+            }
+            // The store was away for longer than the hold: in the database, the hold has lapsed.
+            _ = try await store.connections.rows("UPDATE stage_holds SET until = 0 WHERE key = 'u/1'")
+            guard case .drop(_, let code) = try await filter.apply(to: event, context: context) else {
+                Issue.record("the game on its way was taken again")
+                return
+            }
+            #expect(code == "in_flight")
+            await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
+            guard case .pass = try await filter.apply(to: event, context: context) else {
+                Issue.record("once its notification ended, the game is taken again (its watermark did not move)")
+                return
+            }
+        }, cleanup: { try? await store.close() })
+    }
+}
