@@ -13,6 +13,7 @@ import PushPipeCore
 /// answer 405, not 404.
 public final class HTTPHost: RouteServing {
     public static let maxBodyBytes = 64 * 1024
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     /// Nil until the pipelines' routes are first set: the listener may be up a moment before,
     /// and a request then is answered "starting", not "no such route".
     private let table = Mutex<RouteTable?>(nil)
@@ -70,25 +71,27 @@ public final class HTTPHost: RouteServing {
                     if let field = HTTPField.Name(name) { response.headers[field] = value }
                 }
                 return response
-            } catch let error as RouteError {
-                var response = HTTPHost.response(status: error.status, body: error.body)
-                if error.status == 503 { response.headers[.retryAfter] = "1" }
-                return response
-            } catch let stopping as PipelineStopping {
-                // Nothing of the event was kept: its sender sends it again, to this daemon once
-                // reloaded or to another.
-                var response = HTTPHost.response(status: 503, body: RouteError(503, stopping.description).body)
-                response.headers[.retryAfter] = "1"
-                return response
-            } catch where StoreAvailability.meansAway(error) {
-                // Nothing was stored: the caller sends it again (Retry-After), nothing piles up here.
-                var response = HTTPHost.response(status: 503, body: RouteError(503, "the store does not answer; nothing was stored, try again").body)
-                response.headers[.retryAfter] = "1"
-                return response
             } catch {
-                host.logger.error("route failed", metadata: ["path": .string(request.uri.path), "error": .string("\(error)")])
-                return HTTPHost.response(status: 500, body: RouteError(500, "internal error").body)
+                guard let refusal = HTTPHost.refusal(error) else {
+                    host.logger.error("route failed", metadata: ["path": .string(request.uri.path), "error": .string("\(error)")])
+                    return HTTPHost.response(status: 500, body: RouteError(500, "internal error").body)
+                }
+                var response = HTTPHost.response(status: refusal.status, body: refusal.body)
+                if refusal.status == 503 { response.headers[.retryAfter] = "1" }
+                return response
             }
+        }
+    }
+
+    /// The answer to a request that failed for a reason its caller can act on. A pipeline that
+    /// stops and a store that does not answer kept nothing of the request: its sender sends it
+    /// again (503, `Retry-After`), to this daemon once it is back or to another.
+    static func refusal(_ error: any Error) -> RouteError? {
+        switch error {
+        case let error as RouteError: error
+        case let stopping as PipelineStopping: RouteError(503, stopping.description)
+        case _ where StoreAvailability.meansAway(error): RouteError(503, "the store does not answer; nothing was stored, try again")
+        default: nil
         }
     }
 
@@ -112,16 +115,13 @@ public final class HTTPHost: RouteServing {
             entry = found
             parameters = foundParameters
         }
-        let authorization = request.headers[.authorization]
-        let user = try await authenticator.authenticate(entry.route.authentication, authorization: authorization)
+        let user = try await authenticator.authenticate(entry.route.authentication, authorization: request.headers[.authorization])
         let body = try await Self.parseBody(request)
         var query: [String: String] = [:]
         for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
-        var headers: [String: String] = [:]
-        for field in request.headers { headers[field.name.canonicalName] = field.value }
         let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user,
-                                        principal: RouteAuthenticator.principal(entry.route.authentication, user: user, authorization: authorization),
-                                        headers: headers)
+                                        principal: RouteAuthenticator.principal(entry.route.authentication, user: user),
+                                        idempotencyKey: request.headers[HTTPHost.idempotencyKey])
         return try await entry.route.handler(routeRequest, entry.context)
     }
 

@@ -10,7 +10,6 @@ final class RouteAuthenticator: Sendable {
     private let keyCollections = Mutex<[String: JWTKeyCollection]>([:])
 
     /// Returns the authenticated user (for `jwt`), or throws 401.
-    /// Returns the authenticated user (for `jwt`), or throws 401.
     func authenticate(_ authentication: RouteAuthentication, authorization: String?) async throws -> String? {
         switch authentication {
         case .none:
@@ -36,13 +35,12 @@ final class RouteAuthenticator: Sendable {
     }
 
     /// Who an authenticated request is, for scoping what it stores (idempotency keys): the
-    /// JWT's user, or a digest of the shared token (never the token: it ends up in a table).
-    static func principal(_ authentication: RouteAuthentication, user: String?, authorization: String?) -> String {
+    /// JWT's user; on a token route, the route's one backend (its token is the only one it takes).
+    static func principal(_ authentication: RouteAuthentication, user: String?) -> String {
         switch authentication {
         case .none: ""
+        case .token: "token"
         case .jwt: "user:" + (user ?? "")
-        case .token:
-            "token:" + SHA256.hash(data: Array((bearer(authorization) ?? "").utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
         }
     }
 

@@ -22,7 +22,7 @@ extension PostgresStore {
                 WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key)
                 """, logger: logger).collect()
             guard let (stored, status, body, lapsed) = try rows.decode((String, Int?, String?, Bool).self).first else { return .inProgress }
-            if let claim = try IdempotencyKeyRow(fingerprint: stored, status: status, body: body, lapsed: lapsed).claim(fingerprint: fingerprint) {
+            if let claim = try IdempotencyClaim.of(stored: stored, status: status, body: body, lapsed: lapsed, fingerprint: fingerprint) {
                 return claim
             }
             // Under READ COMMITTED a second daemon taking it over at once waits for this update
@@ -37,10 +37,15 @@ extension PostgresStore {
     }
 
     public func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws {
-        _ = try await connections.rows("""
+        try await connections.withConnection { [logger] connection in try await Self.record(answer, on: connection, logger: logger) }
+    }
+
+    /// Also in the transaction that stores the answer's event, when it has one.
+    static func record(_ answer: IdempotentAnswer, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("""
             UPDATE idempotency_keys SET status = \(answer.status), body = \(answer.body.compactText)
             WHERE pipeline = \(answer.key.pipeline) AND scope = \(answer.key.scope) AND key = \(answer.key.key)
-            """)
+            """, logger: logger)
     }
 
     public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {

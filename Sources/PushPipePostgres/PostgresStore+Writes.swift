@@ -47,12 +47,7 @@ extension PostgresStore {
                     lease double precision)
                 """, logger: logger)
         }
-        for answer in answers {
-            try await connection.query("""
-                UPDATE idempotency_keys SET status = \(answer.status), body = \(answer.body.compactText)
-                WHERE pipeline = \(answer.key.pipeline) AND scope = \(answer.key.scope) AND key = \(answer.key.key)
-                """, logger: logger)
-        }
+        for answer in answers { try await record(answer, on: connection, logger: logger) }
         let now = Date().timeIntervalSince1970
         for (writes, pipeline) in states {
             for write in writes {

@@ -15,8 +15,10 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT fingerprint, status, body, held_until < ? AS lapsed FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?
                 """, arguments: [now] + arguments) else { return .inProgress }
-            let stored = IdempotencyKeyRow(fingerprint: row["fingerprint"], status: row["status"], body: row["body"], lapsed: row["lapsed"])
-            if let claim = try stored.claim(fingerprint: fingerprint) { return claim }
+            if let claim = try IdempotencyClaim.of(stored: row["fingerprint"], status: row["status"], body: row["body"], lapsed: row["lapsed"],
+                                                   fingerprint: fingerprint) {
+                return claim
+            }
             try db.execute(sql: """
                 UPDATE idempotency_keys SET fingerprint = ?, held_until = ?, expires_at = ?
                 WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL AND held_until < ?

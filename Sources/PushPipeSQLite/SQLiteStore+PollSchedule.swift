@@ -55,8 +55,8 @@ extension SQLiteStore {
 
     /// The tokens of `users` (a JSON array of ids) by user and kind, each list ordered as
     /// `tokens(pipeline:user:kind:)` orders it. Sorted here, and only lists of two or more: an
-    /// ORDER BY built a temporary b-tree for every claim, while a user
-    /// rarely has two tokens of a kind. CROSS JOIN keeps the claimed list outside: the planner
+    /// ORDER BY built a temporary b-tree for every claim, while a user rarely has two tokens of
+    /// a kind. CROSS JOIN keeps the claimed list outside: the planner
     /// otherwise scanned every registration of the pipeline for each claim.
     static func tokens(of users: String, pipeline: String, in db: Database) throws -> [TokenCache.Query: [DeviceToken]] {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: """

@@ -6,8 +6,8 @@ import PushPipeCore
 /// An OGS check reads every user's watermarks once per interval, and each of those reads cost
 /// more than the rest of the user's check: a WAL reader's page cache starts over whenever the
 /// file changed, and it changes with every outcome committed, so each read went back to the
-/// file for every page on its way. One daemon owns a
-/// SQLite file (its holds live in memory too), so the writer can keep a copy instead.
+/// file for every page on its way. One daemon owns a SQLite file (its holds live in memory
+/// too), so the writer can keep a copy instead.
 ///
 /// A stage's rows are loaded on the writer's queue, and committed changes are applied there,
 /// after the commit and before anyone waiting for it resumes: the copy never runs ahead of the

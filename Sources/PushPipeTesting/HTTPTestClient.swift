@@ -34,7 +34,7 @@ public struct HTTPTestClient: Sendable {
         let buffer = try await response.body.collect(upTo: 1 << 22)
         let text = String(buffer: buffer)
         var headers: [String: String] = [:]
-        for (name, value) in response.headers { headers[name.lowercased(), default: ""] += (headers[name.lowercased()] == nil ? "" : ", ") + value }
+        for (name, value) in response.headers { headers[name.lowercased()] = headers[name.lowercased()].map { $0 + ", " + value } ?? value }
         return Response(status: Int(response.status.code), body: try? JSON.parse(text), text: text, headers: headers)
     }
 }

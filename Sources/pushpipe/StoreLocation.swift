@@ -11,9 +11,6 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresLocation)
 
-    public typealias PostgresLocation = PushPipePostgres.PostgresLocation
-    public typealias InvalidLocation = PushPipePostgres.InvalidLocation
-
     public init(parsing text: String) throws {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))

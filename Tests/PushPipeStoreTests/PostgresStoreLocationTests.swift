@@ -20,7 +20,7 @@ import Testing
         guard case .postgres(let defaults) = try StoreLocation(parsing: "postgres://p@db/p") else { return }
         #expect(defaults.poolSize == 20 && defaults.statementTimeout == 30)
         for bad in ["pool_size=0", "pool_size=many", "statement_timeout=-1"] {
-            #expect(throws: StoreLocation.InvalidLocation.self, "\(bad) is refused") { try StoreLocation(parsing: "postgres://p@db/p?\(bad)") }
+            #expect(throws: InvalidLocation.self, "\(bad) is refused") { try StoreLocation(parsing: "postgres://p@db/p?\(bad)") }
         }
     }
 

@@ -29,7 +29,7 @@ import Testing
         #expect(try tls("?sslmode=prefer&sslrootcert=system").mode == .verifyFull, "sslrootcert=system means verify-full, as in libpq")
         #expect(try tls("?sslmode=verify-full&sslrootcert=\(roots)").roots == .file(roots))
         for bad in ["?sslmode=on", "?sslmode=verify-ca&sslrootcert=\(directory.file("missing.pem"))", "?sslmode=verify-ca&sslrootcert=\(garbage)"] {
-            #expect(throws: StoreLocation.InvalidLocation.self, "\(bad) is refused when read") { try tls(bad) }
+            #expect(throws: InvalidLocation.self, "\(bad) is refused when read") { try tls(bad) }
         }
     }
 

@@ -22,10 +22,7 @@ trap cleanup EXIT
 start_nginx_apns "$RUN" "$PORT"
 apns_reference_load "$RUN" "$PORT"
 
-h2load_rate() {
-  h2load -n "$COUNT" "${H2LOAD_APNS[@]}" > "$RUN/h2load.txt"
-  awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt"
-}
+h2load_rate() { apns_h2load_rate "$RUN" "$COUNT" 2>/dev/null; }
 # "RATE CPU-SECONDS-PER-1000" of one run.
 pushpipe_run() {
   "$1" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$COUNT" --connections "$CONNECTIONS" \

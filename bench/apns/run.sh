@@ -34,11 +34,7 @@ apns_reference_load "$RUN" "$PORT"
 
 # The machine's speed drifts (shared cores): h2load runs before and after pushpipe, and the
 # ratio is taken against the mean of the two.
-h2load_run() {
-  h2load -n "$COUNT" "${H2LOAD_APNS[@]}" > "$RUN/h2load.txt"
-  grep -E '^finished in|^requests:|^status codes:' "$RUN/h2load.txt" >&2
-  awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$RUN/h2load.txt"
-}
+h2load_run() { apns_h2load_rate "$RUN" "$COUNT"; }
 echo "== h2load: $COUNT requests, 1 connection, 100 concurrent streams, $(wc -c < "$RUN/payload.json")-byte payload"
 before=$(h2load_run)
 

@@ -28,6 +28,14 @@ stop_nginx_apns() {
 
 # The reference load both APNs benchmarks measure against: a 200-byte alert (RUN/payload.json)
 # on 1 connection with 100 concurrent streams, h2load's arguments but the count.
+# h2load's rate for COUNT requests of the reference load; its summary lines go to stderr.
+apns_h2load_rate() {
+  local run=$1 count=$2
+  h2load -n "$count" "${H2LOAD_APNS[@]}" > "$run/h2load.txt"
+  grep -E '^finished in|^requests:|^status codes:' "$run/h2load.txt" >&2
+  awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$run/h2load.txt"
+}
+
 apns_reference_load() {
   local run=$1 port=$2
   python3 -c 'import json; body = {"aps": {"alert": {"title": "Benchmark", "body": "x" * 120}, "sound": "default", "badge": 1}, "n": 1}; s = json.dumps(body, separators=(",", ":")); print(s + " " * (200 - len(s)), end="")' > "$run/payload.json"

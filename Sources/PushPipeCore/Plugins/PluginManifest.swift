@@ -97,5 +97,4 @@ public struct PluginManifest: Sendable {
             return try host.makeStage(manifest, configuration: .object(configuration), context: context)
         }
     }
-
 }

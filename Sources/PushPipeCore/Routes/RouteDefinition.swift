@@ -52,16 +52,16 @@ public struct RouteRequest: Sendable {
     public var body: JSON?
     /// The user named by the request's credentials (the JWT `sub`), when the route authenticates users.
     public var authenticatedUser: String?
-    /// Who the credentials say is calling, as a digest (never the credential itself): what an
-    /// idempotency key is scoped to. Empty for routes without authentication.
+    /// Who the credentials say is calling (never the credential itself): what an idempotency
+    /// key is scoped to. Empty for routes without authentication.
     public var principal: String
-    /// Request headers, names lower-cased.
-    public var headers: [String: String]
+    /// The `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header), as sent.
+    public var idempotencyKey: String?
 
     public init(method: String, path: String, parameters: [String: String] = [:], query: [String: String] = [:],
-                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", headers: [String: String] = [:]) {
+                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", idempotencyKey: String? = nil) {
         self.principal = principal
-        self.headers = headers
+        self.idempotencyKey = idempotencyKey
         self.method = method
         self.path = path
         self.parameters = parameters
@@ -74,7 +74,7 @@ public struct RouteRequest: Sendable {
 public struct RouteResponse: Sendable {
     public var status: Int
     public var body: JSON
-    /// Headers besides the content type (`Location`).
+    /// Headers besides the content type (`Idempotent-Replayed`).
     public var headers: [String: String]
 
     public init(status: Int = 200, _ body: JSON, headers: [String: String] = [:]) {

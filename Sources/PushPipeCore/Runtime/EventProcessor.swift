@@ -118,9 +118,8 @@ public struct EventProcessor: Sendable {
                 for (event, report) in waiting {
                     // Started here, at once: a completion that never waits ends before the next
                     // starts, with no task scheduled on the pool and no thread woken for it (a
-                    // task per event costs both); one that waits (a store
-                    // write) leaves its task waiting and the next begins, so their writes still
-                    // share a commit.
+                    // task per event costs both); one that waits (a store write) leaves its task
+                    // waiting and the next begins, so their writes still share a commit.
                     if let onComplete = event.onComplete { group.addImmediateTask { await onComplete(report) } }
                 }
             }

@@ -26,12 +26,7 @@ struct RetentionPruner: Sendable {
         var pruned = 0
         do {
             let cutoff = now.timeIntervalSince1970 - policy.maxAge
-            while !Task.isCancelled {
-                let deleted = try await store.pruneDeliveries(pipeline: pipeline, createdBefore: cutoff, limit: Self.rowsPerBatch)
-                pruned += deleted
-                if deleted < Self.rowsPerBatch { break }
-                await Task.yield()
-            }
+            pruned += try await Self.inBatches { try await store.pruneDeliveries(pipeline: pipeline, createdBefore: cutoff, limit: $0) }
             if policy.perUser > 0 {
                 var after: String?
                 repeat {
@@ -44,18 +39,24 @@ struct RetentionPruner: Sendable {
             }
             let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
             if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
-            var keys = 0
-            while !Task.isCancelled {
-                let deleted = try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: Self.rowsPerBatch)
-                keys += deleted
-                if deleted < Self.rowsPerBatch { break }
-                await Task.yield()
-            }
+            let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: $0) }
             if keys > 0 { logger.info("retention: removed \(keys) idempotency keys past their time to live") }
         } catch {
             logger.error("retention: pruning stopped: \(error)")
         }
         if pruned > 0 { logger.info("retention: pruned \(pruned) delivery rows") }
         return pruned
+    }
+
+    /// Runs `prune` (given the batch size) until a batch comes back short; returns the total.
+    static func inBatches(_ prune: (Int) async throws -> Int) async throws -> Int {
+        var total = 0
+        while !Task.isCancelled {
+            let deleted = try await prune(rowsPerBatch)
+            total += deleted
+            if deleted < rowsPerBatch { break }
+            await Task.yield()
+        }
+        return total
     }
 }

@@ -114,8 +114,9 @@ package final class GroupCommit<Write: Sendable>: Sendable {
                 }
                 guard let gathering else { return continuation.resume() }
                 // A scheduled callback ends the window: it costs less than a sleeping task raced
-                // against the wait (two child tasks per commit). A leader on a loop (an OGS check's pipeline) uses its own, which
-                // wakes no other thread; NIO's group is touched only when a window is needed.
+                // against the wait (two child tasks per commit). A leader on a loop (an OGS
+                // check's pipeline) uses its own, which wakes no other thread; NIO's group is
+                // touched only when a window is needed.
                 let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
                 loop.scheduleTask(in: gatheringWindow) { self.stopGathering(gathering) }
             }

@@ -19,7 +19,7 @@ public protocol IdempotencyStore: Sendable {
 /// use the same key for different things.
 public struct IdempotencyKey: Sendable, Hashable {
     public var pipeline: String
-    /// The route and the credential (`POST /events` and a digest of the caller's token).
+    /// The route and who called it (`POST /events token`, `POST /events user:42`).
     public var scope: String
     public var key: String
 
@@ -40,6 +40,18 @@ public enum IdempotencyClaim: Sendable, Equatable {
     case usedForAnotherRequest
     /// The first request with the key is still being stored.
     case inProgress
+
+    /// What a key's row, as both stores keep it, says to a new request with `fingerprint`: the
+    /// one rule, here so the stores cannot disagree on it. nil: nothing was answered under the
+    /// key and its holder is gone (`lapsed`, its hold ran out), so the new request takes it
+    /// over, with its own body: the first one never got an answer.
+    package static func of(stored: String, status: Int?, body: String?, lapsed: Bool, fingerprint: String) throws -> IdempotencyClaim? {
+        if let status, let body {
+            return stored == fingerprint ? .answered(status: status, body: try JSON.parse(body)) : .usedForAnotherRequest
+        }
+        if lapsed { return nil }
+        return stored == fingerprint ? .inProgress : .usedForAnotherRequest
+    }
 }
 
 /// An answer kept under its key.

@@ -73,7 +73,6 @@ public final class StoreAvailability: Sendable {
     }
 }
 
-/// The store is known not to answer: the operation was not tried. The HTTP host answers 503.
 extension StoreAvailability {
     /// Whether `error` says the store could not be reached or did not answer in time (which the
     /// store logs itself, once per outage), rather than an answer it gave.
@@ -82,6 +81,7 @@ extension StoreAvailability {
     }
 }
 
+/// The store is known not to answer: the operation was not tried. The HTTP host answers 503.
 public struct StoreUnavailableError: Error, CustomStringConvertible {
     public var store: String
     public var failingFor: Duration

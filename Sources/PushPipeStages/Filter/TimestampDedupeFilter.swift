@@ -72,7 +72,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
         do {
-            let watermarks = try await context.stageState.states(pipeline: context.pipeline, stage: configuration.state, keys: Array(claimed))
+            let watermarks = try await store.states(pipeline: pipeline, stage: holds, keys: Array(claimed))
             for (item, key) in zip(items, keys) where claimed.contains(key) {
                 guard let timestamp = item.value(at: timestampPath), let seconds = timestamp.doubleValue else { continue }
                 if let mark = watermarks[key]?.doubleValue, seconds <= mark { continue }

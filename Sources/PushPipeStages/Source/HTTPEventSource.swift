@@ -86,8 +86,8 @@ struct HTTPEventSource: Source, LongRunningStage {
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could
     /// not be submitted (the pipeline is stopping) is let go of at once.
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext) async throws -> Int {
-        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: configuration.lease,
-                                                                limit: limit)
+        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key,
+                                                                       lease: configuration.lease, limit: limit)
         guard !claimed.isEmpty else { return 0 }
         context.logger.notice("sending \(claimed.count) accepted events whose daemon stopped before finishing them")
         context.count(.eventsRecovered, by: claimed.count)

@@ -7,7 +7,6 @@ import PushPipeCore
 /// again and makes no second event; with another body it is refused (422); while the first
 /// request is being stored, the second waits its turn (409).
 enum IdempotentRequest {
-    static let header = "idempotency-key"
     /// How long a request may take to store its event before the key is free again (its daemon
     /// died). Longer than a store waits for a statement's answer (PostgreSQL: statement_timeout
     /// + 5 s, 35 s by default), so a slow store does not free a key its request still holds.
@@ -15,7 +14,7 @@ enum IdempotentRequest {
 
     /// The request's key, scoped to its route and credential; nil without the header.
     static func key(of request: RouteRequest, pipeline: String, route: String) throws -> IdempotencyKey? {
-        guard var value = request.headers[header] else { return nil }
+        guard var value = request.idempotencyKey else { return nil }
         // A structured-field string ("…", as the draft writes it) or the bare token many clients send.
         if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
         guard (1...255).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7e).contains($0) && $0 != UInt8(ascii: "\"") }) else {

@@ -14,10 +14,9 @@ import Synchronization
 /// for the others. New users come due evenly over the first 80% of their first interval, in
 /// the order of their ids, so checks spread out instead of bursting and the first round ends
 /// within the interval; at most `concurrency` run at once per daemon. A 429 pauses every
-/// request for its `Retry-After`; any other
-/// failure (5xx, timeout, malformed JSON) backs off that user only, exponentially, is
-/// recorded and shown in that user's diagnostics, and never delays another user. A newly
-/// registered user is checked right away.
+/// request for its `Retry-After`; any other failure (5xx, timeout, malformed JSON) backs off
+/// that user only, exponentially, is recorded and shown in that user's diagnostics, and never
+/// delays another user. A newly registered user is checked right away.
 final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneShotSource, Sendable {
     static let summary = "Polls OGS /api/v1/players/{id}/full per registered user; emits the games where it is their turn."
 
@@ -137,7 +136,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 do {
                     if ContinuousClock.now >= nextSync {
                         try await schedule.syncPollSchedule(pipeline: context.pipeline, source: context.key, tokenKind: configuration.tokenKind,
-                                                         interval: interval)
+                                                            interval: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
                     }

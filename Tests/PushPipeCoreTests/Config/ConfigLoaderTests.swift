@@ -14,12 +14,8 @@ import Testing
         return await loader.load(pipelineFiles: paths, pluginsDirectory: nil)
     }
 
-    static func pipeline(_ name: String, routePath: String = "/register", eventPath: String = "/events") -> String {
-        SamplePipeline.http(name, routePath: routePath, eventPath: eventPath)
-    }
-
     @Test func validPipelineLoadsWithDefaults() async throws {
-        let result = try await load(["a.yaml": Self.pipeline("a")])
+        let result = try await load(["a.yaml": SamplePipeline.http("a")])
         #expect(result.diagnostics.isEmpty)
         let pipeline = try #require(result.pipelines.first)
         #expect(pipeline.delivery == .defaults)
@@ -30,11 +26,11 @@ import Testing
     /// A source's key names its queued events: its type unless it has a `key`, and two sources
     /// of one pipeline may not share one.
     @Test func sourcesAreKeyedByTheirKeyOrTypeAndTwoMayNotShareOne() async throws {
-        let single = try #require(try await load(["a.yaml": Self.pipeline("a")]).pipelines.first)
+        let single = try #require(try await load(["a.yaml": SamplePipeline.http("a")]).pipelines.first)
         #expect(single.sources.map(\.key) == ["http.event"])
         #expect(single.sources.map(\.id) == ["sources[0]"])
         let twoSources = { (first: String, second: String) in
-            Self.pipeline("a").replacingOccurrences(of: "  - {type: http.event, path: /events}",
+            SamplePipeline.http("a").replacingOccurrences(of: "  - {type: http.event, path: /events}",
                                                      with: "  - {type: http.event, path: /events\(first)}\n  - {type: http.event, path: /other\(second)}")
         }
         let clash = try await load(["a.yaml": twoSources("", "")])
@@ -49,7 +45,7 @@ import Testing
     }
 
     @Test func duplicateRoutesAcrossFilesAreReportedWithBothPlaces() async throws {
-        let result = try await load(["a.yaml": Self.pipeline("a"), "b.yaml": Self.pipeline("b", eventPath: "/b/events")])
+        let result = try await load(["a.yaml": SamplePipeline.http("a"), "b.yaml": SamplePipeline.http("b", eventPath: "/b/events")])
         let duplicate = try #require(result.diagnostics.first { $0.code == .duplicateRoute })
         #expect(duplicate.location.file.hasSuffix("b.yaml"))
         #expect(duplicate.message.contains("pipeline 'a'"))
@@ -57,18 +53,18 @@ import Testing
     }
 
     @Test func parameterSegmentsCollideWithLiterals() async throws {
-        let result = try await load(["a.yaml": Self.pipeline("a", routePath: "/users/:id"),
-                                     "b.yaml": Self.pipeline("b", routePath: "/users/me", eventPath: "/b/events")])
+        let result = try await load(["a.yaml": SamplePipeline.http("a", routePath: "/users/:id"),
+                                     "b.yaml": SamplePipeline.http("b", routePath: "/users/me", eventPath: "/b/events")])
         #expect(result.diagnostics.contains { $0.code == .duplicateRoute })
     }
 
     @Test func sameNameInTwoFilesIsAnError() async throws {
-        let result = try await load(["a.yaml": Self.pipeline("same"), "b.yaml": Self.pipeline("same", routePath: "/b", eventPath: "/b/events")])
+        let result = try await load(["a.yaml": SamplePipeline.http("same"), "b.yaml": SamplePipeline.http("same", routePath: "/b", eventPath: "/b/events")])
         #expect(result.diagnostics.contains { $0.code == .duplicatePipeline })
     }
 
     @Test func strictKeysNameTheAllowedKeys() async throws {
-        let text = Self.pipeline("a").replacingOccurrences(of: "transport: {type: stdout}", with: "transport: {type: stdout, formatt: compact}")
+        let text = SamplePipeline.http("a").replacingOccurrences(of: "transport: {type: stdout}", with: "transport: {type: stdout, formatt: compact}")
         let result = try await load(["a.yaml": text])
         let diagnostic = try #require(result.diagnostics.first)
         #expect(diagnostic.code == .unknownKey)
@@ -77,7 +73,7 @@ import Testing
     }
 
     @Test func interpolatedValuesAreTypedAfterInterpolation() async throws {
-        let text = Self.pipeline("a") + "\ndelivery:\n  concurrency: \"${WORKERS:-4}\"\n  drain_timeout: ${DRAIN}"
+        let text = SamplePipeline.http("a") + "\ndelivery:\n  concurrency: \"${WORKERS:-4}\"\n  drain_timeout: ${DRAIN}"
         let result = try await load(["a.yaml": text], environment: ["DRAIN": "250ms"])
         #expect(result.diagnostics.isEmpty, "\(result.diagnostics)")
         #expect(result.pipelines.first?.delivery.concurrency == 4)
@@ -85,7 +81,7 @@ import Testing
     }
 
     @Test func environmentValuesCannotInjectStructure() async throws {
-        let result = try await load(["a.yaml": Self.pipeline("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
+        let result = try await load(["a.yaml": SamplePipeline.http("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
                                     environment: ["EVIL": "/x}\ntransport: {type: nope"])
         #expect(result.diagnostics.isEmpty)
         #expect(result.pipelines.first?.routes.last?.route.path == "/x}\ntransport: {type: nope")

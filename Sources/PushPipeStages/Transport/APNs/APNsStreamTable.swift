@@ -5,8 +5,8 @@ import NIOHTTP2
 ///
 /// Why not a `Dictionary`: a request looks its stream up about six times (opened, answered,
 /// each frame of the answer, closed, its deadline passed over) and each lookup hashed the id
-/// with SipHash, on the event loop every answer waits for. Ids go up by
-/// two from one stream to the next, so consecutive streams take consecutive slots and a
+/// with SipHash, on the event loop every answer waits for. Ids go up by two from one stream
+/// to the next, so consecutive streams take consecutive slots and a
 /// lookup is an index computation; an old stream still open (slow to answer) only makes the
 /// next ids probe one slot further. The size is fixed by `maximumOpenStreams`, so memory does
 /// not grow with what a stuck stream holds up.
