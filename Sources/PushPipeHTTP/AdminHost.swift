@@ -35,6 +35,7 @@ public struct AdminHost: Sendable {
             switch request.uri.path {
             case "/metrics":
                 admin.supervisor.refreshGauges()
+                await admin.supervisor.refreshStoredGauges()
                 return Self.text(admin.telemetry.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
             case "/healthz":
                 return HTTPHost.response(status: 200, body: ["status": "ok"])
@@ -45,7 +46,8 @@ public struct AdminHost: Sendable {
                 return admin.tap(request)
             case "/", "/status":
                 let problems = await admin.supervisor.readinessProblems()
-                return Self.text(admin.statusPage.render(supervisor: admin.supervisor, readinessProblems: problems),
+                let deadLetters = await admin.supervisor.latestDeadLetters(limit: 20)
+                return Self.text(admin.statusPage.render(supervisor: admin.supervisor, readinessProblems: problems, deadLetters: deadLetters),
                                  contentType: "text/html; charset=utf-8")
             default:
                 return HTTPHost.response(status: 404, body: RouteError.notFound("no admin route \(request.uri.path); try /metrics, /readyz, /tap or /",

@@ -18,7 +18,7 @@ public struct StatusPage: Sendable {
         template = try! MustacheTemplate(string: Self.html)
     }
 
-    public func render(supervisor: PipelineSupervisor, readinessProblems: [String: String]) -> String {
+    public func render(supervisor: PipelineSupervisor, readinessProblems: [String: String], deadLetters: [EventRecord] = []) -> String {
         let formatter = ISO8601DateFormatter()
         let pipelines: [[String: Any]] = supervisor.runners.map { runner in
             let definition = runner.definition
@@ -29,6 +29,7 @@ public struct StatusPage: Sendable {
                 + [["id": definition.renderer.id, "type": definition.renderer.type, "kind": "renderer"],
                    ["id": definition.transport.id, "type": definition.transport.type, "kind": "transport"]]
             let connections = (definition.transport.stage as? any ConnectionReporting)?.openConnections
+            let letters = deadLetters.filter { $0.pipeline == definition.name }.prefix(5)
             return [
                 "name": definition.name, "file": definition.file, "running": runner.isRunning,
                 "stages": stages,
@@ -39,6 +40,11 @@ public struct StatusPage: Sendable {
                 "queued": runner.queued, "inFlight": runner.processing,
                 "connections": connections.map { "\($0)" } ?? "—",
                 "hasDeliveries": !activity.deliveries.isEmpty,
+                "hasDeadLetters": !letters.isEmpty,
+                "deadLetters": letters.map { letter -> [String: Any] in
+                    ["time": formatter.string(from: Date(timeIntervalSince1970: letter.updatedAt)), "id": letter.eventID, "user": letter.user ?? "—",
+                     "reason": letter.reason ?? ""]
+                },
                 "problems": activity.problems.reversed().map { ["time": formatter.string(from: $0.time), "stage": $0.stage, "message": $0.message] },
                 "deliveries": activity.deliveries.reversed().map { delivery -> [String: Any] in
                     ["time": formatter.string(from: delivery.time), "user": delivery.user, "token": delivery.token,
@@ -81,6 +87,12 @@ public struct StatusPage: Sendable {
     <h3>Last errors</h3>
     {{^problems}}<p class="muted">None.</p>{{/problems}}
     {{#problems}}<p class="problem"><span class="muted">{{time}}</span> <code>{{stage}}</code> {{message}}</p>{{/problems}}
+    <h3>Dead letters</h3>
+    {{^deadLetters}}<p class="muted">None.</p>{{/deadLetters}}
+    {{#hasDeadLetters}}<p class="muted">The newest; <code>pushpipe dead-letters list --pipeline {{name}}</code> lists them all.</p>
+    <table class="dead-letters"><tr><th>time</th><th>event</th><th>user</th><th>reason</th></tr>{{/hasDeadLetters}}
+    {{#deadLetters}}<tr><td>{{time}}</td><td><code>{{id}}</code></td><td>{{user}}</td><td>{{reason}}</td></tr>{{/deadLetters}}
+    {{#hasDeadLetters}}</table>{{/hasDeadLetters}}
     <h3>Latest deliveries</h3>
     {{^deliveries}}<p class="muted">None yet.</p>{{/deliveries}}
     {{#hasDeliveries}}<table class="deliveries"><tr><th>time</th><th>user</th><th>token</th><th>outcome</th><th>reason</th></tr>{{/hasDeliveries}}

@@ -81,6 +81,20 @@ extension PostgresStore {
             """,
             "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (pipeline, expires_at)",
         ]),
+        // What became of each event (`EventRecordStore`): its state and times as columns, the
+        // rest as JSON. Rows arrive in the order of `created_at`, so a BRIN index (a few pages,
+        // next to nothing per insert) serves retention; dead letters have an index of their own.
+        ("v7-event-records", [
+            """
+            CREATE TABLE event_records (
+                pipeline TEXT NOT NULL, event_id TEXT NOT NULL, state TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL, record TEXT NOT NULL, PRIMARY KEY (pipeline, event_id))
+            """,
+            "CREATE INDEX event_records_by_age ON event_records USING brin (created_at)",
+            "CREATE INDEX event_records_dead_letters ON event_records (updated_at) WHERE state = 'dead_letter'",
+            "ALTER TABLE queued_events ADD COLUMN caller TEXT",
+            "ALTER TABLE queued_events ADD COLUMN replay_of TEXT",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

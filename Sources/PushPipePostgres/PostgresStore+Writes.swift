@@ -13,15 +13,19 @@ extension PostgresStore {
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, eventID: String)] = []
         var answers: [IdempotentAnswer] = []
+        var events: [String: JSON] = [:]
         for write in writes {
             switch write {
-            case .outcome(let records, let history, let state, let pipeline):
+            case .outcome(let records, let history, let state, let outcomes, let pipeline):
                 deliveries += DeliveryRow.rows(deliveries: records, history: history).map(json)
                 if !state.isEmpty { states.append((state, pipeline)) }
+                // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
+                for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = json(record) }
             case .enqueue(let event):
                 enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
                                  "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
-                                 "body": .string(event.body.compactText), "lease": .double(event.lease)])
+                                 "body": .string(event.body.compactText), "lease": .double(event.lease), "caller": event.caller.map(JSON.string) ?? .null,
+                                 "replay_of": event.replayOf.map { .string(QueuedEvent.storedReplay($0)) } ?? .null])
                 if let answer = event.answer { answers.append(answer) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
@@ -40,11 +44,21 @@ extension PostgresStore {
         }
         if !enqueued.isEmpty {
             try await connection.query("""
-                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
-                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease
+                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of)
+                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease, caller, replay_of
                 FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
                     pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
-                    lease double precision)
+                    lease double precision, caller text, replay_of text)
+                """, logger: logger)
+        }
+        if !events.isEmpty {
+            // A record replaces the event's earlier one; `created_at` stays as first written.
+            try await connection.query("""
+                INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
+                SELECT pipeline, event_id, state, updated_at, updated_at, record
+                FROM jsonb_to_recordset(\(JSON.array(Array(events.values)).compactText)::jsonb) AS e(
+                    pipeline text, event_id text, state text, updated_at double precision, record text)
+                ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
                 """, logger: logger)
         }
         for answer in answers { try await record(answer, on: connection, logger: logger) }
@@ -64,6 +78,11 @@ extension PostgresStore {
                 DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND event_id = \(eventID) ORDER BY id LIMIT 1)
                 """, logger: logger)
         }
+    }
+
+    private static func json(_ record: EventRecord) -> JSON {
+        ["pipeline": .string(record.pipeline), "event_id": .string(record.eventID), "state": .string(record.state.rawValue),
+         "updated_at": .double(record.updatedAt), "record": .string(record.storedJSON.compactText)]
     }
 
     private static func json(_ row: DeliveryRow) -> JSON {

@@ -206,8 +206,9 @@ public final class PostgresStore: Store {
         try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
     }
 
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                              pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, pipeline: pipeline))
     }
 
     public func enqueue(_ event: QueuedEvent) async throws {

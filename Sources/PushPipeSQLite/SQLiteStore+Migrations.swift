@@ -135,6 +135,20 @@ extension SQLiteStore {
                 CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (pipeline, expires_at);
                 """)
         }
+        migrator.registerMigration("v10-event-records") { db in
+            // What became of each event (`EventRecordStore`): one row per event, its state and
+            // time as columns, the rest as JSON. `created_at` stays as first written, so rows are
+            // in time order (pruned by binary search, like deliveries); dead letters have an index.
+            try db.execute(sql: """
+                CREATE TABLE event_records (
+                    pipeline TEXT NOT NULL, event_id TEXT NOT NULL, state TEXT NOT NULL, created_at DOUBLE NOT NULL,
+                    updated_at DOUBLE NOT NULL, record TEXT NOT NULL,
+                    PRIMARY KEY (pipeline, event_id));
+                CREATE INDEX event_records_dead_letters ON event_records (updated_at) WHERE state = 'dead_letter';
+                ALTER TABLE queued_events ADD COLUMN caller TEXT;
+                ALTER TABLE queued_events ADD COLUMN replay_of TEXT;
+                """)
+        }
         return migrator
     }
 

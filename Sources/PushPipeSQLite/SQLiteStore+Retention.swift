@@ -56,10 +56,10 @@ extension SQLiteStore {
     /// The last row created before `cutoff`, by binary search over row ids (rows are written
     /// in time order): the age scan stops there instead of reading the whole table when
     /// nothing is old enough. 0 when no row is.
-    static func lastRow(createdBefore cutoff: Double, in db: Database) throws -> Int64 {
-        let firstFrom = try db.cachedStatement(sql: "SELECT id, created_at FROM deliveries WHERE id >= ? ORDER BY id LIMIT 1")
+    static func lastRow(createdBefore cutoff: Double, of table: RowsInTimeOrder = .deliveries, in db: Database) throws -> Int64 {
+        let firstFrom = try db.cachedStatement(sql: "SELECT rowid AS id, created_at FROM \(table.rawValue) WHERE rowid >= ? ORDER BY rowid LIMIT 1")
         var low: Int64 = 0
-        var high = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM deliveries")) ?? 0
+        var high = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(rowid) FROM \(table.rawValue)")) ?? 0
         while low < high {
             let middle = low + (high - low + 1) / 2
             if let row = try Row.fetchOne(firstFrom, arguments: [middle]), (row["created_at"] as Double) < cutoff, (row["id"] as Int64) <= high {
@@ -70,4 +70,11 @@ extension SQLiteStore {
         }
         return low
     }
+}
+
+/// Tables whose rows are inserted in the order of their `created_at`: pruned by age up to a
+/// row found by binary search, without an index on the time.
+enum RowsInTimeOrder: String {
+    case deliveries
+    case eventRecords = "event_records"
 }

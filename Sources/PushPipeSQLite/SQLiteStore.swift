@@ -101,9 +101,10 @@ public final class SQLiteStore: Store {
                                                       value: try JSON.parse(text)))
                 }
             }
-        case .outcome(let deliveries, let history, let state, let pipeline):
+        case .outcome(let deliveries, let history, let state, let events, let pipeline):
             try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
+            for record in events { try upsert(record, in: db) }
         case .enqueue(let event):
             try insertQueued(event, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }
@@ -350,8 +351,9 @@ public final class SQLiteStore: Store {
         try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
     }
 
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, pipeline: pipeline))
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                              pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, pipeline: pipeline))
     }
 
     public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {

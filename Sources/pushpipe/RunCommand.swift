@@ -18,11 +18,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(name: .long, help: "SQLite state file (the same as --store sqlite:PATH).")
-    var state: String?
-
-    @Option(name: .long, help: "Where state lives: sqlite:PATH (default sqlite:var/pushpipe.sqlite) or postgres://user:password@host:port/database[?sslmode=...]. Also PUSHPIPE_STORE.")
-    var store: String?
+    @OptionGroup var storeOptions: StoreOptions
 
     @Option(name: .long, help: "Address to listen on (HOST:PORT; port 0 picks a free one).")
     var listen = "127.0.0.1:8080"
@@ -38,13 +34,7 @@ struct RunCommand: AsyncParsableCommand {
         let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
-        let location: StoreLocation
-        do {
-            let chosen = store ?? state.map { "sqlite:\($0)" } ?? ProcessInfo.processInfo.environment["PUSHPIPE_STORE"] ?? "sqlite:var/pushpipe.sqlite"
-            location = try StoreLocation(parsing: chosen)
-        } catch {
-            throw ValidationError("--store: \(error)")
-        }
+        let location = try storeOptions.location()
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,

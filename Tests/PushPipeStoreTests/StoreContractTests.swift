@@ -64,6 +64,7 @@ import Testing
             try await holds(store)
             try await pollSchedule(store)
             try await idempotency(store)
+            try await eventRecords(store)
         }, cleanup: { try? await store.close() })
     }
 

@@ -17,6 +17,8 @@ public enum Metric: String, Sendable, CaseIterable {
     // Pipeline state, read at each scrape (labels: pipeline)
     case eventsQueued = "pushpipe_events_queued"
     case eventsInFlight = "pushpipe_events_in_flight"
+    /// Events that failed for good, kept for a replay (read from the store at each scrape).
+    case deadLetters = "pushpipe_dead_letters"
     /// labels: pipeline, transport
     case providerConnections = "pushpipe_provider_connections"
     // Pollers (labels: pipeline, stage, + reason for failures)

@@ -101,6 +101,7 @@ public struct RouteContext: Sendable {
     public var registrations: any RegistrationStore { store }
     public var deliveries: any DeliveryStore { store }
     public var queuedEvents: any QueuedEventStore { store }
+    public var eventRecords: any EventRecordStore { store }
     public var idempotencyKeys: any IdempotencyStore { store }
 
     public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],

@@ -140,7 +140,7 @@ extension EventProcessor {
 
     /// The deliveries and history of several events, in one transaction; a broadcast writes its
     /// watermarks separately once the whole event is known to be delivered.
-    func record(_ outcomes: [Outcome]) async {
+    func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
         let now = Date().timeIntervalSince1970
         var history: [HistoryEntry] = []
         var records: [DeliveryRecord] = []
@@ -172,7 +172,7 @@ extension EventProcessor {
                     logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
                 }
             }) {
-                try await store.recordOutcome(deliveries: records, history: history, state: state, pipeline: definition.name)
+                try await store.recordOutcome(deliveries: records, history: history, state: state, events: events, pipeline: definition.name)
             }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
         } catch {

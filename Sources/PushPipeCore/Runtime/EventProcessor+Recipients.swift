@@ -13,13 +13,14 @@ extension EventProcessor {
         for event in events {
             let notifications: [RenderedNotification]
             do {
-                notifications = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: rendererContext) }
+                notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: rendererContext) },
+                                         of: event)
             } catch {
-                finished.append((event, failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
+                finished.append(Finished(event: event, report: failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
                 continue
             }
             guard !notifications.isEmpty else {
-                finished.append((event, noRecipients(event)))
+                finished.append(Finished(event: event, report: noRecipients(event)))
                 continue
             }
             telemetry.rendered(event, notifications, stage: definition.renderer.id)
@@ -41,6 +42,8 @@ extension EventProcessor {
         guard !deliverings.isEmpty else { return [] }
         var tallies: [DeliveryTally] = []
         var outcomes: [Outcome] = []
+        var finished: [Finished] = []
+        let now = Date().timeIntervalSince1970
         for delivering in deliverings {
             let deliveries = await settle(delivering)
             var tally = DeliveryTally()
@@ -49,17 +52,24 @@ extension EventProcessor {
             // Watermarks move only when everything that could be delivered was.
             outcomes.append(Outcome(delivering: delivering, deliveries: deliveries,
                                     state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
+            var recipients = RecipientList()
+            recipients.add(self.recipients(of: delivering, at: now))
+            finished.append(Finished(event: delivering.event, report: EventReport(eventID: delivering.event.id, pipeline: definition.name, user: nil,
+                                                                                   status: tally.status, reason: tally.unresolvedReason),
+                                     recipients: recipients, recorded: mode == .live))
         }
-        if mode == .live { await record(outcomes) }
+        if mode == .live { await record(outcomes, events: finished.compactMap { eventRecord($0, now: now) }) }
         // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
         // has its outcome and watermarks in the store.
-        return zip(deliverings, tallies).map { delivering, tally in (delivering.event, finalReport(delivering.event, tally)) }
+        for index in finished.indices { finished[index].report = finalReport(finished[index].event, tallies[index]) }
+        return finished
     }
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded
     /// however many tokens are registered. Its watermarks move once every page is delivered.
-    func broadcast(_ event: Event) async -> EventReport {
+    func broadcast(_ event: Event, recipients: inout RecipientList) async -> EventReport {
         var tally = DeliveryTally()
+        if mode == .live { await recordProcessing([Delivering(event: event, notifications: [])]) }
         var after: String?
         while true {
             let users: [String]
@@ -78,7 +88,8 @@ extension EventProcessor {
             context.broadcastUsers = first...last
             let notifications: [RenderedNotification]
             do {
-                notifications = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) }
+                notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) },
+                                         of: event)
             } catch {
                 return failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
             }
@@ -89,6 +100,7 @@ extension EventProcessor {
                 await retry(&page)
                 let deliveries = await settle(page[0])
                 tally.add(deliveries)
+                recipients.add(self.recipients(of: page[0], at: Date().timeIntervalSince1970))
                 if mode == .live { await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])]) }
             }
             after = last

@@ -63,8 +63,14 @@ public struct EventProcessor: Sendable {
         }
     }
 
-    /// An event as the last filter passed it, with its report.
-    typealias Finished = (event: Event, report: EventReport)
+    /// An event as the last filter passed it, with its report and its recipients' outcomes,
+    /// and whether its record is written already (with its deliveries).
+    struct Finished: Sendable {
+        var event: Event
+        var report: EventReport
+        var recipients = RecipientList()
+        var recorded = false
+    }
 
     /// Events a worker took together: each goes through the filters on its own, then the
     /// notifications of all events for one user are sent together, and the events whose
@@ -77,7 +83,7 @@ public struct EventProcessor: Sendable {
         for event in batch {
             switch await filter(event) {
             case .finished(let report, let final):
-                finished.append((final, report))
+                finished.append(Finished(event: final, report: report))
             case .passed(let passed):
                 if passed.user == nil {
                     followUps.append(.broadcast(passed))
@@ -98,10 +104,13 @@ public struct EventProcessor: Sendable {
     func finish(_ followUp: FollowUp) async -> [EventReport] {
         switch followUp {
         case .retries(var deliverings):
+            if mode == .live { await recordProcessing(deliverings) }
             await retry(&deliverings)
             return await complete(await finishForUsers(deliverings))
         case .broadcast(let event):
-            return await complete([(event, await broadcast(event))])
+            var recipients = RecipientList()
+            let report = await broadcast(event, recipients: &recipients)
+            return await complete([Finished(event: event, report: report, recipients: recipients)])
         }
     }
 
@@ -110,17 +119,22 @@ public struct EventProcessor: Sendable {
     /// sharing one. Filters may have chained their own completion (the dedupe filter releases
     /// what it holds in flight). Returns the reports.
     private func complete(_ finished: [Finished]) async -> [EventReport] {
+        if mode == .live {
+            let records = finished.compactMap { $0.recorded ? nil : eventRecord($0) }
+            if !records.isEmpty { await record([], events: records) }
+        }
         let waiting = finished.filter { $0.event.onComplete != nil }
         if waiting.count == 1, let onComplete = waiting[0].event.onComplete {
             await onComplete(waiting[0].report)
         } else if waiting.count > 1 {
             await withDiscardingTaskGroup { group in
-                for (event, report) in waiting {
+                for finished in waiting {
+                    let report = finished.report
                     // Started here, at once: a completion that never waits ends before the next
                     // starts, with no task scheduled on the pool and no thread woken for it (a
                     // task per event costs both); one that waits (a store write) leaves its task
                     // waiting and the next begins, so their writes still share a commit.
-                    if let onComplete = event.onComplete { group.addImmediateTask { await onComplete(report) } }
+                            if let onComplete = finished.event.onComplete { group.addImmediateTask { await onComplete(report) } }
                 }
             }
         }
@@ -134,6 +148,7 @@ public struct EventProcessor: Sendable {
 
     private func filter(_ incoming: Event) async -> Filtered {
         var event = incoming
+        if !definition.filters.isEmpty, mode == .live { event.receivedBody = incoming.body }
         for (filter, filterContext) in zip(definition.filters, filterContexts) {
             do {
                 let input = event
@@ -145,7 +160,7 @@ public struct EventProcessor: Sendable {
                     telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)", metadata: Self.metadata(event))
                     return .finished(EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
-                                                 reason: "\(filter.type): \(reason)"), event)
+                                                 reason: "\(filter.type): \(reason)", stage: filter.id, code: code), event)
                 }
             } catch {
                 return .finished(failed(event, "\(filter.id) (\(filter.type)): \(error)", stage: filter.id), event)
@@ -157,13 +172,14 @@ public struct EventProcessor: Sendable {
     func failed(_ event: Event, _ reason: String, stage: String) -> EventReport {
         logger.error("event \(event.id) failed: \(reason)", metadata: Self.metadata(event))
         telemetry.failed(event, stage: stage, reason: reason)
-        return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason)
+        return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .failed, reason: reason, stage: stage)
     }
 
     func noRecipients(_ event: Event) -> EventReport {
         telemetry.noRecipients(event, stage: definition.renderer.id)
         return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .noRecipients,
-                           reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")")
+                           reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")", stage: definition.renderer.id,
+                           code: "no_recipients")
     }
 
     func finalReport(_ event: Event, _ tally: DeliveryTally) -> EventReport {

@@ -89,9 +89,12 @@ public final class PipelineRunner: EventSink, Sendable {
             for (id, key, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
             }
+            let replays = QueuedEventIntake(lease: QueuedEventIntake.replayLease)
+            let replayContext = context.forStage(QueuedEventIntake.replayKey, key: QueuedEventIntake.replayKey)
             if mode == .live {
                 let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
                 stages.addTask { await pruner.run() }
+                stages.addTask { await replays.renewWhileRunning(context: replayContext) }
             }
             var stoppedAt = ContinuousClock.now
             await withTaskGroup(of: Bool.self) { workers in
@@ -113,6 +116,12 @@ public final class PipelineRunner: EventSink, Sendable {
                             } catch {
                                 self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")
                             }
+                        }
+                    }
+                    if mode == .live {
+                        // Dead letters replayed with `pushpipe dead-letters replay`, on whichever daemon claims them first.
+                        sources.addTask {
+                            await replays.claimWhileRunning(into: self, context: replayContext, announcing: "replayed dead letters")
                         }
                     }
                     logger.info("pipeline started", metadata: ["file": .string(definition.file)])

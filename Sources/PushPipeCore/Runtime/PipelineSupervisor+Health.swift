@@ -41,6 +41,38 @@ extension PipelineSupervisor {
         }
     }
 
+    /// The gauges read from the store (dead letters), set before a scrape reads them: left as
+    /// they were when the store does not answer within `timeout`, so a scrape never hangs on it.
+    public func refreshStoredGauges(timeout: Duration = .seconds(1)) async {
+        guard let counts = await Self.withinTimeout(timeout, { try await self.store.deadLetterCounts() }) else { return }
+        for runner in runners {
+            let pipeline = runner.definition.name
+            telemetry.set(.deadLetters, [("pipeline", pipeline)], to: counts[pipeline] ?? 0)
+        }
+    }
+
+    /// The newest dead letters of the running pipelines (the status page), none when the store
+    /// does not answer in time.
+    public func latestDeadLetters(limit: Int, timeout: Duration = .seconds(1)) async -> [EventRecord] {
+        let names = Set(runners.map(\.definition.name))
+        let letters = await Self.withinTimeout(timeout, { try await self.store.deadLetters(pipeline: nil, since: nil, limit: limit) }) ?? []
+        return letters.filter { names.contains($0.pipeline) }
+    }
+
+    /// `body`'s result, or nil when it fails or takes longer than `timeout`.
+    static func withinTimeout<Result: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Result) async -> Result? {
+        await withTaskGroup(of: Result?.self) { group in
+            group.addTask { try? await body() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
     /// The gauges that describe the present (queue depth, events in flight, provider
     /// connections), set just before a scrape reads them.
     public func refreshGauges() {

@@ -24,7 +24,9 @@ extension PipelineSupervisor {
     /// those are reported, with how to have them sent.
     func reportUnclaimedQueuedEvents(_ definitions: [PipelineDefinition]) async {
         do {
-            let claimed = Set(definitions.flatMap { definition in definition.sources.map { "\(definition.name)/\($0.key)" } })
+            let claimed = Set(definitions.flatMap { definition in
+                (definition.sources.map(\.key) + [QueuedEventIntake.replayKey]).map { "\(definition.name)/\($0)" }
+            })
             for waiting in try await store.queuedEventCounts() where !claimed.contains("\(waiting.pipeline)/\(waiting.source)") {
                 logger.warning("""
                     queued events: \(waiting.count) accepted events of pipeline '\(waiting.pipeline)' wait for a source keyed '\(waiting.source)', \

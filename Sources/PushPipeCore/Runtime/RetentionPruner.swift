@@ -37,6 +37,9 @@ struct RetentionPruner: Sendable {
                     await Task.yield()
                 } while after != nil && !Task.isCancelled
             }
+            // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
+            let records = try await Self.inBatches { try await store.pruneEventRecords(pipeline: pipeline, unchangedSince: cutoff, limit: $0) }
+            if records > 0 { logger.info("retention: removed \(records) event records") }
             let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
             if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
             let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: $0) }

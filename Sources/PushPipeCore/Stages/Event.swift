@@ -40,6 +40,27 @@ public struct Event: Sendable {
         set { storage.update { $0.source = newValue } }
     }
 
+    /// Who posted it (`RouteRequest.principal`): only that caller reads its status. nil for
+    /// events the daemon found itself (a poll, a file), whose drops leave no record: a poll that
+    /// finds nothing new is not a notification.
+    public var caller: String? {
+        _read { yield storage.fields.caller }
+        set { storage.update { $0.caller = newValue } }
+    }
+
+    /// The dead letter this event replays: its record's recipients that got it are not sent
+    /// it again, and its new record keeps them.
+    public var replayOf: EventRecord? {
+        _read { yield storage.fields.replayOf }
+        set { storage.update { $0.replayOf = newValue } }
+    }
+
+    /// The body as the source made it, before filters changed it: what a dead letter keeps.
+    public var receivedBody: JSON? {
+        _read { yield storage.fields.receivedBody }
+        set { storage.update { $0.receivedBody = newValue } }
+    }
+
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
     public var commitOnDelivery: [StateWrite] {
@@ -62,6 +83,9 @@ public struct Event: Sendable {
         var time: Date
         var body: JSON
         var source: String?
+        var caller: String?
+        var replayOf: EventRecord?
+        var receivedBody: JSON?
         var commitOnDelivery: [StateWrite] = []
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }

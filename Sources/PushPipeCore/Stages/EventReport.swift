@@ -9,12 +9,17 @@ public struct EventReport: Sendable, Codable {
     public var user: String?
     public var status: Status
     public var reason: String?
+    /// The stage that dropped or failed the event, and a filter's code (`duplicate`, …).
+    public var stage: String?
+    public var code: String?
     public var deliveries: [DeliveryReport]
     /// The first deliveries only (a broadcast may have 100,000): how many more there were.
     public var omittedDeliveries: Int?
 
-    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, deliveries: [DeliveryReport] = [],
-                omittedDeliveries: Int? = nil) {
+    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, stage: String? = nil,
+                code: String? = nil, deliveries: [DeliveryReport] = [], omittedDeliveries: Int? = nil) {
+        self.stage = stage
+        self.code = code
         self.eventID = eventID
         self.pipeline = pipeline
         self.user = user
@@ -25,7 +30,7 @@ public struct EventReport: Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case eventID = "event_id", pipeline, user, status, reason, deliveries, omittedDeliveries = "omitted_deliveries"
+        case eventID = "event_id", pipeline, user, status, reason, stage, code, deliveries, omittedDeliveries = "omitted_deliveries"
     }
 }
 

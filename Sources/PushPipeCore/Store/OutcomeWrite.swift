@@ -4,7 +4,7 @@ import Foundation
 /// tasks at once, one or two small rows each.
 package enum OutcomeWrite: Sendable {
     case state([StateWrite], pipeline: String)
-    case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String)
+    case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], pipeline: String)
     case enqueue(QueuedEvent)
     case dequeue(pipeline: String, eventID: String)
 
@@ -12,7 +12,7 @@ package enum OutcomeWrite: Sendable {
     package var isEmpty: Bool {
         switch self {
         case .state(let writes, _): writes.isEmpty
-        case .outcome(let deliveries, let history, let state, _): deliveries.isEmpty && history.isEmpty && state.isEmpty
+        case .outcome(let deliveries, let history, let state, let events, _): deliveries.isEmpty && history.isEmpty && state.isEmpty && events.isEmpty
         case .enqueue, .dequeue: false
         }
     }

@@ -23,6 +23,10 @@ public struct QueuedEvent: Sendable, Equatable {
     /// transaction: a request sent again gets it whenever the event was stored, never a
     /// second event.
     public var answer: IdempotentAnswer?
+    /// Who posted it (`Event.caller`).
+    public var caller: String?
+    /// The dead letter it replays: only that record's unresolved recipients get it again.
+    public var replayOf: EventRecord?
 
     public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
                 body: JSON, lease: Double = 0) {
@@ -41,7 +45,9 @@ public struct QueuedEvent: Sendable, Equatable {
 
     public var event: Event {
         var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
-        event.source = source
+        event.source = replayOf?.source ?? source
+        event.caller = caller
+        event.replayOf = replayOf
         return event
     }
 }
@@ -56,5 +62,21 @@ public struct QueuedEventCount: Sendable, Equatable {
         self.pipeline = pipeline
         self.source = source
         self.count = count
+    }
+}
+
+extension QueuedEvent {
+    /// `replayOf` as stores keep it, a column of JSON text.
+    public static func storedReplay(_ record: EventRecord) -> String {
+        var stored = record.storedJSON.objectValue ?? [:]
+        stored["state"] = .string(record.state.rawValue)
+        stored["updated_at"] = .double(record.updatedAt)
+        return JSON.object(stored).compactText
+    }
+
+    public static func replay(stored text: String, pipeline: String, eventID: String) throws -> EventRecord {
+        let stored = try JSON.parse(text)
+        return try EventRecord(pipeline: pipeline, eventID: eventID, state: stored["state"]?.stringValue ?? "", updatedAt: stored["updated_at"]?.doubleValue ?? 0,
+                               stored: stored)
     }
 }

@@ -5,8 +5,8 @@ import Foundation
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, QueuedEventStore, IdempotencyStore, StageStateStore, PollScheduleStore,
-    RetentionStore {
+public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, StageStateStore,
+    PollScheduleStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
@@ -43,9 +43,11 @@ public protocol RegistrationStore: Sendable {
 
 /// What each delivery did and what each user was sent (the history and diagnostics routes).
 public protocol DeliveryStore: Sendable {
-    /// Everything one event's delivery produced, in one transaction: the outcome of each
-    /// delivery, the history entries, and the state writes to commit with them.
-    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws
+    /// Everything events' deliveries produced, in one transaction: the outcome of each
+    /// delivery, the history entries, the state writes to commit with them, and what became
+    /// of each event (its record: replaces an earlier record of the same event).
+    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                       pipeline: String) async throws
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 }
@@ -125,9 +127,18 @@ public protocol RetentionStore: Sendable {
     /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
     /// is free to take, so removing it changes nothing but the table's size). Returns how many.
     func pruneLapsedHolds(pipeline: String) async throws -> Int
+    /// Removes at most `limit` of the pipeline's event records not changed since `cutoff`
+    /// (UNIX seconds), dead letters excepted: they stay until replayed or dropped. Returns how many.
+    func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
     /// (the store's clock). Returns how many.
     func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int
+}
+
+extension DeliveryStore {
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
+        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: [], pipeline: pipeline)
+    }
 }
 
 extension Store {

@@ -18,7 +18,8 @@ struct HTTPEventSource: Source, LongRunningStage {
         var lease: Double
 
         static let schema = Schema([
-            .required("path", .string, "The route, e.g. `/api/notifications/events`."),
+            .required("path", .string,
+                      "The route, e.g. `/api/notifications/events`. `GET <path>/:id`, with the same authentication, answers the status of an event this caller posted (the 202's `Location`)."),
             SchemaKey("method", .oneOf(["POST", "PUT"]), default: "POST", "HTTP method."),
             SchemaKey("auth", RouteAuthConfiguration.backendValueType, default: ["type": "none"], "`{type: token, token}` for the backend's shared secret."),
             SchemaKey("user_field", .string, default: "user", "Body field naming the recipient (string or number)."),
@@ -34,7 +35,8 @@ struct HTTPEventSource: Source, LongRunningStage {
 
     let configuration: Configuration
     let route: RouteDefinition
-    let leases = HTTPEventLeases()
+    let statusRoute: RouteDefinition
+    let intake: QueuedEventIntake
 
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard configuration.path.hasPrefix("/") else {
@@ -45,69 +47,58 @@ struct HTTPEventSource: Source, LongRunningStage {
         }
         self.configuration = configuration
         let source = context.key
-        let leases = leases
+        let intake = QueuedEventIntake(lease: configuration.lease)
+        self.intake = intake
         route = RouteDefinition(method: configuration.method, path: configuration.path,
                                 authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
-            try await Self.accept(request, routeContext, configuration, source: source, leases: leases)
+            try await Self.accept(request, routeContext, configuration, source: source, intake: intake)
+        }
+        statusRoute = RouteDefinition(method: "GET", path: Self.statusPath(configuration.path, id: ":id"),
+                                      authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
+            try await Self.status(request, routeContext)
         }
     }
 
-    var routes: [RouteDefinition] { [route] }
+    var routes: [RouteDefinition] { [route, statusRoute] }
+
+    /// Where an accepted event's status is: `GET <path>/<id>`, with the route's authentication.
+    static func statusPath(_ path: String, id: String) -> String {
+        (path.hasSuffix("/") ? String(path.dropLast()) : path) + "/" + id
+    }
+
+    static func location(_ configuration: Configuration, id: String) -> String {
+        statusPath(configuration.path, id: id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id)
+    }
+
+    /// What became of an event this caller posted: any other event, whoever posted it, is not
+    /// found, so ids cannot be probed.
+    static func status(_ request: RouteRequest, _ context: RouteContext) async throws -> RouteResponse {
+        let id = request.parameters["id"] ?? ""
+        let records = try await context.eventRecords.eventStatus(eventID: id, pipeline: context.pipeline)
+        guard let record = records.first, record.caller == request.principal else {
+            throw RouteError.notFound("no event \(id) posted with these credentials", field: "id")
+        }
+        return RouteResponse(record.statusJSON)
+    }
     /// The HTTP server's loops, where the route's handler runs: an idle worker takes the event,
     /// and answers a waiting caller, without waking a thread of Swift's pool.
     var preferredExecutor: (any TaskExecutor)? { EventLoopGroupTaskExecutor.singleton }
 
     /// New events arrive through the route. Meanwhile: take over what an earlier run, a daemon
-    /// that died, or this one let go of, accepted and did not finish, never more than the
-    /// pipeline has room to start (the leases of events waiting for room would lapse).
+    /// that died, or this one let go of, accepted and did not finish.
     func run(into sink: any EventSink, context: StageContext) async throws {
-        let lease = configuration.lease
-        let renewal = Duration.milliseconds(Int64(lease * 1000 / 3))
-        while !Task.isCancelled {
-            var more = false
-            do {
-                let room = min(sink.room, 1000)
-                if room > 0, leases.mayClaim(lease: .milliseconds(Int64(lease * 1000))) {
-                    let claimed = try await claim(upTo: room, into: sink, context: context)
-                    more = claimed == room
-                }
-            } catch is CancellationError {
-                return
-            } catch is PipelineStopping {
-                return
-            } catch {
-                if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
-            }
-            // More may be waiting: look again as soon as there is room.
-            do { try await Task.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
-        }
+        await intake.claimWhileRunning(into: sink, context: context, announcing: "accepted events whose daemon stopped before finishing them")
     }
 
-    /// Claims at most `limit` events and submits them; returns how many it claimed. What could
-    /// not be submitted (the pipeline is stopping) is let go of at once.
-    private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext) async throws -> Int {
-        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key,
-                                                                       lease: configuration.lease, limit: limit)
-        guard !claimed.isEmpty else { return 0 }
-        context.logger.notice("sending \(claimed.count) accepted events whose daemon stopped before finishing them")
-        context.count(.eventsRecovered, by: claimed.count)
-        for queued in claimed { leases.hold(queued.eventID) }
-        for (index, queued) in claimed.enumerated() {
-            var event = queued.event
-            event.onComplete = Self.completion(of: queued.eventID, leases: leases, store: context.queuedEvents, pipeline: context.pipeline,
-                                               source: context.key, logger: context.logger)
-            do {
-                try await sink.submit(event)
-            } catch {
-                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, pipeline: context.pipeline, source: context.key)
-                throw error
-            }
-        }
-        return claimed.count
+    /// Renews the leases of what this daemon holds, until the pipeline drained.
+    func run(context: StageContext) async throws {
+        guard context.mode == .live else { return await untilCancelled() }
+        await intake.renewWhileRunning(context: context)
     }
 
     static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String,
-                       leases: HTTPEventLeases) async throws -> RouteResponse {
+                       intake: QueuedEventIntake) async throws -> RouteResponse {
+        let leases = intake.leases
         guard let body = request.body else { throw RouteError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
         switch body[configuration.userField] {
@@ -133,12 +124,16 @@ struct HTTPEventSource: Source, LongRunningStage {
         }
         let idempotencyKey = try IdempotentRequest.key(of: request, pipeline: context.pipeline, route: "\(configuration.method) \(configuration.path)")
         if let idempotencyKey {
-            if let earlier = try await IdempotentRequest.claim(idempotencyKey, body: body, context: context) { return earlier }
+            if var earlier = try await IdempotentRequest.claim(idempotencyKey, body: body, context: context) {
+                if let earlierID = earlier.body["id"]?.stringValue { earlier.headers["location"] = location(configuration, id: earlierID) }
+                return earlier
+            }
         }
         if configuration.wait {
             // The caller learns the outcome: nothing to keep if the daemon stops before.
             var event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
             event.source = source
+            event.caller = request.principal
             let response: RouteResponse
             do {
                 response = RouteResponse(try JSON(encoding: try await context.sink.submitAndWait(event)))
@@ -151,9 +146,11 @@ struct HTTPEventSource: Source, LongRunningStage {
             }
             return response
         }
-        let accepted = RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id), "id": .string(id)])
+        let accepted = RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id), "id": .string(id)],
+                                     headers: ["location": location(configuration, id: id)])
         var queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
                                  body: body, lease: configuration.lease)
+        queued.caller = request.principal
         queued.answer = idempotencyKey.map { IdempotentAnswer(key: $0, status: accepted.status, body: accepted.body) }
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
         leases.hold(id)
@@ -165,8 +162,7 @@ struct HTTPEventSource: Source, LongRunningStage {
             throw error
         }
         var event = queued.event
-        event.onComplete = completion(of: id, leases: leases, store: context.queuedEvents, pipeline: context.pipeline, source: source,
-                                      logger: context.logger)
+        event.onComplete = intake.completion(of: id, store: context.queuedEvents, pipeline: context.pipeline, source: source, logger: context.logger)
         do {
             try await context.sink.submit(event)
         } catch {

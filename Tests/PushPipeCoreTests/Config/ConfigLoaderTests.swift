@@ -19,8 +19,9 @@ import Testing
         #expect(result.diagnostics.isEmpty)
         let pipeline = try #require(result.pipelines.first)
         #expect(pipeline.delivery == .defaults)
-        #expect(pipeline.routes.map(\.route.path) == ["/register", "/events"])
-        #expect(pipeline.routes.map(\.route.method) == ["POST", "POST"])
+        // The events route comes with its status route.
+        #expect(pipeline.routes.map(\.route.path) == ["/register", "/events", "/events/:id"])
+        #expect(pipeline.routes.map(\.route.method) == ["POST", "POST", "GET"])
     }
 
     /// A source's key names its queued events: its type unless it has a `key`, and two sources
@@ -84,6 +85,7 @@ import Testing
         let result = try await load(["a.yaml": SamplePipeline.http("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
                                     environment: ["EVIL": "/x}\ntransport: {type: nope"])
         #expect(result.diagnostics.isEmpty)
-        #expect(result.pipelines.first?.routes.last?.route.path == "/x}\ntransport: {type: nope")
+        #expect(result.pipelines.first?.routes.first { $0.route.method == "POST" && $0.route.path != "/register" }?.route.path
+                    == "/x}\ntransport: {type: nope")
     }
 }

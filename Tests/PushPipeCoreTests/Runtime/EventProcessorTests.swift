@@ -7,7 +7,9 @@ import Testing
         renderer: {type: json.template, payload: {text: "{{text}}"}}
         """
 
-    /// Issue 12: after a cancelled backoff sleep the retry loop sent once more.
+    /// Issue 12: after a cancelled backoff sleep the retry loop sent once more. Stopped in its
+    /// retries (the drain timeout), the event is no dead letter: its source sends it again, and
+    /// a replay too would send it twice.
     @Test func aCancelledBackoffSendsNoFurtherAttempt() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
             try await pipeline.register("alice", String(repeating: "ab", count: 16))
@@ -18,8 +20,11 @@ import Testing
             let processing = Task { await processor.process(event) }
             // The retry is scheduled: the processor is going into (or is in) its backoff sleep.
             for await message in messages where message.contains("will be retried") { break }
+            #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: nil).records.first?.state == .processing,
+                    "its retries are under way")
             processing.cancel()
             let report = await processing.value
+            #expect(try await pipeline.store.deadLetterCounts().isEmpty)
             #expect(pipeline.transport.sends.count == 1, "cancelled means no further attempt")
             #expect(report.status == .failed)
             #expect(report.deliveries.first?.outcome == "retry-after")

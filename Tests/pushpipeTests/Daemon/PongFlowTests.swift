@@ -37,11 +37,20 @@ import _CryptoExtras
 
             // The backend's events, then the simulator (a separate process on the same store).
             let backend = ["authorization": "Bearer pong-backend-secret"]
-            #expect(try await client.request("POST", "/api/notifications/events",
-                                             json: ["user": .string(Self.user), "type": "upvote", "resource": "/posts/DTF42069", "title": "Upvoted", "body": "Nice"],
-                                             headers: backend).status == 202)
-            try await fcm.waitForSends(1)
+            let upvote = try await client.request("POST", "/api/notifications/events",
+                                                  json: ["user": .string(Self.user), "type": "upvote", "resource": "/posts/DTF42069", "title": "Upvoted", "body": "Nice"],
+                                                  headers: backend)
+            #expect(upvote.status == 202)
+            let upvoteID = try #require(upvote.body?["id"]?.stringValue)
+            #expect(upvote.headers["location"] == "/api/notifications/events/\(upvoteID)")
+            let sent = try #require(try await fcm.waitForSends(1).first)
             try await daemon.waitForLine(containing: "event delivered")
+            // Its status, for the backend that posted it, with FCM's message name.
+            let status = try await client.request("GET", "/api/notifications/events/\(upvoteID)", headers: backend)
+            #expect(status.body?["state"] == "delivered")
+            #expect(status.body?["recipients"]?[0]?["transport"] == "fcm")
+            #expect(status.body?["recipients"]?[0]?["provider_id"]?.stringValue?.hasPrefix("projects/pong-app/messages/") == true, "\(sent)")
+            #expect(try await client.request("GET", "/api/notifications/events/\(upvoteID)", headers: user).status == 401, "a user's JWT is no backend token")
             try await DaemonProcess.run(arguments: ["simulate", "-u", Self.user, "-t", "generic", "-r", "/", "-h", "Hello World", "-b", "Goodbye World",
                                                     "--state", "state.sqlite"], directory: directory.path, environment: environment) { simulate in
                 let status = try await simulate.waitForExit()

@@ -1,0 +1,82 @@
+import Foundation
+
+/// An event's recipients as its record keeps them: the first ones, and every one left
+/// unresolved (what a replay sends to), however large a broadcast grows.
+struct RecipientList: Sendable {
+    static var keptLimit: Int { 1000 }
+
+    private(set) var kept: [EventRecord.Recipient] = []
+    private(set) var omitted = 0
+
+    mutating func add(_ recipients: [EventRecord.Recipient]) {
+        for recipient in recipients {
+            if kept.count < Self.keptLimit || recipient.isUnresolved { kept.append(recipient) } else { omitted += 1 }
+        }
+    }
+}
+
+extension EventProcessor {
+    /// Each notification's final outcome, as the event's record keeps it.
+    func recipients(of delivering: Delivering, at now: Double) -> [EventRecord.Recipient] {
+        zip(delivering.notifications, delivering.attempts).map { notification, attempt in
+            var providerID: String?
+            if case .delivered(let id) = attempt.outcome { providerID = id }
+            return EventRecord.Recipient(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.value,
+                                         transport: definition.transport.type, outcome: attempt.outcome.name, providerID: providerID,
+                                         attempts: attempt.count, reason: attempt.outcome.reason, at: now)
+        }
+    }
+
+    /// What the store keeps of a finished event; nil for a drop of an event nobody posted (a
+    /// poll that found nothing new is no notification, and there would be one per check).
+    func eventRecord(_ finished: Finished, now: Double = Date().timeIntervalSince1970) -> EventRecord? {
+        let event = finished.event
+        let report = finished.report
+        var recipients = finished.recipients.kept
+        if let earlier = event.replayOf { recipients = EventRecord.merging(earlier.recipients, recipients) }
+        let state: EventRecord.State
+        switch report.status {
+        case .filtered, .noRecipients:
+            guard event.caller != nil || event.replayOf != nil else { return nil }
+            state = .dropped
+        case .failed where recipients.isEmpty:
+            // A filter, the renderer or a plugin failed: worth a replay once fixed.
+            state = .deadLetter
+        default:
+            state = EventRecord.state(of: recipients)
+        }
+        var record = EventRecord(pipeline: definition.name, eventID: event.id, state: state, source: event.source, caller: event.caller,
+                                 user: event.user, stage: report.stage, code: report.code, reason: state == .delivered ? nil : report.reason,
+                                 recipients: recipients, omittedRecipients: finished.recipients.omitted,
+                                 acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
+        if state == .deadLetter {
+            // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
+            // and sends it again; a dead letter too would send it twice.
+            guard !Task.isCancelled else {
+                record.state = .processing
+                return record
+            }
+            record.input = EventRecord.Input(time: event.time.timeIntervalSince1970, body: event.receivedBody ?? event.body)
+        }
+        return record
+    }
+
+    /// Events whose first attempts are made and whose retries begin: their status says so.
+    /// Told on a best-effort basis: the final record follows in any case.
+    func recordProcessing(_ deliverings: [Delivering]) async {
+        let now = Date().timeIntervalSince1970
+        let records = deliverings.map { delivering in
+            let event = delivering.event
+            return EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller,
+                               user: event.user, recipients: recipients(of: delivering, at: now),
+                               acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
+        }
+        try? await store.recordOutcome(deliveries: [], history: [], state: [], events: records, pipeline: definition.name)
+    }
+
+    /// A replay's notifications: only to the devices its dead letter left unresolved.
+    func replayed(_ notifications: [RenderedNotification], of event: Event) -> [RenderedNotification] {
+        guard let addresses = event.replayOf?.replayAddresses else { return notifications }
+        return notifications.filter { addresses.contains($0.token.kind + ":" + $0.token.value) }
+    }
+}

@@ -1,0 +1,108 @@
+import Logging
+
+/// The events a pipeline keeps in the store under one source key: claimed when nobody works
+/// on them (an earlier run, a daemon that died, or this one let go of them), their leases
+/// renewed while they are processed here, and removed once finished. An `http.event` source
+/// takes in what it accepted this way; every pipeline takes in its dead letters' replays.
+public struct QueuedEventIntake: Sendable {
+    /// How long a claimed event stays with this daemon without a renewal.
+    public let lease: Double
+    public let leases = QueuedEventLeases()
+
+    /// The key dead letters' replays wait under, in every pipeline: no source has it.
+    public static let replayKey = "dead-letter-replay"
+    /// The lease of a replay: a daemon that dies sending it leaves it to another that soon.
+    public static let replayLease: Double = 15
+
+    public init(lease: Double) {
+        self.lease = lease
+    }
+
+    /// Until cancelled: takes over what nobody works on, never more than the pipeline has room
+    /// to start (the leases of events waiting for room would lapse).
+    public func claimWhileRunning(into sink: any EventSink, context: StageContext, announcing what: String) async {
+        let renewal = Duration.milliseconds(Int64(lease * 1000 / 3))
+        while !Task.isCancelled {
+            var more = false
+            do {
+                let room = min(sink.room, 1000)
+                if room > 0, leases.mayClaim(lease: .milliseconds(Int64(lease * 1000))) {
+                    let claimed = try await claim(upTo: room, into: sink, context: context, announcing: what)
+                    more = claimed == room
+                }
+            } catch is CancellationError {
+                return
+            } catch is PipelineStopping {
+                return
+            } catch {
+                if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
+            }
+            // More may be waiting: look again as soon as there is room.
+            do { try await Task.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
+        }
+    }
+
+    /// Claims at most `limit` events and submits them; returns how many it claimed. What could
+    /// not be submitted (the pipeline is stopping) is let go of at once.
+    private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext, announcing what: String) async throws -> Int {
+        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: lease, limit: limit)
+        guard !claimed.isEmpty else { return 0 }
+        context.logger.notice("sending \(claimed.count) \(what)")
+        context.count(.eventsRecovered, by: claimed.count)
+        for queued in claimed { leases.hold(queued.eventID) }
+        for (index, queued) in claimed.enumerated() {
+            var event = queued.event
+            event.onComplete = completion(of: queued.eventID, store: context.queuedEvents, pipeline: context.pipeline, source: context.key,
+                                          logger: context.logger)
+            do {
+                try await sink.submit(event)
+            } catch {
+                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, pipeline: context.pipeline, source: context.key)
+                throw error
+            }
+        }
+        return claimed.count
+    }
+
+    /// Until the pipeline drained: every third of the lease, renews the leases of the events
+    /// held here and retries the removals that failed.
+    public func renewWhileRunning(context: StageContext) async {
+        while !Task.isCancelled {
+            do {
+                try await context.queuedEvents.renewLeases(pipeline: context.pipeline, source: context.key, eventIDs: leases.heldIDs, lease: lease)
+                for id in leases.finishedIDs {
+                    try await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
+                    leases.forget(id)
+                }
+                if leases.answered() { context.logger.notice("queued events: leases renewed again") }
+            } catch is CancellationError {
+                return
+            } catch {
+                if leases.failed(error) {
+                    context.logger.error("queued events: leases not renewed, the store failed (logged again when it answers): \(error)")
+                }
+            }
+            do { try await Task.sleep(for: .milliseconds(Int64(lease * 1000 / 3))) } catch { return }
+        }
+    }
+
+    /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
+    /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
+    /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
+    public func completion(of eventID: String, store: any QueuedEventStore, pipeline: String, source: String,
+                           logger: Logger) -> @Sendable (EventReport) async -> Void {
+        { [leases] _ in
+            guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, pipeline: pipeline, source: source) }
+            do {
+                try await store.dequeue(pipeline: pipeline, eventID: eventID)
+                leases.forget(eventID)
+                logger.debug("event \(eventID) processed; removed from the queue")
+            } catch {
+                leases.finishLater(eventID)
+                // An unavailable store logged that itself, once.
+                let level: Logger.Level = StoreAvailability.meansAway(error) ? .debug : .warning
+                logger.log(level: level, "event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+extension EventRecord {
+    /// The fields stores keep as one JSON text: the pipeline, id, state and time are columns
+    /// of their own (what lookups and listings select on).
+    public var storedJSON: JSON {
+        var fields: [String: JSON] = ["accepted_at": .double(acceptedAt)]
+        addDescription(to: &fields)
+        fields["caller"] = caller.map(JSON.string)
+        if !recipients.isEmpty { fields["recipients"] = .array(recipients.map(\.storedJSON)) }
+        if omittedRecipients > 0 { fields["omitted"] = .int(Int64(omittedRecipients)) }
+        if let input { fields["input"] = ["time": .double(input.time), "body": input.body] }
+        return .object(fields)
+    }
+
+    public init(pipeline: String, eventID: String, state: String, updatedAt: Double, stored: JSON) throws {
+        guard let state = State(rawValue: state) else { throw StoredRecordError(eventID: eventID, field: "state") }
+        self.init(pipeline: pipeline, eventID: eventID, state: state, source: stored["source"]?.stringValue, caller: stored["caller"]?.stringValue,
+                  user: stored["user"]?.stringValue, stage: stored["stage"]?.stringValue, code: stored["code"]?.stringValue,
+                  reason: stored["reason"]?.stringValue, recipients: try (stored["recipients"]?.arrayValue ?? []).map { try Recipient(stored: $0, eventID: eventID) },
+                  omittedRecipients: Int(stored["omitted"]?.intValue ?? 0), traceID: stored["trace_id"]?.stringValue,
+                  acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt, updatedAt: updatedAt,
+                  input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } })
+    }
+
+    /// As callers see it (the status route, `pushpipe events show`): tokens masked, times in
+    /// ISO 8601, no input and no caller.
+    public var statusJSON: JSON {
+        var fields: [String: JSON] = ["id": .string(eventID), "pipeline": .string(pipeline), "state": .string(state.rawValue),
+                                      "accepted_at": .string(Self.timestamp(acceptedAt)), "updated_at": .string(Self.timestamp(updatedAt)),
+                                      "recipients": .array(recipients.map(\.statusJSON))]
+        addDescription(to: &fields)
+        if omittedRecipients > 0 { fields["omitted_recipients"] = .int(Int64(omittedRecipients)) }
+        return .object(fields)
+    }
+
+    /// The fields both forms share, each only when known.
+    private func addDescription(to fields: inout [String: JSON]) {
+        fields["source"] = source.map(JSON.string)
+        fields["user"] = user.map(JSON.string)
+        fields["stage"] = stage.map(JSON.string)
+        fields["code"] = code.map(JSON.string)
+        fields["reason"] = reason.map(JSON.string)
+        fields["trace_id"] = traceID.map(JSON.string)
+    }
+
+    public static func timestamp(_ seconds: Double) -> String {
+        Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
+
+extension EventRecord.Recipient {
+    var storedJSON: JSON {
+        var fields: [String: JSON] = ["user": .string(user), "kind": .string(tokenKind), "token": .string(token), "transport": .string(transport),
+                                      "outcome": .string(outcome), "attempts": .int(Int64(attempts)), "at": .double(at)]
+        fields["provider_id"] = providerID.map(JSON.string)
+        fields["reason"] = reason.map(JSON.string)
+        return .object(fields)
+    }
+
+    init(stored: JSON, eventID: String) throws {
+        guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
+              let outcome = stored["outcome"]?.stringValue else { throw StoredRecordError(eventID: eventID, field: "recipients") }
+        self.init(user: user, tokenKind: kind, token: token, transport: stored["transport"]?.stringValue ?? "", outcome: outcome,
+                  providerID: stored["provider_id"]?.stringValue, attempts: Int(stored["attempts"]?.intValue ?? 0),
+                  reason: stored["reason"]?.stringValue, at: stored["at"]?.doubleValue ?? 0)
+    }
+
+    var statusJSON: JSON {
+        var fields: [String: JSON] = ["user": .string(user), "token": .string(TokenMask.mask(token)), "token_kind": .string(tokenKind),
+                                      "transport": .string(transport), "outcome": .string(outcome), "attempts": .int(Int64(attempts)),
+                                      "at": .string(EventRecord.timestamp(at))]
+        fields["provider_id"] = providerID.map(JSON.string)
+        fields["reason"] = reason.map(JSON.string)
+        return .object(fields)
+    }
+}
+
+/// A record row the store cannot read back (written by a newer version, or damaged).
+public struct StoredRecordError: Error, CustomStringConvertible {
+    public var eventID: String
+    public var field: String
+
+    public var description: String { "the stored record of event \(eventID) has no readable '\(field)'" }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+/// What became of one event, kept in the store: the answer to "what happened to the event I
+/// posted?" on any daemon of a group (`GET <events route>/:id`, `pushpipe events show`), and,
+/// for an event that failed for good, the dead letter to replay once its cause is fixed.
+public struct EventRecord: Sendable, Equatable {
+    public enum State: String, Sendable, CaseIterable {
+        /// Stored and waiting for a worker (or for a replay).
+        case accepted
+        /// Its first attempts are made; retries are under way.
+        case processing
+        case delivered
+        /// Some recipients got it; the tokens of the others are dead (nothing to retry).
+        case partiallyDelivered = "partially_delivered"
+        /// Nobody could get it and nothing is left to retry: every token was dead.
+        case failed
+        /// A filter stopped it (`stage`, `code`), or nobody was registered.
+        case dropped
+        /// It failed for good with something worth another try (attempts exhausted, a
+        /// configuration, render or plugin error): kept with its input for a replay.
+        case deadLetter = "dead_letter"
+    }
+
+    public var pipeline: String
+    public var eventID: String
+    public var state: State
+    /// The key of the source that accepted it.
+    public var source: String?
+    /// Who posted it (`RouteRequest.principal`); nil for events the daemon found itself.
+    /// Only the same caller may read its status.
+    public var caller: String?
+    public var user: String?
+    /// The stage that dropped or failed it, and the filter's code.
+    public var stage: String?
+    public var code: String?
+    public var reason: String?
+    public var recipients: [Recipient]
+    /// Recipients left out of `recipients` (a broadcast keeps the first ones and every failure).
+    public var omittedRecipients: Int
+    public var traceID: String?
+    public var acceptedAt: Double
+    public var updatedAt: Double
+    /// What it was made from, kept for a dead letter: a replay sends this again.
+    public var input: Input?
+
+    public struct Input: Sendable, Equatable {
+        public var time: Double
+        public var body: JSON
+
+        public init(time: Double, body: JSON) {
+            self.time = time
+            self.body = body
+        }
+    }
+
+    /// One notification of the event: the token as stored (masked whenever it is shown).
+    public struct Recipient: Sendable, Equatable {
+        public var user: String
+        public var tokenKind: String
+        public var token: String
+        public var transport: String
+        public var outcome: String
+        public var providerID: String?
+        public var attempts: Int
+        public var reason: String?
+        public var at: Double
+
+        public init(user: String, tokenKind: String, token: String, transport: String, outcome: String, providerID: String?, attempts: Int,
+                    reason: String?, at: Double) {
+            self.user = user
+            self.tokenKind = tokenKind
+            self.token = token
+            self.transport = transport
+            self.outcome = outcome
+            self.providerID = providerID
+            self.attempts = attempts
+            self.reason = reason
+            self.at = at
+        }
+
+        /// Worth another attempt: the provider asked for a retry until attempts ran out, or the
+        /// notification hit a configuration error. A dead token is not.
+        public var isUnresolved: Bool { outcome == "retry-after" || outcome == "config-error" }
+
+        /// The same device: a replay's outcome for it replaces the earlier one.
+        var address: String { tokenKind + ":" + token }
+    }
+
+    public init(pipeline: String, eventID: String, state: State, source: String? = nil, caller: String? = nil, user: String? = nil,
+                stage: String? = nil, code: String? = nil, reason: String? = nil, recipients: [Recipient] = [], omittedRecipients: Int = 0,
+                traceID: String? = nil, acceptedAt: Double, updatedAt: Double, input: Input? = nil) {
+        self.pipeline = pipeline
+        self.eventID = eventID
+        self.state = state
+        self.source = source
+        self.caller = caller
+        self.user = user
+        self.stage = stage
+        self.code = code
+        self.reason = reason
+        self.recipients = recipients
+        self.omittedRecipients = omittedRecipients
+        self.traceID = traceID
+        self.acceptedAt = acceptedAt
+        self.updatedAt = updatedAt
+        self.input = input
+    }
+
+    /// The devices a replay sends to: those whose notification is unresolved, or every one the
+    /// pipeline finds (nil) when the event failed before any was attempted.
+    public var replayAddresses: Set<String>? {
+        let unresolved = recipients.filter(\.isUnresolved)
+        return unresolved.isEmpty ? nil : Set(unresolved.map(\.address))
+    }
+
+    /// The state its recipients' outcomes give: anything left to retry makes a dead letter.
+    public static func state(of recipients: [Recipient]) -> State {
+        if recipients.contains(where: \.isUnresolved) { return .deadLetter }
+        let delivered = recipients.count { $0.outcome == "delivered" }
+        return delivered == recipients.count ? .delivered : delivered > 0 ? .partiallyDelivered : .failed
+    }
+
+    /// A replay's recipients after the earlier ones: a device's new outcome replaces its old.
+    public static func merging(_ earlier: [Recipient], _ later: [Recipient]) -> [Recipient] {
+        let replaced = Set(later.map(\.address))
+        return earlier.filter { !replaced.contains($0.address) } + later
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import PostgresNIO
+import PushPipeCore
+
+extension PostgresStore {
+    public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {
+        let records = try await connections.rows("""
+            SELECT pipeline, event_id, state, updated_at, record FROM event_records
+            WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
+            """)
+        let queued = try await connections.rows("""
+            SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of FROM queued_events
+            WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline)) ORDER BY id
+            """)
+        return (try Self.eventRecords(records),
+                try queued.decode((String, String, String, String, String?, Double, String, String?, String?).self).map { row in
+                    try Self.queuedEvent(pipeline: row.0, source: row.1, instance: row.2, eventID: row.3, user: row.4, time: row.5, body: row.6,
+                                         caller: row.7, replayOf: row.8, lease: 0)
+                })
+    }
+
+    public func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {
+        try Self.eventRecords(try await connections.rows("""
+            SELECT pipeline, event_id, state, updated_at, record FROM event_records
+            WHERE state = 'dead_letter' AND updated_at >= \(since ?? 0) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
+            ORDER BY updated_at DESC LIMIT \(limit)
+            """))
+    }
+
+    public func deadLetterCounts() async throws -> [String: Int] {
+        let rows = try await connections.rows("SELECT pipeline, count(*) FROM event_records WHERE state = 'dead_letter' GROUP BY pipeline")
+        return Dictionary(uniqueKeysWithValues: try rows.decode((String, Int).self).map { ($0.0, $0.1) })
+    }
+
+    public func replayDeadLetter(_ replay: QueuedEvent) async throws -> Bool {
+        try await connections.transaction { [logger] connection in
+            let marked = try await connection.query("""
+                UPDATE event_records SET state = 'accepted', updated_at = \(Date().timeIntervalSince1970)
+                WHERE pipeline = \(replay.pipeline) AND event_id = \(replay.eventID) AND state = 'dead_letter' RETURNING event_id
+                """, logger: logger).collect()
+            guard !marked.isEmpty else { return false }
+            try await connection.query("""
+                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of)
+                VALUES (\(replay.pipeline), \(replay.source), \(replay.instance), \(replay.eventID), \(replay.user), \(replay.time),
+                    \(replay.body.compactText), \(unescaped: Self.databaseNow) + \(replay.lease), \(replay.caller),
+                    \(replay.replayOf.map(QueuedEvent.storedReplay)))
+                """, logger: logger)
+            return true
+        }
+    }
+
+    public func dropDeadLetter(pipeline: String, eventID: String) async throws -> Bool {
+        try await !connections.rows("""
+            DELETE FROM event_records WHERE pipeline = \(pipeline) AND event_id = \(eventID) AND state = 'dead_letter' RETURNING event_id
+            """).isEmpty
+    }
+
+    public func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        try await connections.rows("""
+            DELETE FROM event_records WHERE ctid IN (
+                SELECT ctid FROM event_records WHERE created_at < \(cutoff) AND pipeline = \(pipeline) AND updated_at < \(cutoff)
+                AND state <> 'dead_letter' LIMIT \(limit))
+            RETURNING event_id
+            """).count
+    }
+
+    static func queuedEvent(pipeline: String, source: String, instance: String, eventID: String, user: String?, time: Double, body: String,
+                            caller: String?, replayOf: String?, lease: Double) throws -> QueuedEvent {
+        var event = QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
+                                body: try JSON.parse(body), lease: lease)
+        event.caller = caller
+        event.replayOf = try replayOf.map { try QueuedEvent.replay(stored: $0, pipeline: pipeline, eventID: eventID) }
+        return event
+    }
+
+    private static func eventRecords(_ rows: [PostgresRow]) throws -> [EventRecord] {
+        try rows.decode((String, String, String, Double, String).self).map { row in
+            try EventRecord(pipeline: row.0, eventID: row.1, state: row.2, updatedAt: row.3, stored: try JSON.parse(row.4))
+        }
+    }
+}
