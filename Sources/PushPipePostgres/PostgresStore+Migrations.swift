@@ -95,6 +95,16 @@ extension PostgresStore {
             "ALTER TABLE queued_events ADD COLUMN caller TEXT",
             "ALTER TABLE queued_events ADD COLUMN replay_of TEXT",
         ]),
+        // Outcomes waiting for a webhook (`WebhookOutboxStore`), claimed like queued events.
+        ("v8-webhook-outbox", [
+            """
+            CREATE TABLE webhook_outbox (
+                id BIGSERIAL PRIMARY KEY, pipeline TEXT NOT NULL, target TEXT NOT NULL, outcome_id TEXT NOT NULL, payload TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at DOUBLE PRECISION NOT NULL,
+                lease_until DOUBLE PRECISION NOT NULL DEFAULT 0)
+            """,
+            "CREATE INDEX webhook_outbox_due ON webhook_outbox (pipeline, next_at)",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -207,8 +207,9 @@ public final class PostgresStore: Store {
     }
 
     public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                              pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, pipeline: pipeline))
+                              webhooks: [WebhookOutcome], pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
+                                                      pipeline: pipeline))
     }
 
     public func enqueue(_ event: QueuedEvent) async throws {

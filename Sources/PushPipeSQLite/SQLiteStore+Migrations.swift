@@ -149,6 +149,16 @@ extension SQLiteStore {
                 ALTER TABLE queued_events ADD COLUMN replay_of TEXT;
                 """)
         }
+        migrator.registerMigration("v11-webhook-outbox") { db in
+            // Outcomes waiting for a webhook (`WebhookOutboxStore`), claimed like queued events.
+            try db.execute(sql: """
+                CREATE TABLE webhook_outbox (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, pipeline TEXT NOT NULL, target TEXT NOT NULL, outcome_id TEXT NOT NULL,
+                    payload TEXT NOT NULL, created_at DOUBLE NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at DOUBLE NOT NULL,
+                    lease_until DOUBLE NOT NULL DEFAULT 0);
+                CREATE INDEX webhook_outbox_due ON webhook_outbox (pipeline, next_at);
+                """)
+        }
         return migrator
     }
 

@@ -101,10 +101,11 @@ public final class SQLiteStore: Store {
                                                       value: try JSON.parse(text)))
                 }
             }
-        case .outcome(let deliveries, let history, let state, let events, let pipeline):
+        case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
             try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
             for record in events { try upsert(record, in: db) }
+            for outcome in webhooks { try insert(outcome, in: db) }
         case .enqueue(let event):
             try insertQueued(event, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }
@@ -352,8 +353,9 @@ public final class SQLiteStore: Store {
     }
 
     public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                              pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, pipeline: pipeline))
+                              webhooks: [WebhookOutcome], pipeline: String) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
+                                                      pipeline: pipeline))
     }
 
     public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {

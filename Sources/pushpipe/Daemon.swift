@@ -38,10 +38,13 @@ public final class Daemon: Sendable {
 
     let options: Options
     let builtins: [StageDescriptor]
+    /// Sends pipelines' webhook outcomes (the composition root chooses it, like the stages).
+    let webhookPoster: (any WebhookPoster)?
     let logger: Logger
     public let telemetry = Telemetry.prometheus()
 
-    public init(options: Options, builtins: [StageDescriptor], logger: Logger) {
+    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil, logger: Logger) {
+        self.webhookPoster = webhookPoster
         self.options = options
         self.builtins = builtins
         self.logger = logger
@@ -66,7 +69,7 @@ public final class Daemon: Sendable {
         telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
         let host = HTTPHost(logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
-                                            telemetry: telemetry)
+                                            telemetry: telemetry, webhookPoster: webhookPoster)
         host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options

@@ -39,7 +39,7 @@ struct RunCommand: AsyncParsableCommand {
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
                            environment: ProcessInfo.processInfo.environment, admin: admin),
-            builtins: BuiltinStages.all, logger: logger)
+            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), logger: logger)
         do {
             try await daemon.run()
         } catch let error as ConfigurationError {

@@ -12,7 +12,7 @@ import Testing
                                              outcome: outcome, reason: nil, providerID: "id\(event)", attempts: 1, createdAt: Double(event))],
                  history: outcome == "delivered" ? [HistoryEntry(pipeline: "p", user: user, eventID: "e\(event)", createdAt: Double(event),
                                                                  record: ["n": .int(Int64(event))])] : [],
-                 state: [], events: [], pipeline: "p")
+                 state: [], events: [], webhooks: [], pipeline: "p")
     }
 
     /// One write holding the deliveries of several events, as a worker's batch records them.
@@ -20,11 +20,11 @@ import Testing
         var deliveries: [DeliveryRecord] = []
         var history: [HistoryEntry] = []
         for event in events {
-            guard case .outcome(let delivered, let recorded, _, _, _) = outcome(event, user: "user\(event % 50)") else { continue }
+            guard case .outcome(let delivered, let recorded, _, _, _, _) = outcome(event, user: "user\(event % 50)") else { continue }
             deliveries += delivered
             history += recorded
         }
-        return .outcome(deliveries: deliveries, history: history, state: [], events: [], pipeline: "p")
+        return .outcome(deliveries: deliveries, history: history, state: [], events: [], webhooks: [], pipeline: "p")
     }
 
     func counts(_ store: SQLiteStore) async throws -> (indexed: Int, indexedThrough: Int64) {

@@ -65,6 +65,7 @@ import Testing
             try await pollSchedule(store)
             try await idempotency(store)
             try await eventRecords(store)
+            try await webhookOutbox(store)
         }, cleanup: { try? await store.close() })
     }
 

@@ -60,6 +60,14 @@ struct PipelineBuilder {
         let idempotency = (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
             ?? .defaults
         if idempotency.ttl < 1 { report(.invalidValue, at: "idempotency.ttl", "a key kept less than a second protects no retry", expected: "1s or more") }
+        var webhooks: [WebhookTarget] = []
+        for (index, webhookJSON) in (json["webhooks"]?.arrayValue ?? []).enumerated() {
+            guard let webhook = try? WebhookTarget.schema.decode(WebhookTarget.self, from: webhookJSON) else { continue }
+            if let problem = webhook.problem() {
+                report(.invalidValue, at: "webhooks[\(index)].\(problem.key)", problem.message, expected: problem.expected)
+            }
+            webhooks.append(webhook)
+        }
         guard let renderer, let transport, !diagnostics.hasErrors else { return nil }
         let usedPlugins = plugins.filter { plugin in
             (sources.map(\.type) + filters.map(\.type) + [renderer.type, transport.type]).contains(plugin.name)
@@ -71,6 +79,7 @@ struct PipelineBuilder {
             delivery: delivery, location: SourceLocation(file: file, line: 1, column: 1))
         definition.retention = retention
         definition.idempotency = idempotency
+        definition.webhooks = webhooks
         return definition
     }
 

@@ -38,6 +38,7 @@ public struct PipelineDefinition: Sendable {
     public var delivery: DeliveryPolicy
     public var retention: RetentionPolicy = .defaults
     public var idempotency: IdempotencyPolicy = .defaults
+    public var webhooks: [WebhookTarget] = []
     public var location: SourceLocation
 
     /// Every stage that keeps resources for its life.

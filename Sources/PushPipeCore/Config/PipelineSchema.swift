@@ -14,6 +14,8 @@ public enum PipelineSchema {
             SchemaKey("retention", .object(RetentionPolicy.schema), default: RetentionPolicy.defaults.json, "How long delivery rows and history are kept."),
             SchemaKey("idempotency", .object(IdempotencyPolicy.schema), default: IdempotencyPolicy.defaults.json,
                       "How long event routes remember an `Idempotency-Key` and the answer given for it."),
+            SchemaKey("webhooks", .list(.object(WebhookTarget.schema)), default: [],
+                      "Where to POST outcomes (delivered, failed, dead tokens, dead letters), signed as Standard Webhooks say; kept in the store until the receiver takes them."),
         ])
     }
 }

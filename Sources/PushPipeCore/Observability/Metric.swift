@@ -35,6 +35,8 @@ public enum Metric: String, Sendable, CaseIterable {
     case storeCheckpointLatency = "pushpipe_store_checkpoint_seconds"
     /// SQLite only (no labels): the WAL's size when the last checkpoint ran.
     case storeWALFrames = "pushpipe_store_wal_frames"
+    /// Outcomes a webhook took or will be sent again (labels: pipeline, result `taken` | `retried` | `expired`).
+    case webhookOutcomes = "pushpipe_webhook_outcomes_total"
     /// Tap records not sent because a tap was not reading (no labels).
     case tapRecordsDropped = "pushpipe_tap_records_dropped_total"
 

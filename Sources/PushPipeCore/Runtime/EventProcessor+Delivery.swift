@@ -159,6 +159,7 @@ extension EventProcessor {
             }
             state += outcome.state
         }
+        let webhooks = webhookOutcomes(of: events, at: now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks
         // keep the event from going out again, its removal from a queue waits for it), and the
         // event holds its place in the pipeline meanwhile, so new work waits too. Only a stop
@@ -172,8 +173,10 @@ extension EventProcessor {
                     logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
                 }
             }) {
-                try await store.recordOutcome(deliveries: records, history: history, state: state, events: events, pipeline: definition.name)
+                try await store.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks,
+                                              pipeline: definition.name)
             }
+            if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
         } catch {
             for outcome in outcomes {

@@ -13,6 +13,8 @@ public struct EventProcessor: Sendable {
     public let telemetry: PipelineTelemetry
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
+    /// Called after outcomes for webhooks were written (the dispatcher sends them at once).
+    var onWebhookOutcomes: (@Sendable () -> Void)?
     let reportedConfigErrors = RepeatedMessages(window: nil)
     let repeatedFailures = RepeatedMessages(window: .seconds(10))
     /// Each stage's context, made once: they are the same for every event.

@@ -25,15 +25,28 @@ public final class PipelineRunner: EventSink, Sendable {
     /// Called with every event's report (benchmarks count completions; metrics will too).
     let onEventCompleted: (@Sendable (EventReport) -> Void)?
 
+    /// Sends the outcomes of `definition.webhooks` (live, with a poster), nil otherwise.
+    let webhooks: WebhookDispatcher?
+
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                telemetry: Telemetry = .unobserved, onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
+                telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil,
+                onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
         self.definition = definition
         self.onEventCompleted = onEventCompleted
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
         queue = EventQueue(capacity: definition.delivery.concurrency)
-        processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+        var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+        if mode == .live, !definition.webhooks.isEmpty, let webhookPoster {
+            let dispatcher = WebhookDispatcher(pipeline: definition.name, targets: definition.webhooks, store: store, poster: webhookPoster,
+                                               telemetry: telemetry, logger: logger)
+            processor.onWebhookOutcomes = dispatcher.nudge
+            webhooks = dispatcher
+        } else {
+            webhooks = nil
+        }
+        self.processor = processor
         self.telemetry = processor.telemetry
         (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
     }
@@ -92,9 +105,12 @@ public final class PipelineRunner: EventSink, Sendable {
             let replays = QueuedEventIntake(lease: QueuedEventIntake.replayLease)
             let replayContext = context.forStage(QueuedEventIntake.replayKey, key: QueuedEventIntake.replayKey)
             if mode == .live {
-                let pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
+                var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
+                pruner.telemetry = telemetry.telemetry
                 stages.addTask { await pruner.run() }
                 stages.addTask { await replays.renewWhileRunning(context: replayContext) }
+                // Outcomes go on while the pipeline drains: those of its last events too.
+                if let webhooks { stages.addTask { await webhooks.run() } }
             }
             var stoppedAt = ContinuousClock.now
             await withTaskGroup(of: Bool.self) { workers in

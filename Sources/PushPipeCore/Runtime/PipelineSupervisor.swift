@@ -11,6 +11,7 @@ public final class PipelineSupervisor: Service, Sendable {
     let mode: RunMode
     let output: OutputSink
     public let telemetry: Telemetry
+    let webhookPoster: (any WebhookPoster)?
     /// Set once the first set of pipelines was applied (readiness waits for it).
     private let appliedOnce = Atomic<Bool>(false)
     private let commands: AsyncStream<Command>
@@ -30,8 +31,9 @@ public final class PipelineSupervisor: Service, Sendable {
 
     /// - Parameter initial: the pipelines started as soon as `run` begins.
     public init(initial: [PipelineDefinition], store: any Store, host: any RouteServing, logger: Logger, mode: RunMode,
-                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved) {
+                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil) {
         self.store = store
+        self.webhookPoster = webhookPoster
         self.telemetry = telemetry
         self.host = host
         self.logger = logger
@@ -87,7 +89,8 @@ public final class PipelineSupervisor: Service, Sendable {
         }
         var starting: [Running] = []
         for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
-            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
+                                        webhookPoster: webhookPoster)
             let (finished, finish) = AsyncStream<Void>.makeStream()
             let entry = Running(runner: runner, finished: finished, finish: finish)
             running.withLock { $0[definition.name] = entry }

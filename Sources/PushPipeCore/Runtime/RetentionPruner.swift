@@ -9,6 +9,7 @@ struct RetentionPruner: Sendable {
     let policy: RetentionPolicy
     let store: any RetentionStore
     let logger: Logger
+    var telemetry: Telemetry = .unobserved
 
     static var rowsPerBatch: Int { 500 }
     static var usersPerBatch: Int { 50 }
@@ -40,6 +41,12 @@ struct RetentionPruner: Sendable {
             // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
             let records = try await Self.inBatches { try await store.pruneEventRecords(pipeline: pipeline, unchangedSince: cutoff, limit: $0) }
             if records > 0 { logger.info("retention: removed \(records) event records") }
+            let webhookCutoff = now.timeIntervalSince1970 - WebhookDispatcher.longestWait
+            let expired = try await Self.inBatches { try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: webhookCutoff, limit: $0) }
+            if expired > 0 {
+                logger.error("retention: \(expired) webhook outcomes removed unsent: their receiver did not take them within 3 days")
+                telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "expired")], by: expired)
+            }
             let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
             if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
             let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: $0) }

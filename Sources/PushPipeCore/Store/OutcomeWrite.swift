@@ -4,7 +4,8 @@ import Foundation
 /// tasks at once, one or two small rows each.
 package enum OutcomeWrite: Sendable {
     case state([StateWrite], pipeline: String)
-    case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], pipeline: String)
+    case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome],
+                 pipeline: String)
     case enqueue(QueuedEvent)
     case dequeue(pipeline: String, eventID: String)
 
@@ -12,7 +13,8 @@ package enum OutcomeWrite: Sendable {
     package var isEmpty: Bool {
         switch self {
         case .state(let writes, _): writes.isEmpty
-        case .outcome(let deliveries, let history, let state, let events, _): deliveries.isEmpty && history.isEmpty && state.isEmpty && events.isEmpty
+        case .outcome(let deliveries, let history, let state, let events, let webhooks, _):
+            deliveries.isEmpty && history.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty
         case .enqueue, .dequeue: false
         }
     }

@@ -5,8 +5,8 @@ import Foundation
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, StageStateStore,
-    PollScheduleStore, RetentionStore {
+public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, WebhookOutboxStore, QueuedEventStore, IdempotencyStore,
+    StageStateStore, PollScheduleStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
@@ -45,9 +45,10 @@ public protocol RegistrationStore: Sendable {
 public protocol DeliveryStore: Sendable {
     /// Everything events' deliveries produced, in one transaction: the outcome of each
     /// delivery, the history entries, the state writes to commit with them, and what became
-    /// of each event (its record: replaces an earlier record of the same event).
+    /// of each event (its record: replaces an earlier record of the same event), and the
+    /// outcomes its webhooks are to be told of.
     func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                       pipeline: String) async throws
+                       webhooks: [WebhookOutcome], pipeline: String) async throws
     func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 }
@@ -130,6 +131,9 @@ public protocol RetentionStore: Sendable {
     /// Removes at most `limit` of the pipeline's event records not changed since `cutoff`
     /// (UNIX seconds), dead letters excepted: they stay until replayed or dropped. Returns how many.
     func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
+    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
+    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
+    func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
     /// (the store's clock). Returns how many.
     func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int
@@ -137,7 +141,12 @@ public protocol RetentionStore: Sendable {
 
 extension DeliveryStore {
     public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
-        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: [], pipeline: pipeline)
+        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: [], webhooks: [], pipeline: pipeline)
+    }
+
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                              pipeline: String) async throws {
+        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: [], pipeline: pipeline)
     }
 }
 

@@ -1,0 +1,43 @@
+extension EventProcessor {
+    /// What the pipeline's webhooks are told of these events, each webhook what it asked for.
+    /// Each outcome's id depends only on the event and what happened, so the same outcome
+    /// sent twice (at least once means it may be) is known as one.
+    func webhookOutcomes(of records: [EventRecord], at now: Double) -> [WebhookOutcome] {
+        guard !definition.webhooks.isEmpty else { return [] }
+        var outcomes: [WebhookOutcome] = []
+        for record in records {
+            for (type, outcomeID, payload) in Self.outcomes(of: record) {
+                for target in definition.webhooks where target.events.contains(type) {
+                    outcomes.append(WebhookOutcome(pipeline: definition.name, target: target.url, outcomeID: outcomeID, payload: payload, createdAt: now))
+                }
+            }
+        }
+        return outcomes
+    }
+
+    static func outcomes(of record: EventRecord) -> [(type: String, id: String, payload: JSON)] {
+        var outcomes: [(String, String, JSON)] = []
+        func add(_ type: String, _ id: String, _ fields: [String: JSON]) {
+            var payload = fields
+            payload["id"] = .string(id)
+            payload["type"] = .string(type)
+            outcomes.append((type, id, .object(payload)))
+        }
+        let type: String? = switch record.state {
+        case .delivered, .partiallyDelivered: "delivered"
+        case .failed: "failed"
+        case .deadLetter: "dead_letter"
+        case .accepted, .processing, .dropped: nil
+        }
+        if let type { add(type, "\(record.pipeline)/\(record.eventID)/\(type)", ["event": record.statusJSON]) }
+        guard record.state != .processing else { return outcomes }
+        for recipient in record.recipients where recipient.outcome == "drop-token" {
+            let token = TokenMask.mask(recipient.token)
+            var fields: [String: JSON] = ["event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
+                                          "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport)]
+            fields["reason"] = recipient.reason.map(JSON.string)
+            add("dead_token", "\(record.pipeline)/\(record.eventID)/dead_token/\(recipient.tokenKind):\(StableHash.hex(recipient.token))", fields)
+        }
+        return outcomes
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+
+/// Sends a pipeline's webhook outcomes from the store: claims what is due, POSTs it in batches
+/// per receiver, removes what was taken and puts back, with backoff, what was not. Several
+/// daemons share the outbox; each batch is one daemon's while it is being sent.
+struct WebhookDispatcher: Sendable {
+    let pipeline: String
+    let targets: [WebhookTarget]
+    let store: any WebhookOutboxStore
+    let poster: any WebhookPoster
+    let telemetry: Telemetry
+    let logger: Logger
+    /// Signals outcomes just written here, so they go out at once rather than at the next look.
+    let written = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let failures = RepeatedMessages(window: .seconds(60))
+
+    static var batchLimit: Int { 100 }
+    /// How long a claimed batch stays this daemon's: longer than a POST may take.
+    static var lease: Double { 60 }
+    /// How often the outbox is read when nothing was written here (retries, other daemons' work).
+    static var idleLook: Duration { .seconds(2) }
+    /// How long an outcome waits for its receiver before retention removes it, unsent.
+    static var longestWait: Double { 3 * 86_400 }
+    /// The longest wait between two attempts.
+    static var longestBackoff: Double { 600 }
+
+    func nudge() { written.continuation.yield() }
+
+    func run() async {
+        while !Task.isCancelled {
+            var full = false
+            do {
+                full = try await sendDue()
+            } catch is CancellationError {
+                return
+            } catch {
+                if let suppressed = failures.admit("outbox: \(error)") {
+                    logger.warning("webhooks: the outbox could not be read: \(error)\(failures.summary(suppressed))")
+                }
+            }
+            if full { continue }
+            // Whichever comes first: an outcome written here, or the time for the next look.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await _ in written.stream { return } }
+                group.addTask { try? await Task.sleep(for: Self.idleLook) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// One round: returns whether a full batch came (more may be due).
+    private func sendDue() async throws -> Bool {
+        let claimed = try await store.claimWebhookOutcomes(pipeline: pipeline, limit: Self.batchLimit, lease: Self.lease)
+        guard !claimed.isEmpty else { return false }
+        let byTarget = Dictionary(grouping: claimed, by: \.target)
+        for (url, outcomes) in byTarget {
+            guard let target = targets.first(where: { $0.url == url }) else {
+                // The webhook left the pipeline: nobody waits for these.
+                logger.notice("webhooks: \(outcomes.count) outcomes for \(url), no longer a webhook of this pipeline, dropped")
+                try await store.removeWebhookOutcomes(ids: outcomes.map(\.id))
+                continue
+            }
+            let message = Self.message(outcomes, pipeline: pipeline)
+            switch await poster.post(message, to: target) {
+            case .taken:
+                try await store.removeWebhookOutcomes(ids: outcomes.map(\.id))
+                telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "taken")], by: outcomes.count)
+            case .retry(let seconds, let reason):
+                let attempts = outcomes.map(\.attempts).max() ?? 0
+                let delay = seconds ?? Self.backoff(afterAttempts: attempts + 1)
+                try await store.retryWebhookOutcomes(ids: outcomes.map(\.id), after: delay)
+                telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
+                if let suppressed = failures.admit("post: \(url)") {
+                    logger.warning("webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))")
+                }
+            }
+        }
+        return claimed.count == Self.batchLimit
+    }
+
+    /// 1 s, doubling, at most `longestBackoff`, with a tenth of jitter so daemons spread out.
+    static func backoff(afterAttempts attempts: Int) -> Double {
+        let base = min(longestBackoff, pow(2, Double(min(attempts, 20) - 1)))
+        return base * Double.random(in: 0.9...1.1)
+    }
+
+    /// The batch as its receiver gets it. Its id comes from the outcomes' ids, so the same
+    /// outcomes sent again (a retry, another daemon after a crash) carry the same `webhook-id`.
+    static func message(_ outcomes: [WebhookOutcome], pipeline: String, now: Date = Date()) -> WebhookMessage {
+        let ids = outcomes.map(\.outcomeID).sorted()
+        let id = "msg_" + StableHash.hex(ids.joined(separator: "\n"))
+        let body: JSON = ["type": "pushpipe.outcomes", "timestamp": .string(EventRecord.timestamp(now.timeIntervalSince1970)),
+                          "data": ["pipeline": .string(pipeline), "outcomes": .array(outcomes.map(\.payload))]]
+        return WebhookMessage(id: id, timestamp: Int64(now.timeIntervalSince1970), body: body)
+    }
+}
+
+/// FNV-1a over 128 bits, as hex: an id that depends only on its input, the same in every
+/// process (Swift's `Hasher` is seeded per process). Not for secrets.
+enum StableHash {
+    static func hex(_ text: String) -> String {
+        var low: UInt64 = 0xcbf2_9ce4_8422_2325
+        var high: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in text.utf8 {
+            low = (low ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            high = (high ^ UInt64(byte) ^ (low >> 29)) &* 0x0000_0100_0000_01b3
+        }
+        return String(format: "%016llx%016llx", high, low)
+    }
+}

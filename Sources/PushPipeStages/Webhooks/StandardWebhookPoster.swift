@@ -1,0 +1,43 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import PushPipeCore
+
+/// POSTs outcome batches as the Standard Webhooks specification (standardwebhooks.com) says:
+/// `webhook-id`, `webhook-timestamp`, and `webhook-signature: v1,<base64 HMAC-SHA256 of
+/// "id.timestamp.body">` keyed with the bytes of the `whsec_` secret, so a receiver checks
+/// them with any of its libraries.
+public struct StandardWebhookPoster: WebhookPoster {
+    /// A receiver that does not answer within this is tried again later.
+    static var timeout: TimeAmount { .seconds(15) }
+
+    public init() {}
+
+    public func post(_ message: WebhookMessage, to target: WebhookTarget) async -> WebhookAnswer {
+        // Checked when the pipeline loaded: a pipeline with a bad secret does not start.
+        guard let key = target.key else { return .retry(seconds: nil, reason: "the webhook's secret is not `whsec_` and base64") }
+        let body = message.body.serialized()
+        var request = HTTPClientRequest(url: target.url)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json")
+        for (name, value) in Self.signatureHeaders(message, body: body, key: key) { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await SharedHTTPClients.client(trusting: "").execute(request, timeout: Self.timeout)
+            // Read (and bounded): the connection goes back to the pool for the next batch.
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            if (200..<300).contains(response.status.code) { return .taken }
+            let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init)
+            return .retry(seconds: retryAfter, reason: "HTTP \(response.status.code)")
+        } catch {
+            return .retry(seconds: nil, reason: "\(error)")
+        }
+    }
+
+    static func signatureHeaders(_ message: WebhookMessage, body: Data, key: [UInt8]) -> [(String, String)] {
+        let signed = Data("\(message.id).\(message.timestamp).".utf8) + body
+        let signature = Data(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))).base64EncodedString()
+        return [("webhook-id", message.id), ("webhook-timestamp", String(message.timestamp)), ("webhook-signature", "v1,\(signature)")]
+    }
+}
