@@ -97,7 +97,7 @@ extension PostgresStore {
 
     private static func json(_ record: EventRecord) -> JSON {
         ["pipeline": .string(record.pipeline), "event_id": .string(record.eventID), "state": .string(record.state.rawValue),
-         "updated_at": .double(record.updatedAt), "record": .string(record.storedJSON.compactText)]
+         "updated_at": .double(record.updatedAt), "record": .string(String(decoding: record.storedText, as: UTF8.self))]
     }
 
     private static func json(_ row: DeliveryRow) -> JSON {

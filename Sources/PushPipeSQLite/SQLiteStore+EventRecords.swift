@@ -9,8 +9,14 @@ extension SQLiteStore {
         try db.cachedStatement(sql: """
             INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
-            """).execute(arguments: [record.pipeline, record.eventID, record.state.rawValue, record.updatedAt, record.updatedAt,
-                                     record.storedJSON.compactText])
+            """).executeBinding { values in
+                values.bind(record.pipeline, at: 1)
+                values.bind(record.eventID, at: 2)
+                values.bind(record.state.rawValue, at: 3)
+                values.bind(record.updatedAt, at: 4)
+                values.bind(record.updatedAt, at: 5)
+                values.bindText(record.storedText, at: 6)
+            }
     }
 
     public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {

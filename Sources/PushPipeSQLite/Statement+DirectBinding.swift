@@ -72,6 +72,10 @@ struct DirectBindings {
         bytes.withUnsafeBytes { bindText($0, at: index) }
     }
 
+    mutating func bindText(_ bytes: [UInt8], at index: Int32) {
+        bytes.withUnsafeBytes { bindText($0, at: index) }
+    }
+
     private mutating func bindText(_ bytes: UnsafeRawBufferPointer, at index: Int32) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else {
             // An empty text, not NULL (SQLite makes it from a copy of nothing).

@@ -1,16 +1,35 @@
 import Foundation
 
 extension EventRecord {
-    /// The fields stores keep as one JSON text: the pipeline, id, state and time are columns
-    /// of their own (what lookups and listings select on).
-    public var storedJSON: JSON {
-        var fields: [String: JSON] = ["accepted_at": .double(acceptedAt)]
-        addDescription(to: &fields)
-        fields["caller"] = caller.map(JSON.string)
-        if !recipients.isEmpty { fields["recipients"] = .array(recipients.map(\.storedJSON)) }
-        if omittedRecipients > 0 { fields["omitted"] = .int(Int64(omittedRecipients)) }
-        if let input { fields["input"] = ["time": .double(input.time), "body": input.body] }
-        return .object(fields)
+    /// The fields stores keep as one JSON text (UTF-8): the pipeline, id, state and time are
+    /// columns of their own (what lookups and listings select on). Written per event, so
+    /// straight to bytes.
+    public var storedText: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 160 + recipients.count * 160)
+        writer.add("accepted_at", acceptedAt)
+        writer.add("source", source)
+        writer.add("caller", caller)
+        writer.add("user", user)
+        writer.add("stage", stage)
+        writer.add("code", code)
+        writer.add("reason", reason)
+        writer.add("trace_id", traceID)
+        if !recipients.isEmpty {
+            writer.add("recipients", objects: recipients) { recipient, writer in
+                writer.add("user", recipient.user)
+                writer.add("kind", recipient.tokenKind)
+                writer.add("token", recipient.token)
+                writer.add("transport", recipient.transport)
+                writer.add("outcome", recipient.outcome)
+                writer.add("provider_id", recipient.providerID)
+                writer.add("attempts", recipient.attempts)
+                writer.add("reason", recipient.reason)
+                writer.add("at", recipient.at)
+            }
+        }
+        if omittedRecipients > 0 { writer.add("omitted", omittedRecipients) }
+        if let input { writer.add("input", json: ["time": .double(input.time), "body": input.body]) }
+        return writer.finished()
     }
 
     public init(pipeline: String, eventID: String, state: String, updatedAt: Double, stored: JSON) throws {
@@ -50,14 +69,6 @@ extension EventRecord {
 }
 
 extension EventRecord.Recipient {
-    var storedJSON: JSON {
-        var fields: [String: JSON] = ["user": .string(user), "kind": .string(tokenKind), "token": .string(token), "transport": .string(transport),
-                                      "outcome": .string(outcome), "attempts": .int(Int64(attempts)), "at": .double(at)]
-        fields["provider_id"] = providerID.map(JSON.string)
-        fields["reason"] = reason.map(JSON.string)
-        return .object(fields)
-    }
-
     init(stored: JSON, eventID: String) throws {
         guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
               let outcome = stored["outcome"]?.stringValue else { throw StoredRecordError(eventID: eventID, field: "recipients") }

@@ -68,7 +68,8 @@ public struct QueuedEventCount: Sendable, Equatable {
 extension QueuedEvent {
     /// `replayOf` as stores keep it, a column of JSON text.
     public static func storedReplay(_ record: EventRecord) -> String {
-        var stored = record.storedJSON.objectValue ?? [:]
+        // A replay is rare: its record is parsed back to add the two columns' values.
+        var stored = (try? JSON.parse(record.storedText))?.objectValue ?? [:]
         stored["state"] = .string(record.state.rawValue)
         stored["updated_at"] = .double(record.updatedAt)
         return JSON.object(stored).compactText
