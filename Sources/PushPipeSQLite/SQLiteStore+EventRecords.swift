@@ -3,20 +3,33 @@ import GRDB
 import PushPipeCore
 
 extension SQLiteStore {
-    /// A record replaces the event's earlier one (processing, then its outcome; a replay's
-    /// outcome); its `created_at` stays, so rows stay in the order of their events.
-    static func upsert(_ record: EventRecord, in db: Database) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
-            """).executeBinding { values in
-                values.bind(record.pipeline, at: 1)
-                values.bind(record.eventID, at: 2)
-                values.bind(record.state.rawValue, at: 3)
-                values.bind(record.updatedAt, at: 4)
-                values.bind(record.updatedAt, at: 5)
-                values.bindText(record.storedText, at: 6)
+    /// `INSERT ... VALUES (...), (...) ON CONFLICT ...` for 1 to `rowsPerInsert` records, made once.
+    private static let upsertStatements: [String] = (1...rowsPerInsert).map { count in
+        "INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
+            + " ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record"
+    }
+
+    /// Records replace the events' earlier ones (processing, then the outcome; a replay's
+    /// outcome); `created_at` stays, so rows stay in the order of their events. Several per
+    /// statement, as deliveries are.
+    static func upsert(_ records: [EventRecord], in db: Database) throws {
+        var start = 0
+        while start < records.count {
+            let chunk = records[start..<min(records.count, start + rowsPerInsert)]
+            try db.cachedStatement(sql: upsertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * 512) { values in
+                for (position, record) in chunk.enumerated() {
+                    let first = Int32(position * 6)
+                    values.bind(record.pipeline, at: first + 1)
+                    values.bind(record.eventID, at: first + 2)
+                    values.bind(record.state.rawValue, at: first + 3)
+                    values.bind(record.updatedAt, at: first + 4)
+                    values.bind(record.updatedAt, at: first + 5)
+                    values.bindText(record.storedText, at: first + 6)
+                }
             }
+            start += chunk.count
+        }
     }
 
     public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {

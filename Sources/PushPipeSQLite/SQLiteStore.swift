@@ -104,7 +104,7 @@ public final class SQLiteStore: Store {
         case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
             try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
-            for record in events { try upsert(record, in: db) }
+            try upsert(events, in: db)
             for outcome in webhooks { try insert(outcome, in: db) }
         case .enqueue(let event):
             try insertQueued(event, in: db)

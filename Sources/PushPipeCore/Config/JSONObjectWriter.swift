@@ -40,18 +40,24 @@ public struct JSONObjectWriter {
         value.write(to: &bytes, pretty: false, indent: 0)
     }
 
-    /// An array of objects, each written by `element`.
+    /// An array of objects, each written by `element` into the same bytes.
     public mutating func add<Element>(_ name: String, objects: [Element], _ element: (Element, inout JSONObjectWriter) -> Void) {
         key(name)
         bytes.append(UInt8(ascii: "["))
         for (index, item) in objects.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            var writer = JSONObjectWriter(capacity: 128)
-            element(item, &writer)
-            bytes.append(contentsOf: writer.finished())
+            bytes.append(UInt8(ascii: "{"))
+            empty = true
+            element(item, &self)
+            bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "]"))
+        empty = false
     }
 
-    public func finished() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
+    /// The object's bytes, closed.
+    public consuming func finished() -> [UInt8] {
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
 }

@@ -7,6 +7,9 @@ extension EventRecord {
     public var storedText: [UInt8] {
         var writer = JSONObjectWriter(capacity: 160 + recipients.count * 160)
         writer.add("accepted_at", acceptedAt)
+        // The time of the recipients' outcomes unless one says otherwise: the `updated_at`
+        // column moves without the text (a replay marks the record accepted).
+        writer.add("recorded_at", updatedAt)
         writer.add("source", source)
         writer.add("caller", caller)
         writer.add("user", user)
@@ -24,7 +27,8 @@ extension EventRecord {
                 writer.add("provider_id", recipient.providerID)
                 writer.add("attempts", recipient.attempts)
                 writer.add("reason", recipient.reason)
-                writer.add("at", recipient.at)
+                // Most outcomes are as old as the record: their time is left to it.
+                if recipient.at != updatedAt { writer.add("at", recipient.at) }
             }
         }
         if omittedRecipients > 0 { writer.add("omitted", omittedRecipients) }
@@ -36,7 +40,7 @@ extension EventRecord {
         guard let state = State(rawValue: state) else { throw StoredRecordError(eventID: eventID, field: "state") }
         self.init(pipeline: pipeline, eventID: eventID, state: state, source: stored["source"]?.stringValue, caller: stored["caller"]?.stringValue,
                   user: stored["user"]?.stringValue, stage: stored["stage"]?.stringValue, code: stored["code"]?.stringValue,
-                  reason: stored["reason"]?.stringValue, recipients: try (stored["recipients"]?.arrayValue ?? []).map { try Recipient(stored: $0, eventID: eventID) },
+                  reason: stored["reason"]?.stringValue, recipients: try (stored["recipients"]?.arrayValue ?? []).map { try Recipient(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt) },
                   omittedRecipients: Int(stored["omitted"]?.intValue ?? 0), traceID: stored["trace_id"]?.stringValue,
                   acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt, updatedAt: updatedAt,
                   input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } })
@@ -69,12 +73,12 @@ extension EventRecord {
 }
 
 extension EventRecord.Recipient {
-    init(stored: JSON, eventID: String) throws {
+    init(stored: JSON, eventID: String, recordedAt: Double) throws {
         guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
               let outcome = stored["outcome"]?.stringValue else { throw StoredRecordError(eventID: eventID, field: "recipients") }
         self.init(user: user, tokenKind: kind, token: token, transport: stored["transport"]?.stringValue ?? "", outcome: outcome,
                   providerID: stored["provider_id"]?.stringValue, attempts: Int(stored["attempts"]?.intValue ?? 0),
-                  reason: stored["reason"]?.stringValue, at: stored["at"]?.doubleValue ?? 0)
+                  reason: stored["reason"]?.stringValue, at: stored["at"]?.doubleValue ?? recordedAt)
     }
 
     var statusJSON: JSON {
