@@ -94,8 +94,9 @@ public struct Event: Sendable {
         storage = CopyOnWrite(Fields(id: id, pipeline: pipeline, user: user, time: time, body: body))
     }
 
-    /// 24 lower-case hex characters, like the ids Pong's original backend used.
-    public static func makeID() -> String { RandomIdentifier.hex(nibbles: 24) }
+    /// 24 lower-case hex characters, a MongoDB ObjectId's layout, like the ids Pong's
+    /// original backend used: increasing, so the store's records of events stay cheap to add.
+    public static func makeID() -> String { RandomIdentifier.objectID() }
 
     /// The event as plugins and templates see it.
     public var json: JSON {

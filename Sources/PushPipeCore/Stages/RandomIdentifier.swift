@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Identifiers for events and requests (`apns-id`): unique and unpredictable enough to
@@ -9,6 +10,12 @@ public enum RandomIdentifier {
     private static let state = Atomic<UInt64>({ var system = SystemRandomNumberGenerator(); return system.next() }())
 
     struct Generator: RandomNumberGenerator {
+        mutating func nextHex(nibbles: Int) -> String {
+            var bytes: [UInt8] = []
+            RandomIdentifier.appendHex(next() as UInt64, nibbles: nibbles, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
         mutating func next() -> UInt64 {
             let gamma: UInt64 = 0x9E37_79B9_7F4A_7C15
             var value = RandomIdentifier.state.wrappingAdd(gamma, ordering: .relaxed).newValue
@@ -33,6 +40,23 @@ public enum RandomIdentifier {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// This process's part of `objectID`, and its counter, which starts anywhere.
+    private static let process = { var generator = Generator(); return generator.nextHex(nibbles: 10) }()
+    private static let counter = Atomic<UInt32>({ var generator = Generator(); return UInt32(truncatingIfNeeded: generator.next() as UInt64) }())
+
+    /// 24 lower-case hex digits laid out as a MongoDB ObjectId: the UNIX seconds, a part for
+    /// this process, then a counter. Unique, and increasing within a process: rows keyed by
+    /// them are inserted at the end of their index, not all over it (a random key dirtied a
+    /// page of the index per event, and each commit wrote every dirty page again).
+    public static func objectID(now: Double = Date().timeIntervalSince1970) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendHex(UInt64(max(0, now)) & 0xFFFF_FFFF, nibbles: 8, to: &bytes)
+        bytes.append(contentsOf: process.utf8)
+        appendHex(UInt64(counter.wrappingAdd(1, ordering: .relaxed).newValue & 0xFF_FFFF), nibbles: 6, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// `nibbles` lower-case hex digits (at most 24).
     public static func hex(nibbles: Int) -> String {
         precondition((1...24).contains(nibbles))
@@ -44,7 +68,7 @@ public enum RandomIdentifier {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func appendHex(_ value: UInt64, nibbles: Int, to bytes: inout [UInt8]) {
+    fileprivate static func appendHex(_ value: UInt64, nibbles: Int, to bytes: inout [UInt8]) {
         for index in (0..<nibbles).reversed() { bytes.append(hexDigits[Int((value >> (4 * UInt64(index))) & 0xF)]) }
     }
 }
