@@ -16,8 +16,10 @@ struct WebhookDispatcher: Sendable {
     let failures = RepeatedMessages(window: .seconds(60))
 
     static var batchLimit: Int { 100 }
-    /// How long a claimed batch stays this daemon's: longer than a POST may take.
-    static var lease: Double { 60 }
+    /// How long a claimed batch stays this daemon's: longer than its POSTs may take (one per
+    /// webhook, each answered within `StandardWebhookPoster`'s 15 s), and no longer, since
+    /// what a daemon killed while sending holds waits that long for another.
+    var lease: Double { Double(targets.count) * 15 + 5 }
     /// How often the outbox is read when nothing was written here (retries, other daemons' work).
     static var idleLook: Duration { .seconds(2) }
     /// How long an outcome waits for its receiver before retention removes it, unsent.
@@ -52,7 +54,7 @@ struct WebhookDispatcher: Sendable {
 
     /// One round: returns whether a full batch came (more may be due).
     private func sendDue() async throws -> Bool {
-        let claimed = try await store.claimWebhookOutcomes(pipeline: pipeline, limit: Self.batchLimit, lease: Self.lease)
+        let claimed = try await store.claimWebhookOutcomes(pipeline: pipeline, limit: Self.batchLimit, lease: lease)
         guard !claimed.isEmpty else { return false }
         let byTarget = Dictionary(grouping: claimed, by: \.target)
         for (url, outcomes) in byTarget {
