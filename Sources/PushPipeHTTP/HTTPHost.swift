@@ -14,6 +14,7 @@ import PushPipeCore
 public final class HTTPHost: RouteServing {
     public static let maxBodyBytes = 64 * 1024
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+    static let traceParent = HTTPField.Name("traceparent")!
     /// Nil until the pipelines' routes are first set: the listener may be up a moment before,
     /// and a request then is answered "starting", not "no such route".
     private let table = Mutex<RouteTable?>(nil)
@@ -121,7 +122,9 @@ public final class HTTPHost: RouteServing {
         for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
         let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user,
                                         principal: RouteAuthenticator.principal(entry.route.authentication, user: user),
-                                        idempotencyKey: request.headers[HTTPHost.idempotencyKey])
+                                        idempotencyKey: request.headers[HTTPHost.idempotencyKey],
+                                        // A W3C traceparent is 55 characters; anything much longer is not one.
+                                        traceParent: request.headers[HTTPHost.traceParent].flatMap { $0.utf8.count <= 128 ? $0 : nil })
         return try await entry.route.handler(routeRequest, entry.context)
     }
 

@@ -9,13 +9,13 @@ extension PostgresStore {
             WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
             """)
         let queued = try await connections.rows("""
-            SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of FROM queued_events
+            SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
             WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline)) ORDER BY id
             """)
         return (try Self.eventRecords(records),
-                try queued.decode((String, String, String, String, String?, Double, String, String?, String?).self).map { row in
+                try queued.decode((String, String, String, String, String?, Double, String, String?, String?, String?).self).map { row in
                     try Self.queuedEvent(pipeline: row.0, source: row.1, instance: row.2, eventID: row.3, user: row.4, time: row.5, body: row.6,
-                                         caller: row.7, replayOf: row.8, lease: 0)
+                                         caller: row.7, replayOf: row.8, traceParent: row.9, lease: 0)
                 })
     }
 
@@ -65,10 +65,11 @@ extension PostgresStore {
     }
 
     static func queuedEvent(pipeline: String, source: String, instance: String, eventID: String, user: String?, time: Double, body: String,
-                            caller: String?, replayOf: String?, lease: Double) throws -> QueuedEvent {
+                            caller: String?, replayOf: String?, traceParent: String?, lease: Double) throws -> QueuedEvent {
         var event = QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
                                 body: try JSON.parse(body), lease: lease)
         event.caller = caller
+        event.traceParent = traceParent
         event.replayOf = try replayOf.map { try QueuedEvent.replay(stored: $0, pipeline: pipeline, eventID: eventID) }
         return event
     }

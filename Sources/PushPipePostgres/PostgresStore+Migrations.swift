@@ -105,6 +105,10 @@ extension PostgresStore {
             """,
             "CREATE INDEX webhook_outbox_due ON webhook_outbox (pipeline, next_at)",
         ]),
+        // The caller's W3C traceparent: an event sent after a restart still continues its trace.
+        ("v9-queued-trace-parent", [
+            "ALTER TABLE queued_events ADD COLUMN trace_parent TEXT",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -76,13 +76,14 @@ extension PostgresStore {
                 ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             UPDATE queued_events AS queued SET instance = \(instance), lease_until = \(unescaped: Self.databaseNow) + \(lease)
             FROM lapsed WHERE queued.id = lapsed.id
-            RETURNING queued.id, queued.event_id, queued.user_id, queued.time, queued.body, queued.caller, queued.replay_of
+            RETURNING queued.id, queued.event_id, queued.user_id, queued.time, queued.body, queued.caller, queued.replay_of, queued.trace_parent
             """, logger: logger).collect()
         }
         var claimed: [(Int64, QueuedEvent)] = []
-        for (id, eventID, user, time, body, caller, replayOf) in try rows.decode((Int64, String, String?, Double, String, String?, String?).self) {
+        for (id, eventID, user, time, body, caller, replayOf, traceParent)
+            in try rows.decode((Int64, String, String?, Double, String, String?, String?, String?).self) {
             claimed.append((id, try Self.queuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
-                                                     body: body, caller: caller, replayOf: replayOf, lease: lease)))
+                                                     body: body, caller: caller, replayOf: replayOf, traceParent: traceParent, lease: lease)))
         }
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)
     }

@@ -27,7 +27,8 @@ extension PostgresStore {
                 enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
                                  "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
                                  "body": .string(event.body.compactText), "lease": .double(event.lease), "caller": event.caller.map(JSON.string) ?? .null,
-                                 "replay_of": event.replayOf.map { .string(QueuedEvent.storedReplay($0)) } ?? .null])
+                                 "replay_of": event.replayOf.map { .string(QueuedEvent.storedReplay($0)) } ?? .null,
+                                 "trace_parent": event.traceParent.map(JSON.string) ?? .null])
                 if let answer = event.answer { answers.append(answer) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
@@ -46,11 +47,11 @@ extension PostgresStore {
         }
         if !enqueued.isEmpty {
             try await connection.query("""
-                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of)
-                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease, caller, replay_of
+                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
+                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease, caller, replay_of, trace_parent
                 FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
                     pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
-                    lease double precision, caller text, replay_of text)
+                    lease double precision, caller text, replay_of text, trace_parent text)
                 """, logger: logger)
         }
         if !events.isEmpty {

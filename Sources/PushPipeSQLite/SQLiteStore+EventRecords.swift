@@ -38,7 +38,7 @@ extension SQLiteStore {
                 SELECT pipeline, event_id, state, updated_at, record FROM event_records WHERE event_id = ? AND (? IS NULL OR pipeline = ?)
                 """), arguments: [eventID, pipeline, pipeline]).map(Self.eventRecord)
             let queued = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of FROM queued_events
+                SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
                 WHERE event_id = ? AND (? IS NULL OR pipeline = ?) ORDER BY id
                 """), arguments: [eventID, pipeline, pipeline]).map { row in
                 try Self.queuedEvent(row, pipeline: row["pipeline"], source: row["source"], instance: row["instance"], lease: 0)

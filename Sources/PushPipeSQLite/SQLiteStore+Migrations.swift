@@ -159,6 +159,10 @@ extension SQLiteStore {
                 CREATE INDEX webhook_outbox_due ON webhook_outbox (pipeline, next_at);
                 """)
         }
+        migrator.registerMigration("v12-queued-trace-parent") { db in
+            // The caller's W3C traceparent: an event sent after a restart still continues its trace.
+            try db.execute(sql: "ALTER TABLE queued_events ADD COLUMN trace_parent TEXT")
+        }
         return migrator
     }
 

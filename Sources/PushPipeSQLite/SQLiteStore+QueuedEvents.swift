@@ -16,7 +16,7 @@ extension SQLiteStore {
         let now = Date().timeIntervalSince1970
         let rows = try await database.write { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT id, event_id, user_id, time, body, caller, replay_of FROM queued_events
+                SELECT id, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
                 WHERE pipeline = ? AND source = ? AND (instance <> ? OR lease_until < ?) ORDER BY id LIMIT ?
                 """, arguments: [pipeline, source, instance, now, limit])
             for row in rows {
@@ -59,16 +59,18 @@ extension SQLiteStore {
 
     static func insertQueued(_ event: QueuedEvent, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText,
-                                     Date().timeIntervalSince1970 + event.lease, event.caller, event.replayOf.map(QueuedEvent.storedReplay)])
+                                     Date().timeIntervalSince1970 + event.lease, event.caller, event.replayOf.map(QueuedEvent.storedReplay),
+                                     event.traceParent])
     }
 
     static func queuedEvent(_ row: Row, pipeline: String, source: String, instance: String, lease: Double) throws -> QueuedEvent {
         var event = QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: row["event_id"], user: row["user_id"],
                                 time: row["time"], body: try JSON.parse(row["body"] as String), lease: lease)
         event.caller = row["caller"]
+        event.traceParent = row["trace_parent"]
         event.replayOf = try (row["replay_of"] as String?).map { try QueuedEvent.replay(stored: $0, pipeline: pipeline, eventID: event.eventID) }
         return event
     }

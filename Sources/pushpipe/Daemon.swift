@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import Tracing
 import UnixSignals
 import PushPipeCore
 import PushPipeHTTP
@@ -36,14 +37,23 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// Where events' spans go (`TracingOptions`): the tracer, and the service that exports them.
+    public struct Tracing: Sendable {
+        public var tracer: any Tracer
+        public var exporter: any Service
+    }
+
     let options: Options
     let builtins: [StageDescriptor]
     /// Sends pipelines' webhook outcomes (the composition root chooses it, like the stages).
     let webhookPoster: (any WebhookPoster)?
     let logger: Logger
-    public let telemetry = Telemetry.prometheus()
+    let tracing: Tracing?
+    public let telemetry: Telemetry
 
-    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil, logger: Logger) {
+    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil, tracing: Tracing? = nil, logger: Logger) {
+        self.tracing = tracing
+        telemetry = Telemetry.prometheus(tracer: tracing?.tracer)
         self.webhookPoster = webhookPoster
         self.options = options
         self.builtins = builtins
@@ -92,9 +102,11 @@ public final class Daemon: Sendable {
             })))
         }
         // The store is no service of the group: it is closed after the group ended, once the
-        // pipelines drained.
+        // pipelines drained. The trace exporter comes first, so it stops last: the spans of the
+        // events drained at shutdown are exported too.
+        let exporter = tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
         let group = ServiceGroup(configuration: .init(
-            services: [
+            services: exporter + [
                 .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),

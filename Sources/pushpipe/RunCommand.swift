@@ -20,6 +20,8 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    @OptionGroup var tracingOptions: TracingOptions
+
     @Option(name: .long, help: "Address to listen on (HOST:PORT; port 0 picks a free one).")
     var listen = "127.0.0.1:8080"
 
@@ -35,11 +37,12 @@ struct RunCommand: AsyncParsableCommand {
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
         let location = try storeOptions.location()
+        let tracing = try tracingOptions.backend(environment: ProcessInfo.processInfo.environment, logger: logger)
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
                            environment: ProcessInfo.processInfo.environment, admin: admin),
-            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), logger: logger)
+            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), tracing: tracing, logger: logger)
         do {
             try await daemon.run()
         } catch let error as ConfigurationError {

@@ -140,8 +140,9 @@ import Testing
     }
 
     func queuedEvents(_ store: any Store) async throws {
-        let earlier = QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "left", user: "alice", time: 1,
+        var earlier = QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "left", user: "alice", time: 1,
                                   body: ["text": "left over"])
+        earlier.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         try await store.enqueue(earlier)
         try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 15))
         for number in 0..<3 {
@@ -156,6 +157,7 @@ import Testing
         let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
+        #expect(claimed.first?.event.traceParent == earlier.traceParent, "a restarted event still continues its caller's trace")
         #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1", "more-2"],
                 "claimed once")
         // Renewed, a lease runs from the store's now: a lease of -1 s has lapsed already.

@@ -3,6 +3,8 @@
 # speed drifts (shared cores), so each rate is read against the mean of the h2load runs around
 # it, and the order of A and B swaps every pair.
 #   A=/path/to/old/pushpipe-bench B=.build/release/pushpipe-bench PAIRS=3 COUNT=200000 bash bench/apns/ab.sh
+# A_ARGS / B_ARGS: more arguments for one side's `apns` run; @OTLP@ in them is the URL of the
+# OTLP/HTTP sink nginx also serves (bench/tracing/run.sh traces one side).
 # Bounded: PAIRS × 2 runs of COUNT notifications, PAIRS + 1 h2load runs; nginx stops at the end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,17 +27,20 @@ apns_reference_load "$RUN" "$PORT"
 h2load_rate() { apns_h2load_rate "$RUN" "$COUNT" 2>/dev/null; }
 # "RATE CPU-SECONDS-PER-1000" of one run.
 pushpipe_run() {
-  "$1" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$COUNT" --connections "$CONNECTIONS" \
+  local extra=${2//@OTLP@/http://127.0.0.1:$((PORT + 1))}
+  # shellcheck disable=SC2086 # the extra arguments are words
+  "$1" apns --base-url "https://localhost:$PORT" --ca-file "$RUN/ca.pem" --count "$COUNT" --connections "$CONNECTIONS" $extra \
     | tail -1 | sed -E 's/.* = ([0-9]+)\/s.*\(([0-9.]+) s per 1000\).*/\1 \2/'
 }
 
-echo "== $PAIRS pairs of $COUNT notifications, $CONNECTIONS connection(s); A=$A B=$B"
+echo "== $PAIRS pairs of $COUNT notifications, $CONNECTIONS connection(s); A=$A ${A_ARGS:-} B=$B ${B_ARGS:-}"
 previous=$(h2load_rate)
 for pair in $(seq 1 "$PAIRS"); do
   if [ $((pair % 2)) = 1 ]; then first=A; else first=B; fi
   declare -A rate=() cpu=()
   for side in $first $([ $first = A ] && echo B || echo A); do
-    read -r rate[$side] cpu[$side] <<< "$(pushpipe_run "${!side}")"
+    args_name=${side}_ARGS
+    read -r rate[$side] cpu[$side] <<< "$(pushpipe_run "${!side}" "${!args_name:-}")"
   done
   next=$(h2load_rate)
   python3 -c "

@@ -1,6 +1,7 @@
 # Sourced by the benchmarks: nginx as an HTTP/2 + TLS APNs stand-in on 127.0.0.1
 # (bench/apns/nginx.conf), with a throwaway CA and server certificate in $RUN.
-#   start_nginx_apns RUN PORT   # then https://localhost:PORT, trusting RUN/ca.pem
+#   start_nginx_apns RUN PORT   # then https://localhost:PORT, trusting RUN/ca.pem;
+#                               # and an OTLP/HTTP sink on http://127.0.0.1:PORT+1
 #   stop_nginx_apns RUN
 #   h2load -n COUNT "${H2LOAD_APNS[@]}"   # the reference load, once nginx is started
 start_nginx_apns() {
@@ -18,7 +19,7 @@ start_nginx_apns() {
   chmod 644 "$run"/*.pem "$run"/*.key
   mkdir -p "$run"/tmp_body "$run"/tmp_proxy "$run"/tmp_fastcgi "$run"/tmp_uwsgi "$run"/tmp_scgi
   chmod 777 "$run"/tmp_*
-  sed -e "s|@RUN@|$run|g" -e "s|@CERTS@|$run|g" -e "s|@PORT@|$port|g" "$conf" > "$run/nginx.conf"
+  sed -e "s|@RUN@|$run|g" -e "s|@CERTS@|$run|g" -e "s|@PORT@|$port|g" -e "s|@OTLP_PORT@|$((port + 1))|g" "$conf" > "$run/nginx.conf"
   nginx -p "$run/" -c "$run/nginx.conf"
 }
 

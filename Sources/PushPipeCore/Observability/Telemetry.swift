@@ -1,8 +1,10 @@
 import CoreMetrics
 import Synchronization
+import Tracing
 
 /// What operators see of one daemon: its metrics (through the swift-metrics API; the admin
-/// listener exports them), its live tap and its recent activity for the status page.
+/// listener exports them), its traces (through swift-distributed-tracing, when a tracer is
+/// given), its live tap and its recent activity for the status page.
 ///
 /// Each daemon (and each test) owns one, with its own metrics factory, instead of bootstrapping
 /// the process-wide `MetricsSystem`: several daemons in one test process must not count into
@@ -10,6 +12,8 @@ import Synchronization
 public final class Telemetry: Sendable {
     /// Where the metric handles come from: the exporter's factory, or one that discards.
     public let metrics: any MetricsFactory
+    /// Spans of events, stages and attempts; nil: tracing is off.
+    public let tracer: EventTracer?
     public let tap: TapHub
     public let activity = RecentActivity()
     private let counters = Mutex<[String: CoreMetrics.Counter]>([:])
@@ -24,8 +28,9 @@ public final class Telemetry: Sendable {
     /// nobody reads it.
     public static let unobserved = Telemetry()
 
-    public init(metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
+    public init(metrics: any MetricsFactory = NOOPMetricsHandler.instance, tracer: (any Tracer)? = nil) {
         self.metrics = metrics
+        self.tracer = tracer.map(EventTracer.init)
         tap = TapHub(dropped: CoreMetrics.Counter(label: Metric.tapRecordsDropped.rawValue, dimensions: [], factory: metrics))
     }
 

@@ -57,11 +57,15 @@ public struct RouteRequest: Sendable {
     public var principal: String
     /// The `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header), as sent.
     public var idempotencyKey: String?
+    /// The W3C `traceparent` header, as sent: an event it posts continues the caller's trace.
+    public var traceParent: String?
 
     public init(method: String, path: String, parameters: [String: String] = [:], query: [String: String] = [:],
-                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", idempotencyKey: String? = nil) {
+                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", idempotencyKey: String? = nil,
+                traceParent: String? = nil) {
         self.principal = principal
         self.idempotencyKey = idempotencyKey
+        self.traceParent = traceParent
         self.method = method
         self.path = path
         self.parameters = parameters

@@ -69,10 +69,12 @@ extension EventProcessor {
         while start < sending.count {
             let chunk = sending[start..<min(sending.count, start + max(1, together))]
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
+            let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext)
-            for (place, outcome) in zip(chunk, outcomes) {
+            for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
                 deliverings[place.delivering].attempts[place.notification].count = 1
+                if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }
             start += chunk.count
         }
@@ -119,8 +121,10 @@ extension EventProcessor {
             }
             // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
             do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+            let span = attemptSpan(event, notification, attempt: attempt.count + 1)
             attempt.outcome = await definition.transport.stage.send(request, context: transportContext)
             attempt.count += 1
+            Self.end(span, attempt.outcome)
         }
         return attempt
     }

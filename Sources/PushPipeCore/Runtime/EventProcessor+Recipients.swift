@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 extension EventProcessor {
     /// Users a broadcast renders at once: a page's notifications are all that is in memory.
@@ -13,8 +14,7 @@ extension EventProcessor {
         for event in events {
             let notifications: [RenderedNotification]
             do {
-                notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: rendererContext) },
-                                         of: event)
+                notifications = try await rendered(event, context: rendererContext)
             } catch {
                 finished.append(Finished(event: event, report: failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
                 continue
@@ -34,6 +34,24 @@ extension EventProcessor {
             if delivering.needsRetry(within: definition.delivery.attempts) { retrying.append(delivering) } else { settled.append(delivering) }
         }
         return (finished + (await finishForUsers(settled)), retrying)
+    }
+
+    /// The event's notifications (a replay's: only those its dead letter left unresolved), in a
+    /// span of their own when the event is traced.
+    private func rendered(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
+        let span = event.trace?.child("render \(definition.renderer.id)")
+        span?.attributes["pushpipe.stage.type"] = definition.renderer.type
+        defer { span?.end() }
+        do {
+            let notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) },
+                                         of: event)
+            span?.attributes["pushpipe.notifications"] = notifications.count
+            return notifications
+        } catch {
+            span?.recordError(error)
+            span?.setStatus(SpanStatus(code: .error))
+            throw error
+        }
     }
 
     /// Applies the final outcomes and records them with each fully delivered event's watermarks
@@ -88,8 +106,7 @@ extension EventProcessor {
             context.broadcastUsers = first...last
             let notifications: [RenderedNotification]
             do {
-                notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) },
-                                         of: event)
+                notifications = try await rendered(event, context: context)
             } catch {
                 return failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
             }

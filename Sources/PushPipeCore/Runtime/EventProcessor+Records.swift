@@ -47,7 +47,7 @@ extension EventProcessor {
         }
         var record = EventRecord(pipeline: definition.name, eventID: event.id, state: state, source: event.source, caller: event.caller,
                                  user: event.user, stage: report.stage, code: report.code, reason: state == .delivered ? nil : report.reason,
-                                 recipients: recipients, omittedRecipients: finished.recipients.omitted,
+                                 recipients: recipients, omittedRecipients: finished.recipients.omitted, traceID: event.trace?.traceID,
                                  acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
         if state == .deadLetter {
             // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
@@ -68,7 +68,7 @@ extension EventProcessor {
         let records = deliverings.map { delivering in
             let event = delivering.event
             return EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller,
-                               user: event.user, recipients: recipients(of: delivering, at: now),
+                               user: event.user, recipients: recipients(of: delivering, at: now), traceID: event.trace?.traceID,
                                acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
         }
         try? await store.recordOutcome(deliveries: [], history: [], state: [], events: records, pipeline: definition.name)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Tracing
 
 /// Runs events through a pipeline's filters, renderer and transport, and applies the
 /// outcomes: retries with backoff, dead-token pruning, history, watermark commits.
@@ -11,6 +12,8 @@ public struct EventProcessor: Sendable {
     public let mode: RunMode
     public let output: OutputSink
     public let telemetry: PipelineTelemetry
+    /// nil: tracing is off, and no span is made.
+    let tracer: EventTracer?
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
     /// Called after outcomes for webhooks were written (the dispatcher sends them at once).
@@ -30,6 +33,7 @@ public struct EventProcessor: Sendable {
         self.mode = mode
         self.output = output
         self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
+        tracer = telemetry.tracer
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
                                    output: output)
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
@@ -82,7 +86,8 @@ public struct EventProcessor: Sendable {
         var finished: [Finished] = []
         var followUps: [FollowUp] = []
         var forUsers: [Event] = []
-        for event in batch {
+        for var event in batch {
+            if let tracer { event.trace = tracer.begin(event, pipeline: definition.name) }
             switch await filter(event) {
             case .finished(let report, let final):
                 finished.append(Finished(event: final, report: report))
@@ -125,6 +130,9 @@ public struct EventProcessor: Sendable {
             let records = finished.compactMap { $0.recorded ? nil : eventRecord($0) }
             if !records.isEmpty { await record([], events: records) }
         }
+        if tracer != nil {
+            for event in finished { event.event.trace?.end(event.report) }
+        }
         let waiting = finished.filter { $0.event.onComplete != nil }
         if waiting.count == 1, let onComplete = waiting[0].event.onComplete {
             await onComplete(waiting[0].report)
@@ -152,6 +160,9 @@ public struct EventProcessor: Sendable {
         var event = incoming
         if !definition.filters.isEmpty, mode == .live { event.receivedBody = incoming.body }
         for (filter, filterContext) in zip(definition.filters, filterContexts) {
+            let span = event.trace?.child("filter \(filter.id)")
+            span?.attributes["pushpipe.stage.type"] = filter.type
+            defer { span?.end() }
             do {
                 let input = event
                 switch try await waitingForTheStore(input, { try await filter.stage.apply(to: input, context: filterContext) }) {
@@ -159,12 +170,15 @@ public struct EventProcessor: Sendable {
                     event = passed
                     telemetry.passed(event, stage: filter.id, type: filter.type)
                 case .drop(let reason, let code):
+                    span?.attributes["pushpipe.drop.code"] = code
                     telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)", metadata: Self.metadata(event))
                     return .finished(EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
                                                  reason: "\(filter.type): \(reason)", stage: filter.id, code: code), event)
                 }
             } catch {
+                span?.recordError(error)
+                span?.setStatus(SpanStatus(code: .error))
                 return .finished(failed(event, "\(filter.id) (\(filter.type)): \(error)", stage: filter.id), event)
             }
         }
@@ -196,6 +210,7 @@ public struct EventProcessor: Sendable {
     /// metadata per event and per delivery cost an allocation each on the hot path.
     static func metadata(_ event: Event, token: DeviceToken? = nil, stage: String? = nil) -> Logger.Metadata {
         var metadata: Logger.Metadata = ["event": .string(event.id)]
+        if let traceID = event.trace?.traceID { metadata["trace_id"] = .string(traceID) }
         if let token { metadata["token"] = .string(token.masked) }
         if let stage { metadata["stage"] = .string(stage) }
         return metadata

@@ -61,6 +61,18 @@ public struct Event: Sendable {
         set { storage.update { $0.receivedBody = newValue } }
     }
 
+    /// The caller's W3C `traceparent`: the event's span continues the caller's trace.
+    public var traceParent: String? {
+        _read { yield storage.fields.traceParent }
+        set { storage.update { $0.traceParent = newValue } }
+    }
+
+    /// Its span while it is processed (tracing on), and the trace id its record and logs name.
+    public var trace: EventTrace? {
+        _read { yield storage.fields.trace }
+        set { storage.update { $0.trace = newValue } }
+    }
+
     /// State writes to apply only once every delivery of this event was accepted
     /// (watermarks advance after delivery, never before).
     public var commitOnDelivery: [StateWrite] {
@@ -86,6 +98,8 @@ public struct Event: Sendable {
         var caller: String?
         var replayOf: EventRecord?
         var receivedBody: JSON?
+        var traceParent: String?
+        var trace: EventTrace?
         var commitOnDelivery: [StateWrite] = []
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }

@@ -27,6 +27,9 @@ public struct QueuedEvent: Sendable, Equatable {
     public var caller: String?
     /// The dead letter it replays: only that record's unresolved recipients get it again.
     public var replayOf: EventRecord?
+    /// The caller's W3C `traceparent`, kept so that an event sent after a restart still
+    /// continues the caller's trace.
+    public var traceParent: String?
 
     public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
                 body: JSON, lease: Double = 0) {
@@ -48,6 +51,7 @@ public struct QueuedEvent: Sendable, Equatable {
         event.source = replayOf?.source ?? source
         event.caller = caller
         event.replayOf = replayOf
+        event.traceParent = traceParent
         return event
     }
 }

@@ -134,6 +134,7 @@ struct HTTPEventSource: Source, LongRunningStage {
             var event = Event(id: id, pipeline: context.pipeline, user: user, body: body)
             event.source = source
             event.caller = request.principal
+            event.traceParent = request.traceParent
             let response: RouteResponse
             do {
                 response = RouteResponse(try JSON(encoding: try await context.sink.submitAndWait(event)))
@@ -151,6 +152,7 @@ struct HTTPEventSource: Source, LongRunningStage {
         var queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
                                  body: body, lease: configuration.lease)
         queued.caller = request.principal
+        queued.traceParent = request.traceParent
         queued.answer = idempotencyKey.map { IdempotentAnswer(key: $0, status: accepted.status, body: accepted.body) }
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
         leases.hold(id)

@@ -60,12 +60,7 @@ import Testing
     @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
     func outcomesSurviveASIGKILLAndAReceiverOutage(_ kind: IdempotentAcceptTests.StoreKind) async throws {
         guard let store = try await EventStatusTests.store(kind) else { return }
-        guard (try? await DaemonProcess.run(arguments: [], directory: "/", launcher: ["/usr/bin/env", "python3", "-c", "import standardwebhooks"]) {
-            try await $0.waitForExit()
-        }) == 0 else {
-            Issue.record("the reference receiver needs PyPI's standardwebhooks (pip install standardwebhooks; .ci/run installs it)")
-            return
-        }
+        guard await PythonPeer.hasModule("standardwebhooks", install: "standardwebhooks") else { return }
         let directory = try TemporaryDirectory("webhooks-\(kind)")
         defer { directory.remove() }
         try directory.write("receiver.py", Self.receiver)

@@ -1,10 +1,13 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OTel
 import PushPipeCore
 import PushPipePostgres
 import PushPipeSQLite
 import PushPipeStages
+import ServiceLifecycle
+import Tracing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,10 +27,15 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "Registered devices the events go to.") var devices = 1000
     @Option(help: "Tasks submitting events, each one at a time.") var submitters = 4
     @Option(help: "The store: a new SQLite file by default, or postgres://... (an empty database on 127.0.0.1).") var store: String?
+    @Option(help: "Trace the events, exporting over OTLP/HTTP to this collector (127.0.0.1 only); off by default.") var otlpEndpoint: String?
+    @Option(help: "With --otlp-endpoint: the share of events traced (OpenTelemetry's traceidratio sampler).") var traceRatio = 1.0
 
     func validate() throws {
         guard let host = URL(string: baseURL)?.host, ["127.0.0.1", "localhost", "::1"].contains(host) else {
             throw ValidationError("benchmarks only target this machine (127.0.0.1 / localhost)")
+        }
+        if let otlpEndpoint, !(otlpEndpoint.hasPrefix("http://127.0.0.1:") || otlpEndpoint.hasPrefix("http://localhost:")) {
+            throw ValidationError("--otlp-endpoint: benchmarks only export to this machine (http://127.0.0.1:PORT)")
         }
     }
 
@@ -81,7 +89,11 @@ struct APNsBenchmark: AsyncParsableCommand {
             try await store.register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
                                      pipeline: "bench", environment: nil, replace: false)
         }
-        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live)
+        let tracing = try otlpEndpoint.map { try Self.tracing(endpoint: $0, ratio: traceRatio, logger: logger) }
+        let exporter = tracing.map { tracing in Task { try await tracing.service.run() } }
+        defer { exporter?.cancel() }
+        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live,
+                                    telemetry: Telemetry(tracer: tracing?.tracer))
         let outcomes = OutcomeCounter()
         let text = String(repeating: "x", count: 120)
         let cpuBefore = ProcessUsage.cpuSeconds()
@@ -108,9 +120,27 @@ struct APNsBenchmark: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
-        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+        let traced = otlpEndpoint == nil ? "" : String(format: ", traced %.0f%%", traceRatio * 100)
+        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)\(traced)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
                      count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
+    }
+
+    /// The daemon's exporter (swift-otel, OTLP/HTTP), with a queue that holds a batch's spans at
+    /// these rates: what is measured is the cost of tracing, not of spans dropped.
+    static func tracing(endpoint: String, ratio: Double, logger: Logger) throws -> (tracer: any Tracer, service: any Service) {
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "pushpipe-bench"
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.otlpExporter.endpoint = endpoint + "/v1/traces"
+        configuration.traces.sampler = try .traceIDRatio(ratio: ratio) ?? { throw ValidationError("--trace-ratio: from 0 to 1") }()
+        configuration.traces.batchSpanProcessor.maxQueueSize = 200_000
+        configuration.traces.batchSpanProcessor.maxExportBatchSize = 4096
+        configuration.traces.batchSpanProcessor.scheduleDelay = .milliseconds(200)
+        configuration.diagnosticLogger = .custom(logger)
+        let backend = try OTel.makeTracingBackend(configuration: configuration)
+        return (backend.factory, backend.service)
     }
 
     func runOpenSSL(_ arguments: [String]) throws {
