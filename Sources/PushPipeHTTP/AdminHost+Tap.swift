@@ -11,11 +11,17 @@ extension AdminHost {
         let query = request.uri.queryParameters
         let filter = TapHub.Filter(pipeline: query["pipeline"].map(String.init), stage: query["stage"].map(String.init))
         let hub = telemetry.tap
+        // Subscribed before answering, within the bound: each tap holds a buffer and a task.
+        guard let subscription = hub.subscribe(filter, limit: access.maximumTaps) else {
+            var response = HTTPHost.response(status: 429, body: RouteError(429, "\(access.maximumTaps) taps are streaming already; close one or raise --admin-max-taps",
+                                                                           field: nil).body)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-store"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let subscription = hub.subscribe(filter)
             defer { hub.unsubscribe(subscription) }
             try await writer.write(ByteBuffer(string: ": pushpipe tap\n\n"))
             try await withGracefulShutdownHandler {

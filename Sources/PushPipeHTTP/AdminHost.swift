@@ -10,9 +10,11 @@ import PushPipeCore
 public struct AdminHost: Sendable {
     let supervisor: PipelineSupervisor
     let statusPage: StatusPage
+    let access: AdminAccess
     let logger: Logger
 
-    public init(supervisor: PipelineSupervisor, statusPage: StatusPage, logger: Logger) {
+    public init(supervisor: PipelineSupervisor, statusPage: StatusPage, access: AdminAccess = AdminAccess(token: nil), logger: Logger) {
+        self.access = access
         self.supervisor = supervisor
         self.statusPage = statusPage
         self.logger = logger
@@ -21,14 +23,17 @@ public struct AdminHost: Sendable {
     var telemetry: Telemetry { supervisor.telemetry }
 
     public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
-        HTTPHost.application(responder: Responder(admin: self), serverName: "pushpipe-admin", host: host, port: port, logger: logger,
+        HTTPHost.application(responder: Responder(admin: self, host: host), serverName: "pushpipe-admin", host: host, port: port, logger: logger,
                              onRunning: onRunning)
     }
 
     struct Responder: HTTPResponder {
         let admin: AdminHost
+        /// The address it listens on: on loopback, requests must name this machine.
+        let host: String
 
         func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+            if let refusal = admin.access.refusal(request, listenerHost: host) { return refusal }
             guard request.method == .get || request.method == .head else {
                 return HTTPHost.response(status: 405, body: RouteError(405, "the admin listener only answers GET", field: "method").body)
             }
@@ -40,7 +45,7 @@ public struct AdminHost: Sendable {
             case "/healthz":
                 return HTTPHost.response(status: 200, body: ["status": "ok"])
             case "/readyz":
-                let (status, body) = Health.readiness(await admin.supervisor.readinessProblems())
+                let (status, body) = Health.readiness(await admin.supervisor.readinessProblems(), withReasons: admin.access.isAuthorized(request))
                 return HTTPHost.response(status: status, body: body)
             case "/tap":
                 return admin.tap(request)
@@ -66,8 +71,11 @@ public struct AdminHost: Sendable {
 
 /// `/healthz` and `/readyz`, the same on both listeners.
 public enum Health {
-    public static func readiness(_ problems: [String: String]) -> (Int, JSON) {
+    /// The reasons (a store's error, a missing key file's path) are for operators: the app
+    /// listener faces the internet, and tells only the status.
+    public static func readiness(_ problems: [String: String], withReasons: Bool) -> (Int, JSON) {
         guard !problems.isEmpty else { return (200, ["status": "ready"]) }
+        guard withReasons else { return (503, ["status": "not ready", "error": "not ready"]) }
         return (503, ["status": "not ready", "error": .string("not ready: \(problems.keys.sorted().joined(separator: ", "))"),
                       "reasons": .object(problems.mapValues(JSON.string))])
     }

@@ -101,7 +101,7 @@ public final class HTTPHost: RouteServing {
         let path = request.uri.path
         if path == "/healthz" && (method == "GET" || method == "HEAD") { return RouteResponse(["status": "ok"]) }
         if path == "/readyz" && (method == "GET" || method == "HEAD") {
-            let (status, body) = Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"])
+            let (status, body) = Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"], withReasons: false)
             return RouteResponse(status: status, body)
         }
         guard let routes = table.withLock({ $0 }) else { throw RouteError(503, "starting: the pipelines' routes are not up yet, try again", field: nil) }

@@ -23,10 +23,13 @@ public final class Daemon: Sendable {
         public var environment: [String: String]
         /// The admin listener (metrics, health, tap, status page); nil: off.
         public var admin: (host: String, port: Int)?
+        /// Who may read it.
+        public var adminAccess: AdminAccess
 
         public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
-                    environment: [String: String], admin: (host: String, port: Int)? = nil) {
+                    environment: [String: String], admin: (host: String, port: Int)? = nil, adminAccess: AdminAccess = AdminAccess(token: nil)) {
             self.admin = admin
+            self.adminAccess = adminAccess
             self.pipelinePaths = pipelinePaths
             self.pluginsDirectory = pluginsDirectory
             self.store = store
@@ -94,7 +97,8 @@ public final class Daemon: Sendable {
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
         var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let admin = options.admin {
-            let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode), logger: logger)
+            let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode),
+                                      access: options.adminAccess, logger: logger)
             adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
                                                                 option: "--admin-listen HOST:PORT (or --admin-listen off)",
                                                                 service: adminHost.application(host: admin.host, port: admin.port) { port in

@@ -28,6 +28,15 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Admin listener for operators: /metrics, /healthz, /readyz, /tap and the status page (HOST:PORT, or off).")
     var adminListen = "127.0.0.1:9090"
 
+    @Option(name: .long, help: "Bearer token the admin listener asks for on /tap, the status page and /metrics (also PUSHPIPE_ADMIN_TOKEN). Required to listen beyond loopback.")
+    var adminToken: String?
+
+    @Flag(name: .long, help: "Leave /metrics open without the admin token, for a scraper.")
+    var adminMetricsPublic = false
+
+    @Option(name: .long, help: "Taps (pushpipe tap) streaming at once; the next one gets 429.")
+    var adminMaxTaps = 8
+
     @Flag(name: .long, help: "Print the requests transports would send instead of sending; record nothing as delivered.")
     var dryRun = false
 
@@ -35,13 +44,23 @@ struct RunCommand: AsyncParsableCommand {
         let logger = options.makeLogger()
         let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
+        let adminAccess = AdminAccess(token: adminToken ?? ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"],
+                                      metricsPublic: adminMetricsPublic, maximumTaps: adminMaxTaps)
+        if let admin {
+            do {
+                try adminAccess.checkBinding(host: admin.host)
+            } catch {
+                FileHandle.standardError.write(Data("pushpipe: not starting: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
         let location = try storeOptions.location()
         let tracing = try tracingOptions.backend(environment: ProcessInfo.processInfo.environment, logger: logger)
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
-                           environment: ProcessInfo.processInfo.environment, admin: admin),
+                           environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess),
             builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), tracing: tracing, logger: logger)
         do {
             try await daemon.run()

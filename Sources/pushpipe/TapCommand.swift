@@ -40,13 +40,22 @@ struct TapCommand: AsyncParsableCommand {
         let readable = !json && isatty(STDOUT_FILENO) == 1
         var request = HTTPClientRequest(url: url.absoluteString)
         request.headers.add(name: "accept", value: "text/event-stream")
+        // The admin token, when the daemon has one: from the environment, never a flag (a flag
+        // shows in the process list).
+        if let token = ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"], !token.isEmpty {
+            request.headers.add(name: "authorization", value: "Bearer \(token)")
+        }
         let response: HTTPClientResponse
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
         } catch {
             throw TapError("cannot reach the daemon's admin listener at \(admin): \(error)")
         }
-        guard response.status == .ok else { throw TapError("\(admin)/tap answered HTTP \(response.status.code)") }
+        switch response.status.code {
+        case 200: break
+        case 401: throw TapError("\(admin)/tap needs the daemon's admin token: set PUSHPIPE_ADMIN_TOKEN")
+        default: throw TapError("\(admin)/tap answered HTTP \(response.status.code)")
+        }
         var printed = 0
         var pending = ""
         for try await buffer in response.body {

@@ -55,9 +55,15 @@ public final class TapHub: Sendable {
 
     public var isListening: Bool { listening.load(ordering: .relaxed) > 0 }
 
-    public func subscribe(_ filter: Filter, buffer: Int = 1024) -> Subscription {
+    /// A new tap, or nil when `limit` taps listen already.
+    public func subscribe(_ filter: Filter, buffer: Int = 1024, limit: Int = .max) -> Subscription? {
         let subscription = Subscription(filter: filter, buffer: buffer)
-        subscribers.withLock { $0[ObjectIdentifier(subscription)] = subscription }
+        let admitted = subscribers.withLock { subscribers in
+            guard subscribers.count < limit else { return false }
+            subscribers[ObjectIdentifier(subscription)] = subscription
+            return true
+        }
+        guard admitted else { return nil }
         listening.add(1, ordering: .relaxed)
         subscription.continuation.onTermination = { [weak self] _ in self?.unsubscribe(subscription) }
         return subscription

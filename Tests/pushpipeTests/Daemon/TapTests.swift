@@ -55,8 +55,8 @@ import Testing
         var built = 0
         telemetry.tap.publish(pipeline: "p", stage: "renderer") { built += 1; return [:] }
         #expect(built == 0, "nothing is built while nobody listens")
-        let slow = telemetry.tap.subscribe(.init(pipeline: "p"), buffer: 2)
-        let elsewhere = telemetry.tap.subscribe(.init(pipeline: "other"), buffer: 2)
+        let slow = try #require(telemetry.tap.subscribe(.init(pipeline: "p"), buffer: 2))
+        let elsewhere = try #require(telemetry.tap.subscribe(.init(pipeline: "other"), buffer: 2))
         for index in 0..<5 { telemetry.tap.publish(pipeline: "p", stage: "filters[0]") { ["n": .int(Int64(index))] } }
         #expect(slow.takeMissed() == 3)
         #expect(elsewhere.takeMissed() == 0)
@@ -66,7 +66,7 @@ import Testing
         for await record in slow.records { received.append(record) }
         #expect(received == [["n": 0], ["n": 1]], "the oldest records are kept, in order")
         // A stage filter matches the stage and, as a prefix, the stages of a list.
-        let filters = telemetry.tap.subscribe(.init(stage: "filters"), buffer: 8)
+        let filters = try #require(telemetry.tap.subscribe(.init(stage: "filters"), buffer: 8))
         telemetry.tap.publish(pipeline: "p", stage: "filters[1]") { ["n": 1] }
         telemetry.tap.publish(pipeline: "p", stage: "renderer") { ["n": 2] }
         telemetry.tap.unsubscribe(filters)
