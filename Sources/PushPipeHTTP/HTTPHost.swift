@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 import PushPipeCore
@@ -12,9 +14,23 @@ import PushPipeCore
 /// without restarting the server, and because a path that exists with another method must
 /// answer 405, not 404.
 public final class HTTPHost: RouteServing {
-    public static let maxBodyBytes = 64 * 1024
+    /// What the listener itself guards against, whatever the routes say.
+    public struct Protection: Sendable {
+        /// Peers whose `X-Forwarded-For` names the client (a load balancer in front); anyone
+        /// else could name any address to slip past a per-client limit.
+        public var trustedProxies: Set<String>
+        /// How long a connection may take to send a whole request (`RequestTimeoutHandler`).
+        public var requestTimeout: Duration
+
+        public init(trustedProxies: Set<String> = [], requestTimeout: Duration = .seconds(30)) {
+            self.trustedProxies = trustedProxies
+            self.requestTimeout = requestTimeout
+        }
+    }
+
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let traceParent = HTTPField.Name("traceparent")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
     /// Nil until the pipelines' routes are first set: the listener may be up a moment before,
     /// and a request then is answered "starting", not "no such route".
     private let table = Mutex<RouteTable?>(nil)
@@ -22,9 +38,12 @@ public final class HTTPHost: RouteServing {
     private struct ReadinessCheck: Sendable { let problems: @Sendable () async -> [String: String] }
     private let readiness = Mutex<ReadinessCheck?>(nil)
     private let authenticator = RouteAuthenticator()
+    private let rateLimiter = RateLimiter()
+    let protection: Protection
     let logger: Logger
 
-    public init(logger: Logger) {
+    public init(protection: Protection = Protection(), logger: Logger) {
+        self.protection = protection
         self.logger = logger
     }
 
@@ -43,16 +62,22 @@ public final class HTTPHost: RouteServing {
     public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some Service
     {
-        Self.application(responder: Responder(host: self), serverName: "pushpipe", host: host, port: port, logger: logger, onRunning: onRunning)
+        let timeout = TimeAmount.nanoseconds(Int64(protection.requestTimeout.components.seconds) * 1_000_000_000
+                                             + protection.requestTimeout.components.attoseconds / 1_000_000_000)
+        return Self.application(responder: Responder(host: self), serverName: "pushpipe", host: host, port: port, logger: logger,
+                                server: .http1(configuration: .init(additionalChannelHandlers: [RequestTimeoutHandler(timeout: timeout)])),
+                                onRunning: onRunning)
     }
 
     /// A Hummingbird server on `host:port` that reports the port it got (port 0 picks one).
     static func application<Responder: HTTPResponder>(responder: Responder, serverName: String, host: String, port: Int, logger: Logger,
+                                                      server: HTTPServerBuilder = .http1(),
                                                       onRunning: @escaping @Sendable (Int) async -> Void) -> some Service
-        where Responder.Context == BasicRequestContext
+        where Responder.Context: InitializableFromSource<ApplicationRequestContextSource>
     {
         let application = Application(
             responder: responder,
+            server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger
@@ -64,9 +89,9 @@ public final class HTTPHost: RouteServing {
     struct Responder: HTTPResponder {
         let host: HTTPHost
 
-        func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        func respond(to request: Request, context: ClientRequestContext) async throws -> Response {
             do {
-                let answer = try await host.handle(request)
+                let answer = try await host.handle(request, from: context.peer)
                 var response = HTTPHost.response(status: answer.status, body: answer.body)
                 for (name, value) in answer.headers {
                     if let field = HTTPField.Name(name) { response.headers[field] = value }
@@ -78,7 +103,7 @@ public final class HTTPHost: RouteServing {
                     return HTTPHost.response(status: 500, body: RouteError(500, "internal error").body)
                 }
                 var response = HTTPHost.response(status: refusal.status, body: refusal.body)
-                if refusal.status == 503 { response.headers[.retryAfter] = "1" }
+                if let retryAfter = refusal.retryAfter ?? (refusal.status == 503 ? 1 : nil) { response.headers[.retryAfter] = "\(retryAfter)" }
                 return response
             }
         }
@@ -96,7 +121,7 @@ public final class HTTPHost: RouteServing {
         }
     }
 
-    func handle(_ request: Request) async throws -> RouteResponse {
+    func handle(_ request: Request, from peer: String?) async throws -> RouteResponse {
         let method = request.method.rawValue
         let path = request.uri.path
         if path == "/healthz" && (method == "GET" || method == "HEAD") { return RouteResponse(["status": "ok"]) }
@@ -116,28 +141,53 @@ public final class HTTPHost: RouteServing {
             entry = found
             parameters = foundParameters
         }
+        let limits = entry.route.limits
+        let routeKey = entry.route.method + " " + entry.route.path
+        if let rate = limits.perClient {
+            try admit(routeKey + "\u{1}" + clientAddress(request, peer: peer), rate, who: "this client address")
+        }
         let user = try await authenticator.authenticate(entry.route.authentication, authorization: request.headers[.authorization])
-        let body = try await Self.parseBody(request)
+        let principal = RouteAuthenticator.principal(entry.route.authentication, user: user)
+        if let rate = limits.perPrincipal, !principal.isEmpty {
+            try admit(routeKey + "\u{2}" + principal, rate, who: "this caller")
+        }
+        let body = try await Self.parseBody(request, limit: limits.maxBodyBytes)
         var query: [String: String] = [:]
         for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
         let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user,
-                                        principal: RouteAuthenticator.principal(entry.route.authentication, user: user),
+                                        principal: principal,
                                         idempotencyKey: request.headers[HTTPHost.idempotencyKey],
                                         // A W3C traceparent is 55 characters; anything much longer is not one.
                                         traceParent: request.headers[HTTPHost.traceParent].flatMap { $0.utf8.count <= 128 ? $0 : nil })
         return try await entry.route.handler(routeRequest, entry.context)
     }
 
+    /// A token from a route's bucket, or 429 with how long until there is one.
+    private func admit(_ key: String, _ rate: RouteLimits.Rate, who: String) throws {
+        guard let wait = rateLimiter.admit(key, rate) else { return }
+        let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+        throw RouteError(429, "too many requests from \(who); try again in \(seconds) s", field: nil, retryAfter: seconds)
+    }
+
+    /// The client: the peer, or, when the peer is a trusted proxy, the nearest address in
+    /// `X-Forwarded-For` that is not one of the trusted proxies.
+    func clientAddress(_ request: Request, peer: String?) -> String {
+        let peer = peer ?? ""
+        guard protection.trustedProxies.contains(peer), let forwarded = request.headers[HTTPHost.forwardedFor] else { return peer }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return hops.last { !protection.trustedProxies.contains($0) } ?? hops.first ?? peer
+    }
+
     /// Size limit, content type and JSON syntax are checked here so no stage ever sees a bad body.
-    static func parseBody(_ request: Request) async throws -> JSON? {
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            throw RouteError(413, "request body is larger than \(maxBodyBytes) bytes", field: "body")
+    static func parseBody(_ request: Request, limit: Int) async throws -> JSON? {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw RouteError(413, "request body is larger than \(limit) bytes", field: "body")
         }
         let buffer: ByteBuffer
         do {
-            buffer = try await request.body.collect(upTo: maxBodyBytes)
+            buffer = try await request.body.collect(upTo: limit)
         } catch {
-            throw RouteError(413, "request body is larger than \(maxBodyBytes) bytes", field: "body")
+            throw RouteError(413, "request body is larger than \(limit) bytes", field: "body")
         }
         guard buffer.readableBytes > 0 else { return nil }
         let contentType = request.headers[.contentType]?.lowercased() ?? ""

@@ -67,7 +67,7 @@ public final class PostgresStore: Store {
         await connections.pool.shutdown()
     }
 
-    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
         defer { tokenCache.invalidate() }
         let now = Date().timeIntervalSince1970
         try await connections.transaction { [logger] connection in
@@ -83,6 +83,13 @@ public final class PostgresStore: Store {
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
                 """, logger: logger)
+            if let keepingAtMost {
+                try await connection.query("""
+                    DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
+                    AND token NOT IN (SELECT token FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user)
+                        AND token_kind = \(token.kind) ORDER BY updated_at DESC, created_at DESC LIMIT \(keepingAtMost))
+                    """, logger: logger)
+            }
         }
     }
 

@@ -158,7 +158,7 @@ public final class SQLiteStore: Store {
         try database.read { db in try Self.migrator.appliedMigrations(db) }
     }
 
-    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
         defer { tokenCache.invalidate() }
         let now = Date().timeIntervalSince1970
         try await database.write { db in
@@ -173,6 +173,13 @@ public final class SQLiteStore: Store {
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
                 """, arguments: [pipeline, token.user, token.kind, token.value, token.scope, environment, now, now])
+            if let keepingAtMost {
+                try db.execute(sql: """
+                    DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND token NOT IN (
+                        SELECT token FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ?
+                        ORDER BY updated_at DESC, created_at DESC LIMIT ?)
+                    """, arguments: [pipeline, token.user, token.kind, pipeline, token.user, token.kind, keepingAtMost])
+            }
         }
     }
 

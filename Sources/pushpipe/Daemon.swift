@@ -25,9 +25,13 @@ public final class Daemon: Sendable {
         public var admin: (host: String, port: Int)?
         /// Who may read it.
         public var adminAccess: AdminAccess
+        /// What the app listener guards against (trusted proxies, the request timeout).
+        public var protection: HTTPHost.Protection
 
         public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
-                    environment: [String: String], admin: (host: String, port: Int)? = nil, adminAccess: AdminAccess = AdminAccess(token: nil)) {
+                    environment: [String: String], admin: (host: String, port: Int)? = nil, adminAccess: AdminAccess = AdminAccess(token: nil),
+                    protection: HTTPHost.Protection = HTTPHost.Protection()) {
+            self.protection = protection
             self.admin = admin
             self.adminAccess = adminAccess
             self.pipelinePaths = pipelinePaths
@@ -80,7 +84,7 @@ public final class Daemon: Sendable {
         let store = try await options.store.open(logger: logger)
         logger.info("store: \(options.store)")
         telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
-        let host = HTTPHost(logger: logger)
+        let host = HTTPHost(protection: options.protection, logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
                                             telemetry: telemetry, webhookPoster: webhookPoster)
         host.setReadiness { await supervisor.readinessProblems() }

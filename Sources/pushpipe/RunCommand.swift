@@ -28,6 +28,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Admin listener for operators: /metrics, /healthz, /readyz, /tap and the status page (HOST:PORT, or off).")
     var adminListen = "127.0.0.1:9090"
 
+    @Option(name: .long, help: "A proxy (an IP address) whose X-Forwarded-For names the client, for per-client limits; repeat for several.")
+    var trustedProxy: [String] = []
+
+    @Option(name: .long, help: "Seconds a connection may take to send a whole request (headers and body), from its start or its last response.")
+    var requestTimeout: Double = 30
+
     @Option(name: .long, help: "Bearer token the admin listener asks for on /tap, the status page and /metrics (also PUSHPIPE_ADMIN_TOKEN). Required to listen beyond loopback.")
     var adminToken: String?
 
@@ -44,6 +50,7 @@ struct RunCommand: AsyncParsableCommand {
         let logger = options.makeLogger()
         let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
+        guard requestTimeout >= 1 else { throw ValidationError("--request-timeout must be 1 second or more") }
         let adminAccess = AdminAccess(token: adminToken ?? ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"],
                                       metricsPublic: adminMetricsPublic, maximumTaps: adminMaxTaps)
         if let admin {
@@ -60,7 +67,8 @@ struct RunCommand: AsyncParsableCommand {
         let daemon = Daemon(
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
-                           environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess),
+                           environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess,
+                           protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout))),
             builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), tracing: tracing, logger: logger)
         do {
             try await daemon.run()

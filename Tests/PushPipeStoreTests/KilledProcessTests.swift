@@ -12,7 +12,9 @@ import Testing
         try directory.write("pipelines/kill.yaml", """
             pipeline: kill
             routes:
-              - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+              # Four writers, each one user with ever more tokens, from one address: no bound on either.
+              - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token,
+                 max_tokens_per_user: 1000000, limits: {per_client: off}}
             sources:
               - {type: http.event, path: /events}
             renderer: {type: json.template, payload: {}}

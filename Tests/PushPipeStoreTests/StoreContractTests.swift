@@ -90,6 +90,20 @@ import Testing
         #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: registeredAt - 60) == false)
         #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: nil) == true)
         #expect(try await store.users(pipeline: "p", token: "ee55", kind: nil).isEmpty)
+
+        // A bound per user and kind: the least recently registered token goes.
+        func register(_ value: String, kind: String = "device") async throws {
+            try await store.register(DeviceToken(user: "erin", kind: kind, value: value), pipeline: "bounded", environment: nil, replace: false,
+                                     keepingAtMost: 3)
+        }
+        for value in ["f1", "f2", "f3", "f4"] { try await register(value) }
+        try await register("other", kind: "push-to-start")
+        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f3", "f4"])
+        try await register("f2")
+        try await register("f5")
+        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f4", "f5"],
+                "registered again, f2 is recent; f3 is the oldest")
+        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "push-to-start").map(\.value) == ["other"], "per kind")
     }
 
     func settingsAndState(_ store: any Store) async throws {

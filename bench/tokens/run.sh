@@ -18,7 +18,8 @@ use_daemon tokens
 cat > "$RUN/pipelines/tokens.yaml" <<'YAML'
 pipeline: tokens
 routes:
-  - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+  # One client registers a million devices here: no per-client limit (limits.per_client defaults to 50/s).
+  - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token, limits: {per_client: 'off'}}
 sources:
   - {type: http.event, path: /events, require_user: false}
 renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}

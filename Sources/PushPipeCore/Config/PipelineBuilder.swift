@@ -51,6 +51,9 @@ struct PipelineBuilder {
             report(.invalidValue, at: "delivery.concurrency", "\(delivery.concurrency) is out of range", expected: "1 to 10000")
         }
         if delivery.attempts < 1 { report(.invalidValue, at: "delivery.attempts", "must be at least 1", expected: "1 or more") }
+        do { _ = try delivery.sendRate() } catch let error as ConfigurationValueError {
+            report(.invalidValue, at: "delivery.max_rate", error.message, expected: error.expected)
+        } catch {}
         if delivery.fanout < 1 || delivery.fanout > 10_000 {
             report(.invalidValue, at: "delivery.fanout", "\(delivery.fanout) is out of range", expected: "1 to 10000")
         }
@@ -144,7 +147,8 @@ struct PipelineBuilder {
             let handler = try action.make(routeJSON)
             let method = routeJSON["method"]?.stringValue ?? action.defaultMethod
             let authentication = RouteAuthConfiguration.make(routeJSON["auth"])
-            let route = RouteDefinition(method: method, path: path, authentication: authentication, handler: handler)
+            let limits = try RouteLimits.parse(routeJSON["limits"], defaults: RouteLimits.appDefaults)
+            let route = RouteDefinition(method: method, path: path, authentication: authentication, limits: limits, handler: handler)
             return .init(route: route, location: location(of: keyPath), keyPath: keyPath)
         } catch let error as ConfigurationValueError {
             report(.invalidValue, at: "\(keyPath).\(error.keyPath)", error.message, expected: error.expected)

@@ -16,15 +16,18 @@ public struct EventTracer: Sendable {
 
     /// The event's span, a child of the caller's span when the event came with a `traceparent`.
     /// It starts when the event was accepted (its queue wait is part of what the caller waits
-    /// for), except for a replay, whose acceptance was the dead letter's.
-    func begin(_ event: Event, pipeline: String) -> EventTrace {
+    /// for), except for a replay, whose acceptance was the dead letter's. nil when the sampler
+    /// dropped it: an unsampled event makes no child spans and carries nothing, so sampling 10%
+    /// costs little more than a sampler's decision for the other 90%.
+    func begin(_ event: Event, pipeline: String, names: SpanNames) -> EventTrace? {
         var context = ServiceContext.topLevel
         if let parent = event.traceParent {
             tracer.extract(["traceparent": parent], into: &context, using: W3CHeaders())
         }
         let now = Date()
         let start = event.replayOf == nil ? min(event.time, now) : now
-        let span = tracer.startSpan("process \(pipeline)", context: context, ofKind: .consumer, at: Self.instant(start))
+        let span = tracer.startSpan(names.process, context: context, ofKind: .consumer, at: Self.instant(start))
+        guard span.isRecording else { return nil }
         span.attributes["pushpipe.pipeline"] = pipeline
         span.attributes["pushpipe.event.id"] = event.id
         if let user = event.user { span.attributes["pushpipe.user"] = user }
@@ -48,7 +51,22 @@ public struct EventTracer: Sendable {
     }
 }
 
-/// One event's span on its way through the pipeline.
+/// A pipeline's span names, made once: one string per stage, not one per event.
+struct SpanNames: Sendable {
+    let process: String
+    let filters: [String]
+    let render: String
+    let send: String
+
+    init(_ definition: PipelineDefinition) {
+        process = "process \(definition.name)"
+        filters = definition.filters.map { "filter \($0.id)" }
+        render = "render \(definition.renderer.id)"
+        send = "send \(definition.transport.id)"
+    }
+}
+
+/// One event's span on its way through the pipeline (a sampled one: see `EventTracer.begin`).
 public struct EventTrace: Sendable {
     let tracer: any Tracer
     let span: any Span

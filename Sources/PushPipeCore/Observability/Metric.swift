@@ -13,6 +13,7 @@ public enum Metric: String, Sendable, CaseIterable {
     case deliveries = "pushpipe_deliveries_total"
     case deliveryRetries = "pushpipe_delivery_retries_total"
     case deliveryLatency = "pushpipe_delivery_latency_seconds"
+    case transportPauses = "pushpipe_transport_pauses_total"
     case tokensPruned = "pushpipe_tokens_pruned_total"
     // Pipeline state, read at each scrape (labels: pipeline)
     case eventsQueued = "pushpipe_events_queued"

@@ -8,6 +8,8 @@ extension RouteAction {
             SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
             SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
             SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
+            SchemaKey("max_tokens_per_user", .integer, default: 10,
+                      "Tokens of this kind a user keeps; registering one more removes the least recently registered."),
         ])
     ) { configuration in
         let users = UserSelector(configuration)
@@ -18,6 +20,10 @@ extension RouteAction {
         let replace = configuration["replace"]?.boolValue ?? false
         let scopeField = configuration["scope_field"]?.stringValue
         let environment = configuration["environment"]?.stringValue
+        let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
+        guard keep >= 1 else {
+            throw ConfigurationValueError(keyPath: "max_tokens_per_user", "a user could keep no token", expected: "1 or more")
+        }
         return { request, context in
             let user = try users.user(in: request)
             let token = try format.normalize(request.body?[field], field: field)
@@ -29,7 +35,7 @@ extension RouteAction {
                 scope = value
             }
             try await context.registrations.register(DeviceToken(user: user, kind: kind, value: token, scope: scope),
-                                             pipeline: context.pipeline, environment: environment, replace: replace)
+                                             pipeline: context.pipeline, environment: environment, replace: replace, keepingAtMost: keep)
             for observer in context.registrationObservers { await observer.userRegistered(user) }
             return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
                                   "token_preview": .string(TokenMask.mask(token))])

@@ -23,6 +23,7 @@ public struct RouteAction: Sendable {
         .required("path", .string, "URL path; `:name` segments are parameters, e.g. `/check/:user_id`."),
         SchemaKey("method", .oneOf(["GET", "POST", "PUT", "PATCH", "DELETE"]), "HTTP method; each action has a default."),
         SchemaKey("auth", RouteAuthConfiguration.valueType, default: ["type": "none"], "How callers authenticate: `none`, `token` or `jwt`."),
+        RouteLimits.schemaKey(defaults: RouteLimits.appDefaults),
     ])
 
     public static var valueType: ValueType {

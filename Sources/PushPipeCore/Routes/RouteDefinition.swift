@@ -6,13 +6,16 @@ public struct RouteDefinition: Sendable {
     /// `/diagnostics/:user_id` style: `:name` segments become path parameters.
     public var path: String
     public var authentication: RouteAuthentication
+    /// How often it may be called, and how large a body may be (the host enforces them).
+    public var limits: RouteLimits
     public var handler: @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
 
-    public init(method: String, path: String, authentication: RouteAuthentication = .none,
+    public init(method: String, path: String, authentication: RouteAuthentication = .none, limits: RouteLimits = RouteLimits(),
                 handler: @escaping @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
         self.method = method.uppercased()
         self.path = path
         self.authentication = authentication
+        self.limits = limits
         self.handler = handler
     }
 

@@ -3,11 +3,14 @@ public struct RouteError: Error, Sendable, Equatable {
     public var status: Int
     public var message: String
     public var field: String?
+    /// Seconds until asking again makes sense (`Retry-After`): a 429's, a 503's.
+    public var retryAfter: Int?
 
-    public init(_ status: Int, _ message: String, field: String? = nil) {
+    public init(_ status: Int, _ message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     public var body: JSON { ["error": .string(message), "field": field.map(JSON.string) ?? .null] }

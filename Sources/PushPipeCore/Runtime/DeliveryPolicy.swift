@@ -6,6 +6,8 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public var maxBackoff: Double
     public var drainTimeout: Double
     public var fanout: Int
+    /// `N/s`, `N/min` or `off`: sends per second through the transport, on this daemon.
+    public var maxRate: String
 
     public static let schema = Schema([
         SchemaKey("concurrency", .integer, default: 32, "Events processed at once; also the bound on memory."),
@@ -14,17 +16,26 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
         SchemaKey("max_backoff", .duration, default: 30, "Largest retry delay."),
         SchemaKey("drain_timeout", .duration, default: 10, "How long a stopping pipeline waits for in-flight events."),
         SchemaKey("fanout", .integer, default: 64, "Deliveries of one event in flight at once (a broadcast's tokens)."),
+        SchemaKey("max_rate", .string, default: "off",
+                  "Sends per second through the transport, per daemon (`N/s`, `N/min` or `off`): below a provider's quota, so it never has to throttle. A provider's own throttling answer with `Retry-After` pauses the transport for every event."),
     ])
 
     public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10, fanout: 64)
 
-    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64) {
+    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64, maxRate: String = "off") {
+        self.maxRate = maxRate
         self.concurrency = concurrency
         self.attempts = attempts
         self.backoff = backoff
         self.maxBackoff = maxBackoff
         self.drainTimeout = drainTimeout
         self.fanout = fanout
+    }
+
+    /// `max_rate` as a bucket that holds one second of sends (nil: off).
+    public func sendRate() throws -> RouteLimits.Rate? {
+        guard let rate = try RouteLimits.rate(.string(maxRate), burst: 1, key: "max_rate") else { return nil }
+        return RouteLimits.Rate(perSecond: rate.perSecond, burst: max(1, Int(rate.perSecond.rounded(.up))))
     }
 
     /// Exponential backoff with jitter, never sooner than the provider asked: its
@@ -38,6 +49,6 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     var json: JSON {
         ["concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
          "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout),
-         "fanout": .int(Int64(fanout))]
+         "fanout": .int(Int64(fanout)), "max_rate": .string(maxRate)]
     }
 }

@@ -69,8 +69,10 @@ extension EventProcessor {
         while start < sending.count {
             let chunk = sending[start..<min(sending.count, start + max(1, together))]
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
+            await gate.admit(requests.count)
             let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext)
+            pauseIfAsked(outcomes)
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
                 deliverings[place.delivering].attempts[place.notification].count = 1
@@ -121,12 +123,30 @@ extension EventProcessor {
             }
             // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
             do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+            await gate.admit(1)
             let span = attemptSpan(event, notification, attempt: attempt.count + 1)
             attempt.outcome = await definition.transport.stage.send(request, context: transportContext)
+            pauseIfAsked([attempt.outcome])
             attempt.count += 1
             Self.end(span, attempt.outcome)
         }
         return attempt
+    }
+
+    /// A provider that throttled this sender pauses the transport for every event, once per answer
+    /// that asked, the longest pause winning.
+    func pauseIfAsked(_ outcomes: [TransportOutcome]) {
+        var longest: Double?
+        for outcome in outcomes {
+            if let pause = outcome.providerPause { longest = max(longest ?? 0, pause) }
+        }
+        guard let longest else { return }
+        let wasPaused = gate.remainingPause() != nil
+        gate.pause(seconds: longest)
+        telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
+        if !wasPaused {
+            logger.warning("the provider throttled \(definition.transport.type): every send of this pipeline waits \(String(format: "%.1f", longest)) s (its Retry-After)")
+        }
     }
 
     /// Counts and applies each notification's final outcome (a dead token is removed).

@@ -39,7 +39,7 @@ extension EventProcessor {
     /// The event's notifications (a replay's: only those its dead letter left unresolved), in a
     /// span of their own when the event is traced.
     private func rendered(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
-        let span = event.trace?.child("render \(definition.renderer.id)")
+        let span = event.trace?.child(spanNames?.render ?? definition.renderer.id)
         span?.attributes["pushpipe.stage.type"] = definition.renderer.type
         defer { span?.end() }
         do {

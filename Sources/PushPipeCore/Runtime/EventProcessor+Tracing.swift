@@ -5,7 +5,7 @@ extension EventProcessor {
     /// token is masked, as in logs: a trace backend is no place for credentials.
     func attemptSpan(_ event: Event, _ notification: RenderedNotification, attempt: Int) -> (any Span)? {
         guard let trace = event.trace else { return nil }
-        let span = trace.child("send \(definition.transport.id)", kind: .client)
+        let span = trace.child(spanNames?.send ?? definition.transport.id, kind: .client)
         span.attributes["pushpipe.transport"] = definition.transport.type
         span.attributes["pushpipe.token"] = notification.token.masked
         span.attributes["pushpipe.token.kind"] = notification.token.kind

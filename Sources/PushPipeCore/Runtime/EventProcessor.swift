@@ -14,6 +14,9 @@ public struct EventProcessor: Sendable {
     public let telemetry: PipelineTelemetry
     /// nil: tracing is off, and no span is made.
     let tracer: EventTracer?
+    let spanNames: SpanNames?
+    /// `delivery.max_rate` and a provider's pause, shared by every task of the pipeline.
+    let gate: TransportGate
     /// Called with every prepared request (pipeline tests collect them).
     public var onRequest: (@Sendable (OutgoingRequest) -> Void)?
     /// Called after outcomes for webhooks were written (the dispatcher sends them at once).
@@ -34,6 +37,8 @@ public struct EventProcessor: Sendable {
         self.output = output
         self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
         tracer = telemetry.tracer
+        spanNames = telemetry.tracer == nil ? nil : SpanNames(definition)
+        gate = TransportGate(rate: try? definition.delivery.sendRate())
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
                                    output: output)
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
@@ -87,7 +92,7 @@ public struct EventProcessor: Sendable {
         var followUps: [FollowUp] = []
         var forUsers: [Event] = []
         for var event in batch {
-            if let tracer { event.trace = tracer.begin(event, pipeline: definition.name) }
+            if let tracer, let spanNames, let trace = tracer.begin(event, pipeline: definition.name, names: spanNames) { event.trace = trace }
             switch await filter(event) {
             case .finished(let report, let final):
                 finished.append(Finished(event: final, report: report))
@@ -159,8 +164,8 @@ public struct EventProcessor: Sendable {
     private func filter(_ incoming: Event) async -> Filtered {
         var event = incoming
         if !definition.filters.isEmpty, mode == .live { event.receivedBody = incoming.body }
-        for (filter, filterContext) in zip(definition.filters, filterContexts) {
-            let span = event.trace?.child("filter \(filter.id)")
+        for (index, (filter, filterContext)) in zip(definition.filters, filterContexts).enumerated() {
+            let span = event.trace?.child(spanNames?.filters[index] ?? filter.id)
             span?.attributes["pushpipe.stage.type"] = filter.type
             defer { span?.end() }
             do {

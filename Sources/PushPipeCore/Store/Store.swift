@@ -20,8 +20,11 @@ public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, Webho
 
 /// Who can be reached (device tokens by user, pipeline and kind) and what each user chose.
 public protocol RegistrationStore: Sendable {
-    /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the user.
-    func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws
+    /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the
+    /// user; with `keepingAtMost`, the user keeps that many tokens of its kind, the most recently
+    /// registered, in the same transaction: a client that registers new tokens in a loop cannot
+    /// make every event fan out to thousands of them.
+    func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws
     /// Tokens of one kind: of one user, or of every user when `user` is nil.
     func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
     /// Tokens of one kind of the users in `users` (a page of a broadcast), by user.
@@ -39,6 +42,12 @@ public protocol RegistrationStore: Sendable {
     func setting(pipeline: String, user: String, key: String) async throws -> JSON?
     func settings(pipeline: String, user: String) async throws -> [String: JSON]
     func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
+}
+
+extension RegistrationStore {
+    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
+        try await register(token, pipeline: pipeline, environment: environment, replace: replace, keepingAtMost: nil)
+    }
 }
 
 /// What each delivery did and what each user was sent (the history and diagnostics routes).

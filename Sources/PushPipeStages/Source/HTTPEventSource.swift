@@ -16,6 +16,7 @@ struct HTTPEventSource: Source, LongRunningStage {
         var idField: String?
         var wait: Bool
         var lease: Double
+        var limits: JSON
 
         static let schema = Schema([
             .required("path", .string,
@@ -30,6 +31,7 @@ struct HTTPEventSource: Source, LongRunningStage {
                       "Expected values per field; others are accepted with a warning (lists grow)."),
             SchemaKey("lease", .duration, default: 15,
                       "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over."),
+            RouteLimits.schemaKey(defaults: RouteLimits.backendDefaults),
         ])
     }
 
@@ -46,15 +48,16 @@ struct HTTPEventSource: Source, LongRunningStage {
             throw ConfigurationValueError(keyPath: "lease", "a lease under a second cannot be renewed in time", expected: "1s or more")
         }
         self.configuration = configuration
+        let limits = try RouteLimits.parse(configuration.limits, defaults: RouteLimits.backendDefaults)
         let source = context.key
         let intake = QueuedEventIntake(lease: configuration.lease)
         self.intake = intake
         route = RouteDefinition(method: configuration.method, path: configuration.path,
-                                authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
+                                authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits) { request, routeContext in
             try await Self.accept(request, routeContext, configuration, source: source, intake: intake)
         }
         statusRoute = RouteDefinition(method: "GET", path: Self.statusPath(configuration.path, id: ":id"),
-                                      authentication: RouteAuthConfiguration.backend(configuration.auth)) { request, routeContext in
+                                      authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits) { request, routeContext in
             try await Self.status(request, routeContext)
         }
     }

@@ -89,7 +89,9 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     var routes: [RouteDefinition] {
         guard !configuration.checkPath.isEmpty else { return [] }
         let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
-        return [RouteDefinition(method: "GET", path: configuration.checkPath) { [self] request, context in
+        // Apps call it, and each call polls OGS: an app route's limits keep a script from making
+        // this daemon hammer OGS.
+        return [RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app) { [self] request, context in
             guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
             let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
             guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }

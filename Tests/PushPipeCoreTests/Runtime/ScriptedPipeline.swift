@@ -17,6 +17,7 @@ final class ScriptedTransport: Transport, Sendable {
 
     private struct State {
         var sends: [String] = []
+        var sendTimes: [ContinuousClock.Instant] = []
         var running = 0
         var mostRunning = 0
         var answer: TransportOutcome = .delivered(providerID: "ok")
@@ -34,6 +35,8 @@ final class ScriptedTransport: Transport, Sendable {
     let started = AsyncStream<Int>.makeStream()
 
     var sends: [String] { state.withLock { $0.sends } }
+    /// When each send started, in order.
+    var sendTimes: [ContinuousClock.Instant] { state.withLock { $0.sendTimes } }
     var mostRunning: Int { state.withLock { $0.mostRunning } }
 
     var batches: [Int] { state.withLock { $0.batches } }
@@ -68,6 +71,7 @@ final class ScriptedTransport: Transport, Sendable {
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
         let count = state.withLock { state in
             state.sends.append(request.token.value)
+            state.sendTimes.append(.now)
             state.running += 1
             state.mostRunning = max(state.mostRunning, state.running)
             return state.sends.count

@@ -86,7 +86,10 @@ import Testing
 
             // A request holding a key (another daemon storing its event) makes the same request wait its turn.
             let fingerprint = SHA256.hash(data: Array(#"{"n":4,"user":"u"}"#.utf8)).map { String(format: "%02x", $0) }.joined()
-            let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
+            // The daemon writes the same file: wait for its lock rather than fail on it.
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(path: directory.file("state.sqlite"), configuration: configuration)
             try await queue.write { db in
                 try db.execute(sql: """
                     INSERT INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at)

@@ -30,7 +30,7 @@ enum SoakPipelines {
         try directory.write("pipelines/soak-events.yaml", """
             pipeline: soak-events
             routes:
-              - {action: register, path: /soak/register, user_field: user_id, token_field: device_token, token_kind: device}
+              - {action: register, path: /soak/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
             sources:
               - {type: http.event, path: /soak/events, id_field: id}
             renderer: {type: apns.alert, title: \(eventsTitle), body: "event {{id}}", custom: {id: {$from: id}}}
@@ -39,7 +39,7 @@ enum SoakPipelines {
         try directory.write("pipelines/soak-replies.yaml", """
             pipeline: soak-replies
             routes:
-              - {action: register, path: /soak/register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true}
+              - {action: register, path: /soak/register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true, limits: {per_client: 'off'}}
             sources:
               - {type: reply.folder, path: "${SOAK_REPLY_DIR}", rescan_interval: 5s}
             renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}

@@ -1,0 +1,82 @@
+import Foundation
+@testable import PushPipeCore
+import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// Issue 36: provider flow control. A provider's throttling answer with `Retry-After` pauses the
+/// transport for every event, not only the one that got it; `delivery.max_rate` paces sends.
+@Suite struct TransportGateTests {
+    static let renderer = """
+        renderer: {type: json.template, payload: {text: "{{text}}"}}
+        """
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// Event 1 is throttled (1 s); event 2, for someone else and started right after, waits it
+    /// out too. A retry that is no throttle pauses nothing.
+    @Test(arguments: [("QUOTA_EXCEEDED: Sending limit exceeded", true), ("UNAVAILABLE: try later", false)])
+    func aThrottleWithRetryAfterPausesEveryEvent(_ reason: String, pauses: Bool) async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 20ms}") { pipeline in
+            let first = String(repeating: "a1", count: 16)
+            let second = String(repeating: "b2", count: 16)
+            try await pipeline.register("alice", first)
+            try await pipeline.register("bob", second)
+            pipeline.transport.script(first, [.retryAfter(seconds: 1, reason: reason)])
+            let (logger, messages) = StreamingLogHandler.logger()
+            let processor = pipeline.processor(logger: logger)
+            let throttled = Task { await processor.process(pipeline.event(user: "alice", ["text": "one"])) }
+            // Its retry is scheduled: the first answer is in, and acted on.
+            for await message in messages where message.contains("will be retried") { break }
+            #expect((processor.gate.remainingPause() != nil) == pauses)
+            let other = await processor.process(pipeline.event(user: "bob", ["text": "two"]))
+            #expect(other.status == .delivered)
+            #expect(await throttled.value.status == .delivered)
+            let times = pipeline.transport.sendTimes
+            let sends = pipeline.transport.sends
+            let secondAt = try #require(sends.firstIndex(of: second))
+            let waited = Self.seconds(times[secondAt] - times[0])
+            if pauses { #expect(waited >= 0.9, "bob's event waited out alice's throttle: \(waited) s") }
+        }
+    }
+
+    @Test func maxRatePacesTheSends() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {max_rate: 20/s}") { pipeline in
+            for index in 0..<40 { try await pipeline.register("user\(index)", String(format: "%032x", index + 1)) }
+            let processor = pipeline.processor
+            let started = ContinuousClock.now
+            for index in 0..<40 { _ = await processor.process(pipeline.event(user: "user\(index)", ["text": "paced"])) }
+            let elapsed = Self.seconds(.now - started)
+            // A bucket of one second (20 sends), then 20 more at 20/s.
+            #expect(elapsed >= 0.9, "40 sends at 20/s with a burst of 20 take a second at least: \(elapsed) s")
+            #expect(pipeline.transport.sends.count == 40)
+        }
+    }
+
+    @Test func onlyASendersThrottleWithRetryAfterPauses() {
+        #expect(TransportOutcome.retryAfter(seconds: 30, reason: "QUOTA_EXCEEDED: limit").providerPause == 30)
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: "HTTP 429: slow down").providerPause == 5)
+        #expect(TransportOutcome.retryAfter(seconds: nil, reason: "TooManyRequests").providerPause == nil, "APNs: one device, no Retry-After")
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: "UNAVAILABLE: later").providerPause == nil)
+        #expect(TransportOutcome.retryAfter(seconds: 0, reason: "HTTP 429: now").providerPause == nil)
+    }
+
+    @Test func aMaxRateThatIsNoRateIsAConfigurationError() async throws {
+        let directory = try TemporaryDirectory("max-rate")
+        defer { directory.remove() }
+        let file = try directory.write("bad.yaml", """
+            pipeline: bad
+            sources:
+              - {type: http.event, path: /events}
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            delivery: {max_rate: fast}
+            """)
+        let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        let error = try #require(result.diagnostics.errors.first)
+        #expect(error.keyPath == "delivery.max_rate" && error.message.contains("'fast'"), "\(error)")
+    }
+}
