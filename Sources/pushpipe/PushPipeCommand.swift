@@ -14,7 +14,7 @@ struct PushPipeCommand: AsyncParsableCommand {
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
         subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self, TapCommand.self,
-                      EventsCommand.self, DeadLettersCommand.self],
+                      EventsCommand.self, DeadLettersCommand.self, OpenAPICommand.self],
         defaultSubcommand: RunCommand.self)
 }
 

@@ -3,7 +3,14 @@ extension RouteAction {
         name: "diagnostics", summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.", defaultMethod: "GET",
         schema: Schema(userKeys + [
             SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`."),
-        ])
+        ]),
+        contract: { configuration in
+            RouteContract(summary: "What pushpipe knows of a user.", path: UserSelector(configuration).pathParameter(),
+                          responses: [200: RouteContract.object(["user_id": RouteContract.string, "device_token_registered": ["type": "boolean"],
+                                                                 "device_token_preview": RouteContract.nullableString, "device_count": ["type": "integer"],
+                                                                 "last_notification_time": ["type": "integer"], "settings": RouteContract.object],
+                                                                required: ["user_id", "device_token_registered", "device_count", "settings"])])
+        }
     ) { configuration in
         let users = UserSelector(configuration)
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))

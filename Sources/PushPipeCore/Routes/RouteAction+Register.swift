@@ -10,7 +10,23 @@ extension RouteAction {
             SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
             SchemaKey("max_tokens_per_user", .integer, default: 10,
                       "Tokens of this kind a user keeps; registering one more removes the least recently registered."),
-        ])
+        ]),
+        contract: { configuration in
+            let users = UserSelector(configuration)
+            let field = configuration["token_field"]?.stringValue ?? "token"
+            var properties = users.bodyProperty()
+            properties[field] = (TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex).schema
+            var required = Array(properties.keys)
+            if let scope = configuration["scope_field"]?.stringValue {
+                properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
+                required.append(scope)
+            }
+            return RouteContract(summary: "Registers a push token for a user.", body: RouteContract.object(properties, required: required),
+                                 path: users.pathParameter(),
+                                 responses: [200: RouteContract.object(["status": RouteContract.string, "user_id": RouteContract.string,
+                                                                        "token_kind": RouteContract.string, "token_preview": RouteContract.string],
+                                                                       required: ["status", "user_id", "token_kind", "token_preview"])])
+        }
     ) { configuration in
         let users = UserSelector(configuration)
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))

@@ -3,7 +3,17 @@ extension RouteAction {
         name: "settings", summary: "Changes a user's settings (e.g. `enabled`), which filters read.", defaultMethod: "PATCH",
         schema: Schema(userKeys + [
             .required("keys", .map(.oneOf(["boolean", "string", "integer"])), "Settings a client may change, with their JSON type."),
-        ])
+        ]),
+        contract: { configuration in
+            var properties = UserSelector(configuration).bodyProperty()
+            for (key, type) in configuration["keys"]?.objectValue ?? [:] { properties[key] = ["type": type] }
+            let userKeys = Array(UserSelector(configuration).bodyProperty().keys)
+            let body = RouteContract.object(properties, required: userKeys, minProperties: userKeys.count + 1)
+            return RouteContract(summary: "Changes a user's settings; at least one of them.", body: body,
+                                 path: UserSelector(configuration).pathParameter(),
+                                 responses: [200: RouteContract.object(["user_id": RouteContract.string, "settings": RouteContract.object],
+                                                                       required: ["user_id", "settings"])])
+        }
     ) { configuration in
         let users = UserSelector(configuration)
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))

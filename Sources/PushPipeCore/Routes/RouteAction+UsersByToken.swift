@@ -5,7 +5,15 @@ extension RouteAction {
             SchemaKey("token_param", .string, default: "device_token", "Path parameter holding the token; also the response key."),
             SchemaKey("token_kind", .string, "Only tokens of this kind; all kinds when omitted."),
             SchemaKey("token_format", .oneOf(["hex", "opaque"]), default: "hex", "`hex` (APNs, 32-400 chars) or `opaque` (FCM); anything else is a 400."),
-        ])
+        ]),
+        contract: { configuration in
+            let parameter = configuration["token_param"]?.stringValue ?? "device_token"
+            let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
+            return RouteContract(summary: "The users a token is registered for.", path: [parameter: format.schema],
+                                 responses: [200: RouteContract.object([parameter: RouteContract.string,
+                                                                        "user_ids": ["type": "array", "items": RouteContract.string]],
+                                                                       required: [parameter, "user_ids"])])
+        }
     ) { configuration in
         let parameter = configuration["token_param"]?.stringValue ?? "device_token"
         let kind = configuration["token_kind"]?.stringValue

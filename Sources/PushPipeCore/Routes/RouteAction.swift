@@ -5,10 +5,14 @@ public struct RouteAction: Sendable {
     public var summary: String
     public var defaultMethod: String
     public var schema: Schema
+    /// What a route of this kind, configured so, takes and answers.
+    let contract: @Sendable (JSON) -> RouteContract
     let make: @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
 
     public init(name: String, summary: String, defaultMethod: String, schema: Schema,
+                contract: @escaping @Sendable (JSON) -> RouteContract = { _ in .unspecified },
                 make: @escaping @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
+        self.contract = contract
         self.name = name
         self.summary = summary
         self.defaultMethod = defaultMethod
@@ -50,6 +54,18 @@ struct UserSelector: Sendable {
         field = configuration["user_field"]?.stringValue
         parameter = configuration["user_param"]?.stringValue
         format = configuration["user_format"]?.stringValue.flatMap(UserIDFormat.init(rawValue:)) ?? .text
+    }
+
+    /// The body's user property, when the body names the user.
+    func bodyProperty() -> [String: JSON] {
+        guard let field else { return [:] }
+        return [field: format.schema]
+    }
+
+    /// The path parameter naming the user, when the path does.
+    func pathParameter() -> [String: JSON] {
+        guard field == nil, let parameter else { return [:] }
+        return [parameter: format.pathSchema]
     }
 
     func user(in request: RouteRequest) throws -> String {

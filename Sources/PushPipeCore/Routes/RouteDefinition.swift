@@ -8,10 +8,14 @@ public struct RouteDefinition: Sendable {
     public var authentication: RouteAuthentication
     /// How often it may be called, and how large a body may be (the host enforces them).
     public var limits: RouteLimits
+    /// What it takes and answers (`pushpipe openapi`).
+    public var contract: RouteContract
     public var handler: @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
 
     public init(method: String, path: String, authentication: RouteAuthentication = .none, limits: RouteLimits = RouteLimits(),
+                contract: RouteContract = .unspecified,
                 handler: @escaping @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
+        self.contract = contract
         self.method = method.uppercased()
         self.path = path
         self.authentication = authentication

@@ -6,6 +6,14 @@ enum TokenFormat: String, Sendable {
     /// FCM registration tokens and other opaque strings: 1 to 4096 visible characters.
     case opaque
 
+    /// What `normalize` accepts, as a JSON Schema (`pushpipe openapi`).
+    var schema: JSON {
+        switch self {
+        case .hex: ["type": "string", "pattern": "^([0-9a-fA-F]{2}){16,200}$"]
+        case .opaque: ["type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\s\\x00-\\x1f]+$"]
+        }
+    }
+
     func normalize(_ value: JSON?, field: String) throws -> String {
         guard let value, value != .null else { throw RouteError.badRequest("missing field '\(field)'", field: field) }
         guard case .string(let raw) = value else {

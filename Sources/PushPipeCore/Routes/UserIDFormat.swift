@@ -9,6 +9,19 @@ public enum UserIDFormat: String, Sendable, CaseIterable {
     case digits
 
     /// The user id in a body value, or a 4xx naming `field`.
+    /// What a user id of this format is, as a JSON Schema (`pushpipe openapi`).
+    public var schema: JSON {
+        switch self {
+        case .text: ["type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^\\x00-\\x1f]+$"]
+        case .digits: ["type": ["string", "integer"], "pattern": "^[0-9]{1,20}$", "minimum": 0]
+        }
+    }
+
+    /// The same in a path, where every value is text.
+    public var pathSchema: JSON {
+        self == .digits ? ["type": "string", "pattern": "^[0-9]{1,20}$"] : schema
+    }
+
     public func user(from value: JSON?, field: String) throws -> String {
         guard let value, value != .null else { throw RouteError.badRequest("missing field '\(field)'", field: field) }
         switch (self, value) {

@@ -53,16 +53,41 @@ struct HTTPEventSource: Source, LongRunningStage {
         let intake = QueuedEventIntake(lease: configuration.lease)
         self.intake = intake
         route = RouteDefinition(method: configuration.method, path: configuration.path,
-                                authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits) { request, routeContext in
+                                authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits,
+                                contract: Self.acceptContract(configuration)) { request, routeContext in
             try await Self.accept(request, routeContext, configuration, source: source, intake: intake)
         }
         statusRoute = RouteDefinition(method: "GET", path: Self.statusPath(configuration.path, id: ":id"),
-                                      authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits) { request, routeContext in
+                                      authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits,
+                                      contract: Self.statusContract) { request, routeContext in
             try await Self.status(request, routeContext)
         }
     }
 
     var routes: [RouteDefinition] { [route, statusRoute] }
+
+    /// An event: a JSON object naming its recipient; answered 202 with where its status is
+    /// (or, with `wait`, 200 and its report).
+    static func acceptContract(_ configuration: Configuration) -> RouteContract {
+        var properties: [String: JSON] = [configuration.userField: ["type": ["string", "integer"]]]
+        if let idField = configuration.idField { properties[idField] = ["type": ["string", "integer"]] }
+        let body = RouteContract.object(properties, required: configuration.requireUser ? [configuration.userField] : [])
+        if configuration.wait {
+            return RouteContract(summary: "Sends an event through the pipeline and answers its delivery report.", body: body,
+                                 responses: [200: RouteContract.object(["status": RouteContract.string], required: ["status"])])
+        }
+        return RouteContract(summary: "Accepts an event once it is stored; an Idempotency-Key header makes a retry safe.", body: body,
+                             responses: [202: RouteContract.object(["status": RouteContract.string, "id": RouteContract.string,
+                                                                    "event_id": RouteContract.string], required: ["status", "id", "event_id"])],
+                             responseHeaders: ["location": "The event's status: GET it with the same credentials."])
+    }
+
+    /// An event's record (`EventRecord.statusJSON`).
+    static let statusContract = RouteContract(
+        summary: "What became of an event this caller posted.",
+        responses: [200: RouteContract.object(["id": RouteContract.string, "state": ["type": "string", "enum": .array(EventRecord.State.allCases.map { .string($0.rawValue) })],
+                                               "recipients": ["type": "array", "items": RouteContract.object]],
+                                              required: ["id", "state"])])
 
     /// Where an accepted event's status is: `GET <path>/<id>`, with the route's authentication.
     static func statusPath(_ path: String, id: String) -> String {

@@ -91,7 +91,11 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
         // Apps call it, and each call polls OGS: an app route's limits keep a script from making
         // this daemon hammer OGS.
-        return [RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app) { [self] request, context in
+        let contract = RouteContract(summary: "Checks a user's games on OGS now and notifies what is new.", path: [parameter: UserIDFormat.digits.pathSchema],
+                                     responses: [200: RouteContract.object(["user_id": RouteContract.string, "found": ["type": "array"],
+                                                                            "total_active_games": ["type": "integer"], "error": RouteContract.string],
+                                                                           required: ["user_id"])])
+        return [RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app, contract: contract) { [self] request, context in
             guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
             let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
             guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }

@@ -30,6 +30,30 @@ import Testing
         #expect(stages.output.contains { $0.contains("ogs.poller") } && stages.output.contains { $0.contains("token_lifetime (duration; default 3000)") })
     }
 
+    /// Issue 36: the routes as OpenAPI 3.1, from the shipped pipelines and without their secrets
+    /// (`.ci/check-openapi` validates the document and runs schemathesis against a daemon).
+    @Test func openapiDescribesTheShippedPipelinesRoutes() async throws {
+        let directory = try TemporaryDirectory("openapi")
+        defer { directory.remove() }
+        let result = try await pushpipe(["openapi", Repository.root.appendingPathComponent("pipelines").path, "--plugins",
+                                         Repository.root.appendingPathComponent("plugins.d").path], in: directory)
+        #expect(result.status == 0, "\(result.errors)")
+        let document = try JSON.parse(result.output.joined(separator: "\n"))
+        #expect(document["openapi"] == "3.1.0")
+        let events = try #require(document["paths"]?["/api/notifications/events"]?["post"])
+        #expect(events["security"] == [["backendToken": []]])
+        #expect(events["responses"]?["202"]?["headers"]?["location"] != nil)
+        #expect(events["responses"]?["429"]?["$ref"] == "#/components/responses/TooManyRequests")
+        #expect(events["requestBody"]?["content"]?["application/json"]?["schema"]?["required"] == ["user"])
+        #expect(document["paths"]?["/api/notifications/events/{id}"]?["get"]?["parameters"]?[0]?["in"] == "path")
+        let register = try #require(document["paths"]?["/api/notifications/register"]?["post"])
+        #expect(register["security"] == [["userJWT": []]])
+        #expect(register["requestBody"]?["content"]?["application/json"]?["schema"]?["properties"]?["fcm_token"]?["maxLength"] == 4096)
+        #expect(document["paths"]?["/check/{user_id}"]?["get"]?["parameters"]?[0]?["schema"]?["pattern"] == "^[0-9]{1,20}$")
+        #expect(document["components"]?["schemas"]?["Error"]?["required"] == ["error"])
+        #expect(!result.output.joined().contains("secret"), "no secret value in the document")
+    }
+
     @Test func dryRunPrintsTheRequestsAndChangesNothing() async throws {
         let directory = try TemporaryDirectory("cli")
         defer { directory.remove() }
