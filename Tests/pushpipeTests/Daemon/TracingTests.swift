@@ -112,4 +112,40 @@ import Testing
             }
         }, cleanup: apns.stop)
     }
+
+    /// The standard sampler variables apply: `always_off` traces nothing, even a sampled caller's
+    /// event, and its record names no trace. Off without a collector named: no tracing line.
+    @Test func theStandardSamplerVariablesApplyAndTracingIsOffUnlessACollectorIsNamed() async throws {
+        let directory = try TemporaryDirectory("sampler")
+        defer { directory.remove() }
+        try directory.write("pipelines/sampled.yaml", """
+            pipeline: sampled
+            sources:
+              - {type: http.event, path: /events, user_field: user}
+            renderer: {type: json.template, payload: {text: "{{text}}"}}
+            transport: {type: stdout}
+            """)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
+        for (environment, traced) in [(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_SAMPLER": "always_off"], true),
+                                      ([:], false)] {
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                let client = HTTPTestClient(port: try await daemon.port())
+                let accepted = try await client.request("POST", "/events", json: ["user": "u", "text": "quiet"],
+                                                        headers: ["traceparent": "00-\(Self.hex(16))-\(Self.hex(8))-01"])
+                let location = try #require(accepted.headers["location"])
+                var status: JSON?
+                for _ in 0..<400 {
+                    status = try await client.request("GET", location).body
+                    if let state = status?["state"]?.stringValue, state != "accepted", state != "processing" { break }
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                // Nobody is registered: the record says so, and names no trace.
+                #expect(status?["state"] == "dropped" && status?["trace_id"] == nil, "\(String(describing: status))")
+                #expect(daemon.standardError.contains { $0.contains("tracing: spans exported") } == traced)
+                daemon.signal(SIGTERM)
+                #expect(try await daemon.waitForExit() == 0)
+            }
+        }
+    }
+
 }
