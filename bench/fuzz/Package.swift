@@ -1,0 +1,17 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// libFuzzer targets (issue 36), a package of their own: they link libFuzzer's `main` and are
+// only built by `bench/fuzz/run.sh` (`-sanitize=fuzzer,address`); the root package builds none.
+let package = Package(
+    name: "pushpipe-fuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(name: "pushpipe", path: "../..")],
+    targets: [
+        .executableTarget(
+            name: "fuzz-json",
+            dependencies: [.product(name: "PushPipeCore", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+    ]
+)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target (issue 36) for SECONDS, from the committed seed corpus, under
+# AddressSanitizer. Prints libFuzzer's last status line (execs, coverage) and the crash count;
+# a crash leaves its input in bench/fuzz/crashes/ (keep it as a regression test).
+#   bash bench/fuzz/run.sh fuzz-json 600
+set -euo pipefail
+cd "$(dirname "$0")"
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
+TARGET=${1:?target, e.g. fuzz-json}
+SECONDS_TO_RUN=${2:-600}
+swift build -c release --product "$TARGET" -Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz >/dev/null
+BIN=$(swift build -c release --product "$TARGET" -Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz --show-bin-path)/$TARGET
+corpus=corpus/${TARGET#fuzz-}
+work=$(mktemp -d /tmp/pushpipe-fuzz.XXXXXX)
+mkdir -p crashes
+cp "$corpus"/* "$work/"
+set +e
+"$BIN" "$work" -max_total_time="$SECONDS_TO_RUN" -artifact_prefix=crashes/ -print_final_stats=1 > "$work.log" 2>&1
+status=$?
+set -e
+grep -E '^#[0-9]+.*(DONE|pulse|NEW)' "$work.log" | tail -n 1
+grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$work.log" || true
+echo "crashes: $(ls crashes | wc -l) (exit $status); corpus grew to $(ls "$work" | wc -l) inputs"
+rm -rf "$work" "$work.log"
+exit $status
