@@ -8,9 +8,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "pushpipe", path: "../..")],
     targets: [
+        .target(name: "FuzzDriver"),
         .executableTarget(
             name: "fuzz-json",
-            dependencies: [.product(name: "PushPipeCore", package: "pushpipe")],
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "fuzz-yaml",
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzDriver
 import PushPipeCore
 
 /// The hand-written JSON parser reads untrusted bodies through unsafe pointers: under
@@ -28,15 +29,8 @@ func sameValue(_ a: JSON, _ b: JSON) -> Bool {
     }
 }
 
-/// SwiftPM links an executable's entry point as `<module>_main` (so tests can import it); this
-/// one hands control to libFuzzer's driver, which calls the target above.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                     _ target: @convention(c) (UnsafeRawPointer, Int) -> CInt) -> CInt
-
+/// SwiftPM's entry point for this executable: libFuzzer's driver, running the target above.
 @_cdecl("fuzz_json_main")
 public func fuzzJSONMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { start, size in fuzzJSON(start, size) }
+    runFuzzer(argc, argv) { start, size in fuzzJSON(start, size) }
 }
