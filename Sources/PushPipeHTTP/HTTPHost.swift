@@ -62,8 +62,7 @@ public final class HTTPHost: RouteServing {
     public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some Service
     {
-        let timeout = TimeAmount.nanoseconds(Int64(protection.requestTimeout.components.seconds) * 1_000_000_000
-                                             + protection.requestTimeout.components.attoseconds / 1_000_000_000)
+        let timeout = TimeAmount(protection.requestTimeout)
         return Self.application(responder: Responder(host: self), serverName: "pushpipe", host: host, port: port, logger: logger,
                                 server: .http1(configuration: .init(additionalChannelHandlers: [RequestTimeoutHandler(timeout: timeout)])),
                                 onRunning: onRunning)
@@ -165,7 +164,7 @@ public final class HTTPHost: RouteServing {
     /// A token from a route's bucket, or 429 with how long until there is one.
     private func admit(_ key: String, _ rate: RouteLimits.Rate, who: String) throws {
         guard let wait = rateLimiter.admit(key, rate) else { return }
-        let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+        let seconds = max(1, Int((wait / .seconds(1)).rounded(.up)))
         throw RouteError(429, "too many requests from \(who); try again in \(seconds) s", field: nil, retryAfter: seconds)
     }
 

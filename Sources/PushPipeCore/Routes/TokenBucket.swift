@@ -13,9 +13,7 @@ package struct TokenBucket: Sendable {
 
     /// Adds what the rate gave since the last look, up to the burst.
     package mutating func refill(_ rate: RouteLimits.Rate, now: ContinuousClock.Instant) {
-        let elapsed = now - updated
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        tokens = min(Double(rate.burst), tokens + max(0, seconds) * rate.perSecond)
+        tokens = min(Double(rate.burst), tokens + max(0, (now - updated) / .seconds(1)) * rate.perSecond)
         updated = now
     }
 

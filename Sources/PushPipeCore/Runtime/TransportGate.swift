@@ -37,7 +37,7 @@ final class TransportGate: Sendable {
 
     /// Holds every send for `seconds` from now (a later pause extends it, an earlier one does not shorten it).
     func pause(seconds: Double) {
-        let until = Int64(Self.seconds(.now - origin) * 1e9 + seconds * 1e9)
+        let until = Int64(((.now - origin) / .seconds(1) + seconds) * 1e9)
         var current = pausedUntil.load(ordering: .relaxed)
         while current < until {
             let (exchanged, original) = pausedUntil.compareExchange(expected: current, desired: until, ordering: .relaxed)
@@ -50,12 +50,8 @@ final class TransportGate: Sendable {
     func remainingPause() -> Duration? {
         let until = pausedUntil.load(ordering: .relaxed)
         guard until > 0 else { return nil }
-        let remaining = Double(until) / 1e9 - Self.seconds(.now - origin)
+        let remaining = Double(until) / 1e9 - (.now - origin) / .seconds(1)
         return remaining > 0 ? .seconds(remaining) : nil
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

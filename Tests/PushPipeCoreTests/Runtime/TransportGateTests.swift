@@ -11,10 +11,6 @@ import Testing
         renderer: {type: json.template, payload: {text: "{{text}}"}}
         """
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     /// Event 1 is throttled (1 s); event 2, for someone else and started right after, waits it
     /// out too. A retry that is no throttle pauses nothing.
     @Test(arguments: [("QUOTA_EXCEEDED: Sending limit exceeded", true), ("UNAVAILABLE: try later", false)])
@@ -41,7 +37,7 @@ import Testing
             let times = pipeline.transport.sendTimes
             let sends = pipeline.transport.sends
             let secondAt = try #require(sends.firstIndex(of: second))
-            let waited = Self.seconds(times[secondAt] - times[0])
+            let waited = (times[secondAt] - times[0]) / .seconds(1)
             if pauses { #expect(waited >= 0.9, "bob's event waited out alice's throttle: \(waited) s") }
         }
     }
@@ -52,7 +48,7 @@ import Testing
             let processor = pipeline.processor
             let started = ContinuousClock.now
             for index in 0..<40 { _ = await processor.process(pipeline.event(user: "user\(index)", ["text": "paced"])) }
-            let elapsed = Self.seconds(.now - started)
+            let elapsed = (.now - started) / .seconds(1)
             // A bucket of one second (20 sends), then 20 more at 20/s.
             #expect(elapsed >= 0.9, "40 sends at 20/s with a burst of 20 take a second at least: \(elapsed) s")
             #expect(pipeline.transport.sends.count == 40)

@@ -41,9 +41,9 @@ import Testing
     }
 
     /// Asks the status route until the event left `accepted` and `processing` (bounded).
-    static func settledStatus(_ client: HTTPTestClient, _ location: String) async throws -> JSON? {
+    static func settledStatus(_ client: HTTPTestClient, _ location: String, headers: [String: String] = backend) async throws -> JSON? {
         for _ in 0..<400 {
-            let status = try await client.request("GET", location, headers: backend)
+            let status = try await client.request("GET", location, headers: headers)
             if let state = status.body?["state"]?.stringValue, state != "accepted", state != "processing" { return status.body }
             try await Task.sleep(for: .milliseconds(25))
         }

@@ -133,12 +133,7 @@ import Testing
                 let accepted = try await client.request("POST", "/events", json: ["user": "u", "text": "quiet"],
                                                         headers: ["traceparent": "00-\(Self.hex(16))-\(Self.hex(8))-01"])
                 let location = try #require(accepted.headers["location"])
-                var status: JSON?
-                for _ in 0..<400 {
-                    status = try await client.request("GET", location).body
-                    if let state = status?["state"]?.stringValue, state != "accepted", state != "processing" { break }
-                    try await Task.sleep(for: .milliseconds(25))
-                }
+                let status = try await EventStatusTests.settledStatus(client, location, headers: [:])
                 // Nobody is registered: the record says so, and names no trace.
                 #expect(status?["state"] == "dropped" && status?["trace_id"] == nil, "\(String(describing: status))")
                 #expect(daemon.standardError.contains { $0.contains("tracing: spans exported") } == traced)
