@@ -11,7 +11,7 @@ import _CryptoExtras
 /// 127.0.0.1. The token endpoint verifies the RS256 assertion with the service account's
 /// public key and checks its claims; the send endpoint checks the bearer token and the
 /// message (one target, string-only data, size), and answers with a `name` or a scripted error.
-public final class FCMStandIn: Sendable {
+public final class FCMStandIn: HTTP1StandIn {
     public struct Send: Sendable {
         public var projectID: String
         public var message: JSON?
@@ -56,20 +56,8 @@ public final class FCMStandIn: Sendable {
     public var assertionProblems: [String] { state.value.assertionProblems }
 
     public static func start(publicKey: _RSA.Signing.PublicKey, clientEmail: String, authority: TestCertificateAuthority) async throws -> FCMStandIn {
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(authority.serverCertificate)], privateKey: .privateKey(authority.serverKey))
-        tls.applicationProtocols = ["http/1.1"]
-        let context = try NIOSSLContext(configuration: tls)
         let box = LateBound<FCMStandIn>()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(FCMRequestHandler(box: box))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await bind(authority: authority, box: box)
         let standIn = FCMStandIn(port: channel.localAddress?.port ?? 0, publicKey: publicKey, clientEmail: clientEmail, channel: channel)
         box.value = standIn
         return standIn
@@ -175,31 +163,5 @@ public final class FCMStandIn: Sendable {
         var error: [String: JSON] = ["code": .int(Int64(status)), "message": .string(message), "status": "ERROR"]
         if let code { error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": .string(code)]] }
         return (status, [], ["error": .object(error)])
-    }
-}
-
-final class FCMRequestHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-    let box: LateBound<FCMStandIn>
-    var head: HTTPRequestHead?
-    var body = Data()
-
-    init(box: LateBound<FCMStandIn>) { self.box = box }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body = Data()
-        case .body(let buffer):
-            body.append(contentsOf: buffer.readableBytesView)
-        case .end:
-            guard let head, let standIn = box.value else { return }
-            let (status, extra, json) = standIn.handle(method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
-                                                       headers: head.headers, body: body)
-            HTTP1JSONResponse.write(status: status, headers: extra, body: ByteBuffer(data: json.serialized()), keepAlive: head.isKeepAlive,
-                                    context: context)
-        }
     }
 }

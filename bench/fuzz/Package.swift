@@ -15,6 +15,16 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "fuzz-templates",
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeStages", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "fuzz-routes",
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeSQLite", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "fuzz-yaml",
             dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

@@ -3,11 +3,22 @@
 #   start_nginx_apns RUN PORT   # then https://localhost:PORT, trusting RUN/ca.pem;
 #                               # and an OTLP/HTTP sink on http://127.0.0.1:PORT+1
 #   stop_nginx_apns RUN
+#   make_apns_certificates RUN  # only the certificates (for another stand-in)
 #   h2load -n COUNT "${H2LOAD_APNS[@]}"   # the reference load, once nginx is started
 start_nginx_apns() {
   local run=$1 port=$2 conf
   conf="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/apns/nginx.conf"
   if ! command -v nginx >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; fi
+  make_apns_certificates "$run"
+  mkdir -p "$run"/tmp_body "$run"/tmp_proxy "$run"/tmp_fastcgi "$run"/tmp_uwsgi "$run"/tmp_scgi
+  chmod 777 "$run"/tmp_*
+  sed -e "s|@RUN@|$run|g" -e "s|@CERTS@|$run|g" -e "s|@PORT@|$port|g" -e "s|@OTLP_PORT@|$((port + 1))|g" "$conf" > "$run/nginx.conf"
+  nginx -p "$run/" -c "$run/nginx.conf"
+}
+
+# A throwaway CA (RUN/ca.pem) and a certificate for localhost and 127.0.0.1 (RUN/server.pem, RUN/server.key).
+make_apns_certificates() {
+  local run=$1
   chmod 755 "$run"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$run/ca.key" -out "$run/ca.pem" \
     -days 1 -subj /CN=pushpipe-bench-ca 2>/dev/null
@@ -17,10 +28,6 @@ start_nginx_apns() {
   openssl x509 -req -in "$run/server.csr" -CA "$run/ca.pem" -CAkey "$run/ca.key" -CAcreateserial -out "$run/server.pem" \
     -days 1 -extfile "$run/ext.cnf" 2>/dev/null
   chmod 644 "$run"/*.pem "$run"/*.key
-  mkdir -p "$run"/tmp_body "$run"/tmp_proxy "$run"/tmp_fastcgi "$run"/tmp_uwsgi "$run"/tmp_scgi
-  chmod 777 "$run"/tmp_*
-  sed -e "s|@RUN@|$run|g" -e "s|@CERTS@|$run|g" -e "s|@PORT@|$port|g" -e "s|@OTLP_PORT@|$((port + 1))|g" "$conf" > "$run/nginx.conf"
-  nginx -p "$run/" -c "$run/nginx.conf"
 }
 
 stop_nginx_apns() {

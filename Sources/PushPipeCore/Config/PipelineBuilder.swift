@@ -144,15 +144,7 @@ struct PipelineBuilder {
                    expected: "at least \(RouteAuthentication.minimumSecretBytes) bytes (HS256)")
         }
         do {
-            let handler = try action.make(routeJSON)
-            let method = routeJSON["method"]?.stringValue ?? action.defaultMethod
-            let authentication = RouteAuthConfiguration.make(routeJSON["auth"])
-            let limits = try RouteLimits.parse(routeJSON["limits"], defaults: RouteLimits.appDefaults)
-            var contract = action.contract(routeJSON)
-            if contract.summary.isEmpty { contract.summary = action.summary }
-            let route = RouteDefinition(method: method, path: path, authentication: authentication, limits: limits, contract: contract,
-                                        handler: handler)
-            return .init(route: route, location: location(of: keyPath), keyPath: keyPath)
+            return .init(route: try action.route(routeJSON), location: location(of: keyPath), keyPath: keyPath)
         } catch let error as ConfigurationValueError {
             report(.invalidValue, at: "\(keyPath).\(error.keyPath)", error.message, expected: error.expected)
         } catch {

@@ -4,7 +4,8 @@ extension RouteAction {
         schema: Schema(userKeys + [
             .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, `fcm`, ...)."),
             .required("token_field", .string, "Body field holding the token."),
-            SchemaKey("token_format", .oneOf(["hex", "opaque"]), default: "hex", "`hex` (APNs, 32-400 chars, stored lower-case) or `opaque` (FCM)."),
+            SchemaKey("token_format", .oneOf(["hex", "opaque", "webpush"]), default: "hex",
+                      "`hex` (APNs, 32-400 chars, stored lower-case), `opaque` (FCM) or `webpush` (a browser's `PushSubscription.toJSON()`; the same endpoint registered again replaces it)."),
             SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
             SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
             SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
@@ -15,7 +16,8 @@ extension RouteAction {
             let users = UserSelector(configuration)
             let field = configuration["token_field"]?.stringValue ?? "token"
             var properties = users.bodyProperty()
-            properties[field] = (TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex).schema
+            let formatName = configuration["token_format"]?.stringValue ?? "hex"
+            properties[field] = formatName == "webpush" ? WebPushSubscriptionFormat.schema : (TokenFormat(rawValue: formatName) ?? .hex).schema
             var required = Array(properties.keys)
             if let scope = configuration["scope_field"]?.stringValue {
                 properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
@@ -32,8 +34,10 @@ extension RouteAction {
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
         let kind = configuration["token_kind"]?.stringValue ?? ""
         let field = configuration["token_field"]?.stringValue ?? ""
-        let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
-        let replace = configuration["replace"]?.boolValue ?? false
+        let formatName = configuration["token_format"]?.stringValue ?? "hex"
+        let format = TokenFormat(rawValue: formatName) ?? .hex
+        let webPush = formatName == "webpush"
+        let replace = webPush || configuration["replace"]?.boolValue ?? false
         let scopeField = configuration["scope_field"]?.stringValue
         let environment = configuration["environment"]?.stringValue
         let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
@@ -42,9 +46,14 @@ extension RouteAction {
         }
         return { request, context in
             let user = try users.user(in: request)
-            let token = try format.normalize(request.body?[field], field: field)
             var scope = ""
-            if let scopeField {
+            let token: String
+            if webPush {
+                (token, scope) = try WebPushSubscriptionFormat.normalize(request.body?[field], field: field)
+            } else {
+                token = try format.normalize(request.body?[field], field: field)
+            }
+            if let scopeField, !webPush {
                 guard let value = request.body?[scopeField]?.stringValue, !value.isEmpty, value.count <= 256 else {
                     throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
                 }

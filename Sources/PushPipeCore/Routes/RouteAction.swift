@@ -22,6 +22,18 @@ public struct RouteAction: Sendable {
 
     public static let builtins: [RouteAction] = [.register, .settings, .history, .usersByToken, .diagnostics]
 
+    /// The route a `routes:` entry declares, from its validated configuration (the loader's
+    /// checks of the path and the secret come first).
+    public func route(_ configuration: JSON) throws -> RouteDefinition {
+        let handler = try make(configuration)
+        var contract = contract(configuration)
+        if contract.summary.isEmpty { contract.summary = summary }
+        return RouteDefinition(method: configuration["method"]?.stringValue ?? defaultMethod, path: configuration["path"]?.stringValue ?? "",
+                               authentication: RouteAuthConfiguration.make(configuration["auth"]),
+                               limits: try RouteLimits.parse(configuration["limits"], defaults: RouteLimits.appDefaults),
+                               contract: contract, handler: handler)
+    }
+
     /// Keys every route has.
     public static let commonSchema = Schema([
         .required("path", .string, "URL path; `:name` segments are parameters, e.g. `/check/:user_id`."),

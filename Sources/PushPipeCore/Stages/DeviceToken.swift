@@ -1,3 +1,5 @@
+import Foundation
+
 /// A push token of one kind. Kinds are named per pipeline (`device`, `push-to-start`,
 /// `fcm`, ...) so that a token registered for one purpose is never used for another.
 public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
@@ -30,6 +32,12 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 public enum TokenMask {
     /// Walks only the kept characters: `count` walked all 64 of an APNs token, twice per delivery.
     public static func mask(_ token: String, keep: Int = 8) -> String {
+        // A Web Push subscription (its JSON): the push service and the start of its id say
+        // which browser it is; its first characters would all be `{"endpoint`.
+        if token.utf8.first == UInt8(ascii: "{"), let endpoint = try? JSON.parse(token)["endpoint"]?.stringValue,
+           let url = URL(string: endpoint), let host = url.host {
+            return host + "/" + mask(url.lastPathComponent, keep: keep)
+        }
         // Tokens are ASCII: then the kept characters are the first bytes (one character each,
         // and the next byte starts no combining sequence), with no grapheme walk.
         if case let ascii?? = token.utf8.withContiguousStorageIfAvailable({ bytes -> String? in

@@ -15,6 +15,9 @@ extension BuiltinStages {
             .renderer("fcm.message", FCMMessageRenderer.summary, FCMMessageRenderer.Configuration.self) { configuration, _ in
                 try FCMMessageRenderer(configuration: configuration)
             },
+            .renderer("webpush", WebPushRenderer.summary, WebPushRenderer.Configuration.self) { configuration, _ in
+                try WebPushRenderer(configuration: configuration)
+            },
         ]
     }
 }

@@ -21,8 +21,10 @@ public indirect enum JSONTemplate: Sendable {
     case array([JSONTemplate])
     case object([(key: String, value: JSONTemplate)])
 
-    /// Templates render JSON strings, not HTML: no escaping of `<`, `&` or quotes.
-    static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
+    /// Templates render JSON strings, not HTML: no escaping of `<`, `&` or quotes. On a line of
+    /// its own, which Mustache removes whole: right before the template, whitespace that
+    /// began it (up to its first line break) made the pragma's line "standalone" and went too.
+    static let textPragma = "{{% CONTENT_TYPE: TEXT}}\n"
 
     public init(compiling json: JSON, keyPath: String) throws {
         switch json {
@@ -31,7 +33,7 @@ public indirect enum JSONTemplate: Sendable {
                 let mustache = try MustacheTemplate(string: Self.textPragma + string)
                 self = Self.interpolationParts(of: string).map { .interpolation($0, mustache: mustache) } ?? .text(mustache)
             } catch let error as MustacheTemplate.ParserError {
-                let column = max(1, error.context.columnNumber - Self.textPragma.count)
+                let column = max(1, error.context.columnNumber)
                 throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error.error) near character \(column)",
                                               expected: "a Mustache template, e.g. \"It's your turn in {{game_name}}\"")
             } catch {

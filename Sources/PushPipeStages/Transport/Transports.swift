@@ -12,6 +12,9 @@ extension BuiltinStages {
             .transport("fcm", FCMTransport.summary, FCMTransport.Configuration.self) { configuration, context in
                 try FCMTransport(configuration: configuration, context: context)
             },
+            .transport("webpush", WebPushTransport.summary, WebPushTransport.Configuration.self) { configuration, context in
+                try WebPushTransport(configuration: configuration, context: context)
+            },
         ]
     }
 }

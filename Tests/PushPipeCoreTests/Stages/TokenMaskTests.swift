@@ -17,4 +17,10 @@ import Testing
         #expect(TokenMask.mask("ééééééééé") == "éééééééé…")
         #expect(TokenMask.mask("éééééééé") == "••••••••")
     }
+
+    /// A Web Push subscription shows its push service and the start of its id, never its keys.
+    @Test func aWebPushSubscriptionShowsItsServiceAndTheStartOfItsID() {
+        let subscription = #"{"endpoint":"https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE","keys":{"auth":"BTBZMqHH6r4Tts7J_aSIgg","p256dh":"BCVx"}}"#
+        #expect(TokenMask.mask(subscription) == "fcm.googleapis.com/dGhpcyBp…")
+    }
 }

@@ -37,6 +37,13 @@ import Testing
         #expect(try render(["sound": "default", "badge": 1, "list": [true, "x"]]) == ["sound": "default", "badge": 1, "list": [true, "x"]])
     }
 
+    /// Mustache alone keeps a template's leading whitespace too (the pragma pushpipe puts in
+    /// front must not make it a standalone line).
+    @Test func mustacheKeepsLeadingWhitespace() throws {
+        let compiled = try JSONTemplate(compiling: .string("  {{#games}}{{game_id}}{{/games}}!"), keyPath: "t")
+        #expect(compiled.render(TemplateContext(event: interpolationEvent)) == "  102103!")
+    }
+
     @Test func badTemplatesAreConfigurationErrors() {
         #expect(throws: ConfigurationValueError.self) { try JSONTemplate(compiling: ["t": "{{#open}}"], keyPath: "payload") }
         #expect(throws: ConfigurationValueError.self) { try JSONTemplate(compiling: ["t": ["$from": "a", "extra": 1]], keyPath: "payload") }
@@ -50,6 +57,8 @@ import Testing
         "It's your turn in: {{game_name}}", "{{games.0.game_id}}", "https://online-go.com/game/{{games.0.game_id}}",
         "{{games.count}} games", "{{ games.1.name }}/{{games.5.name}}", "{{flag}} {{off}} {{nothing}} {{missing}} {{missing.deeper}}",
         "{{event.id}}-{{event.user}}-{{event.time_ms}}", "{{vars.prefix}}ready", "x{{game_name.count}}{{game_id.x}}y", "no tags {{emoji}}",
+        // Found by fuzz-templates: leading whitespace, which Mustache dropped after the pragma.
+        " {{game_name}}", "\u{0B}e {{event.id}}", "\t{{game_name}} ", "  \n{{game_name}}",
     ])
     func interpolationRendersAsMustacheDoes(template: String) throws {
         let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")

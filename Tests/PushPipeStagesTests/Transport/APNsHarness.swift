@@ -21,8 +21,11 @@ struct APNsHarness {
 
     /// - Parameters:
     ///   - signingKey: the key pushpipe signs with; defaults to the one the stand-in trusts.
+    ///   - maxConnections: one unless a test is about the pool growing, so that tests of one
+    ///     connection's streams see one connection.
     static func make(timeout: String = "10s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
-                     attempts: Int = 3, maxStreams: Int = 100, serverStreamLimit: Int = 100) async throws -> APNsHarness {
+                     attempts: Int = 3, maxStreams: Int = 100, serverStreamLimit: Int = 100,
+                     connections: Int = 1, maxConnections: Int = 1, idleTimeout: String = "60s") async throws -> APNsHarness {
         let directory = try TemporaryDirectory("apns")
         let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: teamID, keyID: keyID, signingKey: signingKey,
                                                                                maxConcurrentStreams: serverStreamLimit)
@@ -42,6 +45,9 @@ struct APNsHarness {
               ca_file: \(directory.file("ca.pem"))
               timeout: \(timeout)
               max_streams: \(maxStreams)
+              connections: \(connections)
+              max_connections: \(maxConnections)
+              idle_timeout: \(idleTimeout)
             delivery: {attempts: \(attempts), backoff: 10ms, max_backoff: 50ms}
             """
         let file = try directory.write("apns-test.yaml", pipeline)
@@ -76,6 +82,18 @@ struct APNsHarness {
 
     func event(user: String? = "alice", _ body: JSON = ["title": "Hi", "text": "there", "n": 1]) -> Event {
         Event(pipeline: definition.name, user: user, body: body)
+    }
+
+    /// One event for each of `user0`...: all in flight at once.
+    func processConcurrently(users: Int) async throws -> [EventReport] {
+        try await run { processor in await processConcurrently(processor, users: users) }
+    }
+
+    func processConcurrently(_ processor: EventProcessor, users: Int) async -> [EventReport] {
+        await withTaskGroup(of: EventReport.self) { group in
+            for index in 0..<users { group.addTask { await processor.process(event(user: "user\(index)")) } }
+            return await group.reduce(into: [EventReport]()) { $0.append($1) }
+        }
     }
 
     func close() async {

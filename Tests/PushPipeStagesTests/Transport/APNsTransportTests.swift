@@ -24,18 +24,6 @@ import Testing
         }
     }
 
-    /// One event for each of `user0`...: all in flight at once.
-    func processConcurrently(_ harness: APNsHarness, users: Int) async throws -> [EventReport] {
-        try await harness.run { processor in await processConcurrently(harness, processor, users: users) }
-    }
-
-    func processConcurrently(_ harness: APNsHarness, _ processor: EventProcessor, users: Int) async -> [EventReport] {
-        await withTaskGroup(of: EventReport.self) { group in
-            for index in 0..<users { group.addTask { await processor.process(harness.event(user: "user\(index)")) } }
-            return await group.reduce(into: [EventReport]()) { $0.append($1) }
-        }
-    }
-
     @Test func acceptedNotificationRecordsItsAPNsID() async throws {
         try await withHarness { harness in
             let report = try await harness.run { await $0.process(harness.event()) }
@@ -198,7 +186,7 @@ import Testing
     @Test func manyConcurrentNotificationsShareOneConnection() async throws {
         try await withHarness { harness in
             for index in 0..<50 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
-            let reports = try await processConcurrently(harness, users: 50)
+            let reports = try await harness.processConcurrently(users: 50)
             #expect(reports.allSatisfy { $0.status == .delivered })
             #expect(harness.standIn.requests.count == 50)
             #expect(harness.standIn.requests.allSatisfy { $0.rejection == nil })
@@ -211,7 +199,7 @@ import Testing
     func sendEightSlowlyAnswered(_ harness: APNsHarness) async throws -> Int {
         for index in 0..<8 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
         for _ in 0..<8 { harness.standIn.script(.delayed(seconds: 0.2, .accept)) }
-        let reports = try await processConcurrently(harness, users: 8)
+        let reports = try await harness.processConcurrently(users: 8)
         #expect(reports.allSatisfy { $0.status == .delivered })
         #expect(harness.standIn.requests.count == 8)
         #expect(harness.standIn.requests.allSatisfy { $0.rejection == nil })
@@ -280,7 +268,7 @@ import Testing
             try harness.reconfigureTransport(lastUsableStreamID: 7)
             for index in 0..<10 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
             let reports = try await harness.run { [harness] processor in
-                let reports = await processConcurrently(harness, processor, users: 10)
+                let reports = await harness.processConcurrently(processor, users: 10)
                 // The two used-up connections closed once their streams were answered.
                 try await harness.standIn.waitForOpenConnections(1)
                 return reports
@@ -299,7 +287,7 @@ import Testing
             for index in 0..<50 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
             let reason = String(repeating: "x", count: 2000) // 50 answers: about 100 KB of DATA
             for _ in 0..<50 { harness.standIn.script(.reject(status: 400, reason: reason)) }
-            let reports = try await processConcurrently(harness, users: 50)
+            let reports = try await harness.processConcurrently(users: 50)
             #expect(reports.count == 50)
             #expect(reports.allSatisfy { $0.deliveries.first?.reason?.hasPrefix("400 xxx") == true }, "every answer arrived: \(reports.compactMap { $0.deliveries.first?.reason?.prefix(60) }.filter { !$0.hasPrefix("400 xxx") })")
         }, timeout: "10s", attempts: 1) // a stalled window never answers; a loaded machine answers late

@@ -21,7 +21,8 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "Stand-in base URL (127.0.0.1 only).") var baseURL = "https://localhost:8443"
     @Option(help: "PEM file of the stand-in's CA.") var caFile: String
     @Option(help: "Notifications to send.") var count = 200_000
-    @Option(help: "HTTP/2 connections.") var connections = 1
+    @Option(help: "HTTP/2 connections kept open.") var connections = 1
+    @Option(help: "Connections open at most (max_connections); the same as --connections when not given: a fixed pool.") var maxConnections: Int?
     @Option(help: "Streams open at once per connection (max_streams).") var maxStreams = 100
     @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 1000
     @Option(help: "Registered devices the events go to.") var devices = 1000
@@ -67,6 +68,7 @@ struct APNsBenchmark: AsyncParsableCommand {
               base_url: \(baseURL)
               ca_file: \(caFile)
               connections: \(connections)
+              max_connections: \(maxConnections ?? connections)
               max_streams: \(maxStreams)
             delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
             """.write(toFile: file, atomically: true, encoding: .utf8)
@@ -120,9 +122,10 @@ struct APNsBenchmark: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpu = ProcessUsage.cpuSeconds() - cpuBefore
         let (delivered, failed) = outcomes.totals
+        let poolSize = maxConnections.map { "\(connections)-\($0)" } ?? "\(connections)"
         let traced = otlpEndpoint == nil ? "" : String(format: ", traced %.0f%%", traceRatio * 100)
-        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)\(traced)): " + String(format: "%d notifications over %d connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
-                     count, connections, seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
+        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)\(traced)): " + String(format: "%d notifications over ", count) + poolSize + String(format: " connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+                     seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
         try await store.close()
     }
 

@@ -46,8 +46,15 @@ final class APNsClientHandler: ChannelInboundHandler {
     private var serverStreamLimit = Int.max
     /// Fails the connection if the server's SETTINGS do not come before the first request's deadline.
     private var settingsTimer: Scheduled<Void>?
-    private let goingAway: @Sendable () -> Void
+    private let gauge: APNsConnectionGauge
     private let lastUsableStreamID: HTTP2StreamID
+    private let settingsTimeout: TimeAmount
+    /// Told when the connection is ready or has failed to become so, then nil.
+    private var ready: ((Result<Void, any Error>) -> Void)?
+    /// When the last stream closed with nothing waiting; nil while busy. Only connections the
+    /// pool may close (those with an idle timeout) keep it.
+    private var idleSince: NIODeadline?
+    private var idleTimer: Scheduled<Void>?
 
     /// Stream ids are 31 bits and never reused: after about a billion requests (12 hours at
     /// 25,000/s) a connection makes way for a new one.
@@ -55,18 +62,29 @@ final class APNsClientHandler: ChannelInboundHandler {
     static let windowUpdateThreshold = 32_768
 
     /// - Parameters:
+    ///   - gauge: `max_streams` and the idle timeout come from it; the handler publishes there
+    ///     what the pool needs: going away (GOAWAY, out of stream ids, closed) and the stream limit.
     ///   - lastUsableStreamID: the connection retires after opening this stream (tests lower it).
-    ///   - goingAway: called on GOAWAY, on running out of stream ids and on close, so the pool
-    ///     stops handing out this connection.
-    init(maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID, goingAway: @escaping @Sendable () -> Void) {
-        self.maximumOpenStreams = maximumOpenStreams
+    ///   - settingsTimeout: how long the connection may take to become ready (TCP, TLS, the
+    ///     server's SETTINGS).
+    init(gauge: APNsConnectionGauge, settingsTimeout: TimeAmount, lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID) {
+        self.settingsTimeout = settingsTimeout
+        maximumOpenStreams = gauge.streamLimit
         streams = APNsStreamTable(maximumOpen: maximumOpenStreams)
         self.lastUsableStreamID = lastUsableStreamID
-        self.goingAway = goingAway
+        self.gauge = gauge
+    }
+
+    private func goingAway() { gauge.setGoingAway() }
+
+    /// `body` is told once: when the server's SETTINGS arrive, or when the connection fails first.
+    func whenReady(_ body: @escaping (Result<Void, any Error>) -> Void) {
+        ready = body
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        waitForServerSettings(context: context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -88,10 +106,9 @@ final class APNsClientHandler: ChannelInboundHandler {
             while let request = waiting.popFirst() { request.continuation.resume(throwing: error) }
             return
         }
-        guard serverSettingsReceived else {
-            waitForServerSettings(context: context)
-            return
-        }
+        // Requests sent before the connection was ready wait for the SETTINGS, or fail with
+        // the connection when they do not come in time.
+        guard serverSettingsReceived else { return }
         var opened = false
         defer { if closeWhenIdle { openWaitingStreams() } }
         while !closeWhenIdle, streams.count < min(maximumOpenStreams, serverStreamLimit), let request = waiting.popFirst() {
@@ -114,14 +131,16 @@ final class APNsClientHandler: ChannelInboundHandler {
             opened = true
         }
         guard opened else { return }
+        idleSince = nil
         context.flush()
         scheduleTimer()
     }
 
+    /// The connection is ready once the server's SETTINGS arrived (its stream limit is known
+    /// then); until `settingsTimeout` has passed since it was made.
     private func waitForServerSettings(context: ChannelHandlerContext) {
-        guard settingsTimer == nil, let deadline = waiting.first?.deadline else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        settingsTimer = context.eventLoop.scheduleTask(deadline: deadline) {
+        settingsTimer = context.eventLoop.scheduleTask(in: settingsTimeout) {
             let handler = loopBound.value
             guard !handler.serverSettingsReceived else { return }
             handler.endConnection(streamsFailWith: APNsConnectionError.noServerSettings, cause: APNsConnectionError.noServerSettings)
@@ -172,11 +191,16 @@ final class APNsClientHandler: ChannelInboundHandler {
         case .rstStream(let code):
             fail(frame.streamID, with: NIOHTTP2Errors.streamClosed(streamID: frame.streamID, errorCode: code))
         case .settings(.settings(let settings)):
-            if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) { serverStreamLimit = limit.value }
+            if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
+                serverStreamLimit = limit.value
+                gauge.setStreamLimit(min(maximumOpenStreams, serverStreamLimit))
+            }
             if !serverSettingsReceived {
                 serverSettingsReceived = true
                 settingsTimer?.cancel()
                 settingsTimer = nil
+                ready.take()?(.success(()))
+                noteIdleIfSo()
             }
         case .goAway(let lastStreamID, _, _):
             // Streams above the last one the server processed were never seen: safe to send again
@@ -257,8 +281,11 @@ final class APNsClientHandler: ChannelInboundHandler {
         goingAway()
         closeWhenIdle = true
         if failure == nil { failure = cause }
+        ready.take()?(.failure(cause ?? error))
         settingsTimer?.cancel()
         settingsTimer = nil
+        idleTimer?.cancel()
+        idleTimer = nil
         let open = streams.removeAll()
         deadlines.removeAll()
         timer?.cancel()
@@ -268,7 +295,44 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     private func closeIfRetiredAndIdle() {
-        if closeWhenIdle, streams.isEmpty { context?.close(promise: nil) }
+        if closeWhenIdle, streams.isEmpty {
+            context?.close(promise: nil)
+        } else {
+            noteIdleIfSo()
+        }
+    }
+
+    /// Starts the idle clock when the last stream closed with nothing waiting. One timer at a
+    /// time: it is not cancelled when streams open again, only finds the connection busy.
+    private func noteIdleIfSo() {
+        guard let timeout = gauge.idleTimeout, streams.isEmpty, waiting.isEmpty, !closeWhenIdle, idleSince == nil else { return }
+        let now = NIODeadline.now()
+        idleSince = now
+        if idleTimer == nil { scheduleIdleCheck(at: now + TimeAmount(timeout)) }
+    }
+
+    private func scheduleIdleCheck(at deadline: NIODeadline) {
+        guard let context else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(deadline: deadline) { loopBound.value.checkIdle() }
+    }
+
+    /// Idle for the whole timeout: the pool decides whether this connection goes. When it
+    /// keeps it (a request was being handed to it), the clock starts again: a connection that
+    /// then stays idle is asked about once more, not forgotten.
+    private func checkIdle() {
+        idleTimer = nil
+        guard let since = idleSince, let timeout = gauge.idleTimeout, !closeWhenIdle else { return }
+        let now = NIODeadline.now()
+        let due = since + TimeAmount(timeout)
+        if due <= now {
+            gauge.onIdle(gauge)
+            guard !closeWhenIdle else { return }
+            idleSince = now
+            scheduleIdleCheck(at: now + TimeAmount(timeout))
+        } else {
+            scheduleIdleCheck(at: due)
+        }
     }
 
     private func scheduleTimer() {

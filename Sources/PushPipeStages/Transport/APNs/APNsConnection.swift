@@ -15,41 +15,46 @@ final class APNsConnection: Sendable {
     let channel: any Channel
     private let handler: NIOLoopBound<APNsClientHandler>
     private let outbox = Mutex(Outbox())
-    private let goingAway: GoingAwayFlag
+    let gauge: APNsConnectionGauge
 
     private struct Outbox {
         var requests: [APNsStreamRequest] = []
         var writeScheduled = false
     }
 
-    private init(channel: any Channel, handler: NIOLoopBound<APNsClientHandler>, goingAway: GoingAwayFlag) {
+    private init(channel: any Channel, handler: NIOLoopBound<APNsClientHandler>, gauge: APNsConnectionGauge) {
         self.channel = channel
         self.handler = handler
-        self.goingAway = goingAway
+        self.gauge = gauge
     }
 
-    var isUsable: Bool { channel.isActive && !goingAway.isSet }
+    var isUsable: Bool { channel.isActive && !gauge.isGoingAway }
 
     /// Stops handing out this connection: streams in flight finish, then it closes.
     func retire() {
-        goingAway.set()
+        gauge.setGoingAway()
         let handler = self.handler
         channel.eventLoop.execute { handler.value.retire() }
     }
 
-    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, maximumOpenStreams: Int,
-                        lastUsableStreamID: HTTP2StreamID, group: any EventLoopGroup) -> EventLoopFuture<APNsConnection>
+    /// A connection, once the server's SETTINGS have arrived: before that its stream limit is
+    /// unknown, and the pool would hand a burst of requests to it alone.
+    ///
+    /// - Parameters:
+    ///   - gauge: made by the pool, which reads it to choose connections; it also carries
+    ///     `max_streams` and, for connections the pool may close, the idle timeout.
+    ///   - readyTimeout: for TCP, TLS and the SETTINGS together.
+    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, gauge: APNsConnectionGauge,
+                        readyTimeout: TimeAmount, lastUsableStreamID: HTTP2StreamID, group: any EventLoopGroup) -> EventLoopFuture<APNsConnection>
     {
         let loop = group.next()
-        let connectionPromise = loop.makePromise(of: APNsConnection.self)
+        let connectionPromise = OncePromise(loop.makePromise(of: APNsConnection.self))
         let bootstrap = ClientBootstrap(group: loop)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let goingAway = GoingAwayFlag()
-                    let handler = APNsClientHandler(maximumOpenStreams: maximumOpenStreams, lastUsableStreamID: lastUsableStreamID,
-                                                    goingAway: { goingAway.set() })
+                    let handler = APNsClientHandler(gauge: gauge, settingsTimeout: readyTimeout, lastUsableStreamID: lastUsableStreamID)
                     var configuration = NIOHTTP2Handler.ConnectionConfiguration()
                     // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
                     // re-validating every header of every request cost a few percent.
@@ -63,25 +68,29 @@ final class APNsConnection: Sendable {
                     try sync.addHandler(TLSRecordCoalescer())
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                     try sync.addHandler(handler)
-                    connectionPromise.succeed(APNsConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
-                                                             goingAway: goingAway))
+                    let connection = APNsConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
+                    handler.whenReady { result in connectionPromise.complete(with: result.map { connection }) }
                 }
             }
         let connected = bootstrap.connect(host: host, port: port)
         // A connect that fails before the channel exists never runs the initializer.
-        connected.whenFailure { connectionPromise.fail($0) }
-        return connected.flatMap { _ in connectionPromise.futureResult }
+        connected.whenFailure { connectionPromise.complete(with: .failure($0)) }
+        return connectionPromise.futureResult
     }
 
+    /// The pool reserved the request's place (`APNsConnectionPool.connection(reserving:)`);
+    /// it is given back when the request is answered.
     func send(headers: HPACKHeaders, body: ByteBuffer, timeout: TimeAmount) async throws -> APNsResponse {
-        try await withCheckedThrowingContinuation { continuation in
+        defer { gauge.remove(1) }
+        return try await withCheckedThrowingContinuation { continuation in
             enqueue(CollectionOfOne(APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation))))
         }
     }
 
     /// Sends every request and returns once all are answered, in their order.
     func send(batch: [(headers: HPACKHeaders, body: ByteBuffer)], timeout: TimeAmount) async -> [Result<APNsResponse, any Error>] {
-        await withCheckedContinuation { continuation in
+        defer { gauge.remove(batch.count) }
+        return await withCheckedContinuation { continuation in
             let answers = APNsBatchAnswers(count: batch.count, continuation: continuation)
             let deadline = NIODeadline.now() + timeout
             enqueue(batch.enumerated().map { index, request in
@@ -111,9 +120,18 @@ final class APNsConnection: Sendable {
     }
 }
 
-/// Whether a connection still takes new requests; read by any thread, set by its event loop.
-final class GoingAwayFlag: Sendable {
-    private let value = Atomic(false)
-    var isSet: Bool { value.load(ordering: .relaxed) }
-    func set() { value.store(true, ordering: .relaxed) }
+/// A promise two parties may complete (the connection's readiness, a failed connect): the
+/// first one wins.
+final class OncePromise<Value: Sendable>: Sendable {
+    private let promise: Mutex<EventLoopPromise<Value>?>
+    let futureResult: EventLoopFuture<Value>
+
+    init(_ promise: EventLoopPromise<Value>) {
+        self.promise = Mutex(promise)
+        futureResult = promise.futureResult
+    }
+
+    func complete(with result: Result<Value, any Error>) {
+        promise.withLock { $0.take() }?.completeWith(result)
+    }
 }

@@ -5,9 +5,15 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// A small, fixed number of long-lived connections, used round-robin. A connection that
-/// dropped or received GOAWAY is replaced on its next use; concurrent callers share one
-/// connection attempt.
+/// Long-lived connections that grow with the load: `connections` are kept, and more, up to
+/// `max_connections`, open while every stream of the open ones is taken.
+///
+/// Over a real network one connection carries at most its streams per round trip (1,000
+/// streams at 150 ms: under 7,000 notifications a second), so a busy daemon needs several; a
+/// quiet one needs one, and APNs counts idle connections against the provider. Requests spread
+/// over the kept connections by load; the extra ones are filled in order, so that when the load
+/// falls the last ones run dry and close after `idle_timeout`. A connection that dropped or
+/// received GOAWAY is replaced on its next use; concurrent callers share one connection attempt.
 final class APNsConnectionPool: Sendable {
     let host: String
     let port: Int
@@ -16,26 +22,35 @@ final class APNsConnectionPool: Sendable {
     let maximumOpenStreams: Int
     let lastUsableStreamID: HTTP2StreamID
     let group: any EventLoopGroup
+    /// Connections kept open whatever the load (the first slots).
+    let keptConnections: Int
+    let idleTimeout: Duration
+    /// A connection that is not ready (TCP, TLS, the server's SETTINGS) in this time fails: the
+    /// request timeout, which a caller waiting for it would otherwise overrun.
+    let readyTimeout: TimeAmount
     private let slots: Mutex<[Slot]>
-    private let next = Atomic<Int>(0)
 
     enum Slot: Sendable {
         case empty
-        case connecting(EventLoopFuture<APNsConnection>)
+        case connecting(EventLoopFuture<APNsConnection>, APNsConnectionGauge)
         case ready(APNsConnection)
     }
 
-    init(host: String, port: Int, size: Int, maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID, tls: NIOSSLContext,
+    init(host: String, port: Int, keptConnections: Int, maximumConnections: Int, idleTimeout: Duration, readyTimeout: TimeAmount,
+         maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID, tls: NIOSSLContext,
          group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.readyTimeout = readyTimeout
         self.host = host
         self.maximumOpenStreams = maximumOpenStreams
         self.lastUsableStreamID = lastUsableStreamID
         self.port = port
         self.tls = tls
         self.group = group
+        self.keptConnections = max(1, keptConnections)
+        self.idleTimeout = idleTimeout
         // SNI and name checks need a host name; an IP literal is checked against IP SANs instead.
         serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
-        slots = Mutex(Array(repeating: .empty, count: max(1, size)))
+        slots = Mutex(Array(repeating: .empty, count: max(self.keptConnections, maximumConnections)))
     }
 
     /// Connections up and taking requests.
@@ -48,36 +63,122 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    func connection() async throws -> APNsConnection {
-        let count = slots.withLock { $0.count }
-        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % count
-        let attempt = slots.withLock { slots -> Result<APNsConnection, Never>? in
+    private enum Choice {
+        case use(APNsConnection)
+        case wait(EventLoopFuture<APNsConnection>, slot: Int)
+    }
+
+    /// A connection with places for `requests` reserved on it: `APNsConnection.send` gives them
+    /// back. Reserving while choosing, under the pool's lock, keeps a burst of callers from all
+    /// seeing the same free streams.
+    func connection(reserving requests: Int = 1) async throws -> APNsConnection {
+        var mayGrow = true
+        while true {
+            switch slots.withLock({ choose(&$0, reserving: requests, mayGrow: mayGrow) }) {
+            case .use(let connection):
+                return connection
+            case .wait(let future, let index):
+                do {
+                    let connection = try await future.get()
+                    slots.withLock { slots in
+                        if case .connecting(let pending, _) = slots[index], pending === future { slots[index] = .ready(connection) }
+                    }
+                } catch {
+                    let othersOpen = slots.withLock { slots in
+                        if case .connecting(let pending, _) = slots[index], pending === future { slots[index] = .empty }
+                        return slots.contains { if case .ready(let connection) = $0 { connection.isUsable } else { false } }
+                    }
+                    // A connection the load asked for failed: the open ones carry on; no second try now.
+                    guard othersOpen else { throw error }
+                    mayGrow = false
+                }
+            }
+        }
+    }
+
+    /// The least loaded kept connection with a free stream, else the first extra one with a
+    /// free stream. With none free, one more connection starts (one at a time) and the caller
+    /// waits for it, then chooses again; at `max_connections` the caller waits its turn on the
+    /// least loaded one.
+    private func choose(_ slots: inout [Slot], reserving requests: Int, mayGrow: Bool) -> Choice {
+        var leastLoadedKept: APNsConnection?
+        var leastLoaded: APNsConnection?
+        var firstFreeExtra: APNsConnection?
+        var freeExtraSlot: Int?
+        var extraConnecting: (future: EventLoopFuture<APNsConnection>, slot: Int)?
+        var firstConnecting: (future: EventLoopFuture<APNsConnection>, slot: Int)?
+        for index in slots.indices {
             switch slots[index] {
             case .ready(let connection) where connection.isUsable:
-                return .success(connection)
-            case .connecting:
-                return nil
+                let outstanding = connection.gauge.outstanding
+                if leastLoaded.map({ outstanding < $0.gauge.outstanding }) ?? true { leastLoaded = connection }
+                if index < keptConnections {
+                    if leastLoadedKept.map({ outstanding < $0.gauge.outstanding }) ?? true { leastLoadedKept = connection }
+                } else if firstFreeExtra == nil, outstanding < connection.gauge.streamLimit {
+                    firstFreeExtra = connection
+                }
+            case .connecting(let future, _):
+                if firstConnecting == nil { firstConnecting = (future, index) }
+                if index >= keptConnections, extraConnecting == nil { extraConnecting = (future, index) }
             case .ready, .empty:
-                slots[index] = .connecting(APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname,
-                                                                         maximumOpenStreams: maximumOpenStreams,
-                                                                         lastUsableStreamID: lastUsableStreamID, group: group))
-                return nil
+                if index < keptConnections {
+                    // Kept connections are always open or opening.
+                    let future = startConnecting(in: &slots, at: index)
+                    if firstConnecting == nil { firstConnecting = (future, index) }
+                } else if freeExtraSlot == nil {
+                    freeExtraSlot = index
+                }
             }
         }
-        if case .success(let connection) = attempt { return connection }
-        guard case .connecting(let future) = slots.withLock({ $0[index] }) else { return try await connection() }
-        do {
-            let connection = try await future.get()
-            slots.withLock { slots in
-                if case .connecting(let pending) = slots[index], pending === future { slots[index] = .ready(connection) }
+        let chosen: APNsConnection
+        if let leastLoadedKept, !leastLoadedKept.gauge.isSaturated {
+            chosen = leastLoadedKept
+        } else if let firstFreeExtra {
+            chosen = firstFreeExtra
+        } else if let leastLoaded {
+            // Every open connection has all its streams taken.
+            if mayGrow, let extraConnecting { return .wait(extraConnecting.future, slot: extraConnecting.slot) }
+            if mayGrow, let index = freeExtraSlot { return .wait(startConnecting(in: &slots, at: index), slot: index) }
+            chosen = leastLoaded
+        } else if let firstConnecting {
+            return .wait(firstConnecting.future, slot: firstConnecting.slot)
+        } else {
+            // Kept slots are never left empty above, and there is at least one: not reached.
+            return .wait(startConnecting(in: &slots, at: 0), slot: 0)
+        }
+        chosen.gauge.add(requests)
+        return .use(chosen)
+    }
+
+    private func startConnecting(in slots: inout [Slot], at index: Int) -> EventLoopFuture<APNsConnection> {
+        let extra = index >= keptConnections
+        let gauge = APNsConnectionGauge(maximumOpenStreams: maximumOpenStreams, idleTimeout: extra ? idleTimeout : nil,
+                                        onIdle: { [weak self] gauge in self?.closeIdle(slot: index, gauge: gauge) })
+        let future = APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname, gauge: gauge,
+                                            readyTimeout: readyTimeout, lastUsableStreamID: lastUsableStreamID, group: group)
+        slots[index] = .connecting(future, gauge)
+        // Also recorded when no caller waits for it (it was started for the load to come).
+        future.whenComplete { [weak self] result in
+            self?.slots.withLock { slots in
+                guard case .connecting(let pending, _) = slots[index], pending === future else { return }
+                switch result {
+                case .success(let connection): slots[index] = .ready(connection)
+                case .failure: slots[index] = .empty
+                }
             }
+        }
+        return future
+    }
+
+    /// An extra connection idle for `idle_timeout` closes, unless a request was handed to it
+    /// meanwhile.
+    private func closeIdle(slot index: Int, gauge: APNsConnectionGauge) {
+        let idle = slots.withLock { slots -> APNsConnection? in
+            guard case .ready(let connection) = slots[index], connection.gauge === gauge, gauge.outstanding == 0 else { return nil }
+            slots[index] = .empty
             return connection
-        } catch {
-            slots.withLock { slots in
-                if case .connecting(let pending) = slots[index], pending === future { slots[index] = .empty }
-            }
-            throw error
         }
+        idle?.retire()
     }
 
     /// Stops using a connection (GOAWAY, IdleTimeout, UnrelatedKeyIdInToken); the next request reconnects.
@@ -93,7 +194,7 @@ final class APNsConnectionPool: Sendable {
         for slot in current {
             switch slot {
             case .ready(let connection): try? await connection.channel.close()
-            case .connecting(let future): try? await future.get().channel.close()
+            case .connecting(let future, _): try? await future.get().channel.close()
             case .empty: break
             }
         }

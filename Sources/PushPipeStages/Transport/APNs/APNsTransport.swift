@@ -9,7 +9,7 @@ import Synchronization
 
 /// Apple Push Notification service over HTTP/2 with token (.p8) authentication.
 final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, ConnectionReporting, Sendable {
-    static let summary = "Delivers to APNs over HTTP/2 (token auth, pooled connections, many streams each)."
+    static let summary = "Delivers to APNs over HTTP/2 (token auth, a pool of connections that grows with the load, many streams each)."
 
     struct Configuration: StageConfiguration {
         var liveActivityTokenKinds: [String]
@@ -21,6 +21,8 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         var baseUrl: String
         var caFile: String
         var connections: Int
+        var maxConnections: Int
+        var idleTimeout: Double
         var maxStreams: Int
         var timeout: Double
         var tokenLifetime: Double
@@ -33,7 +35,9 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
             SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
-            SchemaKey("connections", .integer, default: 1, "Pooled HTTP/2 connections."),
+            SchemaKey("connections", .integer, default: 1, "HTTP/2 connections kept open (opened on first use)."),
+            SchemaKey("max_connections", .integer, default: 4, "Connections open at most: more open while every stream of the open ones is taken (at least `connections`, at most 64). One connection carries at most `max_streams` per round trip."),
+            SchemaKey("idle_timeout", .duration, default: 60, "A connection beyond `connections` that carried nothing for this long closes."),
             SchemaKey("max_streams", .integer, default: 1000, "Streams open at once per connection (1-1000); more requests wait their turn, and the server's own limit applies too. Over real networks a connection carries at most this many per round trip; next to the server fewer streams cost less bookkeeping."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
@@ -78,6 +82,12 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         keyPath = configuration.keyPath
         guard (1...64).contains(configuration.connections) else {
             throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
+        }
+        guard (1...64).contains(configuration.maxConnections) else {
+            throw ConfigurationValueError(keyPath: "max_connections", "\(configuration.maxConnections) is out of range", expected: "1 to 64")
+        }
+        guard configuration.idleTimeout >= 0.1 else {
+            throw ConfigurationValueError(keyPath: "idle_timeout", "\(configuration.idleTimeout) s is too short", expected: "at least 100ms")
         }
         guard (1...1000).contains(configuration.maxStreams) else {
             throw ConfigurationValueError(keyPath: "max_streams", "\(configuration.maxStreams) is out of range", expected: "1 to 1000")
@@ -184,7 +194,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
         let connection: APNsConnection
         do {
-            connection = try await resources.pool.connection()
+            connection = try await resources.pool.connection(reserving: requests.count)
         } catch {
             return Array(repeating: cannotConnect(error), count: requests.count)
         }
@@ -292,7 +302,9 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         tls.applicationProtocols = ["h2"]
         tls.minimumTLSVersion = .tlsv12
         if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
-        let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, size: configuration.connections,
+        let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, keptConnections: configuration.connections,
+                                      maximumConnections: configuration.maxConnections, idleTimeout: .seconds(configuration.idleTimeout),
+                                      readyTimeout: requestTimeout,
                                       maximumOpenStreams: configuration.maxStreams, lastUsableStreamID: lastUsableStreamID,
                                       tls: try NIOSSLContext(configuration: tls))
         return state.withLock { current in

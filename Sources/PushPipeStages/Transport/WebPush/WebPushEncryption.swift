@@ -1,0 +1,64 @@
+import Crypto
+import Foundation
+
+/// RFC 8291 message encryption: one `aes128gcm` record (RFC 8188) that only the subscribed
+/// browser can read. Every message gets a fresh sender key pair and salt, as the RFC requires,
+/// so the ECDH per message is the cost of Web Push.
+public struct WebPushEncryption: Sendable {
+    /// The browser's key (`keys.p256dh`, an uncompressed P-256 point) and secret (`keys.auth`).
+    let userAgentPublicKey: P256.KeyAgreement.PublicKey
+    let authSecret: Data
+
+    /// The record size written in the header: larger than any message, so there is one record.
+    static let recordSize: UInt32 = 4096
+    static let headerBytes = 16 + 4 + 1 + 65
+    static let tagBytes = 16
+    /// A push service must accept 4,096 bytes of body (RFC 8030 §7.2): the header, the
+    /// plaintext, its delimiter and the tag.
+    static let maximumPlaintextBytes = 4096 - headerBytes - 1 - tagBytes
+
+    public struct InvalidKey: Error, CustomStringConvertible {
+        public var field: String
+        public var description: String { "\(field) is not a valid Web Push key" }
+    }
+
+    public init(p256dh: Data, auth: Data) throws {
+        guard p256dh.count == 65, p256dh.first == 0x04,
+              let key = try? P256.KeyAgreement.PublicKey(x963Representation: p256dh) else { throw InvalidKey(field: "keys.p256dh") }
+        guard auth.count == 16 else { throw InvalidKey(field: "keys.auth") }
+        userAgentPublicKey = key
+        authSecret = auth
+    }
+
+    /// The request body: header (salt, record size, sender key) then the sealed record.
+    public func encrypt(_ plaintext: Data, senderKey: P256.KeyAgreement.PrivateKey = P256.KeyAgreement.PrivateKey(),
+                 salt: Data = Data((0..<16).map { _ in UInt8.random(in: 0...255) })) throws -> Data {
+        let senderPublic = senderKey.publicKey.x963Representation
+        let (key, nonce) = try contentKey(senderKey: senderKey, salt: salt)
+        var padded = plaintext
+        padded.append(0x02) // the last (and only) record's delimiter
+        let sealed = try AES.GCM.seal(padded, using: key, nonce: nonce)
+        var body = Data(capacity: Self.headerBytes + padded.count + Self.tagBytes)
+        body.append(salt)
+        withUnsafeBytes(of: Self.recordSize.bigEndian) { body.append(contentsOf: $0) }
+        body.append(UInt8(senderPublic.count))
+        body.append(senderPublic)
+        body.append(sealed.ciphertext)
+        body.append(sealed.tag)
+        return body
+    }
+
+    /// RFC 8291 §3.3-3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
+    func contentKey(senderKey: P256.KeyAgreement.PrivateKey, salt: Data) throws -> (SymmetricKey, AES.GCM.Nonce) {
+        let shared = try senderKey.sharedSecretFromKeyAgreement(with: userAgentPublicKey)
+        var keyInfo = Data("WebPush: info".utf8)
+        keyInfo.append(0)
+        keyInfo.append(userAgentPublicKey.x963Representation)
+        keyInfo.append(senderKey.publicKey.x963Representation)
+        let inputKeyMaterial = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: authSecret, sharedInfo: keyInfo, outputByteCount: 32)
+        let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: inputKeyMaterial, salt: salt)
+        let key = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
+        let nonce = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
+        return (key, try AES.GCM.Nonce(data: nonce.withUnsafeBytes { Data($0) }))
+    }
+}

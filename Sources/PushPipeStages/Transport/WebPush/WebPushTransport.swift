@@ -1,0 +1,137 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import PushPipeCore
+import Synchronization
+
+/// Web Push (RFC 8030): each subscription names its push service's endpoint; the message is
+/// encrypted for the browser (RFC 8291) and signed for the service (RFC 8292 VAPID).
+final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, Sendable {
+    static let summary = "Delivers to browsers by Web Push (RFC 8030), encrypted (RFC 8291) and VAPID-signed (RFC 8292)."
+
+    struct Configuration: StageConfiguration {
+        var vapidKeyPath: String
+        var subject: String
+        var ttl: Double
+        var urgency: String
+        var caFile: String
+        var timeout: Double
+
+        static let schema = Schema([
+            .required("vapid_key_path", .string, "PEM file of the VAPID key pair (`pushpipe vapid generate`)."),
+            .required("subject", .string, "`mailto:` or `https:` contact the push services may use (RFC 8292 `sub`)."),
+            SchemaKey("ttl", .duration, default: 86400, "How long a push service keeps an undelivered message (`TTL`); the renderer's `ttl` wins."),
+            SchemaKey("urgency", .oneOf(["very-low", "low", "normal", "high"]), default: "normal", "`Urgency`; the renderer's `urgency` wins."),
+            SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust (a stand-in); verification stays on."),
+            SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
+        ])
+    }
+
+    let configuration: Configuration
+    /// The process's client for these CAs: connections are kept per push service (FCM's,
+    /// Mozilla's, Apple's...), over HTTP/2 where the service offers it.
+    let client: HTTPClient
+    private let signer = Mutex<VAPIDSigner?>(nil)
+    private let credentials = CredentialsReadiness(provider: "Web Push")
+
+    init(configuration: Configuration, context: StageBuildContext) throws {
+        guard configuration.subject.hasPrefix("mailto:") || configuration.subject.hasPrefix("https:") else {
+            throw ConfigurationValueError(keyPath: "subject", "'\(configuration.subject)' is not a contact", expected: "mailto:ops@example.com or https://example.com")
+        }
+        guard (0...2_592_000).contains(configuration.ttl) else {
+            throw ConfigurationValueError(keyPath: "ttl", "\(configuration.ttl) s is out of range", expected: "0 to 30 days")
+        }
+        self.configuration = configuration
+        client = SharedHTTPClients.client(trusting: configuration.caFile)
+    }
+
+    var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
+
+    /// The request in clear (what a dry run shows); `send` encrypts the body for the subscription.
+    func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
+        let subscription: WebPushSubscription
+        do {
+            subscription = try WebPushSubscription(stored: notification.token.value)
+        } catch {
+            throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not a Web Push subscription: \(error)")
+        }
+        let options = notification.options
+        let ttl = options["ttl"]?.doubleValue ?? configuration.ttl
+        var headers: [(name: String, value: String)] = [
+            ("ttl", String(Int(max(0, ttl)))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
+            ("content-encoding", "aes128gcm"), ("content-type", "application/octet-stream"),
+        ]
+        if let topic = options["topic"]?.textValue, !topic.isEmpty {
+            guard topic.utf8.count <= 32, topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+                throw StageError(.invalidEvent, stage: context.stage, "topic '\(topic)' is not at most 32 base64url characters")
+            }
+            headers.append(("topic", topic))
+        }
+        let request = OutgoingRequest(method: "POST", url: subscription.endpoint, headers: headers, body: notification.payload, token: notification.token)
+        guard request.bodyBytes.count <= WebPushEncryption.maximumPlaintextBytes else {
+            throw StageError(.payloadTooLarge, stage: context.stage,
+                             "payload is \(request.bodyBytes.count) bytes; a push service must take \(WebPushEncryption.maximumPlaintextBytes) once encrypted")
+        }
+        return request
+    }
+
+    /// The key is read at start in a live daemon, so readiness reports a missing one at once.
+    func run(context: StageContext) async throws {
+        if context.mode == .live { _ = try? await vapidSigner() }
+        await untilCancelled()
+    }
+
+    func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
+        let signer: VAPIDSigner
+        do {
+            signer = try await vapidSigner()
+        } catch {
+            return .configError(reason: "VAPID key: \(error)")
+        }
+        let http: HTTPClientRequest
+        do {
+            http = try encrypted(request, signer: signer)
+        } catch {
+            return .dropToken(reason: "the subscription's keys are not usable: \(error)", since: nil)
+        }
+        do {
+            let response = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            return WebPushResponse(status: Int(response.status.code), location: response.headers.first(name: "location"),
+                                   retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init),
+                                   body: String(buffer: body)).outcome
+        } catch {
+            return .retryAfter(seconds: nil, reason: "push service request failed: \(error)")
+        }
+    }
+
+    /// The body encrypted for the subscription's keys, and the VAPID header for its origin.
+    func encrypted(_ request: OutgoingRequest, signer: VAPIDSigner) throws -> HTTPClientRequest {
+        let subscription = try WebPushSubscription(stored: request.token.value)
+        let encryption = try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
+        var http = HTTPClientRequest(url: subscription.endpoint)
+        http.method = .POST
+        for header in request.headers { http.headers.add(name: header.name, value: header.value) }
+        guard let url = URL(string: subscription.endpoint), let origin = VAPIDSigner.origin(of: url) else {
+            throw WebPushSubscription.Invalid(field: "endpoint", "not a URL")
+        }
+        http.headers.add(name: "authorization", value: try signer.authorization(for: origin))
+        http.body = .bytes(ByteBuffer(data: try encryption.encrypt(request.bodyBytes)))
+        return http
+    }
+
+    var notReadyReason: String? { credentials.notReadyReason }
+
+    /// Read on first use and kept; a key that failed to load is read again next time.
+    private func vapidSigner() async throws -> VAPIDSigner {
+        if let existing = signer.withLock({ $0 }) { return existing }
+        let loaded = try await credentials.loading { VAPIDSigner(key: try VAPIDKeyFile.read(path: configuration.vapidKeyPath), subject: configuration.subject) }
+        return signer.withLock { current in
+            if let current { return current }
+            current = loaded
+            return loaded
+        }
+    }
+}

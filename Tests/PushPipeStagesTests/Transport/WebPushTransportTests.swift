@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipeSQLite
+@testable import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// The `webpush` renderer and transport against the stand-in push service, which decrypts
+/// every message with the browser's key and checks the VAPID signature on its own.
+@Suite struct WebPushTransportTests {
+    struct Harness {
+        let directory: TemporaryDirectory
+        let standIn: WebPushStandIn
+        let store: SQLiteStore
+        let definition: PipelineDefinition
+
+        func register(_ user: String, _ subscription: JSON) async throws {
+            try await store.register(DeviceToken(user: user, kind: "webpush", value: subscription.compactText), pipeline: definition.name,
+                                     environment: nil, replace: false)
+        }
+
+        func process(_ body: JSON, user: String = "ann") async throws -> EventReport {
+            let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "webpush-test"), mode: .live)
+            return try await definition.withRunningStages(store: store, logger: Logger(label: "webpush-test"), mode: .live) {
+                await processor.process(Event(pipeline: definition.name, user: user, body: body))
+            }
+        }
+    }
+
+    func withHarness(renderer extra: String = "", _ body: (Harness) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory("webpush")
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: directory.file("ca.pem"))
+        let standIn = try await WebPushStandIn.start(authority: authority)
+        _ = try VAPIDKeyFile.generate(path: directory.file("vapid.pem"))
+        let file = try directory.write("webpush-test.yaml", """
+            pipeline: webpush-test
+            sources:
+              - {type: http.event, path: /events}
+            renderer:
+              type: webpush
+              title: "{{title}}"
+              body: "{{text}}"
+              url: "https://example.com/games/{{n}}"
+            \(extra)
+            transport:
+              type: webpush
+              vapid_key_path: \(directory.file("vapid.pem"))
+              subject: mailto:ops@example.com
+              ca_file: \(directory.file("ca.pem"))
+            delivery: {attempts: 2, backoff: 10ms, max_backoff: 50ms}
+            """)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        try await withCleanup({
+            try await body(Harness(directory: directory, standIn: standIn, store: store, definition: definition))
+        }, cleanup: {
+            try? await store.close()
+            await standIn.stop()
+            directory.remove()
+        })
+    }
+
+    @Test func theBrowserReadsWhatWasRenderedAndTheServiceKnowsWhoSentIt() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let report = try await harness.process(["title": "Your turn", "text": "in Game 1", "n": 7])
+            #expect(report.status == .delivered)
+            #expect(report.deliveries.first?.providerID?.hasPrefix(harness.standIn.origin + "/message/") == true)
+            let message = try #require(harness.standIn.messages.first)
+            #expect(message.rejection == nil)
+            #expect(message.json == ["title": "Your turn", "body": "in Game 1", "data": ["url": "https://example.com/games/7"]])
+            #expect(message.vapidSubject == "mailto:ops@example.com")
+            #expect(message.headers["ttl"] == "86400")
+            #expect(message.headers["urgency"] == "normal")
+            #expect(message.headers["topic"] == nil)
+        }
+    }
+
+    @Test func ttlUrgencyAndTopicComeFromTheRenderer() async throws {
+        try await withHarness(renderer: "  ttl: 60\n  urgency: high\n  topic: \"game{{n}}\"") { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            _ = try await harness.process(["title": "t", "text": "x", "n": 7])
+            let message = try #require(harness.standIn.messages.first)
+            #expect(message.headers["ttl"] == "60")
+            #expect(message.headers["urgency"] == "high")
+            #expect(message.headers["topic"] == "game7")
+        }
+    }
+
+    @Test func aGoneSubscriptionIsPruned() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            try await harness.register("ann", harness.standIn.subscribe("b2"))
+            harness.standIn.unsubscribe("b2")
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.map(\.outcome).sorted() == ["delivered", "drop-token"])
+            let left = try await harness.store.tokens(pipeline: "webpush-test", user: "ann", kind: "webpush")
+            #expect(left.count == 1)
+            #expect(left.first?.value.contains("/push/b1") == true)
+        }
+    }
+
+    @Test func tooLargeIsAConfigurationErrorAndNotRetried() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            harness.standIn.script(.init(status: 413))
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.attempts == 1)
+        }
+    }
+
+    @Test func throttlingIsRetriedAfterItsRetryAfter() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            harness.standIn.script(.init(status: 429, retryAfter: 1))
+            let started = ContinuousClock.now
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.first?.outcome == "delivered")
+            #expect(report.deliveries.first?.attempts == 2)
+            #expect(ContinuousClock.now - started >= .seconds(1), "the second attempt waited for Retry-After")
+            #expect(harness.standIn.messages.count == 2)
+        }
+    }
+
+    @Test func aPayloadTooLargeToEncryptIsRefusedBeforeSending() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let report = try await harness.process(["title": "t", "text": .string(String(repeating: "x", count: 4000)), "n": 1])
+            #expect(report.status != .delivered)
+            #expect(harness.standIn.messages.isEmpty)
+        }
+    }
+}
