@@ -59,7 +59,15 @@ extension RouteAction {
                 }
                 scope = value
             }
-            try await context.registrations.register(DeviceToken(user: user, kind: kind, value: token, scope: scope),
+            let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope)
+            for validator in context.tokenValidators {
+                do {
+                    try validator.validate(registered)
+                } catch let rejected as TokenRejected {
+                    throw RouteError.badRequest("'\(field).\(rejected.field)' \(rejected.message)", field: "\(field).\(rejected.field)")
+                }
+            }
+            try await context.registrations.register(registered,
                                              pipeline: context.pipeline, environment: environment, replace: replace, keepingAtMost: keep)
             for observer in context.registrationObservers { await observer.userRegistered(user) }
             return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),

@@ -103,6 +103,8 @@ public struct RouteContext: Sendable {
     public var sink: any EventSink
     public var registrationObservers: [any RegistrationObserver]
     public var diagnosticsProviders: [any DiagnosticsProvider]
+    /// The pipeline's stages that check tokens before they are stored.
+    public var tokenValidators: [any TokenValidator] = []
     /// The pipeline's logger (its level and metadata).
     public var logger: Logger
     /// The pipeline's `idempotency:` key.

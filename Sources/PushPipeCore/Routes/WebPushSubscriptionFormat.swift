@@ -5,8 +5,8 @@ import Foundation
 ///
 /// It is stored as its compact JSON (endpoint and keys), scoped by its endpoint: the same
 /// browser subscribing again with new keys replaces its old subscription. Whether the key is
-/// a point on P-256 is for the `webpush` transport (the core has no cryptography): a key that
-/// is 65 bytes of the right form but not a point is pruned at its first send.
+/// a point on P-256 the `webpush` transport checks (a `TokenValidator`: the core has no
+/// cryptography), before the route stores it.
 enum WebPushSubscriptionFormat {
     static let schema: JSON = [
         "type": "object", "required": ["endpoint", "keys"],

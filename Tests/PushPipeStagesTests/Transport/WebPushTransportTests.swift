@@ -135,4 +135,36 @@ import Testing
             #expect(harness.standIn.messages.isEmpty)
         }
     }
+
+    struct NoEvents: EventSink {
+        struct Refused: Error {}
+        func submit(_ event: Event) async throws { throw Refused() }
+        func submitAndWait(_ event: Event) async throws -> EventReport { throw Refused() }
+        var room: Int { 0 }
+    }
+
+    /// The register route checks a subscription's form; the transport, asked by the route,
+    /// refuses a key of the right form that is not a point on P-256, before anything is stored.
+    @Test func aKeyThatIsNotAPointIsRefusedAtRegistration() async throws {
+        try await withHarness { harness in
+            let route = try RouteAction.register.route(["action": "register", "path": "/web/subscriptions", "user_field": "user_id",
+                                                        "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
+            var context = RouteContext(pipeline: harness.definition.name, store: harness.store, sink: NoEvents())
+            context.tokenValidators = [try #require(harness.definition.transport.stage as? any TokenValidator)]
+            func register(_ subscription: JSON) async throws -> RouteResponse {
+                try await route.handler(RouteRequest(method: "POST", path: "/web/subscriptions",
+                                                     body: ["user_id": "ann", "subscription": subscription]), context)
+            }
+            let real = harness.standIn.subscribe("b1")
+            let notAPoint: JSON = ["endpoint": real["endpoint"] ?? nil,
+                                   "keys": ["p256dh": .string(Data([0x04] + Array(repeating: 1, count: 64)).base64URLEncodedString()),
+                                            "auth": real["keys"]?["auth"] ?? nil]]
+            await #expect { _ = try await register(notAPoint) } throws: { ($0 as? RouteError)?.field == "subscription.keys.p256dh" }
+            var stored = try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush")
+            #expect(stored.isEmpty)
+            #expect(try await register(harness.standIn.subscribe("b2")).status == 200)
+            stored = try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush")
+            #expect(stored.count == 1)
+        }
+    }
 }

@@ -8,7 +8,7 @@ import Synchronization
 
 /// Web Push (RFC 8030): each subscription names its push service's endpoint; the message is
 /// encrypted for the browser (RFC 8291) and signed for the service (RFC 8292 VAPID).
-final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, Sendable {
+final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, TokenValidator, Sendable {
     static let summary = "Delivers to browsers by Web Push (RFC 8030), encrypted (RFC 8291) and VAPID-signed (RFC 8292)."
 
     struct Configuration: StageConfiguration {
@@ -123,6 +123,17 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, S
     }
 
     var notReadyReason: String? { credentials.notReadyReason }
+
+    /// A subscription's key must be a point on P-256 (the register route checks its form only):
+    /// refused at registration rather than pruned at its first send.
+    func validate(_ token: DeviceToken) throws {
+        guard token.value.utf8.first == UInt8(ascii: "{"), let subscription = try? WebPushSubscription(stored: token.value) else { return }
+        do {
+            _ = try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
+        } catch let invalid as WebPushEncryption.InvalidKey {
+            throw TokenRejected(field: invalid.field, "is not a valid Web Push key (a point on P-256, a 16-byte secret)")
+        }
+    }
 
     /// Read on first use and kept; a key that failed to load is read again next time.
     private func vapidSigner() async throws -> VAPIDSigner {
