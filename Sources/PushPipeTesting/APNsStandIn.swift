@@ -35,6 +35,8 @@ public final class APNsStandIn: Sendable {
         case delayed(seconds: Double, Answer)
         /// Answer once the test opens the gate (an answer that must come after a step of the test).
         case held(Gate, Answer)
+        /// Any status with these headers and body (the channel-management API's answers).
+        case respond(status: Int, headers: [String: String], body: JSON?)
     }
 
     public struct Credentials: Sendable {
@@ -58,6 +60,9 @@ public final class APNsStandIn: Sendable {
         /// Requests received and not answered yet, and the most there ever were.
         var unanswered = 0
         var mostUnanswered = 0
+        /// Broadcast channels that exist (iOS 18 Live Activities), and their storage policies.
+        var channels: Set<String> = []
+        var channelPolicies: [String: Int] = [:]
     }
 
     public let port: Int
@@ -100,11 +105,23 @@ public final class APNsStandIn: Sendable {
     }
 
     public var baseURL: String { "https://localhost:\(port)" }
+    /// Channels that exist now.
+    public var channels: Set<String> { state.value.channels }
     public var requests: [Request] { state.value.requests }
     /// Connections accepted so far.
     public var connections: Int { state.value.connections }
     /// The most requests that were ever waiting for their answer at once.
     public var mostConcurrentRequests: Int { state.value.mostUnanswered }
+
+    /// A new broadcast channel's id (base64, as APNs makes them).
+    public func createChannel() -> String {
+        let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        state.update { _ = $0.channels.insert(id) }
+        return id
+    }
+
+    /// Deletes a channel: broadcasts to it answer 400 ChannelNotRegistered.
+    public func deleteChannel(_ id: String) { state.update { _ = $0.channels.remove(id) } }
 
     /// Answers for the next requests, in order; afterwards requests are accepted.
     public func script(_ answers: Answer...) {
@@ -146,14 +163,18 @@ public final class APNsStandIn: Sendable {
         var fields: [String: String] = [:]
         for header in headers { fields[header.name] = header.value }
         let path = fields[":path"] ?? ""
-        let token = path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
+        let broadcast = path.hasPrefix("/4/broadcasts/apps/")
+        let token = broadcast ? fields["apns-channel-id"] ?? "" : path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
         let json = try? JSON.parse(body.readableBytesView)
         let (issuedAt, tokenProblem) = verifyProviderToken(fields["authorization"] ?? "")
-        let rejection = tokenProblem ?? check(fields, token: token, body: body, json: json)
+        let management = path.hasPrefix("/1/apps/")
+        let rejection = tokenProblem ?? (management ? nil : broadcast ? checkBroadcast(fields, channel: token, body: body, json: json)
+                                                                      : check(fields, token: token, body: body, json: json))
         let request = Request(path: path, token: token, headers: fields, body: json, bodySize: body.readableBytes,
                               tokenIssuedAt: issuedAt, authorization: fields["authorization"] ?? "", rejection: rejection)
         let answer = state.update { state -> Answer in
             state.requests.append(request)
+            if rejection == nil, path.hasPrefix("/1/apps/") { return Self.manageChannels(request, &state) }
             state.unanswered += 1
             state.mostUnanswered = max(state.mostUnanswered, state.unanswered)
             if let rejection {
@@ -185,6 +206,56 @@ public final class APNsStandIn: Sendable {
         guard body.readableBytes > 0 else { return "PayloadEmpty" }
         guard body.readableBytes <= (pushType == "voip" ? 5120 : 4096) else { return "PayloadTooLarge" }
         guard let json, json["aps"]?.objectValue != nil else { return "BadPayload" }
+        return nil
+    }
+
+    /// The channel-management API (`/1/apps/<bundle>/channels`, `/all-channels`), as Apple
+    /// documents it: create answers 201 with the id in `apns-channel-id`, read 200 with the
+    /// configuration, delete 204, list 200 `{"channels": [...]}`; an unknown channel 400.
+    static func manageChannels(_ request: Request, _ state: inout State) -> Answer {
+        let method = request.headers[":method"] ?? ""
+        let echo = request.headers["apns-request-id"].map { ["apns-request-id": $0] } ?? [:]
+        func refuse(_ reason: String) -> Answer { .respond(status: 400, headers: echo, body: ["reason": .string(reason)]) }
+        if request.path.hasSuffix("/all-channels") {
+            return method == "GET" ? .respond(status: 200, headers: echo, body: ["channels": .array(state.channels.sorted().map(JSON.string))])
+                                   : .respond(status: 405, headers: echo, body: ["reason": "MethodNotAllowed"])
+        }
+        guard request.path.hasSuffix("/channels") else { return .respond(status: 404, headers: echo, body: ["reason": "BadPath"]) }
+        switch method {
+        case "POST":
+            guard request.body?["push-type"] == "LiveActivity" else { return refuse("InvalidPushType") }
+            guard let policy = request.body?["message-storage-policy"]?.intValue, [0, 1].contains(policy) else { return refuse("BadRequestPayload") }
+            let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            state.channels.insert(id)
+            state.channelPolicies[id] = Int(policy)
+            return .respond(status: 201, headers: echo.merging(["apns-channel-id": id]) { $1 }, body: nil)
+        case "GET", "DELETE":
+            guard let id = request.headers["apns-channel-id"] else { return refuse("MissingChannelId") }
+            guard state.channels.contains(id) else { return refuse("ChannelNotRegistered") }
+            if method == "DELETE" {
+                state.channels.remove(id)
+                return .respond(status: 204, headers: echo, body: nil)
+            }
+            return .respond(status: 200, headers: echo,
+                            body: ["message-storage-policy": .int(Int64(state.channelPolicies[id] ?? 0)), "push-type": "LiveActivity"])
+        default:
+            return .respond(status: 405, headers: echo, body: ["reason": "MethodNotAllowed"])
+        }
+    }
+
+    /// A broadcast (`POST /4/broadcasts/apps/<bundle>`): an existing channel, a liveactivity
+    /// update or end (a broadcast cannot start an activity), at most 5,120 bytes.
+    func checkBroadcast(_ fields: [String: String], channel: String, body: ByteBuffer, json: JSON?) -> String? {
+        guard fields[":method"] == "POST" else { return "MethodNotAllowed" }
+        guard !channel.isEmpty else { return "MissingChannelId" }
+        guard Data(base64Encoded: channel) != nil else { return "BadChannelId" }
+        guard state.value.channels.contains(channel) else { return "ChannelNotRegistered" }
+        guard fields["apns-push-type"] == "liveactivity" else { return fields["apns-push-type"] == nil ? "MissingPushType" : "InvalidPushType" }
+        guard ["1", "5", "10"].contains(fields["apns-priority"] ?? "10") else { return "BadPriority" }
+        if let expiration = fields["apns-expiration"], Int(expiration) == nil { return "BadExpirationDate" }
+        guard body.readableBytes > 0 else { return "PayloadEmpty" }
+        guard body.readableBytes <= 5120 else { return "PayloadTooLarge" }
+        guard let event = json?["aps"]?["event"]?.stringValue, ["update", "end"].contains(event) else { return "BadRequestPayload" }
         return nil
     }
 
@@ -248,8 +319,13 @@ final class StandInStreamHandler: ChannelInboundHandler {
         }
         switch answer {
         case .accept:
-            let id = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
-            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: [":status": "200", "apns-id": id], endStream: true))), promise: nil)
+            let answer: HPACKHeaders = if let requestID = headers.first(name: "apns-request-id"), headers.first(name: "apns-channel-id") != nil {
+                // A broadcast: its request id echoed, and the id of the message APNs sends to the channel.
+                [":status": "200", "apns-request-id": requestID, "apns-unique-id": UUID().uuidString.lowercased()]
+            } else {
+                [":status": "200", "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
+            }
+            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: answer, endStream: true))), promise: nil)
         case .reject(let status, let reason, let timestamp):
             var json: [String: JSON] = ["reason": .string(reason)]
             if let timestamp { json["timestamp"] = .int(timestamp) }
@@ -257,6 +333,16 @@ final class StandInStreamHandler: ChannelInboundHandler {
                                                  "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
             context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: JSON.object(json).serialized())), endStream: true))), promise: nil)
+        case .respond(let status, let extra, let body):
+            var responseHeaders: HPACKHeaders = [":status": String(status)]
+            for (name, value) in extra { responseHeaders.add(name: name, value: value) }
+            if let body {
+                responseHeaders.add(name: "content-type", value: "application/json")
+                context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: body.serialized())), endStream: true))), promise: nil)
+            } else {
+                context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: true))), promise: nil)
+            }
         case .goAway(let reason):
             guard let parent = context.channel.parent else { return }
             let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .rootStream, errorCode: .noError,

@@ -13,7 +13,7 @@ struct PushPipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
-        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self, TapCommand.self, VAPIDCommand.self,
+        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self, TapCommand.self, VAPIDCommand.self, APNsCommand.self,
                       EventsCommand.self, DeadLettersCommand.self, OpenAPICommand.self],
         defaultSubcommand: RunCommand.self)
 }

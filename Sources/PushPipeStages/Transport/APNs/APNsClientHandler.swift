@@ -20,6 +20,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         var continuation: APNsCompletion
         var status: Int?
         var apnsID: String?
+        var channelID: String?
         var body: ByteBuffer?
     }
 
@@ -169,7 +170,13 @@ final class APNsClientHandler: ChannelInboundHandler {
                         // 1xx answers are interim; the final HEADERS follow.
                         if let status = Int(header.value), status >= 200 { stream.status = status }
                     case "apns-id":
+                        if stream.apnsID == nil { stream.apnsID = header.value }
+                    case "apns-unique-id":
+                        // A broadcast's answer: the id of the message sent to the channel.
                         stream.apnsID = header.value
+                    case "apns-channel-id":
+                        // A channel created by the channel-management API.
+                        stream.channelID = header.value
                     default:
                         break
                     }
@@ -261,7 +268,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
         if let status = stream.status {
             let body = stream.body.map { Data($0.readableBytesView) } ?? Data()
-            stream.continuation.resume(returning: APNsResponse(status: status, apnsID: stream.apnsID, body: body))
+            stream.continuation.resume(returning: APNsResponse(status: status, apnsID: stream.apnsID, channelID: stream.channelID, body: body))
         } else {
             stream.continuation.resume(throwing: APNsConnectionError.malformedResponse)
         }

@@ -5,6 +5,8 @@ import PushPipeCore
 struct APNsResponse: Sendable {
     var status: Int
     var apnsID: String?
+    /// `apns-channel-id` of a channel-management answer.
+    var channelID: String? = nil
     var body: Data
 
     /// What the connection pool must do besides reporting the outcome.
@@ -18,6 +20,9 @@ struct APNsResponse: Sendable {
         switch (status, apnsReason) {
         case (200, _):
             return (.delivered(providerID: apnsID), .keep)
+        case (400, "BadChannelId"), (400, "ChannelNotRegistered"):
+            // A broadcast to a channel deleted or never created: the channel is the token.
+            return (.dropToken(reason: "\(apnsReason!): the broadcast channel does not exist", since: nil), .keep)
         case (400, "BadDeviceToken"):
             return (.dropToken(reason: "BadDeviceToken (check that the sandbox/production host matches the token)", since: nil), .keep)
         case (410, _):

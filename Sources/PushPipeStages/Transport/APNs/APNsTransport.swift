@@ -13,6 +13,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
 
     struct Configuration: StageConfiguration {
         var liveActivityTokenKinds: [String]
+        var broadcastTokenKinds: [String]
         var teamId: String
         var keyId: String
         var keyPath: String
@@ -43,6 +44,8 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
             SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],
                       "Token kinds that only take liveactivity pushes (and the only ones that do)."),
+            SchemaKey("broadcast_token_kinds", .list(.string), default: ["broadcast-channel"],
+                      "Token kinds whose value is a broadcast channel id (iOS 18): one request updates every Live Activity subscribed to the channel."),
         ])
     }
 
@@ -104,6 +107,9 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let options = notification.options
         let pushType = options["push_type"]?.stringValue ?? "alert"
+        if configuration.broadcastTokenKinds.contains(notification.token.kind) {
+            return try prepareBroadcast(notification, pushType: pushType, context: context)
+        }
         // Live Activity tokens and device tokens are different things (docs/tokens.md): a
         // liveactivity push goes only to the former, anything else only to the latter.
         // The token goes into the request path, and NIOHTTP2's header validation is off (APNsConnection).
@@ -240,7 +246,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: authority)
         // Values that differ per request would only push reusable ones out of the HPACK table.
-        headers.add(name: ":path", value: "/3/device/\(request.token.value)", indexing: .nonIndexable)
+        headers.add(name: ":path", value: String(request.url.utf8.dropFirst(baseURLText.utf8.count)) ?? "", indexing: .nonIndexable)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "content-type", value: "application/json")
         for header in request.headers {
@@ -252,7 +258,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     /// Headers whose values differ per request (a switch: a `Set` hashed every header's name).
     private static func isPerRequest(_ name: String) -> Bool {
         switch name {
-        case "apns-id", "apns-expiration", "apns-collapse-id": true
+        case "apns-id", "apns-expiration", "apns-collapse-id", "apns-request-id": true
         default: false
         }
     }
