@@ -28,11 +28,15 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         var timeout: Double
         var tokenLifetime: Double
 
-        static let schema = Schema([
+        /// The `.p8` key and the app: what every APNs stage (this, `apns.channels`) needs.
+        static let credentialKeys: [SchemaKey] = [
             .required("team_id", .string, "Apple developer team id (the provider token's issuer)."),
             .required("key_id", .string, "The 10-character id of the .p8 key."),
             .required("key_path", .string, "Path of the .p8 key file (relative to the working directory)."),
             .required("bundle_id", .string, "App bundle id: the topic of alerts; Live Activities use `<bundle>.push-type.liveactivity`."),
+        ]
+
+        static let schema = Schema(credentialKeys + [
             SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
             SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),

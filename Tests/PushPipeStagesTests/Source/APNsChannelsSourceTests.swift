@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipeSQLite
+@testable import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// The `apns.channels` routes against the APNs stand-in: a backend creates a group's channel,
+/// a page to the group updates every activity on it with one broadcast, and deleting the group
+/// deletes the channel on APNs and in the store.
+@Suite struct APNsChannelsSourceTests {
+    struct NoEvents: EventSink {
+        struct Refused: Error {}
+        func submit(_ event: Event) async throws { throw Refused() }
+        func submitAndWait(_ event: Event) async throws -> EventReport { throw Refused() }
+        var room: Int { 0 }
+    }
+
+    @Test func aGroupsChannelIsCreatedBroadcastToAndDeleted() async throws {
+        let directory = try TemporaryDirectory("channels-source")
+        let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "TEAM123456", keyID: "KEY1234567")
+        let credentials = """
+              team_id: TEAM123456
+              key_id: KEY1234567
+              key_path: \(directory.file("AuthKey.p8"))
+              bundle_id: com.example.pager
+              base_url: \(standIn.baseURL)
+              ca_file: \(directory.file("ca.pem"))
+            """
+        let file = try directory.write("pager-broadcast.yaml", """
+            pipeline: pager-broadcast
+            sources:
+              - type: apns.channels
+                path: /api/channels
+                store_latest: true
+            \(credentials.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+              - {type: http.event, path: /api/pages, user_field: group}
+            renderer:
+              type: apns.live-activity
+              event: update
+              update_token_kind: broadcast-channel
+              fallback_token_kind: ""
+              attributes_type: PagerActivityAttributes
+              content_state: {sender: "{{sender}}", message: "{{message}}", timestamp: {$from: event.time}, isDemo: false, messageIndex: 0, totalMessages: 1}
+            transport:
+              type: apns
+            \(credentials)
+            """)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        try await withCleanup({
+            try await definition.withRunningStages(store: store, logger: Logger(label: "channels"), mode: .live) {
+                let routes = definition.sources[0].stage.routes
+                let context = RouteContext(pipeline: definition.name, store: store, sink: NoEvents())
+                let created = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "on-call"]), context)
+                #expect(created.status == 201)
+                let channel = try #require(created.body["channel_id"]?.stringValue)
+                #expect(standIn.channels == [channel])
+                #expect(standIn.requests.first?.body?["message-storage-policy"] == 1)
+                let stored = try await store.tokens(pipeline: definition.name, user: "on-call", kind: "broadcast-channel")
+                #expect(stored.map(\.value) == [channel])
+
+                let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "channels"), mode: .live)
+                let report = await processor.process(Event(pipeline: definition.name, user: "on-call", body: ["sender": "ALICE", "message": "DB down"]))
+                #expect(report.status == .delivered)
+                #expect(standIn.requests.last?.headers["apns-channel-id"] == channel)
+
+                let deleted = try await routes[1].handler(RouteRequest(method: "DELETE", path: "/api/channels/on-call", parameters: ["group": "on-call"]), context)
+                #expect(deleted.body["channels"] == 1)
+                #expect(standIn.channels.isEmpty)
+                let left = try await store.tokens(pipeline: definition.name, user: "on-call", kind: "broadcast-channel")
+                #expect(left.isEmpty)
+
+                await #expect { _ = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: [:]), context) }
+                    throws: { ($0 as? RouteError)?.field == "group" }
+            }
+        }, cleanup: {
+            try? await store.close()
+            await standIn.stop()
+            directory.remove()
+        })
+    }
+}
