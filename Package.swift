@@ -237,7 +237,6 @@ let package = Package(
             name: "pushpipeTests",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
-                .product(name: "Crypto", package: "swift-crypto"),
             ] + testLibraries
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.
