@@ -11,12 +11,6 @@ import Testing
     static let p256dh = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
     static let auth = "BTBZMqHH6r4Tts7J_aSIgg"
 
-    struct NoEvents: EventSink {
-        struct Refused: Error {}
-        func submit(_ event: Event) async throws { throw Refused() }
-        func submitAndWait(_ event: Event) async throws -> EventReport { throw Refused() }
-        var room: Int { 0 }
-    }
 
     static func subscription(endpoint: String = "https://push.example.net/send/abc", p256dh: String = p256dh, auth: String = auth) -> JSON {
         ["endpoint": .string(endpoint), "expirationTime": nil, "keys": ["p256dh": .string(p256dh), "auth": .string(auth)]]
@@ -28,7 +22,7 @@ import Testing
         let route = try RouteAction.register.route(["action": "register", "path": "/webpush/register", "user_field": "user_id",
                                                     "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
         try await withCleanup({
-            try await body(route, RouteContext(pipeline: "web", store: store, sink: NoEvents()), store)
+            try await body(route, RouteContext(pipeline: "web", store: store, sink: RefusingEventSink()), store)
         }, cleanup: {
             try? await store.close()
             directory.remove()

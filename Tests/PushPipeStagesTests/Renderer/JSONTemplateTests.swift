@@ -57,7 +57,7 @@ import Testing
         "It's your turn in: {{game_name}}", "{{games.0.game_id}}", "https://online-go.com/game/{{games.0.game_id}}",
         "{{games.count}} games", "{{ games.1.name }}/{{games.5.name}}", "{{flag}} {{off}} {{nothing}} {{missing}} {{missing.deeper}}",
         "{{event.id}}-{{event.user}}-{{event.time_ms}}", "{{vars.prefix}}ready", "x{{game_name.count}}{{game_id.x}}y", "no tags {{emoji}}",
-        // Found by fuzz-templates: leading whitespace, which Mustache dropped after the pragma.
+        // Leading whitespace up to a line break: the pragma in front must not make it a standalone line.
         " {{game_name}}", "\u{0B}e {{event.id}}", "\t{{game_name}} ", "  \n{{game_name}}",
     ])
     func interpolationRendersAsMustacheDoes(template: String) throws {

@@ -10,12 +10,6 @@ import Testing
 /// a page to the group updates every activity on it with one broadcast, and deleting the group
 /// deletes the channel on APNs and in the store.
 @Suite struct APNsChannelsSourceTests {
-    struct NoEvents: EventSink {
-        struct Refused: Error {}
-        func submit(_ event: Event) async throws { throw Refused() }
-        func submitAndWait(_ event: Event) async throws -> EventReport { throw Refused() }
-        var room: Int { 0 }
-    }
 
     @Test func aGroupsChannelIsCreatedBroadcastToAndDeleted() async throws {
         let directory = try TemporaryDirectory("channels-source")
@@ -54,7 +48,7 @@ import Testing
         try await withCleanup({
             try await definition.withRunningStages(store: store, logger: Logger(label: "channels"), mode: .live) {
                 let routes = definition.sources[0].stage.routes
-                let context = RouteContext(pipeline: definition.name, store: store, sink: NoEvents())
+                let context = RouteContext(pipeline: definition.name, store: store, sink: RefusingEventSink())
                 let created = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "on-call"]), context)
                 #expect(created.status == 201)
                 let channel = try #require(created.body["channel_id"]?.stringValue)

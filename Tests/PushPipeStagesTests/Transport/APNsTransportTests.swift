@@ -171,7 +171,7 @@ import Testing
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .delivered)
             #expect(report.deliveries.first?.attempts == 2)
-        }, timeout: "2s") // well under the 6 s answer, and enough for the retry on a loaded machine (1 s was not, once, in CI)
+        }, timeout: "2s") // well under the 6 s answer, and enough for the retry on a loaded machine
     }
 
     @Test func oversizedPayloadIsRefusedBeforeSending() async throws {

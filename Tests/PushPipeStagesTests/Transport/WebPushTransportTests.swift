@@ -136,12 +136,6 @@ import Testing
         }
     }
 
-    struct NoEvents: EventSink {
-        struct Refused: Error {}
-        func submit(_ event: Event) async throws { throw Refused() }
-        func submitAndWait(_ event: Event) async throws -> EventReport { throw Refused() }
-        var room: Int { 0 }
-    }
 
     /// The register route checks a subscription's form; the transport, asked by the route,
     /// refuses a key of the right form that is not a point on P-256, before anything is stored.
@@ -149,7 +143,7 @@ import Testing
         try await withHarness { harness in
             let route = try RouteAction.register.route(["action": "register", "path": "/web/subscriptions", "user_field": "user_id",
                                                         "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
-            var context = RouteContext(pipeline: harness.definition.name, store: harness.store, sink: NoEvents())
+            var context = RouteContext(pipeline: harness.definition.name, store: harness.store, sink: RefusingEventSink())
             context.tokenValidators = [try #require(harness.definition.transport.stage as? any TokenValidator)]
             func register(_ subscription: JSON) async throws -> RouteResponse {
                 try await route.handler(RouteRequest(method: "POST", path: "/web/subscriptions",

@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import NIOHPACK
-import NIOSSL
 import PushPipeCore
 
 /// APNs' channel-management API for iOS 18 broadcast Live Activities: create, read, list and
@@ -32,13 +31,9 @@ public final class APNsChannelManager: Sendable {
         token = try await APNsProviderToken(pem: pem, keyID: keyID, teamID: teamID)
         self.bundleID = bundleID
         authority = url.port.map { "\(host):\($0)" } ?? host
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["h2"]
-        tls.minimumTLSVersion = .tlsv12
-        if !caFile.isEmpty { tls.additionalTrustRoots = [.file(caFile)] }
         pool = APNsConnectionPool(host: host, port: url.port ?? 443, keptConnections: 1, maximumConnections: 1, idleTimeout: .seconds(60),
                                   readyTimeout: .seconds(10), maximumOpenStreams: 10, lastUsableStreamID: APNsClientHandler.defaultLastUsableStreamID,
-                                  tls: try NIOSSLContext(configuration: tls))
+                                  tls: try APNsConnectionPool.tlsContext(caFile: caFile))
     }
 
     /// A new channel's id. `storesLatest`: APNs keeps the most recent message (up to 8 hours) for

@@ -53,6 +53,15 @@ final class APNsConnectionPool: Sendable {
         slots = Mutex(Array(repeating: .empty, count: max(self.keptConnections, maximumConnections)))
     }
 
+    /// TLS as APNs takes it (HTTP/2 by ALPN, TLS 1.2 or later), trusting `caFile`'s CAs too.
+    static func tlsContext(caFile: String) throws -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if !caFile.isEmpty { tls.additionalTrustRoots = [.file(caFile)] }
+        return try NIOSSLContext(configuration: tls)
+    }
+
     /// Connections up and taking requests.
     var openConnections: Int {
         slots.withLock { slots in

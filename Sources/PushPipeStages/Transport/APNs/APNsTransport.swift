@@ -3,7 +3,6 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHPACK
 import NIOHTTP2
-import NIOSSL
 import PushPipeCore
 import Synchronization
 
@@ -308,15 +307,11 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
         let token = try await APNsProviderToken(pem: pem, keyID: configuration.keyId, teamID: configuration.teamId,
                                                 lifetime: configuration.tokenLifetime)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["h2"]
-        tls.minimumTLSVersion = .tlsv12
-        if !configuration.caFile.isEmpty { tls.additionalTrustRoots = [.file(configuration.caFile)] }
         let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, keptConnections: configuration.connections,
                                       maximumConnections: configuration.maxConnections, idleTimeout: .seconds(configuration.idleTimeout),
                                       readyTimeout: requestTimeout,
                                       maximumOpenStreams: configuration.maxStreams, lastUsableStreamID: lastUsableStreamID,
-                                      tls: try NIOSSLContext(configuration: tls))
+                                      tls: try APNsConnectionPool.tlsContext(caFile: configuration.caFile))
         return state.withLock { current in
             if let current { return current }
             current = Resources(pool: pool, token: token)
