@@ -236,7 +236,7 @@ let package = Package(
         .testTarget(
             name: "pushpipeTests",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                "PushPayloads", "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
             ] + testLibraries
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.

@@ -20,7 +20,8 @@ extension APNsStandIn {
                                     maxConcurrentStreams: maxConcurrentStreams)
         let environment = [
             "APNS_TEAM_ID": teamID, "APNS_KEY_ID": keyID, "APNS_KEY_PATH": directory.file(keyFile),
-            "APNS_BASE_URL": standIn.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"),
+            // The stand-in serves sends and channel management on one port; Apple has two hosts.
+            "APNS_BASE_URL": standIn.baseURL, "APNS_CHANNELS_BASE_URL": standIn.baseURL, "PUSHPIPE_CA_FILE": directory.file("ca.pem"),
         ]
         return (standIn, environment)
     }

@@ -52,6 +52,8 @@ import Testing
 
     @Test func pagerContentStateDecodesWithADefaultJSONDecoder() async throws {
         var liveActivities = 0
+        var groupStarts = 0
+        var broadcasts = 0
         for result in try await rendered("pager-live-activity") {
             for request in result.requests where request.header("apns-push-type") == "liveactivity" {
                 let aps = try #require(request.body["aps"])
@@ -59,13 +61,18 @@ import Testing
                 #expect(!state.sender.isEmpty && !state.message.isEmpty)
                 #expect(state.timestamp == aps["timestamp"]?.doubleValue)
                 if aps["event"] == "start" {
-                    _ = try JSONDecoder().decode(PagerActivityAttributes.self, from: try #require(aps["attributes"]).serialized())
+                    let attributes = try JSONDecoder().decode(PagerActivityAttributes.self, from: try #require(aps["attributes"]).serialized())
                     #expect(aps["attributes-type"] == "PagerActivityAttributes")
+                    // An activity on a group's channel knows its group; a personal one has none.
+                    #expect((attributes.group != nil) == (aps["input-push-channel"] != nil), "\(result.name)")
+                    if attributes.group != nil { groupStarts += 1 }
                 }
+                if request.url.contains("/4/broadcasts/") { broadcasts += 1 }
                 liveActivities += 1
             }
         }
         #expect(liveActivities >= 2, "start and update are both decoded")
+        #expect(groupStarts >= 1 && broadcasts >= 1, "a group's start and its broadcast update are decoded too")
     }
 
     @Test func pongDataDecodesFromTheFCMMessage() async throws {

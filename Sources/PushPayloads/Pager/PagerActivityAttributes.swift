@@ -30,9 +30,14 @@ public struct PagerActivityAttributes: Codable, Hashable, Sendable {
 
     /// Who the pager belongs to (static for the activity's life).
     public var recipient: String
+    /// The group whose pages the activity shows, when it listens on the group's broadcast
+    /// channel (iOS 18); nil for a personal pager. Optional, so activities started before
+    /// groups existed still decode.
+    public var group: String?
 
-    public init(recipient: String) {
+    public init(recipient: String, group: String? = nil) {
         self.recipient = recipient
+        self.group = group
     }
 }
 

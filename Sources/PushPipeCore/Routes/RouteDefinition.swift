@@ -109,6 +109,8 @@ public struct RouteContext: Sendable {
     public var logger: Logger
     /// The pipeline's `idempotency:` key.
     public var idempotency: IdempotencyPolicy = .defaults
+    /// A dry run's routes store what apps register but reach no provider.
+    public var mode: RunMode = .live
 
     /// The store by concern, as a stage's context offers it.
     public var registrations: any RegistrationStore { store }

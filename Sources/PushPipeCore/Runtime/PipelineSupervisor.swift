@@ -119,6 +119,7 @@ public final class PipelineSupervisor: Service, Sendable {
                                        registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
                                        diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)
             context.idempotency = definition.idempotency
+            context.mode = mode
             context.tokenValidators = stages.compactMap { $0 as? any TokenValidator }
             for declared in entry.runner.definition.routes { table.add(declared.route, context: context) }
         }

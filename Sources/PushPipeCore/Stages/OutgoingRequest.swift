@@ -68,13 +68,10 @@ public struct OutgoingRequest: Sendable {
     }
 
     /// What a tap shows: the device token masked wherever it appears (the URL of APNs, the body
-    /// of FCM) and the authorization header masked.
+    /// of FCM, the `apns-channel-id` header of a broadcast) and the authorization header masked.
     public var maskedJSON: JSON {
         var headerObject: [String: JSON] = [:]
-        for header in headers {
-            let name = header.name.lowercased()
-            headerObject[name] = .string(name == "authorization" ? Self.maskAuthorization(header.value) : header.value)
-        }
+        for header in headers { headerObject[header.name.lowercased()] = .string(maskedValue(of: header)) }
         return ["method": .string(method), "url": .string(url.replacingOccurrences(of: token.value, with: token.masked)),
                 "headers": .object(headerObject), "body": Self.masking(token.value, as: token.masked, in: body)]
     }
@@ -91,13 +88,15 @@ public struct OutgoingRequest: Sendable {
     /// A printable form: the authorization header and the device token are masked.
     public var printable: String {
         var lines = ["\(method) \(url.replacingOccurrences(of: token.value, with: token.masked))"]
-        for header in headers {
-            let value = header.name.lowercased() == "authorization" ? Self.maskAuthorization(header.value) : header.value
-            lines.append("\(header.name): \(value)")
-        }
+        for header in headers { lines.append("\(header.name): \(maskedValue(of: header))") }
         lines.append("")
         lines.append(body.prettyText)
         return lines.joined(separator: "\n")
+    }
+
+    func maskedValue(of header: (name: String, value: String)) -> String {
+        if header.name.lowercased() == "authorization" { return Self.maskAuthorization(header.value) }
+        return header.value == token.value ? token.masked : header.value
     }
 
     static func maskAuthorization(_ value: String) -> String {

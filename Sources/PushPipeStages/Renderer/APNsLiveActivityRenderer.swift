@@ -2,7 +2,9 @@ import PushPipeCore
 
 /// Live Activity pushes (iOS 16.1+): start one with the push-to-start token (iOS 17.2+),
 /// update or end a running one with its update token, and fall back to an ordinary alert on
-/// the device token when the user has no Live Activity token — saying so in the log.
+/// the device token when the user has no Live Activity token — saying so in the log. A
+/// recipient that owns a broadcast channel (a group, iOS 18) gets one update for every activity
+/// on the channel, and a start can join a group's channel (`input_push_channel_of`).
 struct APNsLiveActivityRenderer: Renderer {
     static let summary = "Renders Live Activity start/update/end payloads; falls back to an alert on the device token."
 
@@ -20,6 +22,8 @@ struct APNsLiveActivityRenderer: Renderer {
         var startTokenKind: String
         var updateTokenKind: String
         var fallbackTokenKind: String
+        var broadcastTokenKind: String
+        var inputPushChannelOf: String
         var vars: [String: JSON]
 
         static let schema = Schema([
@@ -40,6 +44,10 @@ struct APNsLiveActivityRenderer: Renderer {
             SchemaKey("start_token_kind", .string, default: "push-to-start", "Token kind that starts activities."),
             SchemaKey("update_token_kind", .string, default: "activity-update", "Token kind of a running activity."),
             SchemaKey("fallback_token_kind", .string, default: "device", "Token kind for the fallback alert; empty for none."),
+            SchemaKey("broadcast_token_kind", .string, default: "broadcast-channel",
+                      "Token kind of a broadcast channel (iOS 18): a recipient with one gets a single update or end for every activity on it. Empty for none."),
+            SchemaKey("input_push_channel_of", .string, default: "",
+                      "Template naming the token owner (a group) whose broadcast channel a start joins, as `input-push-channel` (iOS 18); rendering empty, none."),
             SchemaKey("vars", .map(.any), default: [:], "Values computed from the event, used as `{{vars.name}}`."),
         ])
     }
@@ -49,6 +57,7 @@ struct APNsLiveActivityRenderer: Renderer {
     let attributes: JSONTemplate
     let alert: JSONTemplate?
     let optional: JSONTemplate
+    let inputPushChannelOf: JSONTemplate?
     let vars: [String: JSONTemplate]
 
     init(configuration: Configuration) throws {
@@ -73,14 +82,21 @@ struct APNsLiveActivityRenderer: Renderer {
         optional["dismissal-date"] = configuration.dismissalDate
         optional["relevance-score"] = configuration.relevanceScore
         self.optional = try JSONTemplate(compiling: .object(optional), keyPath: "")
+        inputPushChannelOf = configuration.inputPushChannelOf.isEmpty ? nil
+            : try JSONTemplate(compiling: .string(configuration.inputPushChannelOf), keyPath: "input_push_channel_of")
         vars = try configuration.vars.compile(keyPath: "vars")
     }
 
     func render(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
         let templates = TemplateContext(event: event, vars: vars)
-        let updateTokens = configuration.event == "start" ? [] : try await context.tokens(for: event, kind: configuration.updateTokenKind)
+        if let channel = try await broadcastChannel(of: event, context: context) {
+            return [notification(kind: configuration.event == "end" ? "end" : "update", to: channel, templates, event)]
+        }
+        // A start that joins a group's channel is a new activity, whatever else is running.
+        let joining = try await channelToJoin(templates, event: event, context: context)
+        let updateTokens = configuration.event == "start" || joining != nil ? [] : try await context.tokens(for: event, kind: configuration.updateTokenKind)
         // One running activity per user: the most recently registered update token.
-        if let update = updateTokens.first, configuration.event != "start" {
+        if let update = updateTokens.first {
             return [notification(kind: configuration.event == "end" ? "end" : "update", to: update, templates, event)]
         }
         if configuration.event == "update" || configuration.event == "end" {
@@ -89,7 +105,7 @@ struct APNsLiveActivityRenderer: Renderer {
         }
         let starts = try await context.tokens(for: event, kind: configuration.startTokenKind)
         if !starts.isEmpty {
-            return starts.map { notification(kind: "start", to: $0, templates, event) }
+            return starts.map { notification(kind: "start", to: $0, templates, event, joining: joining) }
         }
         guard !configuration.fallbackTokenKind.isEmpty else { return [] }
         let devices = try await context.tokens(for: event, kind: configuration.fallbackTokenKind)
@@ -100,7 +116,8 @@ struct APNsLiveActivityRenderer: Renderer {
         return RenderedNotification.each(of: devices, payload: alertPayload, options: ["push_type": "alert", "priority": 10])
     }
 
-    private func notification(kind: String, to token: DeviceToken, _ templates: TemplateContext, _ event: Event) -> RenderedNotification {
+    private func notification(kind: String, to token: DeviceToken, _ templates: TemplateContext, _ event: Event,
+                              joining channel: DeviceToken? = nil) -> RenderedNotification {
         var aps = optional.render(templates)?.objectValue ?? [:]
         aps["event"] = .string(kind)
         aps["timestamp"] = .int(Int64(event.time.timeIntervalSince1970))
@@ -110,6 +127,7 @@ struct APNsLiveActivityRenderer: Renderer {
             aps["attributes"] = attributes.render(templates)
             aps["alert"] = alert?.render(templates)
             if configuration.inputPushToken { aps["input-push-token"] = 1 }
+            if let channel { aps["input-push-channel"] = .string(channel.value) }
         } else if kind == "end", aps["dismissal-date"] == nil {
             aps["dismissal-date"] = .int(Int64(event.time.timeIntervalSince1970))
         }

@@ -12,6 +12,7 @@ struct HTTPEventSource: Source, LongRunningStage {
         var method: String
         var auth: JSON
         var userField: String
+        var userPrefix: String
         var requireUser: Bool
         var idField: String?
         var wait: Bool
@@ -24,6 +25,8 @@ struct HTTPEventSource: Source, LongRunningStage {
             SchemaKey("method", .oneOf(["POST", "PUT"]), default: "POST", "HTTP method."),
             SchemaKey("auth", RouteAuthConfiguration.backendValueType, default: ["type": "none"], "`{type: token, token}` for the backend's shared secret."),
             SchemaKey("user_field", .string, default: "user", "Body field naming the recipient (string or number)."),
+            SchemaKey("user_prefix", .string, default: "",
+                      "Put before the recipient, so that recipients of another kind (`group:` for a group's broadcast channel) never share a name with users."),
             SchemaKey("require_user", .boolean, default: true, "Reject events without a recipient; false broadcasts them."),
             SchemaKey("id_field", .string, "Body field used as the event id (must be unique); generated when absent."),
             SchemaKey("wait", .boolean, default: false, "Answer 200 with the delivery report instead of 202. Without it, the 202 comes once the event is in the store: a daemon stopped before processing it sends it after its restart."),
@@ -130,8 +133,8 @@ struct HTTPEventSource: Source, LongRunningStage {
         guard let body = request.body else { throw RouteError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
         switch body[configuration.userField] {
-        case .string(let value) where !value.isEmpty && value.count <= 128: user = value
-        case .int(let value): user = String(value)
+        case .string(let value) where !value.isEmpty && value.count <= 128: user = configuration.userPrefix + value
+        case .int(let value): user = configuration.userPrefix + String(value)
         case nil, .null?:
             if configuration.requireUser { throw RouteError.badRequest("missing field '\(configuration.userField)'", field: configuration.userField) }
         case let other?:

@@ -62,7 +62,7 @@ import Testing
                 #expect(report.status == .delivered)
                 #expect(standIn.requests.last?.headers["apns-channel-id"] == channel)
 
-                let deleted = try await routes[1].handler(RouteRequest(method: "DELETE", path: "/api/channels/on-call", parameters: ["group": "on-call"]), context)
+                let deleted = try await routes.first { $0.method == "DELETE" }!.handler(RouteRequest(method: "DELETE", path: "/api/channels/on-call", parameters: ["group": "on-call"]), context)
                 #expect(deleted.body["channels"] == 1)
                 #expect(standIn.channels.isEmpty)
                 let left = try await store.tokens(pipeline: definition.name, user: "on-call", kind: "broadcast-channel")
@@ -70,6 +70,14 @@ import Testing
 
                 await #expect { _ = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: [:]), context) }
                     throws: { ($0 as? RouteError)?.field == "group" }
+
+                // A dry run reaches no provider: no channel is made on APNs, and the answer says why (not a 5xx).
+                var dryRun = context
+                dryRun.mode = .dryRun
+                let sent = standIn.requests.count
+                await #expect { _ = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "dry"]), dryRun) }
+                    throws: { ($0 as? RouteError)?.status == 409 }
+                #expect(standIn.requests.count == sent && standIn.channels.isEmpty)
             }
         }, cleanup: {
             try? await store.close()

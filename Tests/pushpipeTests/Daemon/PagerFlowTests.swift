@@ -11,19 +11,23 @@ import Testing
     static let updateToken = String(repeating: "c3", count: 80)
 
     @Test func tokensStayApartAndEachKindGetsItsOwnPushes() async throws {
+        try await Self.withPagerDaemon { client, apns, daemon, _ in try await flow(client, apns: apns, daemon: daemon) }
+    }
+
+    /// The shipped pager pipeline on a daemon (with an admin listener) and the APNs stand-in.
+    static func withPagerDaemon(_ body: @Sendable (HTTPTestClient, APNsStandIn, DaemonProcess, TemporaryDirectory) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("pager")
         defer { directory.remove() }
         let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "PAGERTEAM1", keyID: "PAGERKEY01")
         try directory.write("pipelines/pager.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pager-live-activity.yaml"),
                                                                   encoding: .utf8))
         let environment = apnsEnvironment.merging([
-            "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret",
-            "PAGER_BUNDLE_ID": "com.example.pager",
+            "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret", "PAGER_BUNDLE_ID": "com.example.pager",
         ]) { _, new in new }
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"]
         try await withCleanup({
-            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                        directory: directory.path, environment: environment) { daemon in
-                try await flow(HTTPTestClient(port: try await daemon.port()), apns: apns, daemon: daemon)
+            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                try await body(HTTPTestClient(port: try await daemon.port()), apns, daemon, directory)
             }
         }, cleanup: apns.stop)
     }

@@ -1,0 +1,38 @@
+import PushPipeCore
+import Synchronization
+
+/// The channel manager, made on first use (it reads the key, which a dry run may not have) and
+/// shared by the routes of one `apns.channels` source.
+final class ChannelManagerHolder: Sendable {
+    private let configuration: APNsChannelsSource.Configuration
+    private let task = Mutex<Task<APNsChannelManager, any Error>?>(nil)
+
+    init(_ configuration: APNsChannelsSource.Configuration) {
+        self.configuration = configuration
+    }
+
+    func manager() async throws -> APNsChannelManager {
+        let configuration = configuration
+        let current = task.withLock { current -> Task<APNsChannelManager, any Error> in
+            if let current { return current }
+            let made = Task {
+                try await APNsChannelManager(keyPath: configuration.keyPath, keyID: configuration.keyId, teamID: configuration.teamId,
+                                             bundleID: configuration.bundleId, sandbox: configuration.sandbox,
+                                             baseURL: configuration.baseUrl, caFile: configuration.caFile)
+            }
+            current = made
+            return made
+        }
+        do {
+            return try await current.value
+        } catch {
+            // A key that could not be read is read again next time.
+            task.withLock { if $0 == current { $0 = nil } }
+            throw RouteError(503, "APNs credentials: \(error)", field: nil)
+        }
+    }
+
+    func shutdown() async {
+        if let manager = try? await task.withLock({ $0 })?.value { await manager.shutdown() }
+    }
+}
