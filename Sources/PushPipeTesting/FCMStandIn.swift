@@ -85,7 +85,7 @@ public final class FCMStandIn: HTTP1StandIn {
         ]).prettyText
     }
 
-    func handle(method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON) {
+    func handle(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON) {
         if method == "POST" && path == "/token" { return token(body) }
         let parts = path.split(separator: "/")
         if method == "POST", parts.count == 4, parts[0] == "v1", parts[1] == "projects", parts[3] == "messages:send" {

@@ -18,6 +18,9 @@ public final class WebPushStandIn: HTTP1StandIn {
         public var headers: [String: String]
         public var vapidSubject: String?
         public var rejection: String?
+        /// `HTTP/2.0` when the sender took the `h2` the stand-in offered.
+        public var httpVersion = ""
+
         public var json: JSON? { plaintext.flatMap { try? JSON.parse($0) } }
     }
 
@@ -47,6 +50,7 @@ public final class WebPushStandIn: HTTP1StandIn {
     /// stand-in costs little next to the sender measured.
     let checks: Bool
     private let accepted = Counter()
+    private let connectionCount = Counter()
     private let channel: any Channel
 
     private init(port: Int, checks: Bool, channel: any Channel) {
@@ -57,13 +61,16 @@ public final class WebPushStandIn: HTTP1StandIn {
 
     /// Messages answered without checks (`checks: false`).
     public var acceptedUnchecked: Int { accepted.current }
+    /// Connections senders opened to this push service.
+    public var connections: Int { connectionCount.current }
 
     public var origin: String { "https://localhost:\(port)" }
     public var messages: [Message] { state.value.messages }
 
-    public static func start(authority: TestCertificateAuthority, checks: Bool = true, port: Int = 0) async throws -> WebPushStandIn {
+    /// - Parameter http2: offer `h2` in ALPN, as the browsers' push services do.
+    public static func start(authority: TestCertificateAuthority, checks: Bool = true, port: Int = 0, http2: Bool = false) async throws -> WebPushStandIn {
         let box = LateBound<WebPushStandIn>()
-        let channel = try await bind(authority: authority, box: box, port: port)
+        let channel = try await bind(authority: authority, box: box, port: port, http2: http2)
         let standIn = WebPushStandIn(port: channel.localAddress?.port ?? 0, checks: checks, channel: channel)
         box.value = standIn
         return standIn
@@ -91,7 +98,9 @@ public final class WebPushStandIn: HTTP1StandIn {
 
     public func stop() async { try? await channel.close() }
 
-    func handle(method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON) {
+    func connected() { connectionCount.increment() }
+
+    func handle(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON) {
         let parts = path.split(separator: "/")
         guard method == "POST", parts.count == 2, parts[0] == "push" else { return (404, [], ["error": "not found"]) }
         let id = String(parts[1])
@@ -105,6 +114,7 @@ public final class WebPushStandIn: HTTP1StandIn {
             guard let browser = state.browsers[id] else { return (410, [], ["error": "unsubscribed"]) }
             let (subject, vapidProblem) = verifyVAPID(fields["authorization"] ?? "")
             var message = Message(subscription: id, plaintext: nil, headers: fields, vapidSubject: subject, rejection: vapidProblem)
+            message.httpVersion = version.description
             if message.rejection == nil, fields["ttl"].flatMap(Int.init) == nil { message.rejection = "missing TTL" }
             if message.rejection == nil, fields["content-encoding"] != "aes128gcm" { message.rejection = "not aes128gcm" }
             if message.rejection == nil, body.count > 4096 {

@@ -28,11 +28,11 @@ import Testing
         }
     }
 
-    func withHarness(renderer extra: String = "", _ body: (Harness) async throws -> Void) async throws {
+    func withHarness(renderer extra: String = "", http2: Bool = false, _ body: (Harness) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("webpush")
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let standIn = try await WebPushStandIn.start(authority: authority)
+        let standIn = try await WebPushStandIn.start(authority: authority, http2: http2)
         _ = try VAPIDKeyFile.generate(path: directory.file("vapid.pem"))
         let file = try directory.write("webpush-test.yaml", """
             pipeline: webpush-test
@@ -77,6 +77,31 @@ import Testing
             #expect(message.headers["ttl"] == "86400")
             #expect(message.headers["urgency"] == "normal")
             #expect(message.headers["topic"] == nil)
+        }
+    }
+
+    /// Push services offer HTTP/2: every message to one service, however many subscriptions,
+    /// goes over one connection, opened once and kept.
+    @Test func oneConnectionPerPushServiceOverHTTP2WhereOffered() async throws {
+        try await withHarness(http2: true) { harness in
+            try await harness.register("ann", harness.standIn.subscribe("first"))
+            #expect(try await harness.process(["title": "t", "text": "x", "n": 0]).status == .delivered)
+            for index in 0..<20 { try await harness.register("bob", harness.standIn.subscribe("b\(index)")) }
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1], user: "bob")
+            #expect(report.deliveries.count == 20 && report.deliveries.allSatisfy { $0.outcome == "delivered" })
+            #expect(harness.standIn.messages.count == 21 && harness.standIn.messages.allSatisfy { $0.rejection == nil })
+            #expect(Set(harness.standIn.messages.map(\.httpVersion)) == ["HTTP/2.0"])
+            #expect(harness.standIn.connections == 1)
+        }
+    }
+
+    /// A service that speaks only HTTP/1.1 gets it, on kept-alive connections.
+    @Test func http1OnlyServicesKeepTheirConnections() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            for n in 0..<3 { #expect(try await harness.process(["title": "t", "text": "x", "n": .int(Int64(n))]).status == .delivered) }
+            #expect(Set(harness.standIn.messages.map(\.httpVersion)) == ["HTTP/1.1"])
+            #expect(harness.standIn.connections == 1)
         }
     }
 
