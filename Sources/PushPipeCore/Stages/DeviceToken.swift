@@ -30,6 +30,16 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 }
 
 public enum TokenMask {
+    /// A request's URL as logs and taps may show it: an APNs token in the path masked, and a
+    /// Web Push endpoint (the subscription's address, its last component the browser's id) cut
+    /// to the start of that id.
+    public static func maskURL(_ url: String, token: String) -> String {
+        if !token.isEmpty, url.contains(token) { return url.replacingOccurrences(of: token, with: mask(token)) }
+        guard token.utf8.first == UInt8(ascii: "{"), let endpoint = try? JSON.parse(token)["endpoint"]?.stringValue, endpoint == url,
+              let slash = url.lastIndex(of: "/") else { return url }
+        return url[...slash] + mask(String(url[url.index(after: slash)...]))
+    }
+
     /// Walks only the kept characters: `count` walked all 64 of an APNs token, twice per delivery.
     public static func mask(_ token: String, keep: Int = 8) -> String {
         // A Web Push subscription (its JSON): the push service and the start of its id say

@@ -67,12 +67,13 @@ public struct OutgoingRequest: Sendable {
         return ["method": .string(method), "url": .string(url), "headers": .object(headerObject), "body": body]
     }
 
-    /// What a tap shows: the device token masked wherever it appears (the URL of APNs, the body
-    /// of FCM, the `apns-channel-id` header of a broadcast) and the authorization header masked.
+    /// What a tap shows: the device token masked wherever it appears (the URL of APNs or Web
+    /// Push, the body of FCM, the `apns-channel-id` header of a broadcast) and the authorization
+    /// header masked.
     public var maskedJSON: JSON {
         var headerObject: [String: JSON] = [:]
         for header in headers { headerObject[header.name.lowercased()] = .string(maskedValue(of: header)) }
-        return ["method": .string(method), "url": .string(url.replacingOccurrences(of: token.value, with: token.masked)),
+        return ["method": .string(method), "url": .string(TokenMask.maskURL(url, token: token.value)),
                 "headers": .object(headerObject), "body": Self.masking(token.value, as: token.masked, in: body)]
     }
 
@@ -87,7 +88,7 @@ public struct OutgoingRequest: Sendable {
 
     /// A printable form: the authorization header and the device token are masked.
     public var printable: String {
-        var lines = ["\(method) \(url.replacingOccurrences(of: token.value, with: token.masked))"]
+        var lines = ["\(method) \(TokenMask.maskURL(url, token: token.value))"]
         for header in headers { lines.append("\(header.name): \(maskedValue(of: header))") }
         lines.append("")
         lines.append(body.prettyText)
