@@ -78,6 +78,15 @@ import Testing
                 await #expect { _ = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "dry"]), dryRun) }
                     throws: { ($0 as? RouteError)?.status == 409 }
                 #expect(standIn.requests.count == sent && standIn.channels.isEmpty)
+
+                // Two requests for a new group at once make one channel; the second gets it too.
+                let post = RouteRequest(method: "POST", path: "/api/channels", body: ["group": "pair"])
+                async let first = routes[0].handler(post, context)
+                async let second = routes[0].handler(post, context)
+                let answers = try await [first, second]
+                #expect(answers.map(\.status).sorted() == [200, 201])
+                #expect(Set(answers.compactMap { $0.body["channel_id"]?.stringValue }) == standIn.channels)
+                #expect(standIn.channels.count == 1)
             }
         }, cleanup: {
             try? await store.close()

@@ -20,21 +20,25 @@ extension APNsChannelsSource {
             throw RouteError.badRequest("missing or invalid field '\(configuration.groupField)'", field: configuration.groupField)
         }
         let owner = configuration.owner(of: group)
-        // One channel per group: a backend that asks again (a retry, a restart) gets the same one,
-        // and APNs' 10,000 channels per app are not spent on duplicates.
-        if let existing = try await context.registrations.tokens(pipeline: context.pipeline, user: owner, kind: configuration.tokenKind).first {
-            return RouteResponse(["status": "exists", "group": .string(group), "channel_id": .string(existing.value)])
+        // One channel per group: a backend that asks again (a retry, a restart, two at once)
+        // gets the same one, and APNs' 10,000 channels per app are not spent on duplicates.
+        let (channel, created) = try await holder.once(owner) {
+            if let existing = try await context.registrations.tokens(pipeline: context.pipeline, user: owner, kind: configuration.tokenKind).first {
+                return (existing.value, false)
+            }
+            guard context.mode == .live else { throw RouteError(409, "a dry run creates no channel on APNs", field: nil) }
+            let channel: String
+            do {
+                channel = try await holder.manager().create(storesLatest: configuration.storeLatest)
+            } catch let failure as APNsChannelManager.Failure {
+                throw RouteError(502, "APNs refused to create a channel: \(failure.reason)", field: nil)
+            }
+            try await context.registrations.register(DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
+                                                     pipeline: context.pipeline, environment: nil, replace: false)
+            return (channel, true)
         }
-        guard context.mode == .live else { throw RouteError(409, "a dry run creates no channel on APNs", field: nil) }
-        let channel: String
-        do {
-            channel = try await holder.manager().create(storesLatest: configuration.storeLatest)
-        } catch let failure as APNsChannelManager.Failure {
-            throw RouteError(502, "APNs refused to create a channel: \(failure.reason)", field: nil)
-        }
-        try await context.registrations.register(DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
-                                                 pipeline: context.pipeline, environment: nil, replace: false)
-        return RouteResponse(status: 201, ["status": "created", "group": .string(group), "channel_id": .string(channel)])
+        return RouteResponse(status: created ? 201 : 200,
+                             ["status": created ? "created" : "exists", "group": .string(group), "channel_id": .string(channel)])
     }
 
     static func read(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration) async throws -> RouteResponse {

@@ -6,6 +6,7 @@ import Synchronization
 final class ChannelManagerHolder: Sendable {
     private let configuration: APNsChannelsSource.Configuration
     private let task = Mutex<Task<APNsChannelManager, any Error>?>(nil)
+    private let creating = Mutex<[String: Task<(channel: String, created: Bool), any Error>]>([:])
 
     init(_ configuration: APNsChannelsSource.Configuration) {
         self.configuration = configuration
@@ -30,6 +31,22 @@ final class ChannelManagerHolder: Sendable {
             task.withLock { if $0 == current { $0 = nil } }
             throw RouteError(503, "APNs credentials: \(error)", field: nil)
         }
+    }
+
+    /// Runs `work` for `owner` once at a time in this daemon: a second request for the same group
+    /// while the first creates its channel waits for that channel instead of making another.
+    func once(_ owner: String, _ work: @escaping @Sendable () async throws -> (channel: String, created: Bool)) async throws
+        -> (channel: String, created: Bool)
+    {
+        let (running, mine) = creating.withLock { running -> (Task<(channel: String, created: Bool), any Error>, Bool) in
+            if let existing = running[owner] { return (existing, false) }
+            let started = Task { try await work() }
+            running[owner] = started
+            return (started, true)
+        }
+        defer { if mine { creating.withLock { $0[owner] = nil } } }
+        let result = try await running.value
+        return mine ? result : (result.channel, false)
     }
 
     func shutdown() async {
