@@ -66,18 +66,21 @@ import Testing
     }
 
     /// A background pass never copies the frames appended while it ran, and the WAL only
-    /// restarts once all are copied: the writer catches up on the few left behind.
+    /// restarts once all are copied: the writer catches up on the few left behind, so the WAL
+    /// never holds more than what a checkpoint found in it and a commit or two.
+    ///
+    /// How much that is depends on how long a pass takes, which a loaded machine stretches (a
+    /// fixed size limit failed under the full suite on 2 cores): the bound is the passes' own.
     @Test func theWALRestartsUnderSustainedWrites() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file("state.sqlite")
         let threshold: Int32 = 256
         let store = try SQLiteStore(path: path, checkpointThreshold: threshold)
-        let kinds = Mutex<[StoreCheckpoint.Kind]>([])
-        store.observeCheckpoints { result in kinds.withLock { $0.append(result.kind) } }
-        // 2,000 commits of a 2 KB entry: 40 MB of frames through the WAL, which without
-        // checkpoints or the writer's catch-up would hold all of them. With both it stays
-        // near the threshold (1 MB) plus what is written during one background pass.
+        let checkpoints = Mutex<[StoreCheckpoint]>([])
+        store.observeCheckpoints { result in checkpoints.withLock { $0.append(result) } }
+        // 2,000 commits of a 2 KB entry: at least 8 MB of frames through the WAL, which
+        // without checkpoints or the writer's catch-up would hold all of them.
         var largestWAL = 0
         for number in 0..<2_000 {
             try await store.appendHistory(Self.entry(number))
@@ -85,10 +88,17 @@ import Testing
             largestWAL = max(largestWAL, size)
         }
         try await store.close()
-        let seen = kinds.withLock { $0 }
-        #expect(seen.contains(.background))
-        #expect(seen.contains(.catchUp))
-        #expect(largestWAL < 4 * Int(threshold) * 4096, "WAL reached \(largestWAL) bytes")
+        let seen = checkpoints.withLock { $0 }
+        #expect(seen.contains { $0.kind == .background })
+        #expect(seen.contains { $0.kind == .catchUp })
+        // A frame is a page and its 24-byte header; the file has a 32-byte header.
+        let mostFound = max(Int(threshold), seen.map(\.walFrames).max() ?? 0)
+        let frameBytes = 4096 + 24
+        #expect(largestWAL <= 32 + (mostFound + 16) * frameBytes,
+                "WAL reached \(largestWAL) bytes; checkpoints found at most \(mostFound) frames")
+        // A catch-up copies every frame (nothing appends meanwhile, nobody reads): the next
+        // commit starts the WAL over.
+        #expect(seen.filter { $0.kind == .catchUp }.allSatisfy { $0.checkpointedFrames == $0.walFrames })
         let reopened = try SQLiteStore(path: path)
         #expect(try await reopened.history(pipeline: "p", user: "u", limit: 100_000, before: nil).count == 2_000)
         try await reopened.close()
