@@ -169,8 +169,9 @@ extension SQLiteStoreTests {
             QueuedEvent(pipeline: "p", source: source, instance: instance, eventID: id, user: "u-\(id)", time: 1_700_000_000.5, body: ["id": .string(id)])
         }
         try await store.enqueue(queued("e1", instance: "earlier"))
+        // In flight here for the whole test, however slowly a loaded machine runs it.
         var own = queued("own", instance: QueuedEvent.thisProcess)
-        own.lease = 15
+        own.lease = 600
         try await store.enqueue(own)
         try await store.enqueue(queued("e2", instance: "earlier"))
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
