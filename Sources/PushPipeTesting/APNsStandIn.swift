@@ -115,10 +115,12 @@ public final class APNsStandIn: Sendable {
 
     /// A new broadcast channel's id (base64, as APNs makes them).
     public func createChannel() -> String {
-        let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let id = Self.newChannelID()
         state.update { _ = $0.channels.insert(id) }
         return id
     }
+
+    static func newChannelID() -> String { Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }
 
     /// Deletes a channel: broadcasts to it answer 400 ChannelNotRegistered.
     public func deleteChannel(_ id: String) { state.update { _ = $0.channels.remove(id) } }
@@ -174,7 +176,7 @@ public final class APNsStandIn: Sendable {
                               tokenIssuedAt: issuedAt, authorization: fields["authorization"] ?? "", rejection: rejection)
         let answer = state.update { state -> Answer in
             state.requests.append(request)
-            if rejection == nil, path.hasPrefix("/1/apps/") { return Self.manageChannels(request, &state) }
+            if rejection == nil, management { return Self.manageChannels(request, &state) }
             state.unanswered += 1
             state.mostUnanswered = max(state.mostUnanswered, state.unanswered)
             if let rejection {
@@ -225,7 +227,7 @@ public final class APNsStandIn: Sendable {
         case "POST":
             guard request.body?["push-type"] == "LiveActivity" else { return refuse("InvalidPushType") }
             guard let policy = request.body?["message-storage-policy"]?.intValue, [0, 1].contains(policy) else { return refuse("BadRequestPayload") }
-            let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            let id = newChannelID()
             state.channels.insert(id)
             state.channelPolicies[id] = Int(policy)
             return .respond(status: 201, headers: echo.merging(["apns-channel-id": id]) { $1 }, body: nil)

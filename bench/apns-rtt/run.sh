@@ -16,10 +16,8 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 COUNT=${COUNT:-200000}
 PORT=${PORT:-8453}
 
-if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
 source bench/lib/build.sh
-if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
-bench=${BENCH:-.build/release/pushpipe-bench}
+prepare_bench
 
 RUN=$(mktemp -d /tmp/pushpipe-apns-rtt.XXXXXX)
 source bench/lib/nginx-apns.sh

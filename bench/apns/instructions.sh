@@ -10,10 +10,8 @@ cd "$(dirname "$0")/../.."
 SMALL=${SMALL:-2000}
 LARGE=${LARGE:-10000}
 PORT=${PORT:-8444}
-if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
 source bench/lib/build.sh
-if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
-bench=${BENCH:-.build/release/pushpipe-bench}
+prepare_bench
 
 RUN=$(mktemp -d /tmp/pushpipe-instructions.XXXXXX)
 source bench/lib/nginx-apns.sh

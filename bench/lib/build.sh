@@ -16,3 +16,12 @@ build_release() {
     swift build -c release --product "$product" "${traits[@]}" >/dev/null
   done
 }
+
+# What a measured run needs: h2load (every measurement is bracketed by it) and the driver,
+# $BENCH when given, else built here. Sets `bench`.
+#   source bench/lib/build.sh; prepare_bench
+prepare_bench() {
+  if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
+  if [ -z "${BENCH:-}" ]; then build_release pushpipe-bench; fi
+  bench=${BENCH:-.build/release/pushpipe-bench}
+}

@@ -16,8 +16,7 @@ extension RouteAction {
             let users = UserSelector(configuration)
             let field = configuration["token_field"]?.stringValue ?? "token"
             var properties = users.bodyProperty()
-            let formatName = configuration["token_format"]?.stringValue ?? "hex"
-            properties[field] = formatName == "webpush" ? WebPushSubscriptionFormat.schema : (TokenFormat(rawValue: formatName) ?? .hex).schema
+            properties[field] = (TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex).schema
             var required = Array(properties.keys)
             if let scope = configuration["scope_field"]?.stringValue {
                 properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
@@ -34,10 +33,8 @@ extension RouteAction {
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
         let kind = configuration["token_kind"]?.stringValue ?? ""
         let field = configuration["token_field"]?.stringValue ?? ""
-        let formatName = configuration["token_format"]?.stringValue ?? "hex"
-        let format = TokenFormat(rawValue: formatName) ?? .hex
-        let webPush = formatName == "webpush"
-        let replace = webPush || configuration["replace"]?.boolValue ?? false
+        let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
+        let replace = format.carriesScope || configuration["replace"]?.boolValue ?? false
         let scopeField = configuration["scope_field"]?.stringValue
         let environment = configuration["environment"]?.stringValue
         let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
@@ -46,20 +43,14 @@ extension RouteAction {
         }
         return { request, context in
             let user = try users.user(in: request)
-            var scope = ""
-            let token: String
-            if webPush {
-                (token, scope) = try WebPushSubscriptionFormat.normalize(request.body?[field], field: field)
-            } else {
-                token = try format.normalize(request.body?[field], field: field)
-            }
-            if let scopeField, !webPush {
+            var (token, scope) = try format.registration(request.body?[field], field: field)
+            if scope == nil, let scopeField {
                 guard let value = request.body?[scopeField]?.stringValue, !value.isEmpty, value.count <= 256 else {
                     throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
                 }
                 scope = value
             }
-            let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope)
+            let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope ?? "")
             for validator in context.tokenValidators {
                 do {
                     try validator.validate(registered)

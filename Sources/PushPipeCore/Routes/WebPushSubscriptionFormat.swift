@@ -21,7 +21,7 @@ enum WebPushSubscriptionFormat {
     ]
 
     /// The stored value and the endpoint (the scope), or a 400 naming the field.
-    static func normalize(_ value: JSON?, field: String) throws -> (token: String, endpoint: String) {
+    static func normalize(_ value: JSON?, field: String) throws -> (token: String, scope: String?) {
         guard let value, value != .null else { throw RouteError.badRequest("missing field '\(field)'", field: field) }
         guard value.objectValue != nil else {
             throw RouteError.unprocessable("'\(field)' must be a PushSubscription object, found \(value.typeName)", field: field)

@@ -35,8 +35,7 @@ public enum TokenMask {
     /// to the start of that id.
     public static func maskURL(_ url: String, token: String) -> String {
         if !token.isEmpty, url.contains(token) { return url.replacingOccurrences(of: token, with: mask(token)) }
-        guard token.utf8.first == UInt8(ascii: "{"), let endpoint = try? JSON.parse(token)["endpoint"]?.stringValue, endpoint == url,
-              let slash = url.lastIndex(of: "/") else { return url }
+        guard webPushEndpoint(of: token) == url, let slash = url.lastIndex(of: "/") else { return url }
         return url[...slash] + mask(String(url[url.index(after: slash)...]))
     }
 
@@ -44,8 +43,7 @@ public enum TokenMask {
     public static func mask(_ token: String, keep: Int = 8) -> String {
         // A Web Push subscription (its JSON): the push service and the start of its id say
         // which browser it is; its first characters would all be `{"endpoint`.
-        if token.utf8.first == UInt8(ascii: "{"), let endpoint = try? JSON.parse(token)["endpoint"]?.stringValue,
-           let url = URL(string: endpoint), let host = url.host {
+        if let endpoint = webPushEndpoint(of: token), let url = URL(string: endpoint), let host = url.host {
             return host + "/" + mask(url.lastPathComponent, keep: keep)
         }
         // Tokens are ASCII: then the kept characters are the first bytes (one character each,
@@ -60,5 +58,11 @@ public enum TokenMask {
             return String(repeating: "•", count: token.count)
         }
         return token[..<end] + "…"
+    }
+
+    /// The endpoint of a Web Push subscription (stored as its JSON); nil for any other token.
+    private static func webPushEndpoint(of token: String) -> String? {
+        guard token.utf8.first == UInt8(ascii: "{") else { return nil }
+        return try? JSON.parse(token)["endpoint"]?.stringValue
     }
 }

@@ -32,9 +32,7 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "With --otlp-endpoint: the share of events traced (OpenTelemetry's traceidratio sampler).") var traceRatio = 1.0
 
     func validate() throws {
-        guard let host = URL(string: baseURL)?.host, ["127.0.0.1", "localhost", "::1"].contains(host) else {
-            throw ValidationError("benchmarks only target this machine (127.0.0.1 / localhost)")
-        }
+        try LocalTarget.check(baseURL)
         if let otlpEndpoint, !(otlpEndpoint.hasPrefix("http://127.0.0.1:") || otlpEndpoint.hasPrefix("http://localhost:")) {
             throw ValidationError("--otlp-endpoint: benchmarks only export to this machine (http://127.0.0.1:PORT)")
         }

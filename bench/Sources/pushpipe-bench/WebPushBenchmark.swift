@@ -22,9 +22,7 @@ struct WebPushBenchmark: AsyncParsableCommand {
     @Option(help: "Events in flight (delivery.concurrency).") var concurrency = 256
 
     func validate() throws {
-        guard let host = URL(string: baseURL)?.host, ["127.0.0.1", "localhost"].contains(host) else {
-            throw ValidationError("benchmarks only target this machine (127.0.0.1 / localhost)")
-        }
+        try LocalTarget.check(baseURL)
     }
 
     func run() async throws {

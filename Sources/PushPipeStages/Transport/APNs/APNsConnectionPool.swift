@@ -74,7 +74,7 @@ final class APNsConnectionPool: Sendable {
 
     private enum Choice {
         case use(APNsConnection)
-        case wait(EventLoopFuture<APNsConnection>, slot: Int)
+        case wait(EventLoopFuture<APNsConnection>)
     }
 
     /// A connection with places for `requests` reserved on it: `APNsConnection.send` gives them
@@ -86,16 +86,13 @@ final class APNsConnectionPool: Sendable {
             switch slots.withLock({ choose(&$0, reserving: requests, mayGrow: mayGrow) }) {
             case .use(let connection):
                 return connection
-            case .wait(let future, let index):
+            case .wait(let future):
+                // `startConnecting` records the outcome in the slot before this caller resumes.
                 do {
-                    let connection = try await future.get()
-                    slots.withLock { slots in
-                        if case .connecting(let pending, _) = slots[index], pending === future { slots[index] = .ready(connection) }
-                    }
+                    _ = try await future.get()
                 } catch {
                     let othersOpen = slots.withLock { slots in
-                        if case .connecting(let pending, _) = slots[index], pending === future { slots[index] = .empty }
-                        return slots.contains { if case .ready(let connection) = $0 { connection.isUsable } else { false } }
+                        slots.contains { if case .ready(let connection) = $0 { connection.isUsable } else { false } }
                     }
                     // A connection the load asked for failed: the open ones carry on; no second try now.
                     guard othersOpen else { throw error }
@@ -114,8 +111,8 @@ final class APNsConnectionPool: Sendable {
         var leastLoaded: APNsConnection?
         var firstFreeExtra: APNsConnection?
         var freeExtraSlot: Int?
-        var extraConnecting: (future: EventLoopFuture<APNsConnection>, slot: Int)?
-        var firstConnecting: (future: EventLoopFuture<APNsConnection>, slot: Int)?
+        var extraConnecting: EventLoopFuture<APNsConnection>?
+        var firstConnecting: EventLoopFuture<APNsConnection>?
         for index in slots.indices {
             switch slots[index] {
             case .ready(let connection) where connection.isUsable:
@@ -127,13 +124,13 @@ final class APNsConnectionPool: Sendable {
                     firstFreeExtra = connection
                 }
             case .connecting(let future, _):
-                if firstConnecting == nil { firstConnecting = (future, index) }
-                if index >= keptConnections, extraConnecting == nil { extraConnecting = (future, index) }
+                if firstConnecting == nil { firstConnecting = future }
+                if index >= keptConnections, extraConnecting == nil { extraConnecting = future }
             case .ready, .empty:
                 if index < keptConnections {
                     // Kept connections are always open or opening.
                     let future = startConnecting(in: &slots, at: index)
-                    if firstConnecting == nil { firstConnecting = (future, index) }
+                    if firstConnecting == nil { firstConnecting = future }
                 } else if freeExtraSlot == nil {
                     freeExtraSlot = index
                 }
@@ -146,14 +143,14 @@ final class APNsConnectionPool: Sendable {
             chosen = firstFreeExtra
         } else if let leastLoaded {
             // Every open connection has all its streams taken.
-            if mayGrow, let extraConnecting { return .wait(extraConnecting.future, slot: extraConnecting.slot) }
-            if mayGrow, let index = freeExtraSlot { return .wait(startConnecting(in: &slots, at: index), slot: index) }
+            if mayGrow, let extraConnecting { return .wait(extraConnecting) }
+            if mayGrow, let index = freeExtraSlot { return .wait(startConnecting(in: &slots, at: index)) }
             chosen = leastLoaded
         } else if let firstConnecting {
-            return .wait(firstConnecting.future, slot: firstConnecting.slot)
+            return .wait(firstConnecting)
         } else {
             // Kept slots are never left empty above, and there is at least one: not reached.
-            return .wait(startConnecting(in: &slots, at: 0), slot: 0)
+            return .wait(startConnecting(in: &slots, at: 0))
         }
         chosen.gauge.add(requests)
         return .use(chosen)

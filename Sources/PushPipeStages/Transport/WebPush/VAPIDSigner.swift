@@ -23,7 +23,7 @@ final class VAPIDSigner: Sendable {
         self.subject = subject
         self.lifetime = min(lifetime, 24 * 3600)
         self.now = now
-        publicKeyText = key.publicKey.x963Representation.base64URLEncodedString()
+        publicKeyText = VAPIDKeyFile.applicationServerKey(key)
     }
 
     /// The origin of an endpoint (`https://host[:port]`), which the token's `aud` must be.

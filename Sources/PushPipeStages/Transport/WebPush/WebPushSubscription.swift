@@ -1,7 +1,7 @@
 import Foundation
 import PushPipeCore
 
-/// A browser's subscription as the register route stored it (`TokenFormat.webPushSubscription`):
+/// A browser's subscription as the register route stored it (`TokenFormat.webPush`):
 /// `{"endpoint": "https://…", "keys": {"p256dh": …, "auth": …}}`, keys in base64url.
 struct WebPushSubscription: Sendable {
     var endpoint: String
