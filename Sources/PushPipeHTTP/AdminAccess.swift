@@ -30,8 +30,19 @@ public struct AdminAccess: Sendable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? Substring(host.dropFirst().dropLast()) : Substring(host)
+        return isLoopbackName(bare)
+    }
+
+    /// `localhost`, `::1`, or an IPv4 literal in 127/8 read as an address: a name that merely
+    /// starts with `127.` (`127.0.0.1.attacker.example`) is somebody else's domain.
+    static func isLoopbackName(_ host: Substring) -> Bool {
+        if host.lowercased() == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy { $0.isASCII && $0.isNumber } && Int(part)! <= 255
+        }
     }
 
     /// The answer for a request this access does not admit, or nil to serve it.
@@ -69,11 +80,17 @@ public struct AdminAccess: Sendable {
         guard let authority, !authority.isEmpty else { return false }
         var host = Substring(authority)
         if host.hasPrefix("[") {
-            host = host[host.index(after: host.startIndex)..<(host.firstIndex(of: "]") ?? host.endIndex)]
-        } else if let colon = host.lastIndex(of: ":") {
+            // `[::1]` alone or with a port: nothing else may follow the bracket.
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let rest = host[host.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && rest.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }) else { return false }
+            return host[host.index(after: host.startIndex)..<close] == "::1"
+        }
+        if let colon = host.lastIndex(of: ":") {
+            guard host[host.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return false }
             host = host[..<colon]
         }
-        return host.lowercased() == "localhost" || host == "::1" || host.hasPrefix("127.")
+        return isLoopbackName(host)
     }
 }
 

@@ -50,7 +50,7 @@ extension PostgresStore {
 
     public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
         _ = try await connections.rows("""
-            DELETE FROM idempotency_keys WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key)
+            DELETE FROM idempotency_keys WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key) AND status IS NULL
             """)
     }
 

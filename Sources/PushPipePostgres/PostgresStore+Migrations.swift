@@ -145,15 +145,8 @@ extension PostgresStore {
         }
     }
 
-    /// A database migrated by a newer pushpipe: its schema may mean what this version does not
-    /// know (a column it would not fill, a table it would not prune), so this one does not start.
-    public struct NewerDatabaseError: Error, CustomStringConvertible {
-        public var unknownMigrations: [String]
-        public var description: String {
-            "the database was migrated by a newer pushpipe (migrations \(unknownMigrations.joined(separator: ", ")) are unknown to this version): "
-                + "run that version or a later one against it"
-        }
-    }
+    /// The core's `NewerStoreError`, by the name this store's callers know.
+    public typealias NewerDatabaseError = NewerStoreError
 
     /// The migrations applied, in order (for tests and diagnostics).
     public func appliedMigrations() async throws -> [String] {

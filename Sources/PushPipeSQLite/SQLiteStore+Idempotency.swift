@@ -33,7 +33,9 @@ extension SQLiteStore {
 
     public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
         try await database.write { db in
-            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?", arguments: [key.pipeline, key.scope, key.key])
+            // Only an unanswered hold: an answer stored by a commit that reported failure stays.
+            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL",
+                           arguments: [key.pipeline, key.scope, key.key])
         }
     }
 

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import GRDB
 import NIOPosix
 import Synchronization
@@ -23,10 +28,7 @@ public final class SQLiteStore: Store {
     public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold) throws {
         self.path = path
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        try Self.makePrivate(path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -35,6 +37,12 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let database = try DatabasePool(path: path, configuration: configuration)
+        // GRDB ignores migrations it does not know; a newer pushpipe's database is refused instead.
+        let unknown = try database.read { db in try Self.migrator.appliedIdentifiers(db).subtracting(Self.migrator.migrations) }
+        guard unknown.isEmpty else {
+            try database.close()
+            throw NewerStoreError(unknownMigrations: unknown.sorted())
+        }
         try Self.migrator.migrate(database)
         // Checkpoints run on a connection of their own, beside the writer (`SQLiteCheckpointer`).
         let checkpointer = try SQLiteCheckpointer(path: path, configuration: configuration, threshold: checkpointThreshold)
@@ -384,12 +392,33 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// The state holds device tokens, Web Push keys and event bodies: a folder it creates is
+    /// 0700, and the database is created 0600 before SQLite opens it (SQLite gives its `-wal`
+    /// and `-shm` files the database's mode); files left readable by an earlier version are
+    /// tightened. An existing folder is the operator's and is left as it is.
+    static func makePrivate(_ path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        #if canImport(Glibc)
+        if descriptor >= 0 { _ = Glibc.close(descriptor) }
+        #else
+        if descriptor >= 0 { _ = Darwin.close(descriptor) }
+        #endif
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            _ = chmod(file, 0o600)
+        }
+    }
+
     /// A consistent copy of the database file at `source`, read through a read-only connection:
     /// dry runs work on the copy, and the original is not even opened for writing.
     public static func snapshot(of source: String, to path: String) throws {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: source, configuration: configuration)
+        try makePrivate(path)
         try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
         try queue.close()
     }

@@ -110,7 +110,7 @@ public final class DaemonProcess: Sendable {
     /// The port from the daemon's `listening on http://host:port` line.
     public func port() async throws -> Int {
         let line = try await waitForLine(containing: "listening on http://")
-        guard let range = line.range(of: #"listening on http://[^:]+:(\d+)"#, options: .regularExpression),
+        guard let range = line.range(of: #"listening on http://(\[[^\]]*\]|[^:]+):(\d+)"#, options: .regularExpression),
               let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
         return port
     }
@@ -118,7 +118,7 @@ public final class DaemonProcess: Sendable {
     /// The port of the admin listener, from the daemon's `admin on http://host:port` line.
     public func adminPort() async throws -> Int {
         let line = try await waitForLine(containing: "admin on http://")
-        guard let range = line.range(of: #"admin on http://[^:]+:(\d+)"#, options: .regularExpression),
+        guard let range = line.range(of: #"admin on http://(\[[^\]]*\]|[^:]+):(\d+)"#, options: .regularExpression),
               let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
         return port
     }

@@ -77,6 +77,9 @@ public final class Daemon: Sendable {
         await loader.load(pipelineFiles: ConfigLoader.pipelineFiles(in: options.pipelinePaths), pluginsDirectory: options.pluginsDirectory)
     }
 
+    /// An IPv6 address in a URL goes in brackets (`http://[::1]:9090`).
+    static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+
     public func run() async throws {
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
@@ -92,7 +95,7 @@ public final class Daemon: Sendable {
         let options = self.options
         let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen HOST:PORT",
                                           service: host.application(host: options.host, port: options.port) { port in
-            logger.notice("listening on http://\(options.host):\(port)", metadata: [
+            logger.notice("listening on http://\(Self.urlHost(options.host)):\(port)", metadata: [
                 "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
                 "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
                 "allocator": .string(ProcessAllocator.name),
@@ -106,7 +109,7 @@ public final class Daemon: Sendable {
             adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
                                                                 option: "--admin-listen HOST:PORT (or --admin-listen off)",
                                                                 service: adminHost.application(host: admin.host, port: admin.port) { port in
-                logger.notice("admin on http://\(admin.host):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
+                logger.notice("admin on http://\(Self.urlHost(admin.host)):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
             })))
         }
         // The store is no service of the group: it is closed after the group ended, once the

@@ -83,6 +83,9 @@ struct RunCommand: AsyncParsableCommand {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
             throw ValidationError("\(option) must be HOST:PORT, e.g. \(example)")
         }
-        return (String(text[..<colon]), port)
+        let host = text[..<colon]
+        // `[::1]:9090`: the brackets only separate an IPv6 address from its port; the resolver wants it bare.
+        if host.hasPrefix("["), host.hasSuffix("]") { return (String(host.dropFirst().dropLast()), port) }
+        return (String(host), port)
     }
 }

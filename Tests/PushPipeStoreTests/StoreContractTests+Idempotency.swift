@@ -16,8 +16,15 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]))
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .usedForAnotherRequest)
 
+        // Issue 45: a request whose commit failed ambiguously releases its key, but the answer
+        // was stored after all: it stays, or a retry would make a second event.
         try await store.releaseIdempotencyKey(key)
-        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed, "free again after a failure")
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]),
+                "an answered key is never released")
+        let failed = IdempotencyKey(pipeline: "i", scope: "POST /events token:ab12", key: "failed")
+        #expect(try await store.claimIdempotencyKey(failed, fingerprint: "f1", hold: 60, ttl: 3600) == .claimed)
+        try await store.releaseIdempotencyKey(failed)
+        #expect(try await store.claimIdempotencyKey(failed, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed, "free again after a failure")
 
         // Its holder died before storing anything: the next request takes it, even with another body.
         let abandoned = IdempotencyKey(pipeline: "i", scope: "s", key: "abandoned")

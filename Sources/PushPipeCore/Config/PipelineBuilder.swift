@@ -62,7 +62,10 @@ struct PipelineBuilder {
         if retention.interval < 1 { report(.invalidValue, at: "retention.interval", "pruning more often than every second", expected: "1s or more") }
         let idempotency = (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
             ?? .defaults
-        if idempotency.ttl < 1 { report(.invalidValue, at: "idempotency.ttl", "a key kept less than a second protects no retry", expected: "1s or more") }
+        if idempotency.ttl < IdempotencyPolicy.hold {
+            report(.invalidValue, at: "idempotency.ttl", "a key kept less than the \(Int(IdempotencyPolicy.hold)) s a request holds it would free the keys of requests still being stored",
+                   expected: "\(Int(IdempotencyPolicy.hold))s or more")
+        }
         var webhooks: [WebhookTarget] = []
         for (index, webhookJSON) in (json["webhooks"]?.arrayValue ?? []).enumerated() {
             guard let webhook = try? WebhookTarget.schema.decode(WebhookTarget.self, from: webhookJSON) else { continue }

@@ -5,10 +5,16 @@ public struct IdempotencyPolicy: Sendable, Decodable, Equatable {
 
     public static let schema = Schema([
         SchemaKey("ttl", .duration, default: 86_400,
-                  "How long a key and its answer are kept (default 24h): a request repeated with the key within it gets the first answer again."),
+                  "How long a key and its answer are kept (default 24h, at least 60s): a request repeated with the key within it gets the first answer again."),
     ])
 
     public static let defaults = IdempotencyPolicy(ttl: 86_400)
+
+    /// How long a request may take to store its event before the key is free again (its daemon
+    /// died). Longer than a store waits for a statement's answer (PostgreSQL: statement_timeout
+    /// + 5 s, 35 s by default), so a slow store does not free a key its request still holds; a
+    /// `ttl` shorter than this would delete live holds, and is refused.
+    public static let hold: Double = 60
 
     public init(ttl: Double) { self.ttl = ttl }
 

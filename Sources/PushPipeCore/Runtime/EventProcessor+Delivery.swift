@@ -71,7 +71,7 @@ extension EventProcessor {
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
             await gate.admit(requests.count)
             let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
-            let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext)
+            let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext).map(\.sanitized)
             pauseIfAsked(outcomes)
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
@@ -125,7 +125,7 @@ extension EventProcessor {
             do { try await Task.sleep(for: .seconds(delay)) } catch { break }
             await gate.admit(1)
             let span = attemptSpan(event, notification, attempt: attempt.count + 1)
-            attempt.outcome = await definition.transport.stage.send(request, context: transportContext)
+            attempt.outcome = await definition.transport.stage.send(request, context: transportContext).sanitized
             pauseIfAsked([attempt.outcome])
             attempt.count += 1
             Self.end(span, attempt.outcome)

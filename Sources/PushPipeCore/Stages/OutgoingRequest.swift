@@ -80,18 +80,20 @@ public struct OutgoingRequest: Sendable {
     static func masking(_ secret: String, as masked: String, in value: JSON) -> JSON {
         switch value {
         case .string(let text) where text == secret: .string(masked)
+        case .string(let text) where !secret.isEmpty && text.contains(secret): .string(text.replacingOccurrences(of: secret, with: masked))
         case .array(let elements): .array(elements.map { masking(secret, as: masked, in: $0) })
         case .object(let members): .object(members.mapValues { masking(secret, as: masked, in: $0) })
         default: value
         }
     }
 
-    /// A printable form: the authorization header and the device token are masked.
+    /// A printable form: the authorization header and the device token are masked, in the
+    /// body too (FCM carries the token there), as in `maskedJSON`.
     public var printable: String {
         var lines = ["\(method) \(TokenMask.maskURL(url, token: token.value))"]
         for header in headers { lines.append("\(header.name): \(maskedValue(of: header))") }
         lines.append("")
-        lines.append(body.prettyText)
+        lines.append(Self.masking(token.value, as: token.masked, in: body).prettyText)
         return lines.joined(separator: "\n")
     }
 

@@ -11,7 +11,8 @@ public protocol IdempotencyStore: Sendable {
     /// Keeps the answer to give again (for a request whose event is not queued: one answered
     /// after its delivery). A queued event's answer is kept with it (`QueuedEvent.answer`).
     func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws
-    /// Frees a key whose request failed, so the next request with it is taken as new.
+    /// Frees a key whose request failed, so the next request with it is taken as new; a key
+    /// already answered (its commit reported a failure but happened) is kept.
     func releaseIdempotencyKey(_ key: IdempotencyKey) async throws
 }
 

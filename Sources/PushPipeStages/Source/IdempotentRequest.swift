@@ -7,10 +7,7 @@ import PushPipeCore
 /// again and makes no second event; with another body it is refused (422); while the first
 /// request is being stored, the second waits its turn (409).
 enum IdempotentRequest {
-    /// How long a request may take to store its event before the key is free again (its daemon
-    /// died). Longer than a store waits for a statement's answer (PostgreSQL: statement_timeout
-    /// + 5 s, 35 s by default), so a slow store does not free a key its request still holds.
-    static let hold: Double = 60
+    static let hold = IdempotencyPolicy.hold
 
     /// The request's key, scoped to its route and credential; nil without the header.
     static func key(of request: RouteRequest, pipeline: String, route: String) throws -> IdempotencyKey? {

@@ -116,6 +116,21 @@ import Testing
         }
     }
 
+    /// Issue 45: a number from the event that no header can hold (1e300, "inf", NaN) fails
+    /// that event with a reason; it trapped in the transport and crashed the daemon at every
+    /// restart, the event still queued.
+    @Test(arguments: [JSON.double(1e300), .string("inf"), .string("nan"), .int(-5), .double(2_592_001)])
+    func aTTLNoHeaderCanHoldFailsTheEventNotTheDaemon(_ ttl: JSON) async throws {
+        try await withHarness(renderer: "  ttl: \"{{ttl}}\"") { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1, "ttl": ttl])
+            #expect(report.status != .delivered)
+            #expect(report.deliveries.first?.reason?.contains("ttl") == true, "\(report.deliveries)")
+            #expect(harness.standIn.messages.isEmpty)
+            #expect(try await harness.process(["title": "t", "text": "x", "n": 2, "ttl": 60]).status == .delivered, "the next event goes")
+        }
+    }
+
     @Test func aGoneSubscriptionIsPruned() async throws {
         try await withHarness { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))

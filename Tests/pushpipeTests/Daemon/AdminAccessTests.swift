@@ -58,8 +58,32 @@ import Testing
             let admin = HTTPTestClient(port: try await daemon.adminPort())
             let rebound = try await admin.request("GET", "/metrics", headers: ["host": "attacker.example:9090"])
             #expect(rebound.status == 403 && rebound.body?["field"] == "host", "\(rebound.status) \(rebound.text)")
+            // Issue 45: names that only start like a loopback address are somebody's domain.
+            for host in ["127.0.0.1.attacker.example", "127.0.0.1.attacker.example:9090", "127.evil.example:9090", "[::1].attacker.example",
+                         "[::1]x:9090", "127.0.0.256:9090", "127.0.0.1:90ab", "localhost.attacker.example"] {
+                let refused = try await admin.request("GET", "/metrics", headers: ["host": host])
+                #expect(refused.status == 403, "Host \(host): \(refused.status)")
+            }
+            for host in ["127.0.0.1:9090", "127.1.2.3", "[::1]:9090", "[::1]", "LOCALHOST"] {
+                #expect(try await admin.request("GET", "/metrics", headers: ["host": host]).status == 200, "Host \(host)")
+            }
             #expect(try await admin.request("GET", "/metrics", headers: ["host": "localhost:9090"]).status == 200)
             #expect(try await admin.request("GET", "/metrics").status == 200, "no token on loopback: open, as before")
+        }
+    }
+
+    /// Issue 45: `[::1]:PORT` is loopback as written in a URL, not a host name to resolve.
+    @Test func theAdminListenerTakesABracketedIPv6Loopback() async throws {
+        let directory = try TemporaryDirectory("admin-ipv6")
+        defer { directory.remove() }
+        try directory.write("pipelines/guarded.yaml", Self.pipeline)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "[::1]:0", "--store", "sqlite:state.sqlite", "--plugins", "none"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let line = try await daemon.waitForLine(containing: "admin on http://")
+            #expect(line.contains("http://[::1]:"), "\(line)")
+            _ = try await daemon.adminPort()
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0, "\(daemon.standardError.joined(separator: "\n"))")
         }
     }
 

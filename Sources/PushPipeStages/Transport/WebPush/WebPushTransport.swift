@@ -29,6 +29,9 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         ])
     }
 
+    /// 30 days: the most a push service is asked to keep a message.
+    static let longestTTL: Double = 2_592_000
+
     let configuration: Configuration
     /// The process's client for these CAs: connections are kept per push service (FCM's,
     /// Mozilla's, Apple's...), over HTTP/2 where the service offers it.
@@ -40,7 +43,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         guard configuration.subject.hasPrefix("mailto:") || configuration.subject.hasPrefix("https:") else {
             throw ConfigurationValueError(keyPath: "subject", "'\(configuration.subject)' is not a contact", expected: "mailto:ops@example.com or https://example.com")
         }
-        guard (0...2_592_000).contains(configuration.ttl) else {
+        guard (0...Self.longestTTL).contains(configuration.ttl) else {
             throw ConfigurationValueError(keyPath: "ttl", "\(configuration.ttl) s is out of range", expected: "0 to 30 days")
         }
         self.configuration = configuration
@@ -59,8 +62,12 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         }
         let options = notification.options
         let ttl = options["ttl"]?.doubleValue ?? configuration.ttl
+        // From the event: a number the header cannot hold (1e300, "inf") fails this event, not the daemon.
+        guard ttl.isFinite, (0...Self.longestTTL).contains(ttl) else {
+            throw StageError(.invalidEvent, stage: context.stage, "ttl \(options["ttl"].map { "\($0)" } ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)")
+        }
         var headers: [(name: String, value: String)] = [
-            ("ttl", String(Int(max(0, ttl)))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
+            ("ttl", String(Int(ttl))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
             ("content-encoding", "aes128gcm"), ("content-type", "application/octet-stream"),
         ]
         if let topic = options["topic"]?.textValue, !topic.isEmpty {

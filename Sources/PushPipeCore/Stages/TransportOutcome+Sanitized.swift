@@ -1,0 +1,44 @@
+extension TransportOutcome {
+    /// The longest wait a provider's `Retry-After` may ask of one notification.
+    public static let longestRetryHint: Double = 3600
+    /// The most characters of a provider's reason kept: enough to diagnose, too little to
+    /// carry an internal server's page out through the status route.
+    public static let longestReason = 200
+
+    /// The outcome as the runtime keeps it: a provider's (or a plugin's) numbers finite and in
+    /// range, its text without control characters or NUL (which PostgreSQL's `jsonb` refuses)
+    /// and cut to `longestReason`. Applied where outcomes enter the runtime, so no stage can
+    /// hand it a number that traps or a string a store refuses.
+    public var sanitized: TransportOutcome {
+        switch self {
+        case .delivered(let providerID):
+            return .delivered(providerID: providerID.map { Self.sanitize($0, limit: 128) })
+        case .retryAfter(let seconds, let reason):
+            return .retryAfter(seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint) : nil },
+                               reason: Self.sanitize(reason, limit: Self.longestReason))
+        case .dropToken(let reason, let since):
+            return .dropToken(reason: Self.sanitize(reason, limit: Self.longestReason),
+                              since: since.flatMap { $0.isFinite && $0 >= 0 && $0 < 32_503_680_000 ? $0 : nil })
+        case .configError(let reason):
+            return .configError(reason: Self.sanitize(reason, limit: Self.longestReason))
+        }
+    }
+
+    /// Printable text only: control characters (NUL included) become spaces, and at most
+    /// `limit` characters are kept, the cut marked with an ellipsis.
+    public static func sanitize(_ text: String, limit: Int) -> String {
+        // The common case, an id or a short code: printable ASCII, nothing to change.
+        if text.utf8.count <= limit, text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return text }
+        var clean = ""
+        clean.unicodeScalars.reserveCapacity(min(text.unicodeScalars.count, limit + 1))
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit { return clean + "…" }
+            let printable = scalar.properties.generalCategory != .control && scalar.properties.generalCategory != .format
+                && scalar.properties.generalCategory != .surrogate && scalar.properties.generalCategory != .unassigned
+            clean.unicodeScalars.append(printable ? scalar : " ")
+            count += 1
+        }
+        return clean
+    }
+}
