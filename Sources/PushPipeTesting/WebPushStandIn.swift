@@ -27,9 +27,14 @@ public final class WebPushStandIn: HTTP1StandIn {
     public struct Answer: Sendable {
         public var status: Int
         public var retryAfter: Int?
-        public init(status: Int, retryAfter: Int? = nil) {
+        /// More headers (a redirect's `location`), and a body other than the empty object.
+        public var headers: [(String, String)]
+        public var body: JSON?
+        public init(status: Int, retryAfter: Int? = nil, headers: [(String, String)] = [], body: JSON? = nil) {
             self.status = status
             self.retryAfter = retryAfter
+            self.headers = headers
+            self.body = body
         }
     }
 
@@ -132,7 +137,7 @@ public final class WebPushStandIn: HTTP1StandIn {
             var extra: [(String, String)] = []
             if answer.status == 201 { extra.append(("location", "\(origin)/message/\(UUID().uuidString.lowercased())")) }
             if let retryAfter = answer.retryAfter { extra.append(("retry-after", String(retryAfter))) }
-            return (answer.status, extra, [:])
+            return (answer.status, extra + answer.headers, answer.body ?? [:])
         }
     }
 

@@ -27,11 +27,14 @@ public final class Daemon: Sendable {
         public var adminAccess: AdminAccess
         /// What the app listener guards against (trusted proxies, the request timeout).
         public var protection: HTTPHost.Protection
+        /// Where requests to URLs users chose may go (`--allow-private-endpoint`).
+        public var egress: EgressPolicy
 
         public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
                     environment: [String: String], admin: (host: String, port: Int)? = nil, adminAccess: AdminAccess = AdminAccess(token: nil),
-                    protection: HTTPHost.Protection = HTTPHost.Protection()) {
+                    protection: HTTPHost.Protection = HTTPHost.Protection(), egress: EgressPolicy = .standard) {
             self.protection = protection
+            self.egress = egress
             self.admin = admin
             self.adminAccess = adminAccess
             self.pipelinePaths = pipelinePaths
@@ -70,7 +73,7 @@ public final class Daemon: Sendable {
     var loader: ConfigLoader {
         ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: options.environment,
                                                                                   allowsUndefined: options.mode == .dryRun),
-                     pluginHost: ChildProcessPluginHost())
+                     pluginHost: ChildProcessPluginHost(), egress: options.egress)
     }
 
     public func load() async -> ConfigLoader.Result {

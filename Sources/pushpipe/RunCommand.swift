@@ -43,6 +43,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Taps (pushpipe tap) streaming at once; the next one gets 429.")
     var adminMaxTaps = 8
 
+    @Option(name: .long, help: "An origin (https://host:port) that URLs users chose may name although it is on loopback or a private network: a stand-in, an internal push gateway. Repeat for several; none by default.")
+    var allowPrivateEndpoint: [String] = []
+
     @Flag(name: .long, help: "Print the requests transports would send instead of sending; record nothing as delivered.")
     var dryRun = false
 
@@ -61,6 +64,9 @@ struct RunCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        for origin in allowPrivateEndpoint where EgressPolicy.origin(of: origin) == nil || !origin.lowercased().hasPrefix("https://") {
+            throw ValidationError("--allow-private-endpoint must be an https origin, e.g. https://127.0.0.1:8443 (got '\(origin)')")
+        }
         let paths = pipelineFiles.isEmpty ? [pipelines] : pipelineFiles
         let location = try storeOptions.location()
         let tracing = try tracingOptions.backend(environment: ProcessInfo.processInfo.environment, logger: logger)
@@ -68,7 +74,8 @@ struct RunCommand: AsyncParsableCommand {
             options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
                            store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
                            environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess,
-                           protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout))),
+                           protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
+                           egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)),
             builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), tracing: tracing, logger: logger)
         do {
             try await daemon.run()

@@ -8,11 +8,15 @@ public struct ConfigLoader: Sendable {
     public var interpolation: EnvironmentInterpolation
     /// What runs plugin stages; nil in a program that only reads configuration.
     public var pluginHost: (any PluginHost)?
+    /// Handed to every stage: where requests to URLs users chose may go.
+    public var egress: EgressPolicy
 
-    public init(builtins: [StageDescriptor], interpolation: EnvironmentInterpolation, pluginHost: (any PluginHost)? = nil) {
+    public init(builtins: [StageDescriptor], interpolation: EnvironmentInterpolation, pluginHost: (any PluginHost)? = nil,
+                egress: EgressPolicy = .standard) {
         self.builtins = builtins
         self.interpolation = interpolation
         self.pluginHost = pluginHost
+        self.egress = egress
     }
 
     public struct Result: Sendable {
@@ -104,7 +108,7 @@ public struct ConfigLoader: Sendable {
         guard let json = validator.validate(root, as: .object(PipelineSchema.schema(registry: registry)), at: "") else {
             return (nil, validator.diagnostics)
         }
-        var builder = PipelineBuilder(file: file, root: root, json: json, registry: registry, validator: validator)
+        var builder = PipelineBuilder(file: file, root: root, json: json, registry: registry, validator: validator, egress: egress)
         let definition = await builder.build(plugins: plugins)
         return (builder.diagnostics.hasErrors ? nil : definition, builder.diagnostics)
     }

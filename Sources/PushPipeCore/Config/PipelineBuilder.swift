@@ -9,14 +9,16 @@ struct PipelineBuilder {
     let json: JSON
     let registry: StageRegistry
     var validator: SchemaValidator
+    let egress: EgressPolicy
     var diagnostics: [Diagnostic] { validator.diagnostics }
 
-    init(file: String, root: Node, json: JSON, registry: StageRegistry, validator: SchemaValidator) {
+    init(file: String, root: Node, json: JSON, registry: StageRegistry, validator: SchemaValidator, egress: EgressPolicy = .standard) {
         self.file = file
         self.root = root
         self.json = json
         self.registry = registry
         self.validator = validator
+        self.egress = egress
     }
 
     mutating func build(plugins: [PluginManifest]) async -> PipelineDefinition? {
@@ -94,7 +96,7 @@ struct PipelineBuilder {
     {
         let type = stageJSON["type"]?.stringValue ?? ""
         guard let descriptor = registry.descriptor(kind: kind, type: type) else { return nil }
-        let context = StageBuildContext(pipeline: pipeline, stage: id, key: key, baseDirectory: (file as NSString).deletingLastPathComponent)
+        let context = StageBuildContext(pipeline: pipeline, stage: id, key: key, baseDirectory: (file as NSString).deletingLastPathComponent, egress: egress)
         do {
             guard let stage = extract(try descriptor.make(configuration: stageJSON, context: context)) else { return nil }
             return .init(id: id, type: type, stage: stage, key: key)

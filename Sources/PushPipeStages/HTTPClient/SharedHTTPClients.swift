@@ -30,6 +30,33 @@ enum SharedHTTPClients {
         }
     }
 
+    private static let egressClients = Mutex<[String: HTTPClient]>([:])
+
+    /// A client for URLs users chose (`EgressHTTPClient`): redirects are never followed, and with
+    /// `checkingPeers` every new connection's peer must be a public address, and a refused
+    /// connection fails its requests at once instead of being tried again until their deadline.
+    static func egressClient(trusting caFile: String, checkingPeers: Bool) -> HTTPClient {
+        egressClients.withLock { clients in
+            let key = "\(checkingPeers) \(caFile)"
+            if let existing = clients[key] { return existing }
+            var tls: TLSConfiguration?
+            if !caFile.isEmpty {
+                tls = TLSConfiguration.makeClientConfiguration()
+                tls?.additionalTrustRoots = [.file(caFile)]
+            }
+            var configuration = configuration(tls: tls)
+            configuration.redirectConfiguration = .disallow
+            if checkingPeers {
+                configuration.http1_1ConnectionDebugInitializer = EgressHTTPClient.refuseNonPublicPeer
+                configuration.http2ConnectionDebugInitializer = EgressHTTPClient.refuseNonPublicPeer
+                configuration.connectionPool.retryConnectionEstablishment = false
+            }
+            let client = HTTPClient(eventLoopGroup: eventLoop, configuration: configuration)
+            clients[key] = client
+            return client
+        }
+    }
+
     /// `HTTPClient.shared`'s configuration without what a poller pays for per request and
     /// never uses: tracing (with no tracer bootstrapped the client still made a no-op span and
     /// its attributes for every request), an idle-read timer (every request has a deadline

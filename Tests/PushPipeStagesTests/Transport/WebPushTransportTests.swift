@@ -28,7 +28,8 @@ import Testing
         }
     }
 
-    func withHarness(renderer extra: String = "", http2: Bool = false, _ body: (Harness) async throws -> Void) async throws {
+    func withHarness(renderer extra: String = "", transport more: String = "", http2: Bool = false, allowing: [String]? = nil,
+                     _ body: (Harness) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("webpush")
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
@@ -49,9 +50,11 @@ import Testing
               vapid_key_path: \(directory.file("vapid.pem"))
               subject: mailto:ops@example.com
               ca_file: \(directory.file("ca.pem"))
+            \(more)
             delivery: {attempts: 2, backoff: 10ms, max_backoff: 50ms}
             """)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]),
+                                        egress: EgressPolicy(privateOrigins: allowing ?? [standIn.origin]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
@@ -128,6 +131,66 @@ import Testing
             #expect(report.deliveries.first?.reason?.contains("ttl") == true, "\(report.deliveries)")
             #expect(harness.standIn.messages.isEmpty)
             #expect(try await harness.process(["title": "t", "text": "x", "n": 2, "ttl": 60]).status == .delivered, "the next event goes")
+        }
+    }
+
+    /// Issue 45: a push service that redirects into the operator's network gets no second
+    /// request; its subscription goes, and the internal server sees nothing.
+    @Test func aRedirectIsNotFollowedAndItsSubscriptionGoes() async throws {
+        let intranet = try await OGSStandIn.start()
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            harness.standIn.script(.init(status: 307, headers: [("location", "\(intranet.baseURL)/api/v1/players/42/full")]))
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.first?.outcome == "drop-token", "\(report.deliveries)")
+            #expect(report.deliveries.first?.reason?.contains("redirect") == true)
+            #expect(intranet.requests.isEmpty, "the internal server saw \(intranet.requests.count) requests")
+            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush").isEmpty)
+        }
+        await intranet.stop()
+    }
+
+    /// Issue 45: what a push service writes in its body is never repeated (it showed in the
+    /// status route, dead letters, the tap and logs): only a code of the form codes have.
+    @Test func aServicesBodyIsNotRepeatedOnlyItsCode() async throws {
+        try await withHarness { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let page = "root:x:0:0:root:/root:/bin/bash\u{0}secret-internal-page " + String(repeating: "A", count: 5000)
+            harness.standIn.script(.init(status: 400, body: ["error": .string(page), "message": .string(page)]),
+                                   .init(status: 400, body: ["errno": 109, "message": "root:x:0:0:root secret-internal-page"]))
+            for expected in ["400", "400 (109)"] {
+                let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+                let reason = try #require(report.deliveries.first?.reason)
+                #expect(reason == expected, "\(reason.prefix(80))")
+            }
+        }
+    }
+
+    /// Issue 45: without `--allow-private-endpoint` the stand-in on loopback is refused, at
+    /// registration and, for a subscription stored earlier, before anything is sent.
+    @Test func aServiceOnLoopbackIsRefusedUnlessItsOriginIsAllowed() async throws {
+        try await withHarness(allowing: []) { harness in
+            let subscription = harness.standIn.subscribe("b1")
+            let transport = try #require(harness.definition.transport.stage as? WebPushTransport)
+            #expect(throws: TokenRejected.self) {
+                try transport.validate(DeviceToken(user: "ann", kind: "webpush", value: subscription.compactText))
+            }
+            try await harness.register("ann", subscription)
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.first?.outcome == "drop-token")
+            #expect(report.deliveries.first?.reason?.contains("private-address") == true, "\(report.deliveries)")
+            #expect(harness.standIn.messages.isEmpty)
+        }
+    }
+
+    /// Issue 45: a subscription limited to named push services (`allowed_origins`).
+    @Test func anAllowListKeepsOtherServicesOut() async throws {
+        try await withHarness(transport: "  allowed_origins: [\"https://*.push.apple.com\"]") { harness in
+            let transport = try #require(harness.definition.transport.stage as? WebPushTransport)
+            let error = #expect(throws: TokenRejected.self) {
+                try transport.validate(DeviceToken(user: "ann", kind: "webpush", value: harness.standIn.subscribe("b1").compactText))
+            }
+            #expect(error?.field == "endpoint" && error?.message.contains("origin-not-allowed") == true)
         }
     }
 

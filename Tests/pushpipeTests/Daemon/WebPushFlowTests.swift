@@ -23,7 +23,8 @@ import Testing
                            "PUSHPIPE_CA_FILE": directory.file("ca.pem")]
         let laptop = service.subscribe(), phone = service.subscribe()
         try await withCleanup({
-            let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"]
+            let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none",
+                             "--allow-private-endpoint", service.origin]
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
                 try await flow(HTTPTestClient(port: try await daemon.port()), admin: try await daemon.adminPort(), service: service,
                                subscriptions: [laptop, phone], daemon: daemon, directory: directory)
@@ -50,6 +51,15 @@ import Testing
         insecure["endpoint"] = .string(try #require(insecure["endpoint"]?.stringValue).replacingOccurrences(of: "https:", with: "http:"))
         let refused = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(insecure)], headers: ann)
         #expect(refused.status == 400 && refused.body?["field"] == "subscription.endpoint")
+        // Issue 45: a web user may not point the daemon into the operator's network; the
+        // stand-in's own origin is allowed by --allow-private-endpoint, nothing else private is.
+        for endpoint in ["https://169.254.169.254/latest/meta-data/x", "https://10.0.0.5/push/x", "https://[::1]:8443/push/x",
+                         "https://localhost:1/push/x", "https://127.0.0.1:\(service.port)/push/x"] {
+            var pointed = try #require(subscriptions[0].objectValue)
+            pointed["endpoint"] = .string(endpoint)
+            let answer = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(pointed)], headers: ann)
+            #expect(answer.status == 400 && answer.body?["field"] == "subscription.endpoint", "\(endpoint): \(answer.status) \(answer.text)")
+        }
         for subscription in subscriptions {
             #expect(try await client.request("POST", "/web/subscriptions", json: ["subscription": subscription], headers: ann).status == 200)
         }

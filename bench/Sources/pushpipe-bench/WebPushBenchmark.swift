@@ -49,7 +49,9 @@ struct WebPushBenchmark: AsyncParsableCommand {
             transport: {type: webpush, vapid_key_path: \(directory)/vapid.pem, subject: "mailto:bench@example.com", ca_file: \(caFile)}
             delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        // The stand-in is on loopback: allowed by name, as `--allow-private-endpoint` does.
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]),
+                                        egress: EgressPolicy(privateOrigins: [baseURL]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         var logger = Logger(label: "bench")

@@ -1,14 +1,18 @@
 import PushPipeCore
 
-/// A push service's answer (RFC 8030 §5, §8), as a transport outcome.
+/// A push service's answer (RFC 8030 §5, §8), as a transport outcome. The service is one a
+/// user chose, so its body is never repeated: only a short code read from it (`errno` of
+/// Mozilla's JSON errors, `reason` of Apple's) reaches the reason, and from there the status
+/// route, dead letters, the tap and the logs.
 struct WebPushResponse: Sendable {
     var status: Int
     var location: String?
     var retryAfter: Double?
-    var body: String
+    /// A code from the body: letters, digits, `-`, `_` and `.`, at most 40 of them.
+    var code: String?
 
     var outcome: TransportOutcome {
-        let detail = body.isEmpty ? "" : ": \(body.prefix(200))"
+        let detail = code.map { " (\($0))" } ?? ""
         switch status {
         case 200..<300:
             return .delivered(providerID: location)
@@ -24,5 +28,24 @@ struct WebPushResponse: Sendable {
         default:
             return .configError(reason: "\(status)\(detail)")
         }
+    }
+
+    /// The code a JSON error body names, if it names one in a form a code has.
+    static func code(in body: [UInt8]) -> String? {
+        guard body.first == UInt8(ascii: "{"), let json = try? JSON.parse(body) else { return nil }
+        for field in ["reason", "errno", "code", "error"] {
+            guard let value = json[field], let text = value.stringValue ?? value.intValue.map({ String($0) }) else { continue }
+            if (1...40).contains(text.utf8.count), text.utf8.allSatisfy({ isCodeByte($0) }) { return text }
+        }
+        return nil
+    }
+
+    private static func isCodeByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
+    }
+
+    /// A failed request's reason without the server's words: the kind of failure only.
+    static func describe(_ error: any Error) -> String {
+        String(describing: type(of: error)) + ": " + TransportOutcome.sanitize(String(describing: error), limit: 120)
     }
 }

@@ -18,6 +18,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         var urgency: String
         var caFile: String
         var timeout: Double
+        var allowedOrigins: [String]
 
         static let schema = Schema([
             .required("vapid_key_path", .string, "PEM file of the VAPID key pair (`pushpipe vapid generate`)."),
@@ -26,6 +27,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             SchemaKey("urgency", .oneOf(["very-low", "low", "normal", "high"]), default: "normal", "`Urgency`; the renderer's `urgency` wins."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust (a stand-in); verification stays on."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
+            SchemaKey("allowed_origins", .list(.string), default: [],
+                      "Push-service origins a subscription may name (`https://fcm.googleapis.com`, `https://*.push.apple.com`); empty: any public https origin. Loopback, private and link-local addresses are refused either way (`--allow-private-endpoint`)."),
         ])
     }
 
@@ -33,9 +36,10 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     static let longestTTL: Double = 2_592_000
 
     let configuration: Configuration
-    /// The process's client for these CAs: connections are kept per push service (FCM's,
-    /// Mozilla's, Apple's...), over HTTP/2 where the service offers it.
-    let client: HTTPClient
+    /// The process's client for these CAs, behind the egress policy (endpoints are URLs users
+    /// chose): connections are kept per push service (FCM's, Mozilla's, Apple's...), over
+    /// HTTP/2 where the service offers it.
+    let client: EgressHTTPClient
     private let signer = Mutex<VAPIDSigner?>(nil)
     private let credentials = CredentialsReadiness(provider: "Web Push")
 
@@ -46,8 +50,14 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         guard (0...Self.longestTTL).contains(configuration.ttl) else {
             throw ConfigurationValueError(keyPath: "ttl", "\(configuration.ttl) s is out of range", expected: "0 to 30 days")
         }
+        for (index, pattern) in configuration.allowedOrigins.enumerated() {
+            let host = pattern.hasPrefix("https://*.") ? "https://x." + pattern.dropFirst("https://*.".count) : pattern
+            guard pattern.hasPrefix("https://"), EgressPolicy.origin(of: host) != nil, !pattern.dropFirst(8).contains("/") else {
+                throw ConfigurationValueError(keyPath: "allowed_origins[\(index)]", "'\(pattern)' is not an https origin", expected: "https://host[:port] or https://*.domain")
+            }
+        }
         self.configuration = configuration
-        client = SharedHTTPClients.client(trusting: configuration.caFile)
+        client = EgressHTTPClient(policy: context.egress.allowing(origins: configuration.allowedOrigins), trusting: configuration.caFile)
     }
 
     var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
@@ -64,7 +74,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         let ttl = options["ttl"]?.doubleValue ?? configuration.ttl
         // From the event: a number the header cannot hold (1e300, "inf") fails this event, not the daemon.
         guard ttl.isFinite, (0...Self.longestTTL).contains(ttl) else {
-            throw StageError(.invalidEvent, stage: context.stage, "ttl \(options["ttl"].map { "\($0)" } ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)")
+            throw StageError(.invalidEvent, stage: context.stage, "ttl \(options["ttl"]?.compactText ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)")
         }
         var headers: [(name: String, value: String)] = [
             ("ttl", String(Int(ttl))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
@@ -104,13 +114,17 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             return .dropToken(reason: "the subscription's keys are not usable: \(error)", since: nil)
         }
         do {
-            let response = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
-            let body = try await response.body.collect(upTo: 64 * 1024)
-            return WebPushResponse(status: Int(response.status.code), location: response.headers.first(name: "location"),
-                                   retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init),
-                                   body: String(buffer: body)).outcome
+            let answer = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            return WebPushResponse(status: answer.status, location: answer.headers.first(name: "location"),
+                                   retryAfter: answer.headers.first(name: "retry-after").flatMap(Double.init),
+                                   code: WebPushResponse.code(in: answer.body)).outcome
+        } catch let refusal as EgressRefusal {
+            // A name that does not resolve may again; an endpoint inside the operator's network,
+            // or one that redirects, is no push service: the subscription goes.
+            if refusal.code == .unresolvable { return .retryAfter(seconds: nil, reason: refusal.description) }
+            return .dropToken(reason: refusal.description, since: nil)
         } catch {
-            return .retryAfter(seconds: nil, reason: "push service request failed: \(error)")
+            return .retryAfter(seconds: nil, reason: "push service request failed: \(WebPushResponse.describe(error))")
         }
     }
 
@@ -135,6 +149,11 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// refused at registration rather than pruned at its first send.
     func validate(_ token: DeviceToken) throws {
         guard token.value.utf8.first == UInt8(ascii: "{"), let subscription = try? WebPushSubscription(stored: token.value) else { return }
+        do {
+            _ = try client.policy.check(url: subscription.endpoint)
+        } catch let refusal as EgressRefusal {
+            throw TokenRejected(field: "endpoint", "is not a push service this daemon sends to (\(refusal.code.rawValue): \(refusal.detail))")
+        }
         do {
             _ = try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
         } catch let invalid as WebPushEncryption.InvalidKey {
