@@ -109,6 +109,12 @@ extension PostgresStore {
         ("v9-queued-trace-parent", [
             "ALTER TABLE queued_events ADD COLUMN trace_parent TEXT",
         ]),
+        // The batch (`webhook-id`) each waiting outcome is sent in, fixed by its first claim, so a
+        // retry sends the same outcomes under the same id.
+        ("v10-webhook-batches", [
+            "ALTER TABLE webhook_outbox ADD COLUMN batch TEXT",
+            "CREATE INDEX webhook_outbox_batches ON webhook_outbox (pipeline, batch) WHERE batch IS NOT NULL",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }
@@ -148,8 +154,11 @@ extension PostgresStore {
     /// The core's `NewerStoreError`, by the name this store's callers know.
     public typealias NewerDatabaseError = NewerStoreError
 
-    /// The migrations applied, in order (for tests and diagnostics).
+    /// The migrations applied, in order (for tests and diagnostics). Those of one transaction
+    /// share a time, so they are in the order of their version number (v9 before v10).
     public func appliedMigrations() async throws -> [String] {
-        try await strings(connections.rows("SELECT name FROM pushpipe_migrations ORDER BY applied_at, name"))
+        try await strings(connections.rows("""
+            SELECT name FROM pushpipe_migrations ORDER BY applied_at, substring(name from '^v([0-9]+)-')::int, name
+            """))
     }
 }

@@ -3,20 +3,36 @@ import PostgresNIO
 import PushPipeCore
 
 extension PostgresStore {
-    /// Each outcome claimed by one daemon (`FOR UPDATE SKIP LOCKED`), on the database's clock.
+    /// One claim at a time per pipeline (a transaction's advisory lock), so each takes whole
+    /// batches: two claims at once (`SKIP LOCKED`) could each get part of one. Leases are on the
+    /// database's clock.
     public func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome] {
-        let rows = try await connections.rows("""
-            WITH due AS MATERIALIZED (
-                SELECT id FROM webhook_outbox WHERE pipeline = \(pipeline) AND next_at <= \(unescaped: Self.databaseNow)
-                AND lease_until < \(unescaped: Self.databaseNow) ORDER BY next_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            UPDATE webhook_outbox AS outcome SET lease_until = \(unescaped: Self.databaseNow) + \(lease)
-            FROM due WHERE outcome.id = due.id
-            RETURNING outcome.id, outcome.target, outcome.outcome_id, outcome.payload, outcome.attempts, outcome.created_at
-            """)
-        return try rows.decode((Int64, String, String, String, Int, Double).self).map { row in
-            WebhookOutcome(id: row.0, pipeline: pipeline, target: row.1, outcomeID: row.2, payload: try JSON.parse(row.3), attempts: row.4,
-                           createdAt: row.5)
-        }.sorted { $0.id < $1.id }
+        try await connections.transaction { [logger] connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("pushpipe.webhook_outbox/" + pipeline), 0))",
+                                       logger: logger)
+            let chosen = try await connection.query("""
+                SELECT id, target, outcome_id, batch FROM webhook_outbox WHERE pipeline = \(pipeline)
+                AND next_at <= \(unescaped: Self.databaseNow) AND lease_until < \(unescaped: Self.databaseNow) ORDER BY next_at, id LIMIT \(limit)
+                """, logger: logger).collect().decode((Int64, String, String, String?).self)
+            var batches = Set(chosen.compactMap(\.3))
+            let fresh = chosen.filter { $0.3 == nil }.map { row in
+                WebhookOutcome(id: row.0, pipeline: pipeline, target: row.1, outcomeID: row.2, payload: .null, createdAt: 0)
+            }
+            for (batch, ids) in WebhookOutcome.batches(fresh) {
+                try await connection.query("UPDATE webhook_outbox SET batch = \(batch) WHERE id = ANY(\(ids))", logger: logger)
+                batches.insert(batch)
+            }
+            let rows = try await connection.query("""
+                UPDATE webhook_outbox SET lease_until = \(unescaped: Self.databaseNow) + \(lease)
+                WHERE pipeline = \(pipeline) AND batch = ANY(\(Array(batches))) AND lease_until < \(unescaped: Self.databaseNow)
+                RETURNING id, target, outcome_id, payload, attempts, created_at, batch
+                """, logger: logger).collect()
+            let decoded: [(Int64, String, String, String, Int, Double, String)] = try rows.decode((Int64, String, String, String, Int, Double, String).self)
+            return try decoded.map { row in
+                WebhookOutcome(id: row.0, pipeline: pipeline, target: row.1, outcomeID: row.2, payload: try JSON.parse(row.3), attempts: row.4,
+                               createdAt: row.5, batch: row.6)
+            }.sorted { $0.id < $1.id }
+        }
     }
 
     public func removeWebhookOutcomes(ids: [Int64]) async throws {

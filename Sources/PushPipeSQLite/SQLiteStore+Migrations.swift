@@ -163,6 +163,14 @@ extension SQLiteStore {
             // The caller's W3C traceparent: an event sent after a restart still continues its trace.
             try db.execute(sql: "ALTER TABLE queued_events ADD COLUMN trace_parent TEXT")
         }
+        migrator.registerMigration("v13-webhook-batches") { db in
+            // The batch (`webhook-id`) each waiting outcome is sent in, fixed by its first claim,
+            // so a retry sends the same outcomes under the same id.
+            try db.execute(sql: """
+                ALTER TABLE webhook_outbox ADD COLUMN batch TEXT;
+                CREATE INDEX webhook_outbox_batches ON webhook_outbox (pipeline, batch) WHERE batch IS NOT NULL;
+                """)
+        }
         return migrator
     }
 

@@ -10,19 +10,39 @@ extension SQLiteStore {
                                      Date().timeIntervalSince1970])
     }
 
+    /// Writes are serial here, so a claim sees every batch whole: it takes the batches of the
+    /// outcomes it chose, after naming the new ones.
     public func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome] {
         let now = Date().timeIntervalSince1970
         return try await database.write { db in
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT id, target, outcome_id, payload, attempts, created_at FROM webhook_outbox
+            let chosen = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, target, outcome_id, batch FROM webhook_outbox
                 WHERE pipeline = ? AND next_at <= ? AND lease_until < ? ORDER BY next_at, id LIMIT ?
                 """), arguments: [pipeline, now, now, limit])
-            let claim = try db.cachedStatement(sql: "UPDATE webhook_outbox SET lease_until = ? WHERE id = ?")
-            return try rows.map { row in
-                try claim.execute(arguments: [now + lease, row["id"] as Int64])
-                return WebhookOutcome(id: row["id"], pipeline: pipeline, target: row["target"], outcomeID: row["outcome_id"],
-                                      payload: try JSON.parse(row["payload"] as String), attempts: row["attempts"], createdAt: row["created_at"])
+            var batches = Set(chosen.compactMap { $0["batch"] as String? })
+            let fresh = chosen.filter { ($0["batch"] as String?) == nil }.map { row in
+                WebhookOutcome(id: row["id"], pipeline: pipeline, target: row["target"], outcomeID: row["outcome_id"], payload: .null, createdAt: 0)
             }
+            let name = try db.cachedStatement(sql: "UPDATE webhook_outbox SET batch = ? WHERE id = ?")
+            for (batch, ids) in WebhookOutcome.batches(fresh) {
+                for id in ids { try name.execute(arguments: [batch, id]) }
+                batches.insert(batch)
+            }
+            let members = try db.cachedStatement(sql: """
+                SELECT id, target, outcome_id, payload, attempts, created_at FROM webhook_outbox
+                WHERE pipeline = ? AND batch = ? AND lease_until < ? ORDER BY id
+                """)
+            let claim = try db.cachedStatement(sql: "UPDATE webhook_outbox SET lease_until = ? WHERE id = ?")
+            var claimed: [WebhookOutcome] = []
+            for batch in batches {
+                for row in try Row.fetchAll(members, arguments: [pipeline, batch, now]) {
+                    try claim.execute(arguments: [now + lease, row["id"] as Int64])
+                    claimed.append(WebhookOutcome(id: row["id"], pipeline: pipeline, target: row["target"], outcomeID: row["outcome_id"],
+                                                  payload: try JSON.parse(row["payload"] as String), attempts: row["attempts"],
+                                                  createdAt: row["created_at"], batch: batch))
+                }
+            }
+            return claimed.sorted { $0.id < $1.id }
         }
     }
 

@@ -1,4 +1,9 @@
-import PushPipeCore
+import Foundation
+import GRDB
+import Logging
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 import Testing
 
 extension StoreContractTests {
@@ -26,5 +31,107 @@ extension StoreContractTests {
 
         #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 2.5, limit: 10) == 1)
         #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 100, limit: 10) == 1)
+
+        try await webhookBatches(store)
+        try await refusedWebhookBatches(store)
+        try await receiversRetryAfter(store)
+    }
+
+    static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {
+        WebhookOutcome(pipeline: pipeline, target: target, outcomeID: "\(pipeline)/\(name)/delivered", payload: ["event": .string(name)],
+                       createdAt: Date().timeIntervalSince1970)
+    }
+
+    static func write(_ store: any Store, _ outcomes: [WebhookOutcome]) async throws {
+        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes, pipeline: outcomes[0].pipeline)
+    }
+
+    /// A claim fixes the batch (`webhook-id`) of what it takes: claimed again after its daemon's
+    /// lease ran out, the same outcomes come as the same batch, never merged with ones written
+    /// since; a batch the limit cuts comes whole; each webhook has its own.
+    func webhookBatches(_ store: any Store) async throws {
+        try await Self.write(store, [Self.webhookOutcome("b", "e1"), Self.webhookOutcome("b", "e2")])
+        // A daemon claims them, and dies: its lease runs out at once.
+        let held = try await store.claimWebhookOutcomes(pipeline: "b", limit: 10, lease: -1)
+        let batch = try #require(held.first?.batch)
+        #expect(held.map(\.batch) == [batch, batch] && batch == WebhookOutcome.batchID(outcomeIDs: ["b/e1/delivered", "b/e2/delivered"]))
+
+        try await Self.write(store, [Self.webhookOutcome("b", "e3"), Self.webhookOutcome("b", "e4", target: "http://127.0.0.1:2/other")])
+        let again = try await store.claimWebhookOutcomes(pipeline: "b", limit: 1, lease: -1)
+        #expect(again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
+                "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))")
+        let all = try await store.claimWebhookOutcomes(pipeline: "b", limit: 10, lease: 60)
+        let byBatch = Dictionary(grouping: all, by: { $0.batch ?? "" }).mapValues { $0.map(\.outcomeID) }
+        #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
+                            WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
+                "\(byBatch)")
+        try await store.removeWebhookOutcomes(ids: all.map(\.id))
+    }
+
+    /// A batch the receiver refused goes again, by the dispatcher, with the same `webhook-id` and
+    /// the same outcomes, in the same order: a receiver that drops ids it saw loses nothing and
+    /// takes nothing twice. Outcomes written meanwhile go in a batch of their own.
+    func refusedWebhookBatches(_ store: any Store) async throws {
+        let poster = ScriptedWebhookPoster([.retry(seconds: 0, reason: "HTTP 503")])
+        let dispatcher = Self.dispatcher("r", store: store, poster: poster)
+        try await Self.write(store, [Self.webhookOutcome("r", "e1"), Self.webhookOutcome("r", "e2")])
+        _ = try await dispatcher.sendDue()
+        try await Self.write(store, [Self.webhookOutcome("r", "e3")])
+        _ = try await dispatcher.sendDue()
+
+        let sent = poster.sent
+        try #require(sent.count == 3, "\(sent.map(\.id))")
+        #expect(sent[1].id == sent[0].id && Self.events(sent[1]) == ["e1", "e2"] && Self.events(sent[0]) == ["e1", "e2"],
+                "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })")
+        #expect(sent[2].id != sent[0].id && Self.events(sent[2]) == ["e3"])
+        #expect(try await store.claimWebhookOutcomes(pipeline: "r", limit: 10, lease: 60).isEmpty, "all taken")
+    }
+
+    /// A receiver's `Retry-After` of 10 days is cut to `longestRetryAfter`, well before retention
+    /// (`longestWait`) would remove the outcomes unsent; a `NaN` or infinite one counts as none:
+    /// the dispatcher's own backoff (1 s after a first attempt) is recorded, where a `NaN` failed
+    /// the update, so the batch went again only when its lease ran out, and again at each.
+    func receiversRetryAfter(_ store: any Store) async throws {
+        for (index, seconds) in [10 * 86_400, Double.nan, .infinity, -5].enumerated() {
+            let pipeline = "ra\(index)"
+            let poster = ScriptedWebhookPoster([.retry(seconds: seconds, reason: "HTTP 503")])
+            try await Self.write(store, [Self.webhookOutcome(pipeline, "e1")])
+            let before = Date().timeIntervalSince1970
+            _ = try await Self.dispatcher(pipeline, store: store, poster: poster).sendDue()
+            #expect(poster.sent.count == 1)
+            let (nextAt, leaseUntil, attempts) = try #require(try await Self.outboxRow(store, pipeline: pipeline))
+            let wait = nextAt - before
+            #expect(attempts == 1 && leaseUntil == 0, "\(seconds): put back, not left to its lease (\(leaseUntil))")
+            if seconds > 86_400 {
+                #expect(wait.isFinite && wait <= WebhookDispatcher.longestRetryAfter + 5 && wait < WebhookDispatcher.longestWait,
+                        "Retry-After \(seconds) s waited \(wait) s")
+            } else {
+                #expect(wait.isFinite && wait > 0 && wait <= 1.1 + 5, "Retry-After \(seconds) is none: the backoff, not \(wait) s")
+            }
+            #expect(try await store.claimWebhookOutcomes(pipeline: pipeline, limit: 10, lease: 60).isEmpty, "not due at once")
+            #expect(try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: .greatestFiniteMagnitude, limit: 10) == 1)
+        }
+    }
+
+    static func dispatcher(_ pipeline: String, store: any Store, poster: ScriptedWebhookPoster) -> WebhookDispatcher {
+        WebhookDispatcher(pipeline: pipeline, targets: [WebhookTarget(url: "http://127.0.0.1:1/hooks", secret: "whsec_AAAA")], store: store,
+                          poster: poster, telemetry: .unobserved, logger: logger)
+    }
+
+    static func events(_ message: WebhookMessage) -> [String] {
+        (message.body["data"]?["outcomes"]?.arrayValue ?? []).compactMap { $0["event"]?.stringValue }
+    }
+
+    /// The pipeline's one outbox row as the store keeps it: what no claim shows (when it is due).
+    static func outboxRow(_ store: any Store, pipeline: String) async throws -> (nextAt: Double, leaseUntil: Double, attempts: Int)? {
+        if let sqlite = store as? SQLiteStore {
+            return try await sqlite.database.read { db in
+                try Row.fetchOne(db, sql: "SELECT next_at, lease_until, attempts FROM webhook_outbox WHERE pipeline = ?", arguments: [pipeline])
+                    .map { row in ((row["next_at"] as Double?) ?? .nan, row["lease_until"], row["attempts"]) }
+            }
+        }
+        let postgres = try #require(store as? PostgresStore)
+        return try await postgres.connections.rows("SELECT next_at, lease_until, attempts FROM webhook_outbox WHERE pipeline = \(pipeline)")
+            .decode((Double, Double, Int).self).first.map { ($0.0, $0.1, $0.2) }
     }
 }

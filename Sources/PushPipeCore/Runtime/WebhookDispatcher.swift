@@ -26,6 +26,9 @@ struct WebhookDispatcher: Sendable {
     static var longestWait: Double { 3 * 86_400 }
     /// The longest wait between two attempts.
     static var longestBackoff: Double { 600 }
+    /// The longest `Retry-After` kept: a receiver asking for days would hold its outcomes past
+    /// `longestWait`, and retention would remove them unsent.
+    static var longestRetryAfter: Double { 3600 }
 
     func nudge() { written.continuation.yield() }
 
@@ -52,12 +55,12 @@ struct WebhookDispatcher: Sendable {
         }
     }
 
-    /// One round: returns whether a full batch came (more may be due).
-    private func sendDue() async throws -> Bool {
+    /// One round: returns whether a full claim came (more may be due).
+    func sendDue() async throws -> Bool {
         let claimed = try await store.claimWebhookOutcomes(pipeline: pipeline, limit: Self.batchLimit, lease: lease)
         guard !claimed.isEmpty else { return false }
-        let byTarget = Dictionary(grouping: claimed, by: \.target)
-        for (url, outcomes) in byTarget {
+        for outcomes in Self.batches(claimed) {
+            let url = outcomes[0].target
             guard let target = targets.first(where: { $0.url == url }) else {
                 // The webhook left the pipeline: nobody waits for these.
                 logger.notice("webhooks: \(outcomes.count) outcomes for \(url), no longer a webhook of this pipeline, dropped")
@@ -71,7 +74,7 @@ struct WebhookDispatcher: Sendable {
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "taken")], by: outcomes.count)
             case .retry(let seconds, let reason):
                 let attempts = outcomes.map(\.attempts).max() ?? 0
-                let delay = seconds ?? Self.backoff(afterAttempts: attempts + 1)
+                let delay = Self.delay(retryAfter: seconds, afterAttempts: attempts + 1)
                 try await store.retryWebhookOutcomes(ids: outcomes.map(\.id), after: delay)
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
@@ -79,7 +82,25 @@ struct WebhookDispatcher: Sendable {
                 }
             }
         }
-        return claimed.count == Self.batchLimit
+        return claimed.count >= Self.batchLimit
+    }
+
+    /// The claimed outcomes by the batch the store keeps them in, each sent as it was the first
+    /// time. Outcomes without one (a store that keeps none) make one batch per webhook.
+    static func batches(_ claimed: [WebhookOutcome]) -> [[WebhookOutcome]] {
+        var batches: [String: [WebhookOutcome]] = [:]
+        for outcome in claimed.sorted(by: { $0.id < $1.id }) {
+            batches[outcome.batch ?? "target " + outcome.target, default: []].append(outcome)
+        }
+        return batches.values.sorted { $0[0].id < $1[0].id }
+    }
+
+    /// The receiver's `Retry-After` when it is a number of seconds we can keep, at most
+    /// `longestRetryAfter`; otherwise (none, negative, NaN, infinite) our own backoff. A NaN
+    /// would fail the store's update, so the batch would go again at every lease.
+    static func delay(retryAfter seconds: Double?, afterAttempts attempts: Int) -> Double {
+        guard let seconds, seconds.isFinite, seconds >= 0 else { return backoff(afterAttempts: attempts) }
+        return min(seconds, longestRetryAfter)
     }
 
     /// 1 s, doubling, at most `longestBackoff`, with a tenth of jitter so daemons spread out.
@@ -88,13 +109,14 @@ struct WebhookDispatcher: Sendable {
         return base * Double.random(in: 0.9...1.1)
     }
 
-    /// The batch as its receiver gets it. Its id comes from the outcomes' ids, so the same
-    /// outcomes sent again (a retry, another daemon after a crash) carry the same `webhook-id`.
+    /// The batch as its receiver gets it. Its id is the batch's, fixed when the store first
+    /// claimed these outcomes, so the same outcomes sent again (a retry, another daemon after a
+    /// crash) carry the same `webhook-id`, in the same order.
     static func message(_ outcomes: [WebhookOutcome], pipeline: String, now: Date = Date()) -> WebhookMessage {
-        let ids = outcomes.map(\.outcomeID).sorted()
-        let id = "msg_" + StableHash.hex(ids.joined(separator: "\n"))
+        let sorted = outcomes.sorted { $0.id < $1.id }
+        let id = sorted.first?.batch ?? WebhookOutcome.batchID(outcomeIDs: sorted.map(\.outcomeID))
         let body: JSON = ["type": "pushpipe.outcomes", "timestamp": .string(EventRecord.timestamp(now.timeIntervalSince1970)),
-                          "data": ["pipeline": .string(pipeline), "outcomes": .array(outcomes.map(\.payload))]]
+                          "data": ["pipeline": .string(pipeline), "outcomes": .array(sorted.map(\.payload))]]
         return WebhookMessage(id: id, timestamp: Int64(now.timeIntervalSince1970), body: body)
     }
 }

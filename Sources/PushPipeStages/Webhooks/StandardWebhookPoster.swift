@@ -28,11 +28,17 @@ public struct StandardWebhookPoster: WebhookPoster {
             // Read (and bounded): the connection goes back to the pool for the next batch.
             _ = try? await response.body.collect(upTo: 64 * 1024)
             if (200..<300).contains(response.status.code) { return .taken }
-            let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init)
-            return .retry(seconds: retryAfter, reason: "HTTP \(response.status.code)")
+            return .retry(seconds: Self.retryAfter(response.headers.first(name: "retry-after")), reason: "HTTP \(response.status.code)")
         } catch {
             return .retry(seconds: nil, reason: "\(error)")
         }
+    }
+
+    /// `Retry-After` as seconds, when it is a number of them (finite, not negative): `NaN`,
+    /// `inf` or a date count as none, and the dispatcher backs off on its own.
+    static func retryAfter(_ header: String?) -> Double? {
+        guard let header, let seconds = Double(header.trimmingCharacters(in: .whitespaces)), seconds.isFinite, seconds >= 0 else { return nil }
+        return seconds
     }
 
     static func signatureHeaders(_ message: WebhookMessage, body: Data, key: [UInt8]) -> [(String, String)] {

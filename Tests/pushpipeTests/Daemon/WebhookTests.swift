@@ -9,7 +9,8 @@ import Testing
 @Suite(.serialized) struct WebhookTests {
     static let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
 
-    /// Takes what verifies (200) unless a file `down` exists (503); prints each batch it took or refused.
+    /// Takes what verifies (200) unless a file `down` exists (503, with the file's text as
+    /// `Retry-After` when it has one); prints each batch it took or refused.
     static let receiver = #"""
         import json, os, sys
         from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -20,8 +21,13 @@ import Testing
                 body = self.rfile.read(int(self.headers["content-length"]))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 if os.path.exists("down"):
-                    print("refused %s" % headers.get("webhook-id"), flush=True)
-                    self.send_response(503); self.send_header("content-length", "0"); self.end_headers()
+                    outcomes = sorted(outcome["id"] for outcome in json.loads(body)["data"]["outcomes"])
+                    print("refused %s %s" % (headers.get("webhook-id"), ",".join(outcomes)), flush=True)
+                    retry_after = open("down").read().strip()
+                    self.send_response(503); self.send_header("content-length", "0")
+                    if retry_after:
+                        self.send_header("retry-after", retry_after)
+                    self.end_headers()
                     return
                 try:
                     message = hook.verify(body, headers)
@@ -101,9 +107,10 @@ import Testing
                 // Back up, and a new daemon sends what the killed one could not.
                 try FileManager.default.removeItem(atPath: directory.file("down"))
                 try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { _ in
-                    try await receiver.waitForLine(containing: "followed/\(ids[2])/delivered", timeout: 60)
-                    try await receiver.waitForLine(containing: "followed/\(ids[1])/failed", timeout: 60)
-                    try await receiver.waitForLine(containing: "followed/\(ids[1])/dead_token", timeout: 60)
+                    // Taken ("took <id> <type> <outcome>"), not the refusals that name them too.
+                    try await receiver.waitForLine(containing: "delivered followed/\(ids[2])/delivered", timeout: 60)
+                    try await receiver.waitForLine(containing: "failed followed/\(ids[1])/failed", timeout: 60)
+                    try await receiver.waitForLine(containing: "dead_token followed/\(ids[1])/dead_token", timeout: 60)
                 }
                 let taken = Self.taken(receiver)
                 #expect(taken["delivered"] == ["followed/\(ids[0])/delivered", "followed/\(ids[2])/delivered"])
@@ -112,5 +119,71 @@ import Testing
                 #expect(!receiver.standardOutput.contains { $0.hasPrefix("bad signature") }, "\(receiver.standardOutput)")
             }
         }, cleanup: apns.stop)
+    }
+
+    /// A batch the receiver refused goes again under its `webhook-id` with the same outcomes,
+    /// never merged with outcomes written since, so a receiver that drops the ids it saw (as the
+    /// docs tell it to) takes each outcome once. `Retry-After: NaN` counts as none: the batch goes
+    /// again after the daemon's backoff (1 s, 2 s…), not when its lease (20 s) runs out.
+    @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
+    func aRefusedBatchGoesAgainUnderItsOwnID(_ kind: IdempotentAcceptTests.StoreKind) async throws {
+        guard let store = try await EventStatusTests.store(kind) else { return }
+        guard await PythonPeer.hasModule("standardwebhooks", install: "standardwebhooks") else { return }
+        let directory = try TemporaryDirectory("webhook-ids-\(kind)")
+        defer { directory.remove() }
+        try directory.write("receiver.py", Self.receiver)
+        let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "HOOKTEAM02", keyID: "HOOKKEY002")
+        apns.answer { _ in .accept }
+        let environment = apnsEnvironment.merging(["WEBHOOK_SECRET": Self.secret]) { _, new in new }
+        try await withCleanup({
+            try await DaemonProcess.run(arguments: [], directory: directory.path, environment: environment,
+                                        launcher: ["/usr/bin/env", "python3", "receiver.py"]) { receiver in
+                let line = try await receiver.waitForLine(containing: "listening on")
+                let port = try #require(Int(line.split(separator: " ").last ?? ""))
+                try directory.write("pipelines/followed.yaml", Self.pipeline(receiverPort: port))
+                try directory.write("down", "NaN")
+                let daemonArguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
+                try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { daemon in
+                    let client = HTTPTestClient(port: try await daemon.port())
+                    #expect(try await client.request("POST", "/register", json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)]).status == 200)
+                    var ids: [String] = []
+                    func send(_ text: String) async throws {
+                        let answer = try await client.request("POST", "/events", json: ["user": "solo", "text": .string(text)], headers: EventStatusTests.backend)
+                        ids.append(try #require(answer.body?["id"]?.stringValue))
+                    }
+                    // The first is refused alone, so the second is written while the first waits.
+                    try await send("one")
+                    try await receiver.waitForLine(containing: "followed/\(ids[0])/delivered")
+                    try await send("two")
+                    let first = try #require(Self.refusals(receiver).first)
+                    // Again within the backoff, under the same id, whatever was written meanwhile.
+                    try await receiver.waitForLine(containing: "refused \(first.id)", after: 1, timeout: 15)
+                    try await receiver.waitForLine(containing: "followed/\(ids[1])/delivered")
+
+                    try FileManager.default.removeItem(atPath: directory.file("down"))
+                    for id in ids { try await receiver.waitForLine(containing: "delivered followed/\(id)/delivered", timeout: 60) }
+
+                    let refused = Self.refusals(receiver)
+                    #expect(refused.filter { $0.id == first.id }.allSatisfy { $0.outcomes == first.outcomes }, "\(receiver.standardOutput)")
+                    #expect(first.outcomes == ["followed/\(ids[0])/delivered"])
+                    var idsOfOutcome: [String: Set<String>] = [:]
+                    for refusal in refused { for outcome in refusal.outcomes { idsOfOutcome[outcome, default: []].insert(refusal.id) } }
+                    for line in receiver.standardOutput where line.hasPrefix("took ") {
+                        let parts = line.split(separator: " ")
+                        idsOfOutcome[String(parts[3]), default: []].insert(String(parts[1]))
+                    }
+                    #expect(idsOfOutcome.values.allSatisfy { $0.count == 1 }, "each outcome under one webhook-id: \(idsOfOutcome)")
+                    #expect(!daemon.standardError.contains { $0.contains("could not be read") }, "\(daemon.standardError)")
+                }
+            }
+        }, cleanup: apns.stop)
+    }
+
+    /// The batches the receiver refused, in order: each one's `webhook-id` and outcome ids.
+    static func refusals(_ receiver: DaemonProcess) -> [(id: String, outcomes: [String])] {
+        receiver.standardOutput.filter { $0.hasPrefix("refused ") }.map { line in
+            let parts = line.split(separator: " ")
+            return (String(parts[1]), parts.count > 2 ? parts[2].split(separator: ",").map(String.init) : [])
+        }
     }
 }
