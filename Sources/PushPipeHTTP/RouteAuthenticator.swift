@@ -34,14 +34,23 @@ final class RouteAuthenticator: Sendable {
         }
     }
 
-    /// Who an authenticated request is, for scoping what it stores (idempotency keys): the
-    /// JWT's user; on a token route, the route's one backend (its token is the only one it takes).
+    /// Who an authenticated request is, for scoping what it stores and may read back (event
+    /// records, idempotency keys): the JWT's user; on a token route, the credential itself, as
+    /// the start of its token's digest, so a second source of the same pipeline with a token
+    /// of its own reads none of the first one's events.
     static func principal(_ authentication: RouteAuthentication, user: String?) -> String {
         switch authentication {
         case .none: ""
-        case .token: "token"
+        case .token(let token): "token:" + hex(SHA256.hash(data: Array(token.utf8)).prefix(8))
         case .jwt: "user:" + (user ?? "")
         }
+    }
+
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func bearer(_ header: String?) -> String? {

@@ -51,6 +51,36 @@ import Testing
         return nil
     }
 
+    /// Issue 45: two backends posting to one pipeline through sources of their own, each with
+    /// its own token: one cannot read the other's events (they shared the principal "token").
+    @Test func aSecondSourcesTokenReadsNoneOfTheFirstSourcesEvents() async throws {
+        let directory = try TemporaryDirectory("status-principal")
+        defer { directory.remove() }
+        try directory.write("pipelines/shared.yaml", """
+            pipeline: shared
+            sources:
+              - {type: http.event, key: pong, path: /pong/events, user_field: user, auth: {type: token, token: pong-backend-secret}}
+              - {type: http.event, key: partner, path: /partner/events, user_field: user, auth: {type: token, token: partner-backend-secret}}
+            renderer: {type: json.template, payload: {text: "{{text}}"}}
+            transport: {type: stdout}
+            """)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let pong = ["authorization": "Bearer pong-backend-secret"], partner = ["authorization": "Bearer partner-backend-secret"]
+            let accepted = try await client.request("POST", "/pong/events", json: ["user": "ann", "text": "private"], headers: pong)
+            #expect(accepted.status == 202)
+            let id = try #require(accepted.body?["id"]?.stringValue)
+            let own = try await client.request("GET", "/pong/events/\(id)", headers: pong)
+            #expect(own.status == 200 && own.body?["id"]?.stringValue == id, "\(own.status) \(own.text)")
+            let probed = try await client.request("GET", "/partner/events/\(id)", headers: partner)
+            #expect(probed.status == 404 && probed.body?["field"] == "id", "\(probed.status) \(probed.text)")
+            #expect(!probed.text.contains("private"))
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+        }
+    }
+
     @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
     func deliveredDroppedAndDeadLetteredEventsAndTheReplay(_ kind: IdempotentAcceptTests.StoreKind) async throws {
         guard let store = try await Self.store(kind) else { return }
