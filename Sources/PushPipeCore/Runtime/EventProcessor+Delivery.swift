@@ -14,6 +14,9 @@ struct Delivering: Sendable {
         var count: Int
         /// The delivery metric's outcome when it is not the transport's (`refused`, `dry_run`).
         var metricOutcome: String?
+        /// Not sent because its origin asked this sender to wait: the retry waits that out
+        /// without spending an attempt.
+        var held = false
     }
 
     func needsRetry(within limit: Int) -> Bool {
@@ -24,7 +27,7 @@ struct Delivering: Sendable {
 extension Delivering.Attempt {
     /// Only what was sent is retried: a refused notification or a dry run made no attempt.
     func isRetried(within limit: Int) -> Bool {
-        guard count > 0, case .retryAfter = outcome else { return false }
+        guard count > 0 || held, case .retryAfter = outcome else { return false }
         return count < limit && !Task.isCancelled
     }
 }
@@ -67,18 +70,31 @@ extension EventProcessor {
         }
         var start = 0
         while start < sending.count {
-            let chunk = sending[start..<min(sending.count, start + max(1, together))]
+            var chunk = Array(sending[start..<min(sending.count, start + max(1, together))])
+            start += chunk.count
+            if gate.anyPause() {
+                // Requests to an origin that asked to wait are held for the retry, the rest go.
+                chunk.removeAll { place in
+                    let request = deliverings[place.delivering].attempts[place.notification].request!
+                    let scope = TransportGate.scope(of: request.url)
+                    guard let pause = gate.remainingPause(of: scope) else { return false }
+                    deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: pause / .seconds(1),
+                                                                                                      reason: "held: \(scope) asked to wait")
+                    deliverings[place.delivering].attempts[place.notification].held = true
+                    return true
+                }
+                if chunk.isEmpty { continue }
+            }
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
             await gate.admit(requests.count)
             let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext).map(\.sanitized)
-            pauseIfAsked(outcomes)
+            pauseIfAsked(requests, outcomes)
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
                 deliverings[place.delivering].attempts[place.notification].count = 1
                 if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }
-            start += chunk.count
         }
     }
 
@@ -115,37 +131,42 @@ extension EventProcessor {
         var attempt = first
         let token = notification.token
         while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome, let request = attempt.request {
-            let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
-            telemetry.retry()
-            if let suppressed = repeatedFailures.admit("retry: \(reason)") {
-                logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
-                               metadata: Self.metadata(event, token: token, stage: definition.transport.id))
+            let scope = TransportGate.scope(of: request.url)
+            if attempt.held {
+                attempt.held = false
+            } else {
+                let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
+                telemetry.retry()
+                if let suppressed = repeatedFailures.admit("retry: \(reason)") {
+                    logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
+                                   metadata: Self.metadata(event, token: token, stage: definition.transport.id))
+                }
+                // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
+                do { try await Task.sleep(for: .seconds(delay)) } catch { break }
             }
-            // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
-            do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+            await gate.waitOutPause(of: scope)
+            if Task.isCancelled { break }
             await gate.admit(1)
             let span = attemptSpan(event, notification, attempt: attempt.count + 1)
             attempt.outcome = await definition.transport.stage.send(request, context: transportContext).sanitized
-            pauseIfAsked([attempt.outcome])
+            pauseIfAsked([request], [attempt.outcome])
             attempt.count += 1
             Self.end(span, attempt.outcome)
         }
         return attempt
     }
 
-    /// A provider that throttled this sender pauses the transport for every event, once per answer
-    /// that asked, the longest pause winning.
-    func pauseIfAsked(_ outcomes: [TransportOutcome]) {
-        var longest: Double?
-        for outcome in outcomes {
-            if let pause = outcome.providerPause { longest = max(longest ?? 0, pause) }
-        }
-        guard let longest else { return }
-        let wasPaused = gate.remainingPause() != nil
-        gate.pause(seconds: longest)
-        telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
-        if !wasPaused {
-            logger.warning("the provider throttled \(definition.transport.type): every send of this pipeline waits \(String(format: "%.1f", longest)) s (its Retry-After)")
+    /// A provider that throttled this sender pauses later sends to its origin (`TransportGate`),
+    /// once per answer that asked, the longest pause winning.
+    func pauseIfAsked(_ requests: [OutgoingRequest], _ outcomes: [TransportOutcome]) {
+        for (request, outcome) in zip(requests, outcomes) {
+            guard let seconds = outcome.providerPause else { continue }
+            let scope = TransportGate.scope(of: request.url)
+            let wasPaused = gate.pause(scope, seconds: seconds)
+            telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
+            if !wasPaused, repeatedFailures.admit("pause: \(definition.transport.type)") != nil {
+                logger.warning("the provider throttled \(definition.transport.type): sends to \(scope) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)")
+            }
         }
     }
 

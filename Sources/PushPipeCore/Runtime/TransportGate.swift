@@ -1,16 +1,25 @@
 import Synchronization
 
-/// Paces one pipeline's transport on this daemon: `delivery.max_rate`, and a pause a provider
+/// Paces one pipeline's transport on this daemon: `delivery.max_rate`, and the pauses providers
 /// asked for. A provider that answers "too many" with `Retry-After` (FCM's `QUOTA_EXCEEDED`, an
-/// HTTP 429) has throttled the sender, not one notification: every event waits out the pause,
-/// instead of each finding out for itself with an attempt of its own.
+/// HTTP 429) has throttled the sender, not one notification, so later sends to it wait out the
+/// pause instead of each finding out for itself. A pause holds only the origin that asked
+/// (`scope(of:)`): a Web Push subscriber's own push service, which anyone can run, pauses its
+/// own subscriptions and no one else's; FCM, one origin per pipeline, pauses the pipeline.
 final class TransportGate: Sendable {
+    /// The longest pause one answer can ask for.
+    static let longestPause: Double = 900
+    /// Origins paused at once at most; the oldest pauses go first beyond it.
+    static let mostPausedOrigins = 10_000
+
     let rate: RouteLimits.Rate?
     /// Below zero: sends already admitted ahead of the rate, which the next one waits for.
     private let bucket: Mutex<TokenBucket?>
-    /// Nanoseconds since `origin` until which sends wait; 0 when there is no pause, so the
+    /// When each paused origin may be sent to again.
+    private let pauses = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Nanoseconds since `origin` until which some pause holds; 0 when none does, so the
     /// common case is one atomic load per batch.
-    private let pausedUntil = Atomic<Int64>(0)
+    private let anyPauseUntil = Atomic<Int64>(0)
     private let origin = ContinuousClock.now
 
     init(rate: RouteLimits.Rate?) {
@@ -18,12 +27,9 @@ final class TransportGate: Sendable {
         bucket = Mutex(rate.map { TokenBucket($0) })
     }
 
-    /// Waits until `count` sends may go: past any pause, then at the rate. A cancelled wait
-    /// (the drain timeout) lets them go at once: the caller is stopping anyway.
+    /// Waits until `count` sends may go at the rate. A cancelled wait (the drain timeout) lets
+    /// them go at once: the caller is stopping anyway.
     func admit(_ count: Int) async {
-        while let pause = remainingPause() {
-            do { try await Task.sleep(for: pause) } catch { return }
-        }
         guard let rate else { return }
         let wait = bucket.withLock { bucket -> Duration? in
             guard var taken = bucket else { return nil }
@@ -35,23 +41,59 @@ final class TransportGate: Sendable {
         if let wait { try? await Task.sleep(for: wait) }
     }
 
-    /// Holds every send for `seconds` from now (a later pause extends it, an earlier one does not shorten it).
-    func pause(seconds: Double) {
-        let until = Int64(((.now - origin) / .seconds(1) + seconds) * 1e9)
-        var current = pausedUntil.load(ordering: .relaxed)
-        while current < until {
-            let (exchanged, original) = pausedUntil.compareExchange(expected: current, desired: until, ordering: .relaxed)
-            if exchanged { return }
-            current = original
+    /// Waits while `scope` is paused (cancelled: returns at once).
+    func waitOutPause(of scope: String) async {
+        while let pause = remainingPause(of: scope) {
+            do { try await Task.sleep(for: pause) } catch { return }
         }
     }
 
-    /// How long the pause still holds, nil when there is none.
-    func remainingPause() -> Duration? {
-        let until = pausedUntil.load(ordering: .relaxed)
-        guard until > 0 else { return nil }
-        let remaining = Double(until) / 1e9 - (.now - origin) / .seconds(1)
-        return remaining > 0 ? .seconds(remaining) : nil
+    /// Holds sends to `scope` for `seconds` from now, at most `longestPause` (a later pause
+    /// extends it, an earlier one does not shorten it). Returns whether it was paused already.
+    @discardableResult
+    func pause(_ scope: String, seconds: Double) -> Bool {
+        let now = ContinuousClock.now
+        let until = now + .seconds(min(max(seconds, 0), Self.longestPause))
+        let wasPaused = pauses.withLock { pauses in
+            let current = pauses[scope]
+            if current.map({ $0 < until }) ?? true { pauses[scope] = until }
+            if pauses.count > Self.mostPausedOrigins {
+                pauses = pauses.filter { $0.value > now }
+                while pauses.count > Self.mostPausedOrigins, let oldest = pauses.min(by: { $0.value < $1.value }) { pauses[oldest.key] = nil }
+            }
+            return current.map { $0 > now } ?? false
+        }
+        let nanoseconds = Int64((until - origin) / .nanoseconds(1))
+        var latest = anyPauseUntil.load(ordering: .relaxed)
+        while latest < nanoseconds {
+            let (exchanged, original) = anyPauseUntil.compareExchange(expected: latest, desired: nanoseconds, ordering: .relaxed)
+            if exchanged { break }
+            latest = original
+        }
+        return wasPaused
+    }
+
+    /// Whether any origin may still be paused: one atomic load, for the common case of none.
+    func anyPause() -> Bool {
+        let latest = anyPauseUntil.load(ordering: .relaxed)
+        return latest > 0 && origin + .nanoseconds(latest) > .now
+    }
+
+    /// How long the pause of `scope` still holds, nil when there is none.
+    func remainingPause(of scope: String) -> Duration? {
+        guard anyPause() else { return nil }
+        let now = ContinuousClock.now
+        guard let until = pauses.withLock({ $0[scope] }), until > now else { return nil }
+        return until - now
+    }
+
+    /// What a pause is about: the request's origin (`https://fcm.googleapis.com`, a push
+    /// service's `https://updates.push.services.mozilla.com`), scheme, host and port.
+    static func scope(of url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return url }
+        let rest = url[schemeEnd.upperBound...]
+        let hostEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        return url[..<schemeEnd.upperBound].lowercased() + rest[..<hostEnd].lowercased()
     }
 }
 
@@ -62,6 +104,6 @@ extension TransportOutcome {
     public var providerPause: Double? {
         guard case .retryAfter(let seconds?, let reason) = self, seconds > 0,
               reason.hasPrefix("QUOTA_EXCEEDED") || reason.hasPrefix("HTTP 429") || reason.hasPrefix("429") else { return nil }
-        return min(seconds, 3600)
+        return min(seconds, TransportGate.longestPause)
     }
 }

@@ -65,7 +65,10 @@ final class ScriptedTransport: Transport, Sendable {
     }
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
-        OutgoingRequest(url: "scripted://\(notification.token.value)", headers: [], sending: notification)
+        // One provider for every token, as APNs or FCM are; a token starting `other-` is at
+        // another origin, as Web Push subscriptions of other push services are.
+        let origin = notification.token.value.hasPrefix("other-") ? "https://other.example" : "https://provider.example"
+        return OutgoingRequest(url: "\(origin)/\(notification.token.value)", headers: [], sending: notification)
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {

@@ -1,5 +1,5 @@
 import Foundation
-import PushPipeCore
+@testable import PushPipeCore
 import PushPipeStages
 import PushPipeTesting
 import Testing
@@ -40,6 +40,43 @@ import Testing
             let waited = (times[secondAt] - times[0]) / .seconds(1)
             if pauses { #expect(waited >= 0.9, "bob's event waited out alice's throttle: \(waited) s") }
         }
+    }
+
+    /// Issue 45: a throttle pauses only its own origin. One Web Push subscriber's push service
+    /// (anyone can run one) answering `429 Retry-After: 3600` paused every send of the pipeline
+    /// for an hour, and every new event for that subscriber armed it again.
+    @Test func aThrottlePausesOnlyTheOriginThatAskedAndNotForever() async throws {
+        try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 20ms}") { pipeline in
+            let hostile = "other-" + String(repeating: "e1", count: 16)
+            let bystander = String(repeating: "b2", count: 16)
+            try await pipeline.register("mallory", hostile)
+            try await pipeline.register("bob", bystander)
+            pipeline.transport.script(hostile, [.retryAfter(seconds: 3600, reason: "429"), .retryAfter(seconds: 3600, reason: "429")])
+            let processor = pipeline.processor
+            let throttled = Task { await processor.process(pipeline.event(user: "mallory", ["text": "one"])) }
+            await pipeline.transport.waitForSends(1)
+            let started = ContinuousClock.now
+            for index in 0..<3 {
+                #expect(await processor.process(pipeline.event(user: "bob", ["text": .string("two \(index)")])).status == .delivered)
+            }
+            #expect(ContinuousClock.now - started < .seconds(10), "bob's events did not wait out mallory's push service")
+            // Mallory's own event waits (held, no attempt spent) and is not sent again meanwhile.
+            #expect(pipeline.transport.sends.filter { $0 == hostile }.count == 1)
+            throttled.cancel()
+            _ = await throttled.value
+        }
+    }
+
+    @Test func aPauseIsCappedAndScopedToItsOrigin() {
+        let gate = TransportGate(rate: nil)
+        #expect(!gate.anyPause())
+        gate.pause("https://push.example.net", seconds: 1e9)
+        let remaining = try? #require(gate.remainingPause(of: "https://push.example.net"))
+        #expect(remaining.map { $0 <= .seconds(TransportGate.longestPause) } == true)
+        #expect(gate.remainingPause(of: "https://fcm.googleapis.com") == nil)
+        #expect(TransportGate.scope(of: "https://FCM.googleapis.com/v1/projects/p/messages:send") == "https://fcm.googleapis.com")
+        #expect(TransportGate.scope(of: "https://push.example.net:8443/push/abc?x=1") == "https://push.example.net:8443")
+        #expect(TransportOutcome.retryAfter(seconds: 1e300, reason: "429").providerPause == TransportGate.longestPause)
     }
 
     @Test func maxRatePacesTheSends() async throws {
