@@ -4,8 +4,15 @@ import ServiceLifecycle
 import PushPipeCore
 
 extension AdminHost {
+    /// How often a tap gets a comment while nothing happens: a write is how a client that left
+    /// is found (the second write after it left fails), and that frees its slot.
+    static let tapHeartbeat: Duration = .seconds(1)
+    /// What a tap refused for want of a slot is told to wait: long enough for a tap that left to
+    /// be found (two heartbeats), so its retry gets the slot.
+    static var tapRetryAfter: Int { Int(tapHeartbeat.components.seconds) * 2 + 1 }
+
     /// `GET /tap?pipeline=&stage=`: server-sent events, one JSON record per `data:` line, until
-    /// the client goes away or the daemon stops. A comment every few seconds finds a client
+    /// the client goes away or the daemon stops. A comment every `tapHeartbeat` finds a client
     /// that left while nothing happened.
     func tap(_ request: Request) -> Response {
         let query = request.uri.queryParameters
@@ -15,7 +22,7 @@ extension AdminHost {
         guard let subscription = hub.subscribe(filter, limit: access.maximumTaps) else {
             var response = HTTPHost.response(status: 429, body: RouteError(429, "\(access.maximumTaps) taps are streaming already; close one or raise --admin-max-taps",
                                                                            field: nil).body)
-            response.headers[.retryAfter] = "5"
+            response.headers[.retryAfter] = String(Self.tapRetryAfter)
             return response
         }
         var headers = HTTPFields()
@@ -28,7 +35,7 @@ extension AdminHost {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         while !Task.isCancelled {
-                            try await Task.sleep(for: .seconds(5))
+                            try await Task.sleep(for: Self.tapHeartbeat)
                             subscription.heartbeat()
                         }
                     }

@@ -42,9 +42,8 @@ struct TapCommand: AsyncParsableCommand {
         request.headers.add(name: "accept", value: "text/event-stream")
         // The admin token, when the daemon has one: from the environment, never a flag (a flag
         // shows in the process list).
-        if let token = ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"], !token.isEmpty {
-            request.headers.add(name: "authorization", value: "Bearer \(token)")
-        }
+        let token = ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        if let token { request.headers.add(name: "authorization", value: "Bearer \(token)") }
         let response: HTTPClientResponse
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
@@ -53,7 +52,11 @@ struct TapCommand: AsyncParsableCommand {
         }
         switch response.status.code {
         case 200: break
-        case 401: throw TapError("\(admin)/tap needs the daemon's admin token: set PUSHPIPE_ADMIN_TOKEN")
+        case 401 where token == nil: throw TapError("\(admin)/tap needs the daemon's admin token: set PUSHPIPE_ADMIN_TOKEN")
+        case 401: throw TapError("\(admin)/tap refused the token in PUSHPIPE_ADMIN_TOKEN: it is not the daemon's admin token")
+        case 429:
+            let wait = response.headers.first(name: "retry-after").map { " (try again in \($0) s)" } ?? ""
+            throw TapError("\(admin)/tap answered HTTP 429: every tap the daemon allows is streaming (--admin-max-taps)\(wait)")
         default: throw TapError("\(admin)/tap answered HTTP \(response.status.code)")
         }
         var printed = 0

@@ -76,4 +76,42 @@ import Testing
         telemetry.tap.unsubscribe(elsewhere)
         #expect(!telemetry.tap.isListening)
     }
+
+    /// The slot of a tap that went away (killed, so it never said so) is free again within the
+    /// `Retry-After` the refused tap was told (issue 45: it took about 10 s against a `5`); a
+    /// wrong token is told as refused, not as missing.
+    @Test func aGoneTapsSlotIsFreeWithinTheRetryAfterTold() async throws {
+        let directory = try TemporaryDirectory("tap-slots")
+        defer { directory.remove() }
+        try directory.write("pipelines/tapped.yaml", Self.pipeline)
+        let token = "tap-" + UUID().uuidString
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:state.sqlite", "--plugins", "none",
+                         "--admin-max-taps", "1"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { daemon in
+            let admin = "http://127.0.0.1:\(try await daemon.adminPort())"
+            /// One `pushpipe tap`: the line that says whether it streams, then it is killed.
+            @Sendable func tap(token: String) async throws -> String {
+                try await DaemonProcess.run(arguments: ["tap", "--admin", admin, "--limit", "1"], directory: directory.path,
+                                            environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { tap in
+                    try await tap.waitForLine(containing: "\(admin)")
+                }
+            }
+            let wrong = try await tap(token: "not-" + token)
+            #expect(wrong.contains("refused the token in PUSHPIPE_ADMIN_TOKEN") && !wrong.contains("set PUSHPIPE_ADMIN_TOKEN"), "\(wrong)")
+
+            #expect(try await tap(token: token).contains("connected to"), "the first tap streams, and is killed")
+            let gone = ContinuousClock.now
+            let refused = try await tap(token: token)
+            let told = try #require(refused.firstMatch(of: /try again in (\d+) s/).flatMap { Int($0.1) }, "\(refused)")
+            #expect(told <= 5)
+            var admitted = false
+            while !admitted, ContinuousClock.now - gone < .seconds(told + 10) {
+                admitted = try await tap(token: token).contains("connected to")
+            }
+            let waited = ContinuousClock.now - gone
+            #expect(admitted && waited <= .seconds(told + 1), "the slot was free after \(waited), the refused tap was told \(told) s")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+        }
+    }
 }
