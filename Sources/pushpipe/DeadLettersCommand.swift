@@ -89,6 +89,10 @@ struct DeadLettersCommand: AsyncParsableCommand {
         @Argument(help: "The event id.")
         var id: String
 
+        /// Taken as `list` takes it, so a script passes it to both: `show` prints JSON either way.
+        @Flag(name: .long, help: "JSON (the default; taken as list takes it).")
+        var json = false
+
         func run() async throws {
             let record = try await selection.withStore { store in try await selection.deadLetter(id, in: store) }
             var shown = record.statusJSON.objectValue ?? [:]
