@@ -38,7 +38,7 @@ struct PostgresConnections: Sendable {
         } catch {
             guard Self.meansUnavailable(error) else {
                 availability.answered(probe: probe)
-                throw error
+                throw Self.dataError(in: error) ?? error
             }
             availability.failed(error, probe: probe)
             if probe, let timeout = error as? StoreTimeoutError, timeout.what == "connection" { await replacePoolIfWedged() }
@@ -69,6 +69,25 @@ struct PostgresConnections: Sendable {
 
     private func bounded<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         try await BoundedStatement<Result>(waits: waits, store: name, closes: closes).run(on: pool.client, body)
+    }
+
+    /// The server refused the statement's data: a value it cannot take (SQLSTATE class 22,
+    /// `\u0000` in `jsonb` among them), a broken constraint (23) or a limit exceeded (54, an
+    /// index entry too large). The same statement fails the same way again, so it is told as
+    /// such, once, here, and nothing retries it.
+    static func dataError(in error: any Error) -> StoreDataError? {
+        switch error {
+        case let error as PSQLError:
+            guard error.code == .server, let state = error.serverInfo?[.sqlState], ["22", "23", "54"].contains(String(state.prefix(2))) else {
+                return nil
+            }
+            return StoreDataError(store: "PostgreSQL", code: state, message: error.serverInfo?[.message] ?? "")
+        case let error as PostgresTransactionError:
+            // The body's error, or a deferred constraint's at COMMIT.
+            return [error.closureError, error.commitError].lazy.compactMap { $0.flatMap(dataError) }.first
+        default:
+            return nil
+        }
     }
 
     /// Whether an error says the database cannot be reached (as opposed to an answer it gave).

@@ -6,7 +6,8 @@ import PushPipeCore
 extension PostgresStore {
     /// A group-committed batch on one transaction: its delivery rows and its queued events go
     /// in one statement each (a JSON array unpacked by `jsonb_to_recordset`), since at APNs
-    /// rates a round trip per row cost more than everything else.
+    /// rates a round trip per row cost more than everything else. Their text is made storable
+    /// where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var deliveries: [JSON] = []
         var enqueued: [JSON] = []
@@ -40,7 +41,7 @@ extension PostgresStore {
             try await connection.query("""
                 INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
                 SELECT pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record
-                FROM jsonb_to_recordset(\(JSON.array(deliveries).compactText)::jsonb) AS d(
+                FROM jsonb_to_recordset(\(jsonb: deliveries)::jsonb) AS d(
                     pipeline text, event_id text, user_id text, token_kind text, token text, outcome text, reason text,
                     provider_id text, attempts bigint, created_at double precision, record text)
                 """, logger: logger)
@@ -49,7 +50,7 @@ extension PostgresStore {
             try await connection.query("""
                 INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
                 SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease, caller, replay_of, trace_parent
-                FROM jsonb_to_recordset(\(JSON.array(enqueued).compactText)::jsonb) AS q(
+                FROM jsonb_to_recordset(\(jsonb: enqueued)::jsonb) AS q(
                     pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
                     lease double precision, caller text, replay_of text, trace_parent text)
                 """, logger: logger)
@@ -59,7 +60,7 @@ extension PostgresStore {
             try await connection.query("""
                 INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
                 SELECT pipeline, event_id, state, updated_at, updated_at, record
-                FROM jsonb_to_recordset(\(JSON.array(Array(events.values)).compactText)::jsonb) AS e(
+                FROM jsonb_to_recordset(\(jsonb: Array(events.values))::jsonb) AS e(
                     pipeline text, event_id text, state text, updated_at double precision, record text)
                 ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
                 """, logger: logger)
@@ -68,7 +69,7 @@ extension PostgresStore {
             try await connection.query("""
                 INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, next_at)
                 SELECT pipeline, target, outcome_id, payload, created_at, \(unescaped: databaseNow)
-                FROM jsonb_to_recordset(\(JSON.array(webhooks).compactText)::jsonb) AS w(
+                FROM jsonb_to_recordset(\(jsonb: webhooks)::jsonb) AS w(
                     pipeline text, target text, outcome_id text, payload text, created_at double precision)
                 """, logger: logger)
         }

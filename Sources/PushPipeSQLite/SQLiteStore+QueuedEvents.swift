@@ -61,9 +61,9 @@ extension SQLiteStore {
         try db.cachedStatement(sql: """
             INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [event.pipeline, event.source, event.instance, event.eventID, event.user, event.time, event.body.compactText,
-                                     Date().timeIntervalSince1970 + event.lease, event.caller, event.replayOf.map(QueuedEvent.storedReplay),
-                                     event.traceParent])
+            """).execute(arguments: .storable([event.pipeline, event.source, event.instance, event.eventID, event.user, event.time,
+                                               event.body.compactText, Date().timeIntervalSince1970 + event.lease, event.caller,
+                                               event.replayOf.map(QueuedEvent.storedReplay), event.traceParent]))
     }
 
     static func queuedEvent(_ row: Row, pipeline: String, source: String, instance: String, lease: Double) throws -> QueuedEvent {
@@ -79,6 +79,6 @@ extension SQLiteStore {
         // One row: a backend that reuses an event id (against `id_field`'s rule) keeps its other events queued.
         try db.cachedStatement(sql: """
             DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = ? AND event_id = ? ORDER BY id LIMIT 1)
-            """).execute(arguments: [pipeline, eventID])
+            """).execute(arguments: .storable([pipeline, eventID]))
     }
 }

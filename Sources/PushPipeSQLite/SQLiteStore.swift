@@ -75,7 +75,8 @@ public final class SQLiteStore: Store {
                 }, completion: { _, result in
                     // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
                     if case .success(let changes) = result { mirror.apply(changes) }
-                    continuation.resume(with: result.map { _ in })
+                    // A refusal of the data is told as such (`StoreDataError`), here where it enters.
+                    continuation.resume(with: result.map { _ in }.mapError { error in Self.dataError(in: error) ?? error })
                 })
             }
         }
@@ -101,12 +102,12 @@ public final class SQLiteStore: Store {
                     INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
                     WHERE ? = 0 OR CAST(stage_state.value AS REAL) < CAST(excluded.value AS REAL)
-                    """).execute(arguments: [pipeline, write.stage, write.key, text, now, write.onlyForward ? 1 : 0])
+                    """).execute(arguments: .storable([pipeline, write.stage, write.key, text, now, write.onlyForward ? 1 : 0]))
                 // SQLite decided whether the value moved forward: the mirror follows its answer,
                 // with the value a read of the row would give.
                 if db.changesCount > 0 {
-                    changes.append(StateMirror.Change(stage: StateMirror.Stage(pipeline: pipeline, stage: write.stage), key: write.key,
-                                                      value: try JSON.parse(text)))
+                    changes.append(StateMirror.Change(stage: StateMirror.Stage(pipeline: pipeline, stage: write.stage),
+                                                      key: StoredText.storable(write.key), value: try JSON.parse(text)))
                 }
             }
         case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
@@ -173,20 +174,20 @@ public final class SQLiteStore: Store {
             if replace {
                 try db.execute(
                     sql: "DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND scope = ? AND token <> ?",
-                    arguments: [pipeline, token.user, token.kind, token.scope, token.value])
+                    arguments: .storable([pipeline, token.user, token.kind, token.scope, token.value]))
             }
             try db.execute(sql: """
                 INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
-                """, arguments: [pipeline, token.user, token.kind, token.value, token.scope, environment, now, now])
+                """, arguments: .storable([pipeline, token.user, token.kind, token.value, token.scope, environment, now, now]))
             if let keepingAtMost {
                 try db.execute(sql: """
                     DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND token NOT IN (
                         SELECT token FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ?
                         ORDER BY updated_at DESC, created_at DESC LIMIT ?)
-                    """, arguments: [pipeline, token.user, token.kind, pipeline, token.user, token.kind, keepingAtMost])
+                    """, arguments: .storable([pipeline, token.user, token.kind, pipeline, token.user, token.kind, keepingAtMost]))
             }
         }
     }
@@ -296,7 +297,7 @@ public final class SQLiteStore: Store {
                 try db.execute(sql: """
                     INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """, arguments: [pipeline, user, key, value.compactText, now])
+                    """, arguments: .storable([pipeline, user, key, value.compactText, now]))
             }
         }
     }
@@ -307,13 +308,24 @@ public final class SQLiteStore: Store {
 
     public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
         guard !keys.isEmpty else { return [:] }
+        // A key is looked up as its write stored it (`StoredText`), and answered as asked.
+        let stored = keys.map { key -> String in StoredText.storable(key) }
+        guard stored == keys else {
+            let values = try await storedStates(pipeline: pipeline, stage: stage, keys: stored)
+            return Dictionary(zip(keys, stored).compactMap { key, storedKey in values[storedKey].map { (key, $0) } },
+                              uniquingKeysWith: { first, _ in first })
+        }
+        return try await storedStates(pipeline: pipeline, stage: stage, keys: keys)
+    }
+
+    private func storedStates(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
         let mirrored = StateMirror.Stage(pipeline: pipeline, stage: stage)
         switch stateMirror.values(of: keys, in: mirrored) {
         case .found(let values): return values
         case .tooLarge: return try await readStates(pipeline: pipeline, stage: stage, keys: keys)
         case .notLoaded:
             try await loadMirror(of: mirrored)
-            return try await states(pipeline: pipeline, stage: stage, keys: keys)
+            return try await storedStates(pipeline: pipeline, stage: stage, keys: keys)
         }
     }
 

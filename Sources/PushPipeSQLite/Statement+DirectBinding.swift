@@ -57,8 +57,9 @@ struct DirectBindings {
         self.scratch = scratch
     }
 
+    /// Text goes in as `StoredText` makes it: every string this store's direct bindings take.
     mutating func bind(_ value: String, at index: Int32) {
-        var value = value
+        var value = StoredText.storable(value)
         value.withUTF8 { bytes in bindText(UnsafeRawBufferPointer(bytes), at: index) }
     }
 
@@ -77,6 +78,15 @@ struct DirectBindings {
     }
 
     private mutating func bindText(_ bytes: UnsafeRawBufferPointer, at index: Int32) {
+        // Invalid UTF-8 or a NUL: the repaired copy instead (`StoredText`).
+        if let repaired = StoredText.repaired(bytes) {
+            repaired.withUnsafeBytes { bindCheckedText($0, at: index) }
+            return
+        }
+        bindCheckedText(bytes, at: index)
+    }
+
+    private mutating func bindCheckedText(_ bytes: UnsafeRawBufferPointer, at index: Int32) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else {
             // An empty text, not NULL (SQLite makes it from a copy of nothing).
             sqlite3_bind_text(handle, index, "", 0, transient)

@@ -223,6 +223,9 @@ extension EventProcessor {
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
+        } catch let refusal as StoreDataError {
+            // Not retried: the same data is refused again (see `recordRefused`).
+            await recordRefused(outcomes, events: events, because: refusal)
         } catch {
             for outcome in outcomes {
                 logger.error("stopped before the outcome was recorded", metadata: Self.metadata(outcome.delivering.event))

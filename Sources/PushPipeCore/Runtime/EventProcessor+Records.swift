@@ -80,3 +80,54 @@ extension EventProcessor {
         return notifications.filter { addresses.contains($0.token.kind + ":" + $0.token.value) }
     }
 }
+
+extension EventProcessor {
+    /// What events' outcomes become when the store refuses them (`StoreDataError`): written
+    /// again event by event, so that only the events whose data it refuses are concerned; each
+    /// of those is a dead letter with the store's reason, without the deliveries, history and
+    /// watermarks that were refused. Retried for ever instead, the outcome held its event in the
+    /// queue and its worker blocked, and every restart sent it again.
+    func recordRefused(_ outcomes: [Outcome], events: [EventRecord], because refusal: StoreDataError) async {
+        var seen: Set<String> = []
+        let ids = (outcomes.map(\.delivering.event.id) + events.map(\.eventID)).filter { seen.insert($0).inserted }
+        if ids.count > 1 {
+            for id in ids { await record(outcomes.filter { $0.delivering.event.id == id }, events: events.filter { $0.eventID == id }) }
+            return
+        }
+        let event = outcomes.first?.delivering.event
+        guard let refused = events.last else {
+            // A broadcast's page: the event's own record follows when it ends.
+            logger.error("the store refused the deliveries of a page: \(refusal)", metadata: event.map { Self.metadata($0) } ?? [:])
+            return
+        }
+        var letter = refused
+        letter.state = .deadLetter
+        letter.code = "store_refused"
+        letter.reason = refusal.description
+        if letter.input == nil, let event {
+            letter.input = EventRecord.Input(time: event.time.timeIntervalSince1970, body: event.receivedBody ?? event.body)
+        }
+        // Refused again (the record's own data): the letter with nothing but the reason.
+        let bare = EventRecord(pipeline: letter.pipeline, eventID: letter.eventID, state: .deadLetter, source: letter.source, code: letter.code,
+                               reason: letter.reason, acceptedAt: letter.acceptedAt, updatedAt: letter.updatedAt)
+        for candidate in [letter, bare] {
+            let webhooks = webhookOutcomes(of: [candidate], at: candidate.updatedAt)
+            do {
+                try await retrying(while: { _ in true }, failed: { _, _ in }) {
+                    try await store.recordOutcome(deliveries: [], history: [], state: [], events: [candidate], webhooks: webhooks,
+                                                  pipeline: definition.name)
+                }
+                if !webhooks.isEmpty { onWebhookOutcomes?() }
+                logger.error("the store refused the outcome of event \(letter.eventID), now a dead letter: \(refusal)",
+                             metadata: event.map { Self.metadata($0) } ?? [:])
+                return
+            } catch is StoreDataError {
+                continue
+            } catch {
+                break
+            }
+        }
+        logger.error("the store refused the outcome of event \(letter.eventID), and its dead letter: \(refusal)",
+                     metadata: event.map { Self.metadata($0) } ?? [:])
+    }
+}

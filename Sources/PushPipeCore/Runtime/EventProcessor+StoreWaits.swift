@@ -13,7 +13,9 @@ extension EventProcessor {
 
     /// Runs `step` until it succeeds, 100 ms apart at first, doubling up to 2 s, while
     /// `retries` says its error is worth another try; `failed` hears of each failure and how
-    /// many there were. Throws the last error otherwise, or once the task is cancelled.
+    /// many there were. Throws the last error otherwise, or once the task is cancelled. A
+    /// refusal of the data (`StoreDataError`) is never worth one: the same write fails the same
+    /// way, and an outcome retried for ever held its event and its worker for good.
     func retrying<Result>(while retries: (any Error) -> Bool, failed: (any Error, Int) -> Void,
                           _ step: () async throws -> Result) async throws -> Result {
         var delay = Duration.milliseconds(100)
@@ -22,7 +24,7 @@ extension EventProcessor {
             do {
                 return try await step()
             } catch {
-                guard retries(error) else { throw error }
+                guard !(error is StoreDataError), retries(error) else { throw error }
                 failures += 1
                 failed(error, failures)
                 if (try? await Task.sleep(for: delay)) == nil { throw error }

@@ -16,6 +16,11 @@ import Synchronization
 /// `gatheringWindow`: HTTP callers waiting for their 202 are all in well before the window
 /// ends, and waiting it out made ingestion bound by the window (half the CPU idle, 10,000
 /// events/s from 64 connections). A write arriving alone is committed at once.
+///
+/// A batch that fails is committed again one write at a time, so a write the store refuses
+/// (a value it cannot keep) fails alone instead of failing every write that shared its
+/// transaction: one bad answer from a provider made every worker's outcome fail, for ever.
+/// Not when the store is away (`isolates` says no): each write would wait out the outage again.
 package final class GroupCommit<Write: Sendable>: Sendable {
     private struct Entry {
         var write: Write
@@ -34,6 +39,17 @@ package final class GroupCommit<Write: Sendable>: Sendable {
         var gatherer: CheckedContinuation<Void, Never>?
         /// Counts gatherings, so that a window's timer ends only its own.
         var gathering: UInt64 = 0
+        /// Whether a leader took its batch and commits it.
+        var inProgress = false
+        /// A test waiting for this many writes behind the commit in progress (`pendingWritesReach`).
+        var pendingWatch: (count: Int, continuation: CheckedContinuation<Void, Never>)?
+
+        /// The watching test's continuation, taken, once its count is reached.
+        mutating func reachedWatch() -> CheckedContinuation<Void, Never>? {
+            guard let watch = pendingWatch, inProgress, pending.count >= watch.count else { return nil }
+            pendingWatch = nil
+            return watch.continuation
+        }
     }
 
     private let state = Mutex(State())
@@ -42,25 +58,45 @@ package final class GroupCommit<Write: Sendable>: Sendable {
     package let observer = Mutex<CommitObserver?>(nil)
     /// The longest a leader waits for the writes it expects.
     private let gatheringWindow: TimeAmount
+    /// Whether a batch that failed with this error is committed again write by write.
+    private let isolates: @Sendable (any Error) -> Bool
 
-    package init(gatheringWindow: Duration = .milliseconds(2), commit: @escaping @Sendable ([Write]) async throws -> Void) {
+    package init(gatheringWindow: Duration = .milliseconds(2),
+                 isolates: @escaping @Sendable (any Error) -> Bool = { !StoreAvailability.meansAway($0) && !($0 is CancellationError) },
+                 commit: @escaping @Sendable ([Write]) async throws -> Void) {
         self.gatheringWindow = TimeAmount(gatheringWindow)
+        self.isolates = isolates
         self.commit = commit
     }
 
     /// Writes queued behind the commit in progress (tests wait for a batch to form).
     var pendingWrites: Int { state.withLock { $0.pending.count } }
 
+    /// Returns once a commit is in progress with at least `count` writes queued behind it: a
+    /// test holding a commit knows when it started (0) and when the next batch formed. One
+    /// waiter at a time.
+    package func pendingWritesReach(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let reached = state.withLock { state in
+                state.pendingWatch = (count, continuation)
+                return state.reachedWatch()
+            }
+            reached?.resume()
+        }
+    }
+
     package func submit(_ write: Write) async throws {
         let isLeader = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            let (leads, gathered) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            let (leads, gathered, watched) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?) in
                 let leads = !state.committing
                 state.committing = true
                 state.pending.append(Entry(write: write, isLeader: leads, continuation: continuation))
-                guard state.gatherer != nil, state.pending.count >= state.lastBatchSize else { return (leads, nil) }
+                let watched = state.reachedWatch()
+                guard state.gatherer != nil, state.pending.count >= state.lastBatchSize else { return (leads, nil, watched) }
                 defer { state.gatherer = nil }
-                return (leads, state.gatherer)
+                return (leads, state.gatherer, watched)
             }
+            watched?.resume()
             gathered?.resume()
             if leads { continuation.resume(returning: true) }
         }
@@ -68,14 +104,17 @@ package final class GroupCommit<Write: Sendable>: Sendable {
     }
 
     /// Commits one batch (which holds the leader's own write), then hands over to the oldest
-    /// write that arrived meanwhile; throws if the batch failed.
+    /// write that arrived meanwhile; throws what the leader's own write failed with.
     private func lead() async throws {
         if state.withLock({ $0.lastBatchSize > 1 }) { await gather() }
-        let batch = state.withLock { state -> [Entry] in
-            defer { state.pending.removeAll(keepingCapacity: true) }
+        let (batch, watched) = state.withLock { state -> ([Entry], CheckedContinuation<Void, Never>?) in
             state.lastBatchSize = state.pending.count
-            return state.pending
+            state.inProgress = true
+            let batch = state.pending
+            state.pending.removeAll(keepingCapacity: true)
+            return (batch, state.reachedWatch())
         }
+        watched?.resume()
         var failure: (any Error)?
         let started = ContinuousClock.now
         do {
@@ -84,10 +123,22 @@ package final class GroupCommit<Write: Sendable>: Sendable {
             failure = error
         }
         if let observer = observer.withLock({ $0 }) { observer.observe(ContinuousClock.now - started) }
-        for entry in batch where !entry.isLeader {
-            if let failure { entry.continuation.resume(throwing: failure) } else { entry.continuation.resume(returning: false) }
+        // Failed with several writes: each alone, so that only a write the store refuses fails.
+        var failures: [(any Error)?]?
+        if batch.count > 1, let failure, isolates(failure) { failures = await isolated(batch.map(\.write)) }
+        var own: (any Error)?
+        for (index, entry) in batch.enumerated() {
+            let entryFailure: (any Error)? = if let failures { failures[index] } else { failure }
+            if entry.isLeader {
+                own = entryFailure
+            } else if let entryFailure {
+                entry.continuation.resume(throwing: entryFailure)
+            } else {
+                entry.continuation.resume(returning: false)
+            }
         }
         let next = state.withLock { state -> CheckedContinuation<Bool, any Error>? in
+            state.inProgress = false
             guard !state.pending.isEmpty else {
                 state.committing = false
                 state.lastBatchSize = 0
@@ -97,7 +148,22 @@ package final class GroupCommit<Write: Sendable>: Sendable {
             return state.pending[0].continuation
         }
         next?.resume(returning: true)
-        if let failure { throw failure }
+        if let own { throw own }
+    }
+
+    /// Commits each write in a transaction of its own; returns what each failed with (nil: committed).
+    private func isolated(_ writes: [Write]) async -> [(any Error)?] {
+        var failures: [(any Error)?] = []
+        failures.reserveCapacity(writes.count)
+        for write in writes {
+            do {
+                try await commit([write])
+                failures.append(nil)
+            } catch {
+                failures.append(error)
+            }
+        }
+        return failures
     }
 
     /// Returns once as many writes are pending as the last batch held, the window has passed or

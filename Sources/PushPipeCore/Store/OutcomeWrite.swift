@@ -59,7 +59,10 @@ package struct DeliveryRow {
         var firstUnattached = 0
         var rows: [DeliveryRow] = []
         rows.reserveCapacity(deliveries.count + history.count)
-        for delivery in deliveries {
+        for var delivery in deliveries {
+            // Free text is bounded here, once for both stores; each store replaces NUL where it binds.
+            delivery.reason = StoredText.storable(delivery.reason, limit: StoredText.longestFreeText)
+            delivery.providerID = StoredText.storable(delivery.providerID, limit: StoredText.longestFreeText)
             var record: Record?
             if delivery.outcome == "delivered",
                let index = history.indices[firstUnattached...].first(where: { !attached[$0] && history[$0].user == delivery.user

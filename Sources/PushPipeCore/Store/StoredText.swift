@@ -1,0 +1,76 @@
+/// Text as both stores can keep it. PostgreSQL refuses NUL in `text` (SQLSTATE 22021) and its
+/// `\u0000` escape in `jsonb` (22P05), which made one provider answer fail every write of its
+/// group commit; SQLite keeps NUL but every read stops at it. So each store passes the strings
+/// it binds through here, whoever made them: a provider, a plugin, or a user's event body.
+package enum StoredText {
+    /// What stands for a character no store keeps, as UTF-8 decoding does for invalid bytes.
+    package static let replacement: Unicode.Scalar = "\u{FFFD}"
+    /// The most characters of free text (a delivery's reason, a provider's id) stored: the
+    /// runtime cuts providers' reasons shorter already; this bounds whatever else gets there.
+    package static let longestFreeText = 1000
+
+    /// `text` with each NUL replaced and at most `limit` characters (Unicode scalars) kept,
+    /// the cut marked with an ellipsis. The common case, nothing to change, costs one scan.
+    package static func storable(_ text: String, limit: Int = .max) -> String {
+        let clean = text.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.count <= limit && !bytes.contains(0)
+        }
+        if clean == true { return text }
+        var result = ""
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit { return result + "…" }
+            result.unicodeScalars.append(scalar == "\0" ? replacement : scalar)
+            count += 1
+        }
+        return result
+    }
+
+    /// Optional text as `storable` makes it.
+    package static func storable(_ text: String?, limit: Int = .max) -> String? {
+        text.map { storable($0, limit: limit) }
+    }
+
+    /// UTF-8 bytes (a serialized payload) as text a store keeps, or nil when they are already:
+    /// invalid sequences and NUL become the replacement character.
+    package static func repaired(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        // Plain ASCII without NUL, most payloads: nothing to decode.
+        if !bytes.contains(where: { $0 == 0 || $0 >= 0x80 }) { return nil }
+        var parser = Unicode.UTF8.ForwardParser()
+        var input = bytes.makeIterator()
+        var needsRepair = false
+        parsing: while true {
+            switch parser.parseScalar(from: &input) {
+            case .valid(let encoded): if encoded.count == 1 && encoded.first == 0 { needsRepair = true; break parsing }
+            case .error: needsRepair = true; break parsing
+            case .emptyInput: break parsing
+            }
+        }
+        guard needsRepair else { return nil }
+        return Array(storable(String(decoding: bytes, as: UTF8.self)).utf8)
+    }
+
+    /// Serialized JSON with each `\u0000` escape (a NUL in one of its strings) made `\ufffd`,
+    /// for PostgreSQL's `jsonb`: the only escape it refuses. Escapes are the only place a
+    /// backslash appears in serialized JSON, so one scan finds them all.
+    package static func storableJSON(_ serialized: String) -> String {
+        var text = serialized
+        let escapes = text.withUTF8 { bytes -> [Int] in
+            var escapes: [Int] = []
+            var index = 0
+            while index < bytes.count {
+                guard bytes[index] == UInt8(ascii: "\\") else { index += 1; continue }
+                if index + 5 < bytes.count, bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == UInt8(ascii: "0"),
+                   bytes[index + 3] == UInt8(ascii: "0"), bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0") {
+                    escapes.append(index)
+                }
+                index += 2
+            }
+            return escapes
+        }
+        guard !escapes.isEmpty else { return serialized }
+        var bytes = Array(text.utf8)
+        for index in escapes { bytes.replaceSubrange((index + 2)...(index + 5), with: "fffd".utf8) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

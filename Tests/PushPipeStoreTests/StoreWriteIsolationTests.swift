@@ -1,0 +1,137 @@
+import Dispatch
+import Foundation
+import Logging
+import PostgresNIO
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
+import PushPipeTesting
+import Testing
+
+/// Issue 45, finding 7, on real stores: a provider's answer with a NUL made PostgreSQL refuse a
+/// delivery's row (SQLSTATE 22P05), which failed every write of its group commit; SQLite kept
+/// it, and cut every read at it. Every string bound is made storable, and a write the store
+/// still refuses fails alone, told as a `StoreDataError` with the store's code.
+@Suite struct StoreWriteIsolationTests {
+    static let logger = Logger(label: "store-write-isolation")
+
+    @Test func sqliteStoresTextWithNULAsItsReplacement() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        try await withCleanup({ try await Self.textWithNUL(store) }, cleanup: { try? await store.close() })
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresStoresTextWithNULAsItsReplacement() async throws {
+        let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Self.logger)
+        try await withCleanup({ try await Self.textWithNUL(store) }, cleanup: { try? await store.close() })
+    }
+
+    @Test func sqliteCommitsTheNeighboursOfARefusedWrite() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        try await withCleanup({
+            // The writer's queue is held, so the first commit waits behind it while a batch forms.
+            let writer = DispatchSemaphore(value: 0)
+            store.database.asyncWriteWithoutTransaction { _ in writer.wait() }
+            try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "SQLITE_CONSTRAINT (1299)") { writer.signal() }
+        }, cleanup: { try? await store.close() })
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresCommitsTheNeighboursOfARefusedWrite() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let store = try await PostgresStore(location: location, logger: Self.logger)
+        let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: Self.logger)
+        try await withCleanup({
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await locker.run() }
+                // A lock on the table holds the first commit while a batch forms.
+                let locked = ObservedState(false)
+                let unlock = Gate()
+                group.addTask {
+                    try await locker.withTransaction(logger: Self.logger) { connection in
+                        try await connection.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE", logger: Self.logger)
+                        locked.update { $0 = true }
+                        await unlock.wait()
+                    }
+                }
+                try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
+                // NOT NULL of `created_at`: a NaN time is written as null.
+                try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "23502") { unlock.open() }
+                group.cancelAll()
+            }
+        }, cleanup: { try? await store.close() })
+    }
+
+    /// Every kind of row the stores write, each string with a NUL: each is stored with the
+    /// replacement character instead (read here by that form), JSON values keep theirs
+    /// (escaped in their text), and a reason is cut to `StoredText.longestFreeText`.
+    static func textWithNUL(_ store: any Store) async throws {
+        let now = Date().timeIntervalSince1970
+        try await store.register(DeviceToken(user: "a\0b", kind: "device", value: "t\0"), pipeline: "p", environment: nil, replace: false)
+        #expect(try await store.tokens(pipeline: "p", user: "a\u{FFFD}b", kind: "device").map(\.value) == ["t\u{FFFD}"])
+
+        let delivery = DeliveryRecord(pipeline: "p", eventID: "e\0", user: "a\0b", tokenKind: "device", token: "t\0", outcome: "delivered",
+                                      reason: "bad\0answer " + String(repeating: "x", count: 5000), providerID: "id\0", attempts: 1, createdAt: now)
+        // A payload serialized elsewhere, with a byte that is not UTF-8.
+        let payload = Data(#"{"x":"?"}"#.utf8.map { $0 == UInt8(ascii: "?") ? 0xFF : $0 })
+        let history = HistoryEntry(pipeline: "p", user: "a\0b", eventID: "e\0", createdAt: now, record: [:], serializedRecord: payload)
+        let record = EventRecord(pipeline: "p", eventID: "e\0", state: .delivered, user: "a\0b", reason: "why\0", acceptedAt: now, updatedAt: now)
+        try await store.recordOutcome(deliveries: [delivery], history: [history], state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
+                                      events: [record], pipeline: "p")
+
+        let last = try #require(try await store.lastDelivery(pipeline: "p", user: "a\u{FFFD}b"))
+        #expect(last.eventID == "e\u{FFFD}")
+        #expect(last.token == "t\u{FFFD}")
+        #expect(last.providerID == "id\u{FFFD}")
+        #expect(last.reason?.hasPrefix("bad\u{FFFD}answer xxx") == true)
+        #expect(last.reason?.unicodeScalars.count == StoredText.longestFreeText + 1, "cut, and marked with an ellipsis")
+        #expect(try await store.history(pipeline: "p", user: "a\u{FFFD}b", limit: 10, before: nil).map(\.record) == [["x": "\u{FFFD}"]])
+        #expect(try await store.state(pipeline: "p", stage: "s", key: "k\u{FFFD}") == .string("v\0"))
+        let records = try await store.eventRecords(eventID: "e\u{FFFD}", pipeline: "p").records
+        #expect(records.map(\.eventID) == ["e\u{FFFD}"])
+        #expect(records.first?.reason == "why\0", "the record is JSON text: its NUL is escaped and kept")
+
+        try await store.enqueue(QueuedEvent(pipeline: "p", source: "s", eventID: "q\0", user: "a\0b", time: now, body: ["text": "nul\0"]))
+        let queued = try await store.eventRecords(eventID: "q\u{FFFD}", pipeline: "p").queued
+        #expect(queued.map(\.user) == ["a\u{FFFD}b"])
+        #expect(queued.first?.body == ["text": "nul\0"])
+        try await store.dequeue(pipeline: "p", eventID: "q\0")
+        #expect(try await store.eventRecords(eventID: "q\u{FFFD}", pipeline: "p").queued.isEmpty, "a dequeue finds what the enqueue stored")
+    }
+
+    /// A commit is held (by `release`'s counterpart), a batch of four forms behind it with one
+    /// write the store refuses (a NaN time), and the hold ends: that write fails with the
+    /// store's code, the other three are committed.
+    static func neighboursOfARefusedWrite(_ store: any Store, outcomes: GroupCommit<OutcomeWrite>, refusal: String,
+                                          release: () -> Void) async throws {
+        @Sendable func write(_ id: String, at time: Double = Date().timeIntervalSince1970) async throws {
+            let delivery = DeliveryRecord(pipeline: "p", eventID: id, user: "user-\(id)", tokenKind: "device", token: "t", outcome: "delivered",
+                                          reason: nil, providerID: nil, attempts: 1, createdAt: time)
+            try await store.recordOutcome(deliveries: [delivery], history: [], state: [], pipeline: "p")
+        }
+        let held = Task { try await write("held") }
+        await outcomes.pendingWritesReach(0)
+        let neighbours = ["e1", "e2", "e3"].map { id in Task { try await write(id) } }
+        let poison = Task { try await write("poison", at: .nan) }
+        await outcomes.pendingWritesReach(4)
+        release()
+        try await held.value
+        for neighbour in neighbours {
+            await #expect(throws: Never.self, "a neighbour of the refused write is committed") { try await neighbour.value }
+        }
+        do {
+            try await poison.value
+            Issue.record("the store took a NaN time")
+        } catch let error as StoreDataError {
+            #expect(error.code == refusal, "\(error)")
+        }
+        for id in ["held", "e1", "e2", "e3"] {
+            #expect(try await store.lastDelivery(pipeline: "p", user: "user-\(id)")?.eventID == id)
+        }
+        #expect(try await store.lastDelivery(pipeline: "p", user: "user-poison") == nil)
+    }
+}
