@@ -124,7 +124,7 @@ public final class Daemon: Sendable {
                 .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),
-            ] + adminServices,
+            ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         do {

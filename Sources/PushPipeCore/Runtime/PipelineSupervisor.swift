@@ -77,6 +77,14 @@ public final class PipelineSupervisor: Service, Sendable {
         }
     }
 
+    /// Begins the stop at once: no more configurations are applied, and every pipeline refuses
+    /// new events and drains. Called as a stop begins, before the listeners wait for their
+    /// requests: a request blocked in a full pipeline's `submit` is answered (refused) then,
+    /// instead of holding its listener, and so the whole stop, for as long as the pipeline is full.
+    public func beginStopping() {
+        commandContinuation.finish()
+    }
+
     private func apply(_ definitions: [PipelineDefinition], in group: inout DiscardingTaskGroup) async {
         let current = running.withLock { $0 }
         let wanted = Dictionary(definitions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

@@ -102,6 +102,54 @@ import Testing
     }
 }
 
+extension DaemonSignalTests {
+    /// Issue 45: SIGTERM while the pipeline is full. The requests waiting for room were
+    /// handlers the listener waited for, and only the pipelines' stop, after the listener's,
+    /// would have released them: the daemon ran on, 45 s and more. Now each waiting request is
+    /// answered (503, or 202 for what was accepted) and the daemon exits within its drain timeout.
+    @Test func sigtermWhileThePipelineIsFullAnswersTheWaitingRequestsAndExits() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A transport that never answers: its one worker holds the pipeline full.
+        try directory.write("plugins/stuck/stuck.py", """
+            import json, sys, time
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request["type"] == "send":
+                    print("stuck on %s" % request["request"]["body"]["n"], file=sys.stderr, flush=True)
+                    time.sleep(3600)
+                print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
+            """)
+        try directory.write("plugins/stuck/plugin.yaml", "name: stuck\nkind: transport\ncommand: [python3, stuck.py]\n")
+        try directory.write("pipelines/signals.yaml", Self.pipeline()
+            .replacingOccurrences(of: "transport: {type: stdout}", with: "transport: {type: stuck}\ndelivery: {concurrency: 1, drain_timeout: 2s}"))
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--state", "state.sqlite", "--plugins", "plugins"], directory: directory.path
+        ) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            _ = try await client.request("POST", "/register", json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 16))])
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 0..<6 {
+                    group.addTask {
+                        let response = try? await client.request("POST", "/events", json: ["user": "a", "n": .int(Int64(n))], timeout: 60)
+                        return response?.status ?? 0
+                    }
+                }
+                try await daemon.waitForLine(containing: "stuck on")
+                // The worker is stuck, one event waits in the queue, the other requests wait for room.
+                daemon.signal(SIGTERM)
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            let started = ContinuousClock.now
+            #expect(try await daemon.waitForExit(timeout: 40) == 0)
+            #expect(ContinuousClock.now - started < .seconds(30), "exited within its drain timeout, give or take a busy machine")
+            #expect(statuses.allSatisfy { [202, 503].contains($0) }, "every waiting request was answered: \(statuses)")
+            #expect(statuses.contains(503), "those still waiting for room were refused: \(statuses)")
+            #expect(daemon.standardError.contains { $0.contains("store closed") })
+        }
+    }
+}
+
 extension String {
     /// Two hex digits derived from a short name, to make distinct test tokens.
     var hexPadding: String { String(format: "%02x", Int(unicodeScalars.first?.value ?? 0) % 256) }

@@ -1,0 +1,15 @@
+import PushPipeCore
+import ServiceLifecycle
+
+/// Listed last in the daemon's group, so it is the first service a stop reaches: the pipelines
+/// stop taking events before the listeners wait for their requests. Otherwise a listener waited
+/// for handlers blocked in a full pipeline's `submit`, which only the pipelines' stop, later in
+/// the group, would release: SIGTERM hung while a transport was slow.
+struct StopIntakeFirst: Service {
+    let supervisor: PipelineSupervisor
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        supervisor.beginStopping()
+    }
+}
