@@ -60,6 +60,9 @@ public final class APNsStandIn: Sendable {
         /// Requests received and not answered yet, and the most there ever were.
         var unanswered = 0
         var mostUnanswered = 0
+        /// The same per connection: what a client's stream limit decides, whatever the machine's load.
+        var unansweredOnConnection: [ObjectIdentifier: Int] = [:]
+        var mostUnansweredOnOneConnection = 0
         /// Broadcast channels that exist (iOS 18 Live Activities), and their storage policies.
         var channels: Set<String> = []
         var channelPolicies: [String: Int] = [:]
@@ -112,6 +115,9 @@ public final class APNsStandIn: Sendable {
     public var connections: Int { state.value.connections }
     /// The most requests that were ever waiting for their answer at once.
     public var mostConcurrentRequests: Int { state.value.mostUnanswered }
+    /// The most requests unanswered at once on any one connection: never above the streams a
+    /// client allows itself, however many a loaded machine manages to overlap.
+    public var mostConcurrentRequestsOnOneConnection: Int { state.value.mostUnansweredOnOneConnection }
 
     /// A new broadcast channel's id (base64, as APNs makes them).
     public func createChannel() -> String {
@@ -161,7 +167,7 @@ public final class APNsStandIn: Sendable {
     }
 
     /// Checks a request as APNs would and decides the answer.
-    func receive(headers: HPACKHeaders, body: ByteBuffer) -> (Request, Answer) {
+    func receive(headers: HPACKHeaders, body: ByteBuffer, connection: ObjectIdentifier? = nil) -> (Request, Answer) {
         var fields: [String: String] = [:]
         for header in headers { fields[header.name] = header.value }
         let path = fields[":path"] ?? ""
@@ -179,6 +185,10 @@ public final class APNsStandIn: Sendable {
             if rejection == nil, management { return Self.manageChannels(request, &state) }
             state.unanswered += 1
             state.mostUnanswered = max(state.mostUnanswered, state.unanswered)
+            if let connection {
+                state.unansweredOnConnection[connection, default: 0] += 1
+                state.mostUnansweredOnOneConnection = max(state.mostUnansweredOnOneConnection, state.unansweredOnConnection[connection]!)
+            }
             if let rejection {
                 let status = rejection == "PayloadTooLarge" ? 413 : rejection.hasSuffix("ProviderToken") ? 403 : 400
                 return .reject(status: status, reason: rejection)
@@ -310,14 +320,19 @@ final class StandInStreamHandler: ChannelInboundHandler {
 
     func finish(context: ChannelHandlerContext) {
         guard let standIn = box.value else { return }
-        let (_, answer) = standIn.receive(headers: headers, body: body)
+        let (_, answer) = standIn.receive(headers: headers, body: body, connection: context.channel.parent.map(ObjectIdentifier.init))
         respond(answer, context: context)
     }
 
     func respond(_ answer: APNsStandIn.Answer, context: ChannelHandlerContext) {
         switch answer {
         case .delayed, .held: break
-        default: box.value?.state.update { $0.unanswered -= 1 }
+        default:
+            let connection = context.channel.parent.map(ObjectIdentifier.init)
+            box.value?.state.update { state in
+                state.unanswered -= 1
+                if let connection { state.unansweredOnConnection[connection, default: 1] -= 1 }
+            }
         }
         switch answer {
         case .accept:

@@ -78,9 +78,11 @@ extension EventProcessor {
                     let request = deliverings[place.delivering].attempts[place.notification].request!
                     let scope = TransportGate.scope(of: request.url)
                     guard let pause = gate.remainingPause(of: scope) else { return false }
-                    deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: pause / .seconds(1),
+                    let seconds = pause / .seconds(1)
+                    deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: seconds,
                                                                                                       reason: "held: \(scope) asked to wait")
-                    deliverings[place.delivering].attempts[place.notification].held = true
+                    // A destination anyone can be does not hold the pipeline's room for long.
+                    deliverings[place.delivering].attempts[place.notification].held = !waitsTooLong(seconds)
                     return true
                 }
                 if chunk.isEmpty { continue }
@@ -136,6 +138,7 @@ extension EventProcessor {
                 attempt.held = false
             } else {
                 let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
+                if waitsTooLong(delay) { break }
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason)") {
                     logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
@@ -154,6 +157,12 @@ extension EventProcessor {
             Self.end(span, attempt.outcome)
         }
         return attempt
+    }
+
+    /// Whether a wait is longer than a destination a user chose may make a notification wait:
+    /// `max_backoff`. The pipeline's own provider is waited for as long as it asks.
+    func waitsTooLong(_ seconds: Double) -> Bool {
+        definition.transport.stage.destinationsAreUserChosen && seconds > definition.delivery.maxBackoff
     }
 
     /// A provider that throttled this sender pauses later sends to its origin (`TransportGate`),

@@ -13,10 +13,16 @@ public protocol Transport: Sendable {
     /// on an event loop keeps the workers off the loops: on two cores, rendering and recording
     /// queued behind the framing there and APNs throughput fell by a fifth.
     var preferredExecutor: (any TaskExecutor)? { get }
+    /// Whether each request goes where a user chose (a Web Push subscription's push service),
+    /// not to the one provider the pipeline is configured for. Such a destination's request to
+    /// wait longer than `max_backoff` is not waited out: the notification ends unresolved at
+    /// once, so a party anyone can be holds none of the pipeline's room.
+    var destinationsAreUserChosen: Bool { get }
 }
 
 extension Transport {
     public var preferredExecutor: (any TaskExecutor)? { nil }
+    public var destinationsAreUserChosen: Bool { false }
 
     public func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
         await sendConcurrently(requests, context: context)

@@ -61,6 +61,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     }
 
     var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
+    /// Every subscription names its own push service: anyone can run one.
+    var destinationsAreUserChosen: Bool { true }
 
     /// The request in clear (what a dry run shows); `send` encrypts the body for the subscription.
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
