@@ -38,13 +38,14 @@ extension EventProcessor {
 
     /// The event's notifications (a replay's: only those its dead letter left unresolved), in a
     /// span of their own when the event is traced.
-    private func rendered(_ event: Event, context: StageContext) async throws -> [RenderedNotification] {
+    /// A broadcast's page (`audience`) keeps only the notifications its audience still wants.
+    private func rendered(_ event: Event, context: StageContext, audience: BroadcastAudience? = nil) async throws -> [RenderedNotification] {
         let span = event.trace?.child(spanNames?.render ?? definition.renderer.id)
         span?.attributes["pushpipe.stage.type"] = definition.renderer.type
         defer { span?.end() }
         do {
-            let notifications = replayed(try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) },
-                                         of: event)
+            let all = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) }
+            let notifications = audience.map { audience in all.filter { audience.includes($0.token) } } ?? replayed(all, of: event)
             span?.attributes["pushpipe.notifications"] = notifications.count
             return notifications
         } catch {
@@ -84,53 +85,143 @@ extension EventProcessor {
     }
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded
-    /// however many tokens are registered. Its watermarks move once every page is delivered.
+    /// however many tokens are registered. Each page's deliveries are recorded with the
+    /// broadcast's progress (`BroadcastProgress`, in its record), so a broadcast that stopped
+    /// goes on after its last recorded page: a kill sends one page again at most, and none once
+    /// the last page is recorded. One that ends
+    /// early (a renderer or store error, too many unresolved recipients) is a dead letter with
+    /// its progress, and its replay goes on from there; stopped at the drain timeout, it stays
+    /// queued and resumes at the next start. Its watermarks move once every page is delivered.
     func broadcast(_ event: Event, recipients: inout RecipientList) async -> EventReport {
+        var audience = BroadcastAudience(of: event)
+        var progress = BroadcastProgress(reached: audience.reached, reachedAll: audience.reachedAll)
+        if mode == .live {
+            do {
+                if let earlier = try await waitingForTheStore(event, { try await broadcastProgress(of: event) }) {
+                    progress = earlier.broadcast ?? progress
+                    audience.reached = progress.reached
+                    audience.reachedAll = progress.reachedAll
+                    recipients = RecipientList(resuming: earlier)
+                    logger.notice("broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
+                                  metadata: Self.metadata(event))
+                }
+            } catch {
+                return failed(event, "broadcast progress: \(error)", stage: definition.renderer.id)
+            }
+            await recordProgress(event, progress, recipients)
+        }
+        let earlier = progress
         var tally = DeliveryTally()
-        if mode == .live { await recordProcessing([Delivering(event: event, notifications: [])]) }
-        var after: String?
+        var after = progress.after ?? audience.start
+        /// Ends the broadcast before its last page: its record keeps where.
+        func stopped(_ reason: String) -> EventReport {
+            recipients.progress = progress
+            return failed(event, "\(reason); stopped after \(progress.after.map { "user \($0)" } ?? "no user") with \(progress.deliveries) deliveries made",
+                          stage: definition.renderer.id)
+        }
         while true {
             let users: [String]
             do {
                 users = try await waitingForTheStore(event) { try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage) }
             } catch {
-                return failed(event, "recipients: \(error)", stage: definition.renderer.id)
+                return stopped("recipients: \(error)")
             }
             guard let first = users.first, let last = users.last else { break }
             // Stopped (the drain timeout) with users left: not delivered, so a source keeps
-            // the event (a reply file stays) and it goes out again at the next start.
-            guard !Task.isCancelled else {
-                return failed(event, "stopped before every user was reached (\(tally.total) deliveries made)", stage: definition.renderer.id)
-            }
-            var context = rendererContext
-            context.broadcastUsers = first...last
-            let notifications: [RenderedNotification]
-            do {
-                notifications = try await rendered(event, context: context)
-            } catch {
-                return failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)
-            }
-            if !notifications.isEmpty {
-                telemetry.rendered(event, notifications, stage: definition.renderer.id)
-                var page = [Delivering(event: event, notifications: notifications)]
-                await attemptFirst(&page, together: definition.delivery.fanout)
-                await retry(&page)
-                let deliveries = await settle(page[0])
-                tally.add(deliveries)
-                recipients.add(self.recipients(of: page[0], at: Date().timeIntervalSince1970))
-                if mode == .live { await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])]) }
+            // the event (a reply file stays) and it goes on after this page at the next start.
+            guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
+            if audience.mayInclude(first...last) {
+                var context = rendererContext
+                context.broadcastUsers = first...last
+                let notifications: [RenderedNotification]
+                do {
+                    notifications = try await rendered(event, context: context, audience: audience)
+                } catch {
+                    return stopped("renderer (\(definition.renderer.type)): \(error)")
+                }
+                if !notifications.isEmpty {
+                    telemetry.rendered(event, notifications, stage: definition.renderer.id)
+                    var page = [Delivering(event: event, notifications: notifications)]
+                    await attemptFirst(&page, together: definition.delivery.fanout)
+                    await retry(&page)
+                    let deliveries = await settle(page[0])
+                    tally.add(deliveries)
+                    recipients.add(self.recipients(of: page[0], at: Date().timeIntervalSince1970), keeping: audience.retrying)
+                    progress.advance(past: last, earlier: earlier, tally)
+                    if mode == .live {
+                        // The page's deliveries and the progress past it, in one transaction.
+                        await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])],
+                                     events: [progressRecord(event, progress, recipients)])
+                    }
+                } else {
+                    progress.advance(past: last, earlier: earlier, tally)
+                }
+            } else {
+                progress.advance(past: last, earlier: earlier, tally)
             }
             after = last
             if users.count < Self.usersPerPage { break }
+            if recipients.unresolved >= RecipientList.unresolvedLimit {
+                return stopped("\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? "retry-after")); replay it once the provider answers")
+            }
         }
-        guard tally.total > 0 else { return noRecipients(event) }
-        if mode == .live, tally.status == .delivered {
+        // Every page went out: kept in the record, a run that resumes it (killed before the
+        // event left its queue) sends nothing again, and a replay retries only what is unresolved.
+        progress.reachedAll = true
+        recipients.progress = progress
+        let total = earlier.deliveries + tally.total
+        guard total > 0 else { return noRecipients(event) }
+        let delivered = earlier.delivered + tally.delivered
+        let unresolvedReason = earlier.unresolvedReason ?? tally.unresolvedReason
+        let status: EventReport.Status = delivered == 0 ? .failed : unresolvedReason == nil ? .delivered : .partial
+        if mode == .live, status == .delivered {
             do {
                 try await store.setState(event.commitOnDelivery, pipeline: definition.name)
             } catch {
                 logger.error("could not record the outcome: \(error)", metadata: Self.metadata(event))
             }
         }
-        return finalReport(event, tally)
+        var report = finalReport(event, tally)
+        report.status = status
+        report.reason = unresolvedReason
+        report.omittedDeliveries = total > report.deliveries.count ? total - report.deliveries.count : nil
+        return report
+    }
+
+    /// The record of a broadcast this run had begun (killed, or stopped at the drain timeout),
+    /// with its progress: nil to start afresh. The dead letter a replay replays (marked
+    /// accepted) is where the replay starts from (`BroadcastAudience`), not a run of its own.
+    private func broadcastProgress(of event: Event) async throws -> EventRecord? {
+        let records = try await store.eventRecords(eventID: event.id, pipeline: definition.name).records
+        guard let record = records.first, let progress = record.broadcast else { return nil }
+        if let letter = event.replayOf, record.state != .processing, record.state == .accepted || progress == letter.broadcast { return nil }
+        return record
+    }
+
+    /// The record of a broadcast under way: its recipients so far and its progress.
+    private func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
+        EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller, user: event.user,
+                    recipients: recipients.kept, omittedRecipients: recipients.omitted, traceID: event.trace?.traceID,
+                    acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: Date().timeIntervalSince1970,
+                    broadcast: progress)
+    }
+
+    /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as
+    /// `recordProcessing` is: each page's write carries the progress again.
+    private func recordProgress(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) async {
+        try? await store.recordOutcome(deliveries: [], history: [], state: [], events: [progressRecord(event, progress, recipients)],
+                                       pipeline: definition.name)
+    }
+}
+
+extension BroadcastProgress {
+    /// Past a page whose last user is `last`: this run's counts are the earlier ones (a run
+    /// resumed) and `tally`'s.
+    mutating func advance(past last: String, earlier: BroadcastProgress, _ tally: DeliveryTally) {
+        after = last
+        if reached.map({ last > $0 }) ?? true { reached = last }
+        deliveries = earlier.deliveries + tally.total
+        delivered = earlier.delivered + tally.delivered
+        unresolvedReason = earlier.unresolvedReason ?? tally.unresolvedReason
     }
 }

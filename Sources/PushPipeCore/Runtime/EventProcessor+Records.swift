@@ -1,16 +1,47 @@
 import Foundation
 
-/// An event's recipients as its record keeps them: the first ones, and every one left
-/// unresolved (what a replay sends to), however large a broadcast grows.
+/// An event's recipients as its record keeps them: the first ones, and those left unresolved
+/// (what a replay sends to), at most `unresolvedKeptLimit`, the rest counted: bounded however
+/// large a broadcast grows. With a broadcast's progress when it stopped early.
 struct RecipientList: Sendable {
     static var keptLimit: Int { 1000 }
+    /// Unresolved recipients after which a broadcast stops (a dead letter with its progress,
+    /// for a replay once the provider is back) rather than keep more of them.
+    static var unresolvedLimit: Int { 5000 }
+    /// Unresolved recipients a record keeps at most: beyond, they are only counted.
+    static var unresolvedKeptLimit: Int { 2 * unresolvedLimit }
 
     private(set) var kept: [EventRecord.Recipient] = []
     private(set) var omitted = 0
+    private(set) var unresolved = 0
+    /// A broadcast's progress, which its record keeps: where it stopped, or that it reached
+    /// every user (`reachedAll`).
+    var progress: BroadcastProgress?
 
-    mutating func add(_ recipients: [EventRecord.Recipient]) {
+    init() {}
+
+    /// The recipients a broadcast's record kept of its pages so far (it resumes).
+    init(resuming record: EventRecord) {
+        kept = record.recipients
+        omitted = record.omittedRecipients
+        unresolved = record.recipients.count(where: \.isUnresolved)
+    }
+
+    /// Adds outcomes; those of `retried` devices (a replay's, `kind:token`) are all kept, so
+    /// that each replaces the unresolved outcome its dead letter kept.
+    mutating func add(_ recipients: [EventRecord.Recipient], keeping retried: Set<String> = []) {
         for recipient in recipients {
-            if kept.count < Self.keptLimit || recipient.isUnresolved { kept.append(recipient) } else { omitted += 1 }
+            if !retried.isEmpty, retried.contains(recipient.address) {
+                kept.append(recipient)
+                if recipient.isUnresolved { unresolved += 1 }
+            } else if recipient.isUnresolved {
+                unresolved += 1
+                if unresolved <= Self.unresolvedKeptLimit { kept.append(recipient) } else { omitted += 1 }
+            } else if kept.count < Self.keptLimit {
+                kept.append(recipient)
+            } else {
+                omitted += 1
+            }
         }
     }
 }
@@ -33,22 +64,32 @@ extension EventProcessor {
         let event = finished.event
         let report = finished.report
         var recipients = finished.recipients.kept
-        if let earlier = event.replayOf { recipients = EventRecord.merging(earlier.recipients, recipients) }
+        var omitted = finished.recipients.omitted
+        if let earlier = event.replayOf {
+            // Bounded again: a broadcast replayed again and again keeps what one run keeps.
+            var merged = RecipientList()
+            merged.add(EventRecord.merging(earlier.recipients, recipients))
+            recipients = merged.kept
+            omitted += merged.omitted + earlier.omittedRecipients
+        }
+        let progress = finished.recipients.progress
         let state: EventRecord.State
         switch report.status {
         case .filtered, .noRecipients:
             guard event.caller != nil || event.replayOf != nil else { return nil }
             state = .dropped
-        case .failed where recipients.isEmpty:
-            // A filter, the renderer or a plugin failed: worth a replay once fixed.
+        case .failed where recipients.isEmpty || progress?.reachedAll == false:
+            // A filter, the renderer or a plugin failed, or a broadcast stopped before its
+            // last page (its recipients do not tell of the users it never reached): worth a
+            // replay once fixed.
             state = .deadLetter
         default:
             state = EventRecord.state(of: recipients)
         }
         var record = EventRecord(pipeline: definition.name, eventID: event.id, state: state, source: event.source, caller: event.caller,
                                  user: event.user, stage: report.stage, code: report.code, reason: state == .delivered ? nil : report.reason,
-                                 recipients: recipients, omittedRecipients: finished.recipients.omitted, traceID: event.trace?.traceID,
-                                 acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
+                                 recipients: recipients, omittedRecipients: omitted, traceID: event.trace?.traceID,
+                                 acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now, broadcast: progress)
         if state == .deadLetter {
             // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
             // and sends it again; a dead letter too would send it twice.

@@ -33,6 +33,7 @@ extension EventRecord {
         }
         if omittedRecipients > 0 { writer.add("omitted", omittedRecipients) }
         if let input { writer.add("input", json: ["time": .double(input.time), "body": input.body]) }
+        if let broadcast { writer.add("broadcast", json: broadcast.json) }
         return writer.finished()
     }
 
@@ -43,7 +44,8 @@ extension EventRecord {
                   reason: stored["reason"]?.stringValue, recipients: try (stored["recipients"]?.arrayValue ?? []).map { try Recipient(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt) },
                   omittedRecipients: Int(stored["omitted"]?.intValue ?? 0), traceID: stored["trace_id"]?.stringValue,
                   acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt, updatedAt: updatedAt,
-                  input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } })
+                  input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } },
+                  broadcast: stored["broadcast"].flatMap(BroadcastProgress.init(json:)))
     }
 
     /// As callers see it (the status route, `pushpipe events show`): tokens masked, times in
@@ -54,6 +56,14 @@ extension EventRecord {
                                       "recipients": .array(recipients.map(\.statusJSON))]
         addDescription(to: &fields)
         if omittedRecipients > 0 { fields["omitted_recipients"] = .int(Int64(omittedRecipients)) }
+        // Where a broadcast is, or where it stopped: a replay goes on after `reached_user`.
+        if let broadcast {
+            var progress: [String: JSON] = ["deliveries": .int(Int64(broadcast.deliveries))]
+            progress["after_user"] = broadcast.after.map(JSON.string)
+            progress["reached_user"] = broadcast.reached.map(JSON.string)
+            progress["reached_all"] = .bool(broadcast.reachedAll)
+            fields["broadcast"] = .object(progress)
+        }
         return .object(fields)
     }
 

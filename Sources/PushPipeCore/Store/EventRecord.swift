@@ -42,6 +42,10 @@ public struct EventRecord: Sendable, Equatable {
     public var updatedAt: Double
     /// What it was made from, kept for a dead letter: a replay sends this again.
     public var input: Input?
+    /// A broadcast's progress: how far it got while it runs or where it stopped early (a
+    /// resumed run and a replay go on from there), or that every page went out. Nil for the
+    /// events of one user.
+    public var broadcast: BroadcastProgress?
 
     public struct Input: Sendable, Equatable {
         public var time: Double
@@ -88,7 +92,7 @@ public struct EventRecord: Sendable, Equatable {
 
     public init(pipeline: String, eventID: String, state: State, source: String? = nil, caller: String? = nil, user: String? = nil,
                 stage: String? = nil, code: String? = nil, reason: String? = nil, recipients: [Recipient] = [], omittedRecipients: Int = 0,
-                traceID: String? = nil, acceptedAt: Double, updatedAt: Double, input: Input? = nil) {
+                traceID: String? = nil, acceptedAt: Double, updatedAt: Double, input: Input? = nil, broadcast: BroadcastProgress? = nil) {
         self.pipeline = pipeline
         self.eventID = eventID
         self.state = state
@@ -104,6 +108,7 @@ public struct EventRecord: Sendable, Equatable {
         self.acceptedAt = acceptedAt
         self.updatedAt = updatedAt
         self.input = input
+        self.broadcast = broadcast
     }
 
     /// The devices a replay sends to: those whose notification is unresolved, or every one the

@@ -1,0 +1,177 @@
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipePostgres
+import PushPipeTesting
+import Testing
+
+/// Issue 45, finding 9: a broadcast that failed on a later page was recorded as delivered
+/// (the users after that page never got it, and its event left the queue), one interrupted
+/// started again from page 1 (2,600 deliveries for 1,600 users), and every unresolved recipient
+/// was kept however many. Each page is now recorded with the broadcast's progress: on real
+/// stores, an early stop is a dead letter whose replay reaches only those not reached, a
+/// broadcast stopped at the drain timeout goes on after its last page at the next run, and
+/// one whose recipients keep failing stops at a bound instead of keeping them all.
+@Suite(.timeLimit(.minutes(2))) struct BroadcastResumeTests {
+    static let users = 1_600
+
+    static func token(_ index: Int) -> String { String(format: "%032x", index + 1) }
+
+    static func register(_ count: Int, in store: any Store, pipeline: String) async throws {
+        for index in 0..<count {
+            try await store.register(DeviceToken(user: String(format: "user-%05d", index), kind: "device", value: token(index)), pipeline: pipeline,
+                                     environment: nil, replace: false)
+        }
+    }
+
+    /// Replays a dead letter as `pushpipe dead-letters replay` does, and claims it as a daemon's
+    /// intake does: the event its pipeline then processes.
+    static func replay(_ letter: EventRecord, in store: any Store) async throws -> Event {
+        let input = try #require(letter.input, "replayable")
+        var queued = QueuedEvent(pipeline: letter.pipeline, source: QueuedEventIntake.replayKey, eventID: letter.eventID, user: letter.user,
+                                 time: input.time, body: input.body, lease: -1)
+        queued.caller = letter.caller
+        queued.replayOf = letter
+        #expect(try await store.replayDeadLetter(queued))
+        let claimed = try await store.claimQueuedEvents(pipeline: letter.pipeline, source: QueuedEventIntake.replayKey, lease: 15, limit: 10)
+        return try #require(claimed.first).event
+    }
+
+    static func processor(_ definition: PipelineDefinition, _ store: any Store) -> EventProcessor {
+        EventProcessor(definition: definition, store: store, logger: Logger(label: "broadcast"), mode: .live, output: OutputSink { _ in })
+    }
+
+    @Test func aBroadcastFailingOnItsSecondPageIsADeadLetterWhoseReplayReachesTheRest() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await Self.failingOnPageTwo(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresBroadcastFailingOnItsSecondPageIsADeadLetterWhoseReplayReachesTheRest() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+            try await withCleanup({ try await Self.failingOnPageTwo(pipeline, store: store) }, cleanup: { try? await store.close() })
+        }
+    }
+
+    /// 1,600 users, the renderer failing on the second page: 1,000 got it, 600 did not.
+    static func failingOnPageTwo(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        try await register(users, in: store, pipeline: name)
+        let failing = PageHookRenderer.around(pipeline.definition) { page in
+            if page == 2 { throw ScriptedRendererError(page: page) }
+        }
+        var event = pipeline.event(user: nil, ["text": "to everyone"])
+        event.caller = "token"
+        let report = await processor(failing, store).process(event)
+        #expect(report.status == .failed, "not delivered: 600 users never got it")
+        #expect(pipeline.transport.sends.count == 1_000)
+
+        let dead = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+        #expect(dead.state == .deadLetter, "was \(dead.state): the users of the pages after the failure were never reached")
+        #expect(dead.reason?.contains("scripted failure on page 2") == true, "\(dead.reason ?? "no reason")")
+        #expect(dead.input?.body == ["text": "to everyone"], "replayable")
+        let progress = try #require(dead.statusJSON["broadcast"], "the record tells where the broadcast stopped")
+        #expect(progress["reached_user"] == "user-00999")
+        #expect(progress["deliveries"] == 1_000)
+        #expect(try await store.deadLetterCounts()[name] == 1)
+
+        // The replay (the renderer fixed) goes on after the last page that went out.
+        let replayed = await processor(pipeline.definition, store).process(try await replay(dead, in: store))
+        #expect(replayed.status == .delivered)
+        let sends = pipeline.transport.sends
+        #expect(Array(sends[1_000...]).sorted() == (1_000..<users).map(token), "only the 600 users not reached")
+        #expect(Set(sends).count == users && sends.count == users, "every user exactly once")
+        let after = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+        #expect(after.state == .delivered)
+        #expect(after.statusJSON["broadcast"]?["reached_all"] == true, "every page went out")
+        #expect(try await store.deadLetterCounts()[name] == nil)
+    }
+
+    /// Stopped at the drain timeout while its second page renders (a plugin call cancelled): a
+    /// kill there leaves the first page recorded with the progress past it; the event is no
+    /// dead letter (its source keeps it), and the next run goes on at page 2.
+    @Test func aBroadcastStoppedAfterItsFirstPageGoesOnAtItsSecondAtTheNextRun() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            let name = pipeline.definition.name
+            try await Self.register(Self.users, in: pipeline.store, pipeline: name)
+            let (pageTwo, reached) = AsyncStream<Void>.makeStream()
+            let stopping = PageHookRenderer.around(pipeline.definition) { page in
+                guard page == 2 else { return }
+                reached.yield()
+                // A plugin's answer that never comes: the drain timeout cancels the wait.
+                try? await Task.sleep(for: .seconds(3600))
+                throw CancellationError()
+            }
+            let event = pipeline.event(user: nil, ["text": "to everyone"])
+            let running = Task { await Self.processor(stopping, pipeline.store).process(event) }
+            for await _ in pageTwo { break }
+
+            // What a SIGKILL here leaves: the first page's deliveries and the progress past it.
+            let killed = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(killed.state == .processing)
+            #expect(killed.statusJSON["broadcast"]?["after_user"] == "user-00999")
+            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-00999")?.eventID == event.id)
+
+            running.cancel()
+            #expect(await running.value.status == .failed)
+            let stopped = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(stopped.state == .processing, "no dead letter: the source keeps the event and sends it again")
+            #expect(try await pipeline.store.deadLetterCounts().isEmpty)
+            #expect(pipeline.transport.sends.count == 1_000)
+
+            // The next run: the same event, claimed again from its queue.
+            let report = await Self.processor(pipeline.definition, pipeline.store).process(event)
+            #expect(report.status == .delivered)
+            let sends = pipeline.transport.sends
+            #expect(sends.count == Self.users, "1,600 deliveries for 1,600 users, not \(sends.count)")
+            #expect(Set(sends).count == Self.users, "every user exactly once")
+            #expect(Array(sends[1_000...]).sorted() == (1_000..<Self.users).map(Self.token), "the run went on at page 2")
+            let done = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(done.state == .delivered)
+            #expect(report.omittedDeliveries == Self.users - report.deliveries.count, "the report counts the pages of both runs")
+            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-01599")?.eventID == event.id)
+        }
+    }
+
+    /// Killed after its last page was recorded, before its event left the queue: claimed again,
+    /// it sends nothing (every page went out), and its record stays delivered.
+    @Test func aBroadcastClaimedAgainAfterItsLastPageSendsNothingAgain() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await Self.register(1_200, in: pipeline.store, pipeline: pipeline.definition.name)
+            let event = pipeline.event(user: nil, ["text": "to everyone"])
+            #expect(await pipeline.processor.process(event).status == .delivered)
+            #expect(await pipeline.processor.process(event).status == .delivered)
+            #expect(pipeline.transport.sends.count == 1_200, "sent once, not \(pipeline.transport.sends.count) times")
+            let record = try await pipeline.store.eventRecords(eventID: event.id, pipeline: pipeline.definition.name).records.first
+            #expect(record?.state == .delivered)
+        }
+    }
+
+    /// A provider down for the whole broadcast: it stops once 5,000 recipients are left
+    /// unresolved (a dead letter that keeps them and its progress) instead of keeping every one
+    /// of the audience, and its replay retries those and reaches the users after them.
+    @Test func aBroadcastWhoseRecipientsKeepFailingStopsAtABoundAndItsReplayGoesOn() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 1}") { pipeline in
+            let name = pipeline.definition.name
+            let users = 6_000
+            try await Self.register(users, in: pipeline.store, pipeline: name)
+            pipeline.transport.answer(.retryAfter(seconds: nil, reason: "503"))
+            let event = pipeline.event(user: nil, ["text": "to everyone"])
+            #expect(await pipeline.processor.process(event).status == .failed)
+            #expect(pipeline.transport.sends.count == 5_000, "stopped after the page that left 5,000 unresolved")
+
+            let dead = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(dead.state == .deadLetter)
+            #expect(dead.recipients.count == 5_000 && dead.recipients.allSatisfy(\.isUnresolved), "every one a replay retries, no more")
+            #expect(dead.statusJSON["broadcast"]?["reached_user"] == "user-04999")
+
+            pipeline.transport.answer(.delivered(providerID: "ok"))
+            #expect(await pipeline.processor.process(try await Self.replay(dead, in: pipeline.store)).status == .delivered)
+            let resent = Array(pipeline.transport.sends[5_000...])
+            #expect(resent.count == users && Set(resent) == Set((0..<users).map(Self.token)), "the 5,000 retried and the 1,000 never reached, once each")
+            #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first?.state == .delivered)
+        }
+    }
+}
