@@ -19,6 +19,8 @@ public final class DaemonProcess: Sendable {
         var exitStatus: Int32?
         /// Started through a launcher (in a process group of its own): the daemon is its child.
         var launched = false
+        /// The daemon leads a process group of its own (`ownProcessGroup`), as in a terminal.
+        var groupLeader = false
     }
 
     private let state = ObservedState(State())
@@ -41,11 +43,15 @@ public final class DaemonProcess: Sendable {
     }
 
     /// Starts the daemon, runs `body` with it, and makes sure it is gone afterwards.
-    /// - Parameter launcher: a command that runs the daemon, e.g. `["/usr/bin/faketime", "-f", "+60s"]`
-    ///   for a daemon on a skewed clock (its last argument is followed by the binary's path).
+    /// - Parameters:
+    ///   - launcher: a command that runs the daemon, e.g. `["/usr/bin/faketime", "-f", "+60s"]`
+    ///     for a daemon on a skewed clock (its last argument is followed by the binary's path).
+    ///   - ownProcessGroup: the daemon leads a process group of its own, as a shell's foreground
+    ///     job does, so `signalProcessGroup` can do what a terminal's Ctrl-C does without
+    ///     reaching the test runner.
     public static func run<T: Sendable>(
         arguments: [String], directory: String, environment: [String: String] = [:], launcher: [String] = [],
-        _ body: @Sendable (DaemonProcess) async throws -> T
+        ownProcessGroup: Bool = false, _ body: @Sendable (DaemonProcess) async throws -> T
     ) async throws -> T {
         let daemon = DaemonProcess()
         // Many daemons run at once in tests: each gets its own admin port unless the test chose one.
@@ -57,12 +63,16 @@ public final class DaemonProcess: Sendable {
             group.addTask {
                 let (executable, all) = launcher.isEmpty ? (binary, arguments) : (launcher[0], launcher.dropFirst() + [binary] + arguments)
                 var options = PlatformOptions()
-                if !launcher.isEmpty { options.processGroupID = 0 }
+                if !launcher.isEmpty || ownProcessGroup { options.processGroupID = 0 }
                 let result = try await Subprocess.run(
                     .path(FilePath(executable)), arguments: Arguments(Array(all)), environment: processEnvironment,
                     workingDirectory: FilePath(directory), platformOptions: options, input: .none, output: .sequence, error: .sequence
                 ) { execution in
-                    daemon.changed { $0.pid = execution.processIdentifier.value; $0.launched = !launcher.isEmpty }
+                    daemon.changed {
+                        $0.pid = execution.processIdentifier.value
+                        $0.launched = !launcher.isEmpty
+                        $0.groupLeader = launcher.isEmpty && ownProcessGroup
+                    }
                     try await withThrowingTaskGroup(of: Void.self) { streams in
                         streams.addTask { for try await line in execution.standardOutput.strings() { daemon.append(line, error: false) } }
                         streams.addTask { for try await line in execution.standardError.strings() { daemon.append(line, error: true) } }
@@ -139,6 +149,25 @@ public final class DaemonProcess: Sendable {
         } else {
             let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
             kill(children.split(separator: " ").first.flatMap { pid_t($0) } ?? pid, number)
+        }
+    }
+
+    /// The daemon's pid once it started (what another daemon's lock error names).
+    public var processIdentifier: pid_t? { state.value.pid }
+
+    /// Sends a signal to every process of the daemon's group, as a terminal sends Ctrl-C
+    /// (SIGINT) to its foreground job: only for a daemon started with `ownProcessGroup`.
+    public func signalProcessGroup(_ number: Int32) {
+        let current = state.value
+        guard current.exitStatus == nil, current.groupLeader, let pid = current.pid else { return }
+        kill(-pid, number)
+    }
+
+    /// The daemon's child processes (its plugins), from /proc: empty elsewhere.
+    public var childProcesses: [pid_t] {
+        guard let pid = state.value.pid, let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [] }
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { pid_t($0) }
         }
     }
 

@@ -11,7 +11,8 @@ import PushPipeSQLite
 
 /// `pushpipe run`: the pipelines, the HTTP host and the store under one service group.
 /// SIGTERM/SIGINT drain and stop; SIGHUP reloads, keeping the old configuration when the
-/// new one has any error.
+/// new one has any error. A SQLite state is locked for the daemon's life, and the pipelines
+/// start only once every listener listens, so a daemon that cannot start claims nothing.
 public final class Daemon: Sendable {
     public struct Options: Sendable {
         public var pipelinePaths: [String]
@@ -87,6 +88,9 @@ public final class Daemon: Sendable {
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
+        // Held until the store is closed: a second daemon on the same SQLite state stops here.
+        let lock = try options.store.lockForDaemon()
+        defer { lock?.release() }
         let store = try await options.store.open(logger: logger)
         logger.info("store: \(options.store)")
         telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
@@ -96,8 +100,11 @@ public final class Daemon: Sendable {
         host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options
+        // Each listener tells when it listens; the pipelines start once all of them do.
+        let (listening, listened) = AsyncStream<Void>.makeStream()
         let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen HOST:PORT",
                                           service: host.application(host: options.host, port: options.port) { port in
+            listened.yield()
             logger.notice("listening on http://\(Self.urlHost(options.host)):\(port)", metadata: [
                 "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
                 "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
@@ -112,6 +119,7 @@ public final class Daemon: Sendable {
             adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
                                                                 option: "--admin-listen HOST:PORT (or --admin-listen off)",
                                                                 service: adminHost.application(host: admin.host, port: admin.port) { port in
+                listened.yield()
                 logger.notice("admin on http://\(Self.urlHost(admin.host)):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
             })))
         }
@@ -121,7 +129,8 @@ public final class Daemon: Sendable {
         let exporter = tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
         let group = ServiceGroup(configuration: .init(
             services: exporter + [
-                .init(service: supervisor, successTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
+                      successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
                 .init(service: reloader, successTerminationBehavior: .ignore),
             ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],

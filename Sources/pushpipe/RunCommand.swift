@@ -83,6 +83,9 @@ struct RunCommand: AsyncParsableCommand {
             printDiagnostics(error.diagnostics)
             FileHandle.standardError.write(Data("pushpipe: not starting: \(error.diagnostics.count) error(s)\n".utf8))
             throw ExitCode(1)
+        } catch let error as StateLockError {
+            FileHandle.standardError.write(Data("pushpipe: not starting: \(error)\n".utf8))
+            throw ExitCode(1)
         }
     }
 

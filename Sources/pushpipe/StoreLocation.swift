@@ -33,6 +33,13 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
+    /// The daemon's lock on a SQLite state (`SQLiteStateLock`), held until it closed the store;
+    /// nil for PostgreSQL, which daemons share by design.
+    public func lockForDaemon() throws -> SQLiteStateLock? {
+        guard case .sqlite(let path) = self else { return nil }
+        return try SQLiteStateLock.acquire(forDatabaseAt: path)
+    }
+
     /// Opens (and migrates) the store. The PostgreSQL store runs its pool itself until it is
     /// closed: a daemon closes it after its service group ended, once the pipelines drained.
     public func open(logger: Logger) async throws -> any Store {

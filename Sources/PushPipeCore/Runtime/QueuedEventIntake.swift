@@ -45,11 +45,16 @@ public struct QueuedEventIntake: Sendable {
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could
     /// not be submitted (the pipeline is stopping) is let go of at once.
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext, announcing what: String) async throws -> Int {
-        let claimed = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: lease, limit: limit)
-        guard !claimed.isEmpty else { return 0 }
+        let returned = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: lease, limit: limit)
+        // What this process holds already is in flight here: the claim only renewed its lease.
+        let taken = leases.holdUnlessHeld(returned.map(\.eventID))
+        let claimed = zip(returned, taken).filter(\.1).map(\.0)
+        if claimed.count < returned.count {
+            context.logger.debug("queued events: \(returned.count - claimed.count) claimed are in flight here already; not started again")
+        }
+        guard !claimed.isEmpty else { return returned.count }
         context.logger.notice("sending \(claimed.count) \(what)")
         context.count(.eventsRecovered, by: claimed.count)
-        for queued in claimed { leases.hold(queued.eventID) }
         for (index, queued) in claimed.enumerated() {
             var event = queued.event
             event.onComplete = completion(of: queued.eventID, store: context.queuedEvents, pipeline: context.pipeline, source: context.key,
@@ -61,7 +66,7 @@ public struct QueuedEventIntake: Sendable {
                 throw error
             }
         }
-        return claimed.count
+        return returned.count
     }
 
     /// Until the pipeline drained: every third of the lease, renews the leases of the events

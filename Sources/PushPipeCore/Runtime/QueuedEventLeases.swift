@@ -29,6 +29,20 @@ public final class QueuedEventLeases: Sendable {
 
     public func hold(_ id: String) { state.withLock { $0.held[id, default: 0] += 1 } }
 
+    /// Holds those of `ids` this process does not hold yet and returns whether each was taken.
+    /// A claim can return an event that is in flight here (its lease lapsed while the store was
+    /// slow, or this process's renewal came late): it must not be started a second time.
+    public func holdUnlessHeld(_ ids: [String]) -> [Bool] {
+        state.withLock { state in
+            let heldBefore = state.held
+            return ids.map { id in
+                guard heldBefore[id] == nil else { return false }
+                state.held[id, default: 0] += 1
+                return true
+            }
+        }
+    }
+
     /// The event is no longer this process's concern (removed from the queue, or let go of).
     public func forget(_ id: String) {
         state.withLock { state in
