@@ -86,7 +86,7 @@ public final class PluginProcess: Sendable {
             : .name(program)
         let result = try await Subprocess.run(
             executable, arguments: Arguments(Array(manifest.command.dropFirst())),
-            workingDirectory: FilePath(manifest.directory),
+            workingDirectory: FilePath(manifest.directory), platformOptions: Self.platformOptions,
             input: .inputWriter, output: .sequence, error: .sequence
         ) { execution in
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -107,6 +107,17 @@ public final class PluginProcess: Sendable {
             }
         }
         return "exited with \(result.terminationStatus)"
+    }
+
+    /// A process group of its own: a terminal's Ctrl-C (SIGINT to its foreground group) reaches
+    /// the daemon only, which drains and then stops its plugins itself, instead of every plugin
+    /// dying at once (Python with a `KeyboardInterrupt` traceback) under the events it holds.
+    /// A plugin still ends with the daemon: it is killed when its stage stops, and a daemon that
+    /// is killed closes the plugin's stdin, on whose end a plugin exits (docs/plugins.md).
+    static var platformOptions: PlatformOptions {
+        var options = PlatformOptions()
+        options.processGroupID = 0
+        return options
     }
 
     private func attach(_ writer: AsyncStream<String>.Continuation) {

@@ -1,0 +1,72 @@
+import Foundation
+import PushPipeCore
+import PushPipeTesting
+import Testing
+
+/// Plugins are the daemon's children in process groups of their own: a terminal's Ctrl-C is
+/// the daemon's to handle (issue 45: the example's quiet-hours plugin printed a Python
+/// `KeyboardInterrupt` traceback, dying before the daemon drained), and they still end with it.
+@Suite struct PluginProcessGroupTests {
+    /// The shipped example (its quiet-hours plugin in Python), as `pushpipe run` in a terminal.
+    static func runExample(_ body: @escaping @Sendable (DaemonProcess, HTTPTestClient) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory("plugin-group")
+        defer { directory.remove() }
+        let root = Repository.root
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", root.appendingPathComponent("plugins.d").path,
+                        root.appendingPathComponent("pipelines/example.yaml").path],
+            // A quiet window of no length: the filter lets the event through at any hour.
+            directory: directory.path, environment: ["EXAMPLE_QUIET_START": "00:00", "EXAMPLE_QUIET_END": "00:00"], ownProcessGroup: true
+        ) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/example/register", json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 32))]).status == 200)
+            // An event through the quiet-hours filter: its plugin is up once the event is processed.
+            let accepted = try await client.request("POST", "/example/events", json: ["user": "a", "title": "t", "message": "m"],
+                                                    headers: ["authorization": "Bearer dev-events-token"])
+            #expect(accepted.status == 202, "\(accepted.text)")
+            let id = try #require(accepted.body?["id"]?.stringValue)
+            try await daemon.waitForLine(containing: "event \(id) processed")
+            try await body(daemon, client)
+        }
+    }
+
+    /// Whether `pid` is gone (or a zombie waiting to be reaped: it runs no more).
+    static func isGone(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+    }
+
+    /// Ctrl-C: SIGINT to the daemon's whole process group. Only the daemon gets it; it drains,
+    /// stops its plugin itself and exits 0, and the plugin printed no traceback.
+    @Test func ctrlCReachesTheDaemonAndNotItsPlugins() async throws {
+        try await Self.runExample { daemon, _ in
+            let plugins = daemon.childProcesses
+            #expect(!plugins.isEmpty, "the quiet-hours plugin runs as the daemon's child")
+            daemon.signalProcessGroup(SIGINT)
+            let status = try await daemon.waitForExit()
+            #expect(status == 0)
+            let output = (daemon.standardError + daemon.standardOutput).joined(separator: "\n")
+            #expect(!output.contains("KeyboardInterrupt") && !output.contains("Traceback"), "the plugin got no SIGINT: \(output.suffix(1500))")
+            #expect(!output.contains("plugin exited"), "the plugin did not die before the daemon stopped it: \(output.suffix(1500))")
+            #expect(output.contains("store closed"))
+            #expect(plugins.allSatisfy(Self.isGone), "the daemon ended its plugin")
+        }
+    }
+
+    /// A daemon killed outright cannot stop its plugins: they end on their closed stdin, as
+    /// docs/plugins.md asks, and none lives on in its own process group.
+    @Test func aKilledDaemonsPluginExits() async throws {
+        try await Self.runExample { daemon, _ in
+            let plugins = daemon.childProcesses
+            #expect(!plugins.isEmpty)
+            daemon.signal(SIGKILL)
+            #expect(try await daemon.waitForExit() == 128 + SIGKILL)
+            // Not a child of this process: nothing to await but its end, looked for until a deadline.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !plugins.allSatisfy(Self.isGone), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(plugins.allSatisfy(Self.isGone), "the plugin exited with its daemon")
+        }
+    }
+}
