@@ -192,8 +192,9 @@ extension EventProcessor {
         return reports
     }
 
-    /// The deliveries and history of several events, in one transaction; a broadcast writes its
-    /// watermarks separately once the whole event is known to be delivered.
+    /// The deliveries and history of several events, in one transaction, with the watermarks of
+    /// those fully delivered and the devices reached of those delivered in part; a broadcast
+    /// writes its watermarks separately once the whole event is known to be delivered.
     func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
         let now = Date().timeIntervalSince1970
         var history: [HistoryEntry] = []
@@ -211,7 +212,7 @@ extension EventProcessor {
                                             record: notification.historyRecord ?? notification.payload,
                                             serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
             }
-            state += outcome.state
+            state += outcome.state + deviceProgress(of: outcome)
         }
         let webhooks = webhookOutcomes(of: events, at: now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks

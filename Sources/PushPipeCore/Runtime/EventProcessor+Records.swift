@@ -115,10 +115,36 @@ extension EventProcessor {
         try? await store.recordOutcome(deliveries: [], history: [], state: [], events: records, pipeline: definition.name)
     }
 
-    /// A replay's notifications: only to the devices its dead letter left unresolved.
+    /// A replay's notifications: only to the devices its dead letter left unresolved. And none
+    /// to a device that got the event's items already (`DeliveredDevices`), while another
+    /// device of the user was still failing.
     func replayed(_ notifications: [RenderedNotification], of event: Event) -> [RenderedNotification] {
+        var notifications = notifications
+        let delivered = event.commitOnDelivery.alreadyDelivered
+        if !delivered.isEmpty {
+            notifications.removeAll { delivered.contains(DeliveredDevices.address(kind: $0.token.kind, token: $0.token.value)) }
+        }
         guard let addresses = event.replayOf?.replayAddresses else { return notifications }
         return notifications.filter { addresses.contains($0.token.kind + ":" + $0.token.value) }
+    }
+
+    /// What an event delivered to some of its devices only records of its watermarks kept per
+    /// device: the devices that have the items now, beside each watermark, which stays where it
+    /// was until the others get them too. Nothing for an event fully delivered (its watermarks
+    /// move: `outcome.state`) or for a broadcast's page.
+    func deviceProgress(of outcome: Outcome) -> [StateWrite] {
+        let event = outcome.delivering.event
+        guard outcome.state.isEmpty, event.user != nil, event.commitOnDelivery.contains(where: { $0.perDevice != nil }) else { return [] }
+        var delivered: Set<String> = []
+        for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) where delivery.outcome == "delivered" {
+            delivered.insert(DeliveredDevices.address(kind: notification.token.kind, token: notification.token.value))
+        }
+        guard !delivered.isEmpty else { return [] }
+        return event.commitOnDelivery.compactMap { write in
+            guard let before = write.perDevice, let upTo = write.value.doubleValue else { return nil }
+            return StateWrite(stage: write.stage, key: DeliveredDevices.key(of: write.key),
+                              value: DeliveredDevices(upTo: upTo, devices: before.union(delivered)).json)
+        }
     }
 }
 

@@ -132,11 +132,17 @@ public struct StateWrite: Sendable, Hashable {
     /// A watermark: written only over a smaller number, never back. Two daemons finishing
     /// deliveries in any order leave the newest.
     public var onlyForward: Bool
+    /// Set on a watermark kept per device (`DeliveredDevices`): the devices (`kind:token`)
+    /// that got its items already. While only some devices of the event get it, the runtime
+    /// writes those beside the watermark instead of moving it, so the next check sends only to
+    /// the others. Nil: the watermark is the whole event's.
+    public var perDevice: Set<String>?
 
-    public init(stage: String, key: String, value: JSON, onlyForward: Bool = false) {
+    public init(stage: String, key: String, value: JSON, onlyForward: Bool = false, perDevice: Set<String>? = nil) {
         self.stage = stage
         self.key = key
         self.value = value
         self.onlyForward = onlyForward
+        self.perDevice = perDevice
     }
 }

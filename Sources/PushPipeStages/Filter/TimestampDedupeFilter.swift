@@ -9,6 +9,8 @@ import PushPipeCore
 /// forever. The watermark here is the newest item timestamp that was *actually delivered*,
 /// taken from the data itself, and it is written only when the transport accepted the
 /// notification: a failed or retried delivery leaves it alone and the next check retries.
+/// It moves once every device of the user got the items; until then the devices that did are
+/// kept beside it (`DeliveredDevices`), so the next checks retry only the failing ones.
 struct TimestampDedupeFilter: Filter, LongRunningStage {
     static let summary = "Keeps only items newer than the delivered watermark (per key or per item); drops the event when none is left."
 
@@ -71,8 +73,17 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         holdsTaken.took(claimed)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
+        let watermarks: [String: JSON]
         do {
-            let watermarks = try await store.states(pipeline: pipeline, stage: holds, keys: Array(claimed))
+            // The devices that got an item while another device of the user failed are read
+            // with the watermarks: one read, and no row at all in the common case.
+            var read: [String] = []
+            read.reserveCapacity(claimed.count * 2)
+            for key in claimed {
+                read.append(key)
+                read.append(DeliveredDevices.key(of: key))
+            }
+            watermarks = try await store.states(pipeline: pipeline, stage: holds, keys: read)
             for (item, key) in zip(items, keys) where claimed.contains(key) {
                 guard let timestamp = item.value(at: timestampPath), let seconds = timestamp.doubleValue else { continue }
                 if let mark = watermarks[key]?.doubleValue, seconds <= mark { continue }
@@ -82,9 +93,9 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             await holdsTaken.release(claimed, store: store, pipeline: pipeline, stage: holds)
             throw error
         }
-        var newest: [String: JSON] = [:]
-        for (_, key, timestamp, seconds) in kept where (newest[key]?.doubleValue ?? -.infinity) < seconds {
-            newest[key] = timestamp
+        var newest: [String: (timestamp: JSON, seconds: Double)] = [:]
+        for (_, key, timestamp, seconds) in kept where (newest[key]?.seconds ?? -.infinity) < seconds {
+            newest[key] = (timestamp, seconds)
         }
         let held = Set(newest.keys)
         await holdsTaken.release(claimed.subtracting(held), store: store, pipeline: pipeline, stage: holds)
@@ -92,12 +103,26 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         if configuration.newestFirst { kept.sort { $0.seconds > $1.seconds } }
         var passed = event
         passed.body = event.body.replacing(at: configuration.items, with: .array(kept.map(\.item)))
-        passed.commitOnDelivery += newest.map { StateWrite(stage: configuration.state, key: $0.key, value: $0.value, onlyForward: true) }
+        // Kept per device: a device that got the newest item of a key (an earlier check, when
+        // another device failed) is not sent it again, while the watermark waits for the others.
+        let writes = newest.map { key, newest in
+            StateWrite(stage: configuration.state, key: key, value: newest.timestamp, onlyForward: true,
+                       perDevice: DeliveredDevices(watermarks[DeliveredDevices.key(of: key)])?.devices(notifiedOf: newest.seconds) ?? [])
+        }
+        passed.commitOnDelivery += writes
+        let skipped = !writes.alreadyDelivered.isEmpty
+        let live = context.mode == .live
         // Released once the event's processing ended, after its watermark was committed (or
         // not, when the delivery failed for good: the next check retries the items).
         let previous = passed.onComplete
         let holdsTaken = self.holdsTaken
         passed.onComplete = { report in
+            // Every device left had the items already (the one that failed was unregistered):
+            // the watermark moves as a delivery's would, instead of the items coming back at
+            // every check with nobody to send them to.
+            if skipped, live, report.status == .noRecipients {
+                try? await uncancelled { try await store.setState(writes, pipeline: pipeline) }
+            }
             await holdsTaken.release(held, store: store, pipeline: pipeline, stage: holds)
             await previous?(report)
         }
