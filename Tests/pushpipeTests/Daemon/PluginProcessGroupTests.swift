@@ -36,6 +36,16 @@ import Testing
         return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
     }
 
+    /// Waits until every one of `pids` is gone. They are not this process's children: there is
+    /// nothing to await but their end, looked for until a deadline.
+    static func waitUntilGone(_ pids: [pid_t]) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !pids.allSatisfy(isGone), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return pids.allSatisfy(isGone)
+    }
+
     /// Ctrl-C: SIGINT to the daemon's whole process group. Only the daemon gets it; it drains,
     /// stops its plugin itself and exits 0, and the plugin printed no traceback.
     @Test func ctrlCReachesTheDaemonAndNotItsPlugins() async throws {
@@ -49,7 +59,8 @@ import Testing
             #expect(!output.contains("KeyboardInterrupt") && !output.contains("Traceback"), "the plugin got no SIGINT: \(output.suffix(1500))")
             #expect(!output.contains("plugin exited"), "the plugin did not die before the daemon stopped it: \(output.suffix(1500))")
             #expect(output.contains("store closed"))
-            #expect(plugins.allSatisfy(Self.isGone), "the daemon ended its plugin")
+            let gone = try await Self.waitUntilGone(plugins)
+            #expect(gone, "the plugin ended with the daemon")
         }
     }
 
@@ -60,13 +71,10 @@ import Testing
             let plugins = daemon.childProcesses
             #expect(!plugins.isEmpty)
             daemon.signal(SIGKILL)
-            #expect(try await daemon.waitForExit() == 128 + SIGKILL)
-            // Not a child of this process: nothing to await but its end, looked for until a deadline.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !plugins.allSatisfy(Self.isGone), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(plugins.allSatisfy(Self.isGone), "the plugin exited with its daemon")
+            let status = try await daemon.waitForExit()
+            #expect(status == 128 + SIGKILL)
+            let gone = try await Self.waitUntilGone(plugins)
+            #expect(gone, "the plugin exited with its daemon")
         }
     }
 }

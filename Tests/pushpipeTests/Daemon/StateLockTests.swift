@@ -69,7 +69,7 @@ import Testing
 
             for listen in ["127.0.0.1:0", "127.0.0.1:\(port)"] {
                 try await DaemonProcess.run(arguments: arguments(listen), directory: directory.path) { second in
-                    let status = try await second.waitForExit(timeout: 20)
+                    let status = try await second.waitForExit()
                     #expect(status == 1, "a second daemon on the state does not start (--listen \(listen))")
                     let refusal = second.standardError.joined(separator: "\n")
                     #expect(refusal.contains("pid \(firstPID)") && refusal.contains("state_in_use") && refusal.contains("var/state.sqlite"),
