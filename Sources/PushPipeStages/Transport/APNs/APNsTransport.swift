@@ -86,6 +86,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         authority = url.port.map { "\(url.host!):\($0)" } ?? url.host!
         baseURLText = "https://\(authority)"
         keyPath = configuration.keyPath
+        try CredentialFile.checkAPNsKey(at: keyPath)
         guard (1...64).contains(configuration.connections) else {
             throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
         }
@@ -158,8 +159,11 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     func run(context: StageContext) async throws {
-        // The key is read at start, so readiness reports a missing or bad key at once.
-        if context.mode == .live { _ = try? await resources() }
+        // The key is read at start, so readiness reports a missing or bad key at once, and the
+        // log says why the daemon is not ready.
+        if context.mode == .live {
+            do { _ = try await resources() } catch { context.logger.error("APNs key not loaded, the daemon is not ready until it is: \(error)") }
+        }
         // Connections and the key live as long as the pipeline.
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
@@ -294,8 +298,8 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         state.withLock { $0 }?.pool.openConnections ?? 0
     }
 
-    /// The key is read and the pool created when the pipeline starts (or on use after a
-    /// failure), never by validation or dry runs.
+    /// The key is loaded and the pool created when the pipeline starts (or on use after a
+    /// failure), never by validation or dry runs (which only check the file's kind: `CredentialFile`).
     private func resources() async throws -> Resources {
         if let existing = state.withLock({ $0 }) { return existing }
         return try await credentials.loading(loadResources)

@@ -45,6 +45,7 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         guard let url = URL(string: configuration.baseUrl), ["https", "http"].contains(url.scheme ?? ""), url.host != nil else {
             throw ConfigurationValueError(keyPath: "base_url", "'\(configuration.baseUrl)' is not a URL", expected: "https://fcm.googleapis.com")
         }
+        try CredentialFile.checkServiceAccount(at: configuration.credentialsFile)
         self.configuration = configuration
         baseURL = configuration.baseUrl.hasSuffix("/") ? String(configuration.baseUrl.dropLast()) : configuration.baseUrl
     }
@@ -69,8 +70,11 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
     }
 
     func run(context: StageContext) async throws {
-        // Loaded at start in a live daemon, so readiness reports missing credentials at once.
-        if context.mode == .live { _ = try? await resources() }
+        // Loaded at start in a live daemon, so readiness reports missing credentials at once,
+        // and the log says why the daemon is not ready.
+        if context.mode == .live {
+            do { _ = try await resources() } catch { context.logger.error("FCM credentials not loaded, the daemon is not ready until they are: \(error)") }
+        }
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
         if let existing = resources.withLock({ current in defer { current = nil }; return current }) { try? await existing.client.shutdown() }
@@ -109,7 +113,8 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
 
     var notReadyReason: String? { credentials.notReadyReason }
 
-    /// Credentials are read when the pipeline starts (or on first use), never by validation or dry runs.
+    /// Credentials are loaded when the pipeline starts (or on first use), never by validation or
+    /// dry runs (which only check the file's kind: `CredentialFile`).
     private func resources() async throws -> Resources {
         if let existing = resources.withLock({ $0 }) { return existing }
         return try await credentials.loading(loadResources)
