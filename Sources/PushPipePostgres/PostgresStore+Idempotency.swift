@@ -54,6 +54,12 @@ extension PostgresStore {
             """)
     }
 
+    public func withdrawIdempotencyKey(_ key: IdempotencyKey) async throws {
+        _ = try await connections.rows("""
+            DELETE FROM idempotency_keys WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key)
+            """)
+    }
+
     public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
         try await connections.rows("""
             DELETE FROM idempotency_keys WHERE ctid IN (

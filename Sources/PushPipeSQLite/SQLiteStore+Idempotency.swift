@@ -39,6 +39,12 @@ extension SQLiteStore {
         }
     }
 
+    public func withdrawIdempotencyKey(_ key: IdempotencyKey) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?", arguments: .storable([key.pipeline, key.scope, key.key]))
+        }
+    }
+
     public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
         let now = Date().timeIntervalSince1970
         return try await database.write { db in

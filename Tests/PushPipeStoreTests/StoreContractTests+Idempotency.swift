@@ -21,6 +21,9 @@ extension StoreContractTests {
         try await store.releaseIdempotencyKey(key)
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]),
                 "an answered key is never released")
+        // A stored event taken back (its pipeline stopped before taking it): its answer goes with it.
+        try await store.withdrawIdempotencyKey(key)
+        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .claimed, "withdrawn, answered or not")
         let failed = IdempotencyKey(pipeline: "i", scope: "POST /events token:ab12", key: "failed")
         #expect(try await store.claimIdempotencyKey(failed, fingerprint: "f1", hold: 60, ttl: 3600) == .claimed)
         try await store.releaseIdempotencyKey(failed)

@@ -76,11 +76,11 @@ extension EventProcessor {
                 // Requests to an origin that asked to wait are held for the retry, the rest go.
                 chunk.removeAll { place in
                     let request = deliverings[place.delivering].attempts[place.notification].request!
-                    let scope = TransportGate.scope(of: request.url)
+                    let scope = pauseScope(of: request)
                     guard let pause = gate.remainingPause(of: scope) else { return false }
                     let seconds = pause / .seconds(1)
                     deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: seconds,
-                                                                                                      reason: "held: \(scope) asked to wait")
+                                                                                                      reason: "held: \(shownScope(of: request)) asked to wait")
                     // A destination anyone can be does not hold the pipeline's room for long.
                     deliverings[place.delivering].attempts[place.notification].held = !waitsTooLong(seconds)
                     return true
@@ -133,7 +133,7 @@ extension EventProcessor {
         var attempt = first
         let token = notification.token
         while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome, let request = attempt.request {
-            let scope = TransportGate.scope(of: request.url)
+            let scope = pauseScope(of: request)
             if attempt.held {
                 attempt.held = false
             } else {
@@ -147,6 +147,9 @@ extension EventProcessor {
                 // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
                 do { try await Task.sleep(for: .seconds(delay)) } catch { break }
             }
+            // A pause longer than a destination a user chose may hold the notification (it can
+            // be extended by the next answer): it ends unresolved instead.
+            if let pause = gate.remainingPause(of: scope), waitsTooLong(pause / .seconds(1)) { break }
             await gate.waitOutPause(of: scope)
             if Task.isCancelled { break }
             await gate.admit(1)
@@ -157,6 +160,20 @@ extension EventProcessor {
             Self.end(span, attempt.outcome)
         }
         return attempt
+    }
+
+    /// What a provider's pause holds: its origin (APNs, FCM: the pipeline's provider), or for
+    /// destinations users chose, the one endpoint (a subscription), since many users share a
+    /// push service (fcm.googleapis.com, web.push.apple.com) and one subscriber's answer must
+    /// not hold the others'.
+    func pauseScope(of request: OutgoingRequest) -> String {
+        definition.transport.stage.destinationsAreUserChosen ? request.url : TransportGate.scope(of: request.url)
+    }
+
+    /// The scope as logs and reasons may show it: a subscription's endpoint cut as the tap cuts it.
+    func shownScope(of request: OutgoingRequest) -> String {
+        definition.transport.stage.destinationsAreUserChosen ? TokenMask.maskURL(request.url, token: request.token.value)
+            : TransportGate.scope(of: request.url)
     }
 
     /// Whether a wait is longer than a destination a user chose may make a notification wait:
@@ -170,11 +187,11 @@ extension EventProcessor {
     func pauseIfAsked(_ requests: [OutgoingRequest], _ outcomes: [TransportOutcome]) {
         for (request, outcome) in zip(requests, outcomes) {
             guard let seconds = outcome.providerPause else { continue }
-            let scope = TransportGate.scope(of: request.url)
+            let scope = pauseScope(of: request)
             let wasPaused = gate.pause(scope, seconds: seconds)
             telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
             if !wasPaused, repeatedFailures.admit("pause: \(definition.transport.type)") != nil {
-                logger.warning("the provider throttled \(definition.transport.type): sends to \(scope) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)")
+                logger.warning("the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)")
             }
         }
     }

@@ -14,6 +14,9 @@ public protocol IdempotencyStore: Sendable {
     /// Frees a key whose request failed, so the next request with it is taken as new; a key
     /// already answered (its commit reported a failure but happened) is kept.
     func releaseIdempotencyKey(_ key: IdempotencyKey) async throws
+    /// Deletes a key, answered or not: for a request whose stored event was taken back (its
+    /// pipeline stopped before taking it), whose answer must not be given again.
+    func withdrawIdempotencyKey(_ key: IdempotencyKey) async throws
 }
 
 /// A client's key, scoped to one route and one credential: two backends, or two routes, may

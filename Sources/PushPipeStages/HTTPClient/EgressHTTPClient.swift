@@ -31,7 +31,23 @@ struct EgressHTTPClient: Sendable {
 
     /// Sends `request` if the policy allows its URL; a refusal is thrown as `EgressRefusal`,
     /// before anything was sent, and so is a redirect, which is not followed.
+    /// `timeout` bounds the whole exchange, the name's lookup and the answer's body included:
+    /// AsyncHTTPClient's deadline ends with the answer's head, and a service that sends a head
+    /// and then nothing would hold the send, and a slot of its pipeline, for ever.
     func execute(_ request: HTTPClientRequest, timeout: TimeAmount, bodyLimit: Int = 1024) async throws -> Answer {
+        let deadline = ContinuousClock.now + .nanoseconds(timeout.nanoseconds)
+        return try await withThrowingTaskGroup(of: Answer.self) { group in
+            group.addTask { try await self.exchange(request, timeout: timeout, bodyLimit: bodyLimit) }
+            group.addTask {
+                try await Task.sleep(until: deadline)
+                throw HTTPClientError.deadlineExceeded
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    private func exchange(_ request: HTTPClientRequest, timeout: TimeAmount, bodyLimit: Int) async throws -> Answer {
         let origin = try policy.check(url: request.url)
         let isExempt = policy.privateOrigins.contains(origin)
         if !isExempt {

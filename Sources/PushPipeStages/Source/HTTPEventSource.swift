@@ -199,10 +199,13 @@ struct HTTPEventSource: Source, LongRunningStage {
         do {
             try await context.sink.submit(event)
         } catch {
-            // Not accepted after all (the pipeline is stopping): the caller sends it again.
+            // Not accepted after all (the pipeline is stopping; a full one, at SIGTERM, answers
+            // its waiting requests here): taken back, and the caller sends it again. Its key goes
+            // too, though it holds the 202 stored with the event: given again, it would answer
+            // for an event that is gone.
             leases.forget(id)
             try? await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
-            if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
+            if let idempotencyKey { try? await context.idempotencyKeys.withdrawIdempotencyKey(idempotencyKey) }
             throw error
         }
         return accepted

@@ -112,12 +112,16 @@ extension DaemonSignalTests {
         defer { directory.remove() }
         // A transport that never answers: its one worker holds the pipeline full.
         try directory.write("plugins/stuck/stuck.py", """
-            import json, sys, time
+            import json, os, sys, time
+            parent = os.getppid()
             for line in sys.stdin:
                 request = json.loads(line)
                 if request["type"] == "send":
                     print("stuck on %s" % request["request"]["body"]["n"], file=sys.stderr, flush=True)
-                    time.sleep(3600)
+                    # Stuck for as long as the daemon lives, and no longer: it outlives no test.
+                    while os.getppid() == parent:
+                        time.sleep(0.1)
+                    sys.exit(0)
                 print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
             """)
         try directory.write("plugins/stuck/plugin.yaml", "name: stuck\nkind: transport\ncommand: [python3, stuck.py]\n")
@@ -145,6 +149,10 @@ extension DaemonSignalTests {
             #expect(ContinuousClock.now - started < .seconds(30), "exited within its drain timeout, give or take a busy machine")
             #expect(statuses.allSatisfy { [202, 503].contains($0) }, "every waiting request was answered: \(statuses)")
             #expect(statuses.contains(503), "those still waiting for room were refused: \(statuses)")
+            // What was answered 202 is kept for the next start; what was refused was taken back.
+            let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
+            let left = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queued_events") }
+            #expect(left == statuses.filter { $0 == 202 }.count, "\(left ?? -1) queued for \(statuses)")
             #expect(daemon.standardError.contains { $0.contains("store closed") })
         }
     }

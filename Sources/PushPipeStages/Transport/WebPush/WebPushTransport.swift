@@ -153,8 +153,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         guard token.value.utf8.first == UInt8(ascii: "{"), let subscription = try? WebPushSubscription(stored: token.value) else { return }
         do {
             _ = try client.policy.check(url: subscription.endpoint)
-        } catch let refusal as EgressRefusal {
-            throw TokenRejected(field: "endpoint", "is not a push service this daemon sends to (\(refusal.code.rawValue): \(refusal.detail))")
+        } catch {
+            throw TokenRejected(field: "endpoint", "is not a push service this daemon sends to (\(error.code.rawValue): \(error.detail))")
         }
         do {
             _ = try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
