@@ -41,7 +41,9 @@ import Testing
                         time.sleep(0.02)
                 print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
             """)
-        try directory.write("plugins/holding/plugin.yaml", "name: holding\nkind: transport\ncommand: [python3, holding.py]\n")
+        // Held for as long as the test takes (a loaded machine starts its daemons slowly): past
+        // the default 5 s the daemon would time the send out and make it again.
+        try directory.write("plugins/holding/plugin.yaml", "name: holding\nkind: transport\ncommand: [python3, holding.py]\ntimeout: 300\n")
         try directory.write("pipelines/locked.yaml", pipeline(transport: "holding"))
     }
 
