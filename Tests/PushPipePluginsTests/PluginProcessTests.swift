@@ -28,7 +28,7 @@ import Testing
 
     /// - Parameter timeout: generous unless the test is about timeouts: under a loaded test run
     ///   a (re)start of the Python process counts against it.
-    func withFilter(timeout: String = "15s", _ body: (any Filter, StageContext, PluginManifest) async throws -> Void) async throws {
+    func withFilter(timeout: String = "60s", _ body: (any Filter, StageContext, PluginManifest) async throws -> Void) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("flaky/plugin.py", Self.script)

@@ -14,7 +14,8 @@ import Testing
         #expect(try availability.admit() == true, "the first operation probes")
         #expect(throws: StoreUnavailableError.self, "the others are refused at once") { try availability.admit() }
         // The probe hangs. Past the limit, the next operation probes instead.
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Bounded, and generous: a machine loaded with 4 CPU hogs on 2 cores took longer than 10 s.
+        let deadline = ContinuousClock.now + .seconds(60)
         var probe = false
         while !probe, ContinuousClock.now < deadline {
             probe = (try? availability.admit()) ?? false
