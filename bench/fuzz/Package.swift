@@ -25,6 +25,17 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "fuzz-providers",
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeStages", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "fuzz-events",
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeStages", package: "pushpipe"),
+                           .product(name: "PushPipeSQLite", package: "pushpipe")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "fuzz-yaml",
             dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

@@ -2,14 +2,16 @@
 # Runs one libFuzzer target (issue 36) for SECONDS, from the committed seed corpus, under
 # AddressSanitizer. Prints libFuzzer's last status line (execs, coverage) and the crash count;
 # a crash leaves its input in bench/fuzz/crashes/ (keep it as a regression test).
-#   bash bench/fuzz/run.sh fuzz-json 600    # fuzz-json, fuzz-yaml, fuzz-templates, fuzz-routes
+#   bash bench/fuzz/run.sh fuzz-json 600    # fuzz-json, fuzz-yaml, fuzz-templates, fuzz-routes, fuzz-providers, fuzz-events
+# -enable-testing: fuzz-providers reads the transports' own answer types (internal to their module).
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
 TARGET=${1:?target, e.g. fuzz-json}
 SECONDS_TO_RUN=${2:-600}
-swift build -c release --product "$TARGET" -Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz >/dev/null
-BIN=$(swift build -c release --product "$TARGET" -Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz --show-bin-path)/$TARGET
+FLAGS=(-c release --product "$TARGET" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing --scratch-path .build-fuzz)
+swift build "${FLAGS[@]}" >/dev/null
+BIN=$(swift build "${FLAGS[@]}" --show-bin-path)/$TARGET
 corpus=corpus/${TARGET#fuzz-}
 work=$(mktemp -d /tmp/pushpipe-fuzz.XXXXXX)
 mkdir -p crashes
@@ -17,7 +19,7 @@ cp "$corpus"/* "$work/"
 # The loader's, the routes' and the templates' runs keep one-time statics (schemas, the
 # registry, the store, Mustache's) and a buffer of Foundation's file reading until exit, which
 # LeakSanitizer reports at exit as leaks of no input: off there.
-case "$TARGET" in fuzz-yaml|fuzz-routes|fuzz-templates) export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} ;; esac
+case "$TARGET" in fuzz-yaml|fuzz-routes|fuzz-templates|fuzz-events|fuzz-providers) export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} ;; esac
 # A finding stops at its fatalError with the message; Swift's backtracer would then trip
 # AddressSanitizer itself (it reads the stack of the crashed thread).
 export SWIFT_BACKTRACE=enable=no
