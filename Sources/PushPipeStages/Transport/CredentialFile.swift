@@ -30,7 +30,7 @@ enum CredentialFile {
     /// An APNs signing key (`key_path`): a PKCS#8 P-256 key in PEM, as Apple issues it.
     static func checkAPNsKey(at path: String) throws {
         let (content, data) = content(at: path)
-        let expected = "the .p8 key from Apple (-----BEGIN PRIVATE KEY-----)"
+        let expected = "the .p8 key from Apple (a PKCS#8 P-256 key in PEM)"
         switch content {
         case .unreadable:
             return

@@ -1,4 +1,5 @@
 import Crypto
+import _CryptoExtras
 import Foundation
 import PushPipeCore
 import PushPipeTesting
@@ -22,10 +23,10 @@ import Testing
 
     func keys(in directory: TemporaryDirectory) throws {
         try directory.write("keys/AuthKey.p8", P256.Signing.PrivateKey().pemRepresentation)
-        try directory.write("keys/service-account.json", JSON.object([
-            "type": "service_account", "project_id": "demo", "client_email": "pushpipe@demo.iam.gserviceaccount.com",
-            "private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-        ]).compactText)
+        // Throwaway keys, made at run time.
+        try directory.write("keys/service-account.json", FCMStandIn.serviceAccount(
+            privateKey: try _RSA.Signing.PrivateKey(keySize: .bits2048), clientEmail: "pushpipe@demo.iam.gserviceaccount.com",
+            projectID: "demo", tokenURI: "https://oauth2.googleapis.com/token"))
         try directory.write("pipelines/apple.yaml", Self.apple)
         try directory.write("pipelines/google.yaml", Self.google)
     }
