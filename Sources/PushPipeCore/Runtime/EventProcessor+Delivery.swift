@@ -81,8 +81,8 @@ extension EventProcessor {
                     let seconds = pause / .seconds(1)
                     deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: seconds,
                                                                                                       reason: "held: \(shownScope(of: request)) asked to wait")
-                    // A destination anyone can be does not hold the pipeline's room for long.
-                    deliverings[place.delivering].attempts[place.notification].held = !waitsTooLong(seconds)
+                    // Its retry waits the pause out, or ends it unresolved when it is too long (`waitsTooLong`).
+                    deliverings[place.delivering].attempts[place.notification].held = true
                     return true
                 }
                 if chunk.isEmpty { continue }

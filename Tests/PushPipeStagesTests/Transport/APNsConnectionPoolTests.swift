@@ -29,8 +29,8 @@ import Testing
         try await withCleanup({
             try await sendSlowlyAnswered(12, seconds: 1.5, harness)
             #expect(harness.standIn.connections == 3)
-            // What the pool decided, not how many requests a loaded machine managed to overlap
-            // (5 of 6 under a load of 10 on 2 cores): never more than 2 streams on one connection.
+            // What the pool decided, not how many requests a loaded machine managed to overlap:
+            // never more than 2 streams on one connection.
             #expect(harness.standIn.mostConcurrentRequestsOnOneConnection <= 2)
             #expect((3...6).contains(harness.standIn.mostConcurrentRequests), "more than one connection's streams were in use")
         }, cleanup: harness.close)

@@ -78,7 +78,7 @@ import Testing
     }
 
     /// The slot of a tap that went away (killed, so it never said so) is free again within the
-    /// `Retry-After` the refused tap was told (issue 45: it took about 10 s against a `5`); a
+    /// `Retry-After` the refused tap was told (issue 45: it took two heartbeats more); a
     /// wrong token is told as refused, not as missing.
     @Test func aGoneTapsSlotIsFreeWithinTheRetryAfterTold() async throws {
         let directory = try TemporaryDirectory("tap-slots")
@@ -116,7 +116,7 @@ import Testing
             }
             let waited = ContinuousClock.now - gone
             // Each try is a `pushpipe tap` process of its own, slow to start on a loaded machine:
-            // 4 s of slack for them, still well short of the 10 s the slot took before.
+            // 4 s of slack for them, still short of two 5 s heartbeats.
             #expect(admitted && waited <= .seconds(told + 4), "the slot was free after \(waited), the refused tap was told \(told) s")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
