@@ -101,13 +101,19 @@ public final class PluginProcess: Sendable {
                 let configure: JSON = ["id": 0, "type": "configure", "pipeline": .string(pipeline), "stage": .string(stage), "config": configuration]
                 writer.yield(configure.compactText)
                 attach(writer)
-                for try await line in execution.standardOutput.strings() { await receive(line, logger: logger) }
+                for try await line in execution.standardOutput.strings(bufferingPolicy: .maxLineLength(Self.longestAnswer)) {
+                    await receive(line, logger: logger)
+                }
                 writer.finish()
                 group.cancelAll()
             }
         }
         return "exited with \(result.terminationStatus)"
     }
+
+    /// Bytes one answer line may have: a renderer's answer for a broadcast page of 1,000 users
+    /// is larger than swift-subprocess's default of 128 KB, which restarted the plugin.
+    static let longestAnswer = 16 * 1024 * 1024
 
     /// A process group of its own: a terminal's Ctrl-C (SIGINT to its foreground group) reaches
     /// the daemon only, which drains and then stops its plugins itself, instead of every plugin

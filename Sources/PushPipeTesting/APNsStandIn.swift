@@ -62,6 +62,9 @@ public final class APNsStandIn: Sendable {
         var mostUnanswered = 0
         /// The same per connection: what a client's stream limit decides, whatever the machine's load.
         var unansweredOnConnection: [ObjectIdentifier: Int] = [:]
+        /// When each connection's last answer was written (a client may close before reading it).
+        var lastAnswerOnConnection: [ObjectIdentifier: ContinuousClock.Instant] = [:]
+        var onLostConnection: (@Sendable () -> Void)?
         var mostUnansweredOnOneConnection = 0
         /// Broadcast channels that exist (iOS 18 Live Activities), and their storage policies.
         var channels: Set<String> = []
@@ -89,7 +92,17 @@ public final class APNsStandIn: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     box.value?.state.update { $0.connections += 1; $0.openConnections += 1 }
-                    channel.closeFuture.whenComplete { _ in box.value?.state.update { $0.openConnections -= 1 } }
+                    let connectionID = ObjectIdentifier(channel)
+                    channel.closeFuture.whenComplete { _ in
+                        let lost = box.value?.state.update { state -> (@Sendable () -> Void)? in
+                            state.openConnections -= 1
+                            let unanswered = state.unansweredOnConnection.removeValue(forKey: connectionID) ?? 0
+                            let answered = state.lastAnswerOnConnection.removeValue(forKey: connectionID)
+                            let inFlight = unanswered > 0 || answered.map { ContinuousClock.now - $0 < .seconds(1) } ?? false
+                            return inFlight ? state.onLostConnection : nil
+                        }
+                        if case let lost?? = lost { lost() }
+                    }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -118,6 +131,10 @@ public final class APNsStandIn: Sendable {
     /// The most requests unanswered at once on any one connection: never above the streams a
     /// client allows itself, however many a loaded machine manages to overlap.
     public var mostConcurrentRequestsOnOneConnection: Int { state.value.mostUnansweredOnOneConnection }
+
+    /// Called when a connection closes (from either side) while requests on it were unanswered
+    /// or answered within the last second: their sender cannot know they arrived, and sends again.
+    public func whenConnectionLost(_ handler: @escaping @Sendable () -> Void) { state.update { $0.onLostConnection = handler } }
 
     /// A new broadcast channel's id (base64, as APNs makes them).
     public func createChannel() -> String {
@@ -331,7 +348,10 @@ final class StandInStreamHandler: ChannelInboundHandler {
             let connection = context.channel.parent.map(ObjectIdentifier.init)
             box.value?.state.update { state in
                 state.unanswered -= 1
-                if let connection { state.unansweredOnConnection[connection, default: 1] -= 1 }
+                if let connection {
+                    state.unansweredOnConnection[connection, default: 1] -= 1
+                    state.lastAnswerOnConnection[connection] = .now
+                }
             }
         }
         switch answer {

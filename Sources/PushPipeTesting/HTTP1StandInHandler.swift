@@ -10,12 +10,20 @@ import NIOSSL
 /// HTTP/1.1 or, where it offers it, HTTP/2 (each stream seen as an HTTP/1 exchange).
 protocol HTTP1StandIn: AnyObject, Sendable {
     func handle(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON)
+    /// The answer as bytes: a stand-in that must send what is not JSON (a hostile push service's
+    /// NUL bytes and invalid UTF-8) answers here; the others' JSON is serialised.
+    func respond(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], Data)
     /// A client opened a connection (before TLS).
     func connected()
 }
 
 extension HTTP1StandIn {
     func connected() {}
+
+    func respond(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], Data) {
+        let (status, extra, json) = handle(version: version, method: method, path: path, headers: headers, body: body)
+        return (status, extra, json.serialized())
+    }
 
     /// A server over TLS (the authority's certificate for localhost) on 127.0.0.1, a free port,
     /// handing each request to the stand-in `box` will hold. `http2`: ALPN offers `h2` first,
@@ -72,10 +80,10 @@ final class HTTP1StandInHandler<StandIn: HTTP1StandIn>: ChannelInboundHandler {
             body.append(contentsOf: buffer.readableBytesView)
         case .end:
             guard let head, let standIn = box.value else { return }
-            let (status, extra, json) = standIn.handle(version: head.version, method: head.method.rawValue,
-                                                       path: String(head.uri.split(separator: "?").first ?? ""), headers: head.headers, body: body)
+            let (status, extra, bytes) = standIn.respond(version: head.version, method: head.method.rawValue,
+                                                         path: String(head.uri.split(separator: "?").first ?? ""), headers: head.headers, body: body)
             // An HTTP/2 stream ends with its answer; the connection stays whatever the head says.
-            HTTP1JSONResponse.write(status: status, headers: extra, body: ByteBuffer(data: json.serialized()),
+            HTTP1JSONResponse.write(status: status, headers: extra, body: ByteBuffer(data: bytes),
                                     keepAlive: head.isKeepAlive || head.version.major == 2, context: context)
         }
     }

@@ -7,7 +7,23 @@ import PushPipeCore
 /// A small JSON client for tests, always against 127.0.0.1.
 public struct HTTPTestClient: Sendable {
     public let port: Int
-    public init(port: Int) { self.port = port }
+    let client: HTTPClient
+
+    /// - Parameter client: `.shared` opens at most 8 connections to a host, so more requests at
+    ///   once wait in the client, never reaching the server; `manyConnections` does not.
+    public init(port: Int, client: HTTPClient) {
+        self.port = port
+        self.client = client
+    }
+
+    public init(port: Int) { self.init(port: port, client: .shared) }
+
+    /// A client that opens up to 1,024 connections to one host, for bursts a server must meet at once.
+    public static let manyConnections: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1024
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
 
     public struct Response: Sendable {
         public var status: Int
@@ -30,7 +46,7 @@ public struct HTTPTestClient: Sendable {
         } else if let rawBody {
             request.body = .bytes(ByteBuffer(string: rawBody))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
+        let response = try await client.execute(request, timeout: .seconds(timeout))
         let buffer = try await response.body.collect(upTo: 1 << 22)
         let text = String(buffer: buffer)
         var headers: [String: String] = [:]

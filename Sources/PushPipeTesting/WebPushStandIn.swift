@@ -30,11 +30,14 @@ public final class WebPushStandIn: HTTP1StandIn {
         /// More headers (a redirect's `location`), and a body other than the empty object.
         public var headers: [(String, String)]
         public var body: JSON?
-        public init(status: Int, retryAfter: Int? = nil, headers: [(String, String)] = [], body: JSON? = nil) {
+        /// Bytes sent as the body instead of `body`: what no JSON encoder writes (NUL, invalid UTF-8).
+        public var rawBody: Data?
+        public init(status: Int, retryAfter: Int? = nil, headers: [(String, String)] = [], body: JSON? = nil, rawBody: Data? = nil) {
             self.status = status
             self.retryAfter = retryAfter
             self.headers = headers
             self.body = body
+            self.rawBody = rawBody
         }
     }
 
@@ -47,6 +50,8 @@ public final class WebPushStandIn: HTTP1StandIn {
         var browsers: [String: Browser] = [:]
         var messages: [Message] = []
         var script: [Answer] = []
+        /// The answer when nothing is scripted: a push service that always answers the same.
+        var standing = Answer(status: 201)
     }
 
     let state = ObservedState(State())
@@ -95,6 +100,9 @@ public final class WebPushStandIn: HTTP1StandIn {
 
     public func script(_ answers: Answer...) { state.update { $0.script += answers } }
 
+    /// Answers every message this way once the script is used up (201 until set).
+    public func answerAlways(_ answer: Answer) { state.update { $0.standing = answer } }
+
     @discardableResult
     public func waitForMessages(_ count: Int, timeout: Double = 20) async throws -> [Message] {
         try await state.wait(timeout: timeout, { $0.messages.count >= count ? $0.messages : nil },
@@ -106,17 +114,27 @@ public final class WebPushStandIn: HTTP1StandIn {
     func connected() { connectionCount.increment() }
 
     func handle(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON) {
+        let (status, extra, bytes) = respond(version: version, method: method, path: path, headers: headers, body: body)
+        return (status, extra, (try? JSON.parse(bytes)) ?? [:])
+    }
+
+    func respond(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], Data) {
+        let (status, extra, json, raw) = answer(version: version, method: method, path: path, headers: headers, body: body)
+        return (status, extra, raw ?? json.serialized())
+    }
+
+    private func answer(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON, Data?) {
         let parts = path.split(separator: "/")
-        guard method == "POST", parts.count == 2, parts[0] == "push" else { return (404, [], ["error": "not found"]) }
+        guard method == "POST", parts.count == 2, parts[0] == "push" else { return (404, [], ["error": "not found"], nil) }
         let id = String(parts[1])
         guard checks else {
             accepted.increment()
-            return (201, [("location", "\(origin)/message/\(id)")], [:])
+            return (201, [("location", "\(origin)/message/\(id)")], [:], nil)
         }
         var fields: [String: String] = [:]
         for header in headers { fields[header.name.lowercased()] = header.value }
         return state.update { state in
-            guard let browser = state.browsers[id] else { return (410, [], ["error": "unsubscribed"]) }
+            guard let browser = state.browsers[id] else { return (410, [], ["error": "unsubscribed"], nil) }
             let (subject, vapidProblem) = verifyVAPID(fields["authorization"] ?? "")
             var message = Message(subscription: id, plaintext: nil, headers: fields, vapidSubject: subject, rejection: vapidProblem)
             message.httpVersion = version.description
@@ -124,20 +142,20 @@ public final class WebPushStandIn: HTTP1StandIn {
             if message.rejection == nil, fields["content-encoding"] != "aes128gcm" { message.rejection = "not aes128gcm" }
             if message.rejection == nil, body.count > 4096 {
                 state.messages.append(message)
-                return (413, [], ["error": "payload too large"])
+                return (413, [], ["error": "payload too large"], nil)
             }
             if message.rejection == nil {
                 do { message.plaintext = try Self.decrypt(body, browser: browser) } catch { message.rejection = "does not decrypt: \(error)" }
             }
             state.messages.append(message)
             if let rejection = message.rejection {
-                return (rejection.hasPrefix("VAPID") ? 403 : 400, [], ["error": .string(rejection)])
+                return (rejection.hasPrefix("VAPID") ? 403 : 400, [], ["error": .string(rejection)], nil)
             }
-            let answer = state.script.isEmpty ? Answer(status: 201) : state.script.removeFirst()
+            let answer = state.script.isEmpty ? state.standing : state.script.removeFirst()
             var extra: [(String, String)] = []
             if answer.status == 201 { extra.append(("location", "\(origin)/message/\(UUID().uuidString.lowercased())")) }
             if let retryAfter = answer.retryAfter { extra.append(("retry-after", String(retryAfter))) }
-            return (answer.status, extra + answer.headers, answer.body ?? [:])
+            return (answer.status, extra + answer.headers, answer.body ?? [:], answer.rawBody)
         }
     }
 

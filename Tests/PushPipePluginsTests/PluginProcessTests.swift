@@ -23,6 +23,8 @@ import Testing
             event = request.get("event")
             if event is not None:
                 event["body"]["seen_by_plugin"] = True
+                if body.get("pad"):
+                    event["body"]["padding"] = "x" * body["pad"]
             print(json.dumps({"id": request["id"], "result": {"event": event}}), flush=True)
         """
 
@@ -69,6 +71,19 @@ import Testing
                 return try await group.reduce(into: [Int64: JSON]()) { $0[$1.0] = $1.1 }
             }
             for index in Int64(0)..<20 { #expect(results[index] == ["n": .int(index), "seen_by_plugin": true]) }
+        }
+    }
+
+    /// A renderer's answer for a page of 1,000 users is over 128 KB on one line: swift-subprocess's
+    /// default line limit made the plugin "fail" and restart, and the broadcast stop, at every page.
+    @Test func anAnswerLargerThan128KBOnOneLineIsRead() async throws {
+        try await withFilter { filter, context, _ in
+            let result = try await filter.apply(to: event(["pad": 400_000]), context: context)
+            guard case .pass(let passed) = result else {
+                Issue.record("expected the event to pass, got \(result)")
+                return
+            }
+            #expect(passed.body["padding"]?.stringValue?.count == 400_000)
         }
     }
 

@@ -5,7 +5,8 @@
 # minute ahead (Debian's faketime). Prints one table; exits 1 on anything lost, any unexplained
 # duplicate or rows left. 127.0.0.1 only; bounded by SECONDS_OF_FAULTS (default 600).
 #   SECONDS_OF_FAULTS=600 OUTAGE=30 SEED=33 bash bench/chaos/run.sh   (OUTAGE_AT=15: the first outage 15 s in;
-#   CHAOS_LOGS=DIR: each daemon's whole log in DIR/instance-N.log)
+#   CHAOS_LOGS=DIR: each daemon's whole log in DIR/instance-N.log; ADVERSARIAL=1: the hostile
+#   counterparts of issue 45 too: see bench/README.md)
 # Uses $PUSHPIPE_TEST_POSTGRES_URL when set; otherwise starts a throwaway server (Debian's postgresql).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,4 +25,4 @@ if [ -z "${PUSHPIPE_TEST_POSTGRES_URL:-}" ]; then
   export PUSHPIPE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PGPORT/postgres?sslmode=disable"
 fi
 .build/debug/pushpipe-bench chaos --seconds "${SECONDS_OF_FAULTS:-600}" --outage "${OUTAGE:-30}" --seed "${SEED:-33}" \
-  ${OUTAGE_AT:+--outage-at "$OUTAGE_AT"} ${CHAOS_LOGS:+--logs "$CHAOS_LOGS"}
+  ${OUTAGE_AT:+--outage-at "$OUTAGE_AT"} ${CHAOS_LOGS:+--logs "$CHAOS_LOGS"} ${ADVERSARIAL:+--adversarial}

@@ -28,6 +28,8 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "OGS games that become the player's turn per second.") var moveRate = 0.5
     @Option(help: "Random seed for the schedule of faults.") var seed: UInt64 = 33
     @Option(help: "A directory where each daemon's whole log is written (instance-N.log) once it ends.") var logs: String?
+    @Flag(help: "Also hostile counterparts (issue 45): Web Push services that redirect inward, throttle for an hour, answer garbage or hang; broadcasts to thousands stopped on random pages; SIGTERM with full queues; a second process on a SQLite daemon's state.")
+    var adversarial = false
 
     static let daemons = 3
     static let player: Int64 = 1783478
@@ -43,12 +45,16 @@ struct ChaosCommand: AsyncParsableCommand {
         let random = SeededRandom(seed: seed)
         let ledger = ChaosLedger(inFlightWindow: .seconds(10), logDirectory: logs)
         let faulty = Atomic<Bool>(true)
-        let daemons = ChaosDaemons(count: Self.daemons, ledger: ledger)
+        let slots = Self.daemons + (adversarial ? 1 : 0)
+        let daemons = ChaosDaemons(count: slots, ledger: ledger)
+        let adversary = adversarial ? try await ChaosAdversary.start(in: directory) : nil
+        /// Slots whose stand-in holds every answer (the pipelines fill) until a SIGTERM ended them.
+        let held = HeldSlots()
 
         var environments: [[String: String]] = []
         var standIns: [APNsStandIn] = []
         let ogs = try await OGSStandIn.start()
-        for slot in 0..<Self.daemons {
+        for slot in 0..<slots {
             let credentials = try TemporaryDirectory("chaos-apns-\(slot)")
             let (apns, environment) = try await APNsStandIn.startWithThrowawayCredentials(in: credentials, teamID: "CHAOSTEAM\(slot)", keyID: "CHAOSKEY0\(slot)")
             apns.answer { request in
@@ -64,26 +70,38 @@ struct ChaosCommand: AsyncParsableCommand {
                     }
                 }
                 ledger.delivered(request, by: daemons.instance(of: slot))
+                if held.contains(slot) { return .delayed(seconds: 1.5, .accept) }
                 // Slow enough that the pipelines fill (backpressure) under the soak's rates.
                 return faulty.load(ordering: .relaxed) ? .delayed(seconds: 0.25, .accept) : .accept
             }
+            apns.whenConnectionLost { ledger.connectionCut(daemons.instance(of: slot)) }
             standIns.append(apns)
             environments.append(environment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
-                                                     "SOAK_REPLY_DIR": directory.file("replies")]) { _, new in new })
+                                                     "SOAK_REPLY_DIR": directory.file("replies")].merging(adversary?.environment ?? [:]) { _, new in new }) { _, new in new })
         }
         let transport = SoakPipelines.transport(delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s")
         try SoakPipelines.write(into: directory, transport: transport)
-        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
+        var arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", adversary == nil ? "none" : directory.file("plugins.d")]
+        // The fourth daemon keeps its state in SQLite, where a second process must be refused.
+        let lone = try TemporaryDirectory("chaos-sqlite")
+        defer { lone.remove() }
+        let loneArguments = ["run", "--listen", "127.0.0.1:0", "--state", lone.file("state/pushpipe.sqlite"), "--plugins", "none"]
+        if let adversary {
+            try SoakPipelines.writeAdversarial(into: directory, transport: transport)
+            try SoakPipelines.writeEventsOnly(into: lone, transport: transport)
+            arguments += adversary.allowedOrigins
+        }
         let admin = try ChaosDatabase(url: url)
+        let second = Mutex((refused: 0, ran: 0))
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await admin.run() }
-            for slot in 0..<Self.daemons {
+            for slot in 0..<slots {
                 let launcher = slot == Self.daemons - 1 ? FakeTime.launcher(offset: "+60s") : []
                 let environment = environments[slot]
-                let path = directory.path
+                let (path, slotArguments) = slot < Self.daemons ? (directory.path, arguments) : (lone.path, loneArguments)
                 group.addTask {
-                    try await daemons.keepRunning(slot: slot, arguments: arguments, directory: path, environment: environment, launcher: launcher)
+                    try await daemons.keepRunning(slot: slot, arguments: slotArguments, directory: path, environment: environment, launcher: launcher)
                 }
             }
             // Registrations once, through the first daemon.
@@ -92,7 +110,15 @@ struct ChaosCommand: AsyncParsableCommand {
                 let response = try await client.request("POST", path, json: body)
                 guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
             }
-            for slot in 1..<Self.daemons { _ = try await daemons.port(of: slot) }
+            for slot in 1..<slots { _ = try await daemons.port(of: slot) }
+            if let adversary {
+                try await adversary.register(through: client)
+                let loneClient = HTTPTestClient(port: try await daemons.port(of: Self.daemons))
+                for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player) where path == "/soak/register" {
+                    let response = try await loneClient.request("POST", path, json: body)
+                    guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
+                }
+            }
 
             let deadline = ContinuousClock.now + .seconds(seconds)
             let producer = Task { [eventRate, replyRate, moveRate] in
@@ -101,11 +127,28 @@ struct ChaosCommand: AsyncParsableCommand {
                         daemons.anyPort(random).map { (HTTPTestClient(port: $0), "user-\(random.next(SoakPipelines.users))") }
                     }
             }
+            let hostile = Task {
+                await adversary?.produce(until: deadline, webRate: 4, broadcastEvery: 9, ledger: ledger, random: random) {
+                    daemons.anyPort(random, among: 0..<Self.daemons).map { HTTPTestClient(port: $0) }
+                }
+            }
+            let collector = Task { await adversary?.collect(into: ledger) }
             var title = 0
             var lastOutage = ContinuousClock.now - .seconds(outage * 3 + 1)
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(Int64(3000 + random.next(5000))))
-                let slot = random.next(Self.daemons)
+                if adversary != nil, random.next(100) < 20 {
+                    if random.next(2) == 0 {
+                        await Self.terminateFull(slot: random.next(Self.daemons), daemons: daemons, held: held, ledger: ledger)
+                    } else if let port = daemons.currentPort(of: Self.daemons) {
+                        let ran = await Self.startSecond(arguments: loneArguments, directory: lone.path, environment: environments[Self.daemons],
+                                                         holder: port, ledger: ledger)
+                        second.withLock { ran ? ($0.ran += 1) : ($0.refused += 1) }
+                    }
+                    FileHandle.standardError.write(Data("chaos: \(ledger.progress)\n".utf8))
+                    continue
+                }
+                let slot = random.next(slots)
                 let forcedOutage = outageAt.map { ContinuousClock.now >= deadline - .seconds(seconds - $0) && lastOutage < deadline - .seconds(seconds) } ?? false
                 switch forcedOutage ? 99 : random.next(100) {
                 case 0..<30: ledger.fault("SIGKILL", instance: daemons.instance(of: slot)); await daemons.command(.kill, slot: slot)
@@ -126,22 +169,42 @@ struct ChaosCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("chaos: \(ledger.progress)\n".utf8))
             }
             _ = try? await producer.value
+            _ = await hostile.value
             FileHandle.standardError.write(Data("chaos: faults over; calm until everything accepted is delivered\n".utf8))
             faulty.store(false, ordering: .relaxed)
+            ledger.mark("calm")
+            if let adversary { try? FileManager.default.removeItem(atPath: adversary.renderFaults) }
             let calm = ContinuousClock.now + .seconds(180)
-            while ContinuousClock.now < calm, ledger.lost > 0 { try await Task.sleep(for: .milliseconds(500)) }
+            var replayed = 0
+            var lastReplay = ContinuousClock.now
+            while ContinuousClock.now < calm, ledger.lost > 0 {
+                try await Task.sleep(for: .milliseconds(500))
+                // Broadcasts a failing page stopped are dead letters: the operator replays them.
+                if adversary != nil, ContinuousClock.now - lastReplay > .seconds(5) {
+                    replayed += await Self.replayBroadcasts(store: url, directory: directory.path)
+                    lastReplay = ContinuousClock.now
+                }
+            }
             // Retries and reclaims that would send something twice come within a lease or two,
             // and the holds of a daemon killed at the end lapse (`hold`, 30 s).
             try await Task.sleep(for: .seconds(35))
             await daemons.stopAll()
-            let (queued, holds) = try await admin.leftovers()
+            collector.cancel()
+            await collector.value
+            var (queued, holds) = try await admin.leftovers()
+            if adversary != nil { queued += try await Self.queuedRows(sqlite: lone.file("state/pushpipe.sqlite")) }
             group.cancelAll()
             for standIn in standIns { await standIn.stop() }
             await ogs.stop()
             let summary = ledger.summary()
             print(Self.table(summary, queued: queued, holds: holds, seconds: seconds))
-            for account in ledger.lostAccounts().prefix(10) { print("lost \(account)") }
-            if summary.lost > 0 || summary.unexplained > 0 || queued > 0 || holds > 0 { throw ExitCode(1) }
+            var adversarialFailure = false
+            if let adversary {
+                adversarialFailure = Self.printAdversarial(adversary, ledger: ledger, replayed: replayed, second: second.withLock { $0 })
+                await adversary.stop()
+            }
+            for account in ledger.lostAccounts() { print("lost \(account)") }
+            if summary.lost > 0 || summary.unexplained > 0 || queued > 0 || holds > 0 || adversarialFailure { throw ExitCode(1) }
         }
     }
 

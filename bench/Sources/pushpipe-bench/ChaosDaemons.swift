@@ -29,9 +29,13 @@ final class ChaosDaemons: Sendable {
         try await ports.wait(timeout: 120, { $0[slot] }, failure: { _ in WaitTimedOut("daemon \(slot) did not start") })
     }
 
+    /// The port of a slot's daemon while it is up.
+    func currentPort(of slot: Int) -> Int? { ports.value[slot] }
+
     /// A daemon that is up, at random; nil while none is.
-    func anyPort(_ random: SeededRandom) -> Int? {
-        let up = ports.value.sorted { $0.key < $1.key }.map(\.value)
+    /// - Parameter slots: only these slots (nil: any).
+    func anyPort(_ random: SeededRandom, among slots: Range<Int>? = nil) -> Int? {
+        let up = ports.value.filter { slots?.contains($0.key) ?? true }.sorted { $0.key < $1.key }.map(\.value)
         return up.isEmpty ? nil : up[random.next(up.count)]
     }
 
@@ -53,6 +57,8 @@ final class ChaosDaemons: Sendable {
             let instance = ledger.nextInstance(slot: slot)
             let (commands, continuation) = AsyncStream<Command>.makeStream()
             slots.withLock { $0[slot] = Slot(instance: instance, commands: continuation) }
+            // Pipelines may name the process (the Web Push subject), so a send says who made it.
+            let environment = environment.merging(["CHAOS_INSTANCE": String(instance)]) { _, new in new }
             do {
                 let stopped = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment,
                                                           launcher: launcher) { daemon in
@@ -85,8 +91,12 @@ final class ChaosDaemons: Sendable {
                 return false
             case .terminate, .stop:
                 ports.update { $0[slot] = nil }
+                let signalled = ContinuousClock.now
+                ledger.terminated(instance)
                 daemon.signal(SIGTERM)
                 let status = try? await daemon.waitForExit(timeout: 120)
+                let took = ContinuousClock.now - signalled
+                ledger.stopped(after: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
                 if status != 0 {
                     // What it said about stopping, reloading and its store, and its last lines.
                     let keywords = ["stop", "reload", "drain", "store", "signal", "pipeline started", "warning", "error", "notice"]

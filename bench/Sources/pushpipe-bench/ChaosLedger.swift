@@ -20,6 +20,8 @@ final class ChaosLedger: SoakAccounting {
         var accepted = Set<String>()
         var deliveries: [String: [Delivery]] = [:]
         var killedAt: [Int: ContinuousClock.Instant] = [:]
+        /// When a process was sent SIGTERM: a broadcast's page cut at the drain timeout is sent again.
+        var terminatedAt: [Int: ContinuousClock.Instant] = [:]
         /// When a stand-in sent GOAWAY and closed a process's connection: the streams still
         /// open on it were accepted but never answered, and are sent again (at least once).
         var cutAt: [Int: [ContinuousClock.Instant]] = [:]
@@ -28,6 +30,11 @@ final class ChaosLedger: SoakAccounting {
         var timeline: [(at: ContinuousClock.Instant, what: String)] = []
         /// Each finished daemon process's log, for the account of what was lost.
         var logs: [Int: [String]] = [:]
+        /// When each Web Push event was accepted, and how long its well-behaved recipient waited.
+        var acceptedAt: [String: ContinuousClock.Instant] = [:]
+        var delays: [Double] = []
+        /// How long each SIGTERM took to end its process.
+        var stops: [Double] = []
     }
 
     private let start = ContinuousClock.now
@@ -59,7 +66,17 @@ final class ChaosLedger: SoakAccounting {
 
     func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
     func killed(_ instance: Int) { state.withLock { $0.killedAt[instance] = .now } }
-    func connectionCut(_ instance: Int) { state.withLock { $0.cutAt[instance, default: []].append(.now) } }
+    func terminated(_ instance: Int) { state.withLock { $0.terminatedAt[instance] = .now } }
+
+    /// How long a broadcast's send stays in flight: its page is recorded once all of its 1,000
+    /// recipients settled, which retries and a database outage stretch to tens of seconds.
+    static let pageWindow: Duration = .seconds(90)
+    func connectionCut(_ instance: Int) {
+        state.withLock { state in
+            state.cutAt[instance, default: []].append(.now)
+            state.timeline.append((.now, "connection of #\(instance) cut"))
+        }
+    }
     func fault(_ name: String, instance: Int? = nil) {
         state.withLock { state in
             state.faults[name, default: 0] += 1
@@ -75,15 +92,47 @@ final class ChaosLedger: SoakAccounting {
         return String(format: "+%.1fs", seconds)
     }
 
-    /// Records the ids a request answered 200 carried (event id, reply message id, OGS games).
+    /// Records the ids a request answered 200 carried (event id, reply message id, OGS games);
+    /// a broadcast's id counts once per token (`b7#<token>`).
     func delivered(_ request: APNsStandIn.Request, by instance: Int) {
         guard let body = request.body else { return }
         var ids: [String] = []
-        if let id = body["id"]?.stringValue { ids.append(id) }
+        if let id = body["id"]?.stringValue { ids.append(id.hasPrefix("b") ? "\(id)#\(request.token)" : id) }
         if let id = body["message_id"]?.stringValue { ids.append(id) }
         for game in body["game_ids"]?.arrayValue ?? [] { if let id = game.intValue { ids.append("g\(id)") } }
         let delivery = Delivery(instance: instance, at: .now)
         state.withLock { state in for id in ids { state.deliveries[id, default: []].append(delivery) } }
+    }
+
+    /// An id a well-behaved Web Push recipient got, with how long after its accept.
+    func delivered(_ id: String, by instance: Int) {
+        state.withLock { state in
+            if state.deliveries[id] == nil, let accepted = state.acceptedAt[id] {
+                let waited = ContinuousClock.now - accepted
+                state.delays.append(Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18)
+            }
+            state.deliveries[id, default: []].append(Delivery(instance: instance, at: .now))
+        }
+    }
+
+    /// An accepted event whose delay to its first delivery the table shows.
+    func acceptTimed(_ id: String) {
+        state.withLock { state in
+            state.accepted.insert(id)
+            if state.deliveries[id] == nil { state.acceptedAt[id] = .now } else { state.delays.append(0) }
+        }
+    }
+
+    func accept(_ ids: [String]) { state.withLock { $0.accepted.formUnion(ids) } }
+    func stopped(after seconds: Double) { state.withLock { $0.stops.append(seconds) } }
+
+    /// The largest and 99th-percentile delay of well-behaved recipients, and the longest SIGTERM stop.
+    var extremes: (largestDelay: Double, p99Delay: Double, longestStop: Double) {
+        state.withLock { state in
+            let delays = state.delays.sorted()
+            let p99 = delays.isEmpty ? 0 : delays[min(delays.count - 1, Int(Double(delays.count) * 0.99))]
+            return (delays.last ?? 0, p99, state.stops.max() ?? 0)
+        }
     }
 
     /// Keeps a daemon process's log once it ended.
@@ -95,9 +144,10 @@ final class ChaosLedger: SoakAccounting {
     }
 
     /// What the daemons' logs say about each id never delivered.
-    func lostAccounts() -> [String] {
+    func lostAccounts(limit: Int = 10) -> [String] {
         state.withLock { state in
-            state.accepted.filter { state.deliveries[$0] == nil }.sorted().map { id in
+            state.accepted.filter { state.deliveries[$0] == nil }.sorted().prefix(limit).map { id in
+                let id = String(id.prefix { $0 != "#" })
                 let lines = state.logs.sorted { $0.key < $1.key }.flatMap { instance, lines in
                     lines.filter { $0.contains(id) }.map { "#\(instance) \($0)" }
                 }
@@ -111,7 +161,7 @@ final class ChaosLedger: SoakAccounting {
     var progress: String {
         state.withLock { state in
             let waiting = state.accepted.filter { state.deliveries[$0] == nil }
-            return "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(5)), faults \(state.faults)"
+            return "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(3).map { $0.prefix(20) }), faults \(state.faults)"
         }
     }
 
@@ -132,9 +182,12 @@ final class ChaosLedger: SoakAccounting {
             for (id, deliveries) in state.deliveries where deliveries.count > 1 {
                 // Each send but the last must have been in flight at its process's SIGKILL, or open
                 // on a connection a GOAWAY closed before its answer.
+                let page = id.contains("#")
                 let explained = deliveries.dropLast().allSatisfy { delivery in
-                    let inFlight = { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= self.inFlightWindow }
+                    let window = page ? Self.pageWindow : self.inFlightWindow
+                    let inFlight = { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window }
                     return state.killedAt[delivery.instance].map(inFlight) ?? false
+                        || (page && (state.terminatedAt[delivery.instance].map(inFlight) ?? false))
                         || (state.cutAt[delivery.instance] ?? []).contains(where: inFlight)
                 }
                 if explained { summary.explained += 1; continue }
