@@ -174,6 +174,19 @@ import Testing
         }, timeout: "2s") // well under the 6 s answer, and enough for the retry on a loaded machine
     }
 
+    /// A request past its timeout was reported as "closed before an answer": writing its reset
+    /// delivered NIOHTTP2's stream-closed event before the timeout failed it, so operators saw
+    /// a broken connection where APNs was only slow (found by the adversarial chaos soak).
+    @Test func aTimedOutRequestSaysItTimedOut() async throws {
+        try await withHarness({ harness in
+            harness.standIn.script(.delayed(seconds: 6, .accept))
+            let report = try await harness.run { await $0.process(harness.event()) }
+            #expect(report.status != .delivered)
+            #expect(report.deliveries.first?.reason?.contains("no answer from APNs within the request timeout") == true,
+                    "reason: \(report.deliveries.first?.reason ?? "none")")
+        }, timeout: "1s", attempts: 1)
+    }
+
     @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
         try await withHarness { harness in
             let report = try await harness.run { await $0.process(harness.event(["title": "Hi", "text": .string(String(repeating: "x", count: 5000)), "n": 1])) }

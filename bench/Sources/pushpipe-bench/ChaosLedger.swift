@@ -176,6 +176,15 @@ final class ChaosLedger: SoakAccounting {
     func summary() -> Summary {
         state.withLock { state in
             var summary = Summary(faults: state.faults)
+            // Events a process waited on past the transport's timeout: APNs may have taken the
+            // notification and its answer come late, so the retry may send it twice.
+            var timedOut = Set<String>()
+            for (instance, lines) in state.logs {
+                for line in lines where line.contains("no answer from APNs within the request timeout") {
+                    guard let range = line.range(of: "event=") else { continue }
+                    timedOut.insert("\(instance) " + line[range.upperBound...].prefix { $0 != " " })
+                }
+            }
             summary.accepted = state.accepted.count
             summary.delivered = state.accepted.filter { state.deliveries[$0] != nil }.count
             summary.lost = summary.accepted - summary.delivered
@@ -183,11 +192,13 @@ final class ChaosLedger: SoakAccounting {
                 // Each send but the last must have been in flight at its process's SIGKILL, or open
                 // on a connection a GOAWAY closed before its answer.
                 let page = id.contains("#")
+                let event = id.prefix { $0 != "#" }
                 let explained = deliveries.dropLast().allSatisfy { delivery in
                     let window = page ? Self.pageWindow : self.inFlightWindow
                     let inFlight = { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window }
                     return state.killedAt[delivery.instance].map(inFlight) ?? false
                         || (page && (state.terminatedAt[delivery.instance].map(inFlight) ?? false))
+                        || timedOut.contains("\(delivery.instance) \(event)")
                         || (state.cutAt[delivery.instance] ?? []).contains(where: inFlight)
                 }
                 if explained { summary.explained += 1; continue }

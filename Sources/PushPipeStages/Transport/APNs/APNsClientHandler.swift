@@ -357,8 +357,10 @@ final class APNsClientHandler: ChannelInboundHandler {
         while let first = deadlines.first, first.deadline <= now {
             deadlines.removeFirst()
             guard streams.contains(first.stream) else { continue }
-            context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
+            // Failed before the reset is written: writing it delivers NIOHTTP2's stream-closed
+            // event at once, which failed the stream as "closed before an answer" instead.
             fail(first.stream, with: APNsConnectionError.timedOut)
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
         }
         context?.flush()
         scheduleTimer()
