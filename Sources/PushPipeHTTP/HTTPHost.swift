@@ -37,14 +37,17 @@ public final class HTTPHost: RouteServing {
     /// In a struct, not as the mutex's value itself (see `CommitObserver`).
     private struct ReadinessCheck: Sendable { let problems: @Sendable () async -> [String: String] }
     private let readiness = Mutex<ReadinessCheck?>(nil)
-    private let authenticator = RouteAuthenticator()
+    private let authenticator: RouteAuthenticator
     private let rateLimiter = RateLimiter()
     let protection: Protection
     let logger: Logger
 
-    public init(protection: Protection = Protection(), logger: Logger) {
+    /// - Parameter identityLookup: asks the identity URLs of `auth: {type: identity}` routes
+    ///   (the composition root's HTTP client); without one, such routes answer 503.
+    public init(protection: Protection = Protection(), identityLookup: (any IdentityLookup)? = nil, logger: Logger) {
         self.protection = protection
         self.logger = logger
+        authenticator = RouteAuthenticator(identityLookup: identityLookup)
     }
 
     public func replaceRoutes(_ routes: RouteTable) {

@@ -66,6 +66,11 @@ public enum OpenAPIDocument {
         case .jwt:
             operation["security"] = [["userJWT": []]]
             responses["401"] = ["$ref": "#/components/responses/Unauthorized"]
+        case .identity:
+            operation["security"] = [["userCredential": []]]
+            responses["401"] = ["$ref": "#/components/responses/Unauthorized"]
+            responses["403"] = ["$ref": "#/components/responses/Forbidden"]
+            responses["502"] = ["$ref": "#/components/responses/BadGateway"]
         }
         operation["responses"] = .object(responses)
         if let body = contract.body {
@@ -89,7 +94,9 @@ public enum OpenAPIDocument {
                                     ("Conflict", "The same Idempotency-Key is still being stored."),
                                     ("TooLarge", "The body is larger than the route's `limits.max_body`."),
                                     ("UnsupportedMediaType", "The body is not application/json."),
-                                    ("Unprocessable", "Well-formed, but a value is of the wrong kind (or an Idempotency-Key came with another body).")] {
+                                    ("Unprocessable", "Well-formed, but a value is of the wrong kind (or an Idempotency-Key came with another body)."),
+                                    ("Forbidden", "The credential belongs to another user than the one the request names."),
+                                    ("BadGateway", "The identity check answered something that names no user.")] {
             responses[name] = ["description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
         }
         for (name, description) in [("TooManyRequests", "Past the route's rate limit."),
@@ -103,6 +110,8 @@ public enum OpenAPIDocument {
             "securitySchemes": [
                 "backendToken": ["type": "http", "scheme": "bearer", "description": "The backend's shared token (a source's `auth: {type: token}`)."],
                 "userJWT": ["type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "A user's HS256 JWT (a route's `auth: {type: jwt}`)."],
+                "userCredential": ["type": "http", "scheme": "bearer",
+                                   "description": "A user's credential, which an identity URL vouches for (a route's `auth: {type: identity}`, e.g. an OGS token)."],
             ],
         ]
     }

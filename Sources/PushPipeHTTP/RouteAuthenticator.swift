@@ -8,8 +8,14 @@ import Synchronization
 /// per app host: the HS256 key of each secret is made once and kept.
 final class RouteAuthenticator: Sendable {
     private let keyCollections = Mutex<[String: JWTKeyCollection]>([:])
+    private let identities: IdentityVerifier
 
-    /// Returns the authenticated user (for `jwt`), or throws 401.
+    init(identityLookup: (any IdentityLookup)? = nil) {
+        identities = IdentityVerifier(lookup: identityLookup)
+    }
+
+    /// Returns the authenticated user (for `jwt` and `identity`), or throws 401 (an identity
+    /// URL that does not answer: 503, or 502).
     func authenticate(_ authentication: RouteAuthentication, authorization: String?) async throws -> String? {
         switch authentication {
         case .none:
@@ -31,6 +37,8 @@ final class RouteAuthenticator: Sendable {
                 throw RouteError.unauthorized("bearer token has no '\(userClaim)' claim")
             }
             return user
+        case .identity(let check):
+            return try await identities.user(check, authorization: authorization)
         }
     }
 
@@ -42,11 +50,11 @@ final class RouteAuthenticator: Sendable {
         switch authentication {
         case .none: ""
         case .token(let token): "token:" + hex(SHA256.hash(data: Array(token.utf8)).prefix(8))
-        case .jwt: "user:" + (user ?? "")
+        case .jwt, .identity: "user:" + (user ?? "")
         }
     }
 
-    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }

@@ -115,6 +115,11 @@ extension PostgresStore {
             "ALTER TABLE webhook_outbox ADD COLUMN batch TEXT",
             "CREATE INDEX webhook_outbox_batches ON webhook_outbox (pipeline, batch) WHERE batch IS NOT NULL",
         ]),
+        // When the daemon first delivered to a token (`ConfirmedTokens`): eviction by
+        // `max_tokens_per_user` removes tokens nobody has received anything on first.
+        ("v11-registration-confirmed", [
+            "ALTER TABLE registrations ADD COLUMN confirmed_at DOUBLE PRECISION",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 import PushPipeCore
 
@@ -34,11 +35,18 @@ extension PostgresStore {
             .decode((String, String, Int).self).map { QueuedEventCount(pipeline: $0.0, source: $0.1, count: $0.2) }
     }
 
-    /// Every daemon of a group may do it at its start: the second finds nothing left to move.
-    public func renameSource(pipeline: String, from: String, to: String) async throws -> Int {
+    /// Every daemon of a group may do it, at its start and then every lease: a row moves once,
+    /// when a claim could take it (the same lapse and the same grace after a gap in the old
+    /// key's renewals), so a daemon of an earlier version keeps what it is sending.
+    public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
         try await connections.transaction { [logger] connection in
+            try await Self.startGraceAfterRenewalGap(pipeline: pipeline, source: from, lease: lease, on: connection, logger: logger)
             let moved = try await connection.query("""
-                UPDATE queued_events SET source = \(to) WHERE pipeline = \(pipeline) AND source = \(from) RETURNING id
+                WITH lapsed AS MATERIALIZED (
+                    SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(from)
+                    AND \(leaseLapsedIn: pipeline, source: from, lease: lease)
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE queued_events AS queued SET source = \(to) FROM lapsed WHERE queued.id = lapsed.id RETURNING queued.id
                 """, logger: logger).collect().count
             try await connection.query("""
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
@@ -46,7 +54,11 @@ extension PostgresStore {
                 ON CONFLICT (pipeline, source, user_id) DO NOTHING
                 """, logger: logger)
             try await connection.query("DELETE FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
-            try await connection.query("DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
+            // The old key's clock goes with its last row: until then, its grace protects what is left.
+            try await connection.query("""
+                DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(from)
+                AND NOT EXISTS (SELECT 1 FROM queued_events WHERE pipeline = \(pipeline) AND source = \(from))
+                """, logger: logger)
             try await connection.query("DELETE FROM poll_syncs WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
             return moved
         }
@@ -58,21 +70,11 @@ extension PostgresStore {
         // rows are chosen once, in a materialized CTE (see `claimDueChecks`). Leases are in the
         // database's clock, the one clock every daemon shares.
         let rows = try await connections.transaction { [logger] connection in
-            // Nobody renewed for longer than a lease: an outage the holders are coming back
-            // from, or daemons that died. The first statement after such a gap, this claim or a
-            // renewal, starts the grace in which holders renew before anything is taken: a claim
-            // that came first would otherwise take back what is still being delivered.
-            try await connection.query("""
-                UPDATE lease_clocks SET resumed_at = \(unescaped: Self.databaseNow), gap = \(unescaped: Self.databaseNow) - renewed_at,
-                    renewed_at = \(unescaped: Self.databaseNow)
-                WHERE pipeline = \(pipeline) AND source = \(source) AND \(unescaped: Self.databaseNow) - renewed_at > \(lease)
-                """, logger: logger)
+            try await Self.startGraceAfterRenewalGap(pipeline: pipeline, source: source, lease: lease, on: connection, logger: logger)
             return try await connection.query("""
             WITH lapsed AS MATERIALIZED (
                 SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source)
-                AND lease_until < \(unescaped: Self.databaseNow)
-                AND NOT EXISTS (SELECT 1 FROM lease_clocks AS clock WHERE clock.pipeline = \(pipeline) AND clock.source = \(source)
-                    AND \(unescaped: Self.databaseNow) - clock.resumed_at < greatest(\(lease), least(clock.gap, \(Self.longestResumeGrace))))
+                AND \(leaseLapsedIn: pipeline, source: source, lease: lease)
                 ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             UPDATE queued_events AS queued SET instance = \(instance), lease_until = \(unescaped: Self.databaseNow) + \(lease)
             FROM lapsed WHERE queued.id = lapsed.id
@@ -86,6 +88,19 @@ extension PostgresStore {
                                                      body: body, caller: caller, replayOf: replayOf, traceParent: traceParent, lease: lease)))
         }
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// Nobody renewed for longer than a lease: an outage the holders are coming back from, or
+    /// daemons that died. The first statement after such a gap, a claim, a move or a renewal,
+    /// starts the grace in which holders renew before anything is taken: a claim that came
+    /// first would otherwise take back what is still being delivered.
+    static func startGraceAfterRenewalGap(pipeline: String, source: String, lease: Double, on connection: PostgresConnection,
+                                          logger: Logger) async throws {
+        try await connection.query("""
+            UPDATE lease_clocks SET resumed_at = \(unescaped: Self.databaseNow), gap = \(unescaped: Self.databaseNow) - renewed_at,
+                renewed_at = \(unescaped: Self.databaseNow)
+            WHERE pipeline = \(pipeline) AND source = \(source) AND \(unescaped: Self.databaseNow) - renewed_at > \(lease)
+            """, logger: logger)
     }
 
     /// Renews the leases of the events this process holds, and beats the source's lease clock.

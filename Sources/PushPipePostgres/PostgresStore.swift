@@ -16,6 +16,8 @@ public final class PostgresStore: Store {
     /// Recipients are read once per event: cached for a second, which is how soon another
     /// daemon's registration is used here (this daemon's own changes clear it at once).
     private let tokenCache = TokenCache(lifetime: .seconds(1))
+    /// Tokens marked confirmed already: their deliveries write nothing more (`ConfirmedTokens`).
+    let confirmations = ConfirmedTokens()
 
     /// Connects, and migrates the database to the latest version (once, whatever the number
     /// of daemons starting together: they wait on an advisory lock). The migration's own
@@ -36,18 +38,23 @@ public final class PostgresStore: Store {
             (try? await location.withConnection(logger: quiet) { _ in true }) ?? false
         }
         self.connections = connections
-        outcomes = Self.groupCommit(connections: connections, logger: logger)
+        outcomes = Self.groupCommit(connections: connections, confirmations: confirmations, logger: logger)
     }
 
     /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other
     /// callers' accepted events. So the transaction runs in a task of its own, which the
     /// leader's cancellation (a pipeline stopping at its drain timeout) does not reach: the
     /// pool refuses a connection to a cancelled task, which would fail the whole batch.
-    private static func groupCommit(connections: PostgresConnections, logger: Logger) -> GroupCommit<OutcomeWrite> {
+    private static func groupCommit(connections: PostgresConnections, confirmations: ConfirmedTokens, logger: Logger) -> GroupCommit<OutcomeWrite> {
         GroupCommit { writes in
+            let marks = confirmations.unmarked(in: writes)
             try await uncancelled {
-                try await connections.transaction { connection in try await Self.commit(writes, on: connection, logger: logger) }
+                try await connections.transaction { connection in
+                    try await Self.commit(writes, on: connection, logger: logger)
+                    try await Self.markConfirmed(marks, on: connection, logger: logger)
+                }
             }
+            confirmations.remember(marks)
         }
     }
 
@@ -69,6 +76,7 @@ public final class PostgresStore: Store {
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
         defer { tokenCache.invalidate() }
+        confirmations.forget(token, pipeline: pipeline)
         let now = Date().timeIntervalSince1970
         try await connections.transaction { [logger] connection in
             if replace {
@@ -83,13 +91,7 @@ public final class PostgresStore: Store {
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
                 """, logger: logger)
-            if let keepingAtMost {
-                try await connection.query("""
-                    DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
-                    AND token NOT IN (SELECT token FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user)
-                        AND token_kind = \(token.kind) ORDER BY updated_at DESC, created_at DESC LIMIT \(keepingAtMost))
-                    """, logger: logger)
-            }
+            if let keepingAtMost { try await Self.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, on: connection, logger: logger) }
         }
     }
 

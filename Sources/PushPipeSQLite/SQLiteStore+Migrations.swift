@@ -171,6 +171,11 @@ extension SQLiteStore {
                 CREATE INDEX webhook_outbox_batches ON webhook_outbox (pipeline, batch) WHERE batch IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v14-registration-confirmed") { db in
+            // When the daemon first delivered to a token (`ConfirmedTokens`): eviction by
+            // `max_tokens_per_user` removes tokens nobody has received anything on first.
+            try db.execute(sql: "ALTER TABLE registrations ADD COLUMN confirmed_at DOUBLE")
+        }
         return migrator
     }
 

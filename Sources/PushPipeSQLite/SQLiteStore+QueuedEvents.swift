@@ -46,9 +46,13 @@ extension SQLiteStore {
         }
     }
 
-    public func renameSource(pipeline: String, from: String, to: String) async throws -> Int {
-        try await database.write { db in
-            try db.execute(sql: "UPDATE queued_events SET source = ? WHERE pipeline = ? AND source = ?", arguments: [to, pipeline, from])
+    /// Moves what a claim here would take (another process's events, or this one's whose lease
+    /// ran out): this process keeps what it holds under the old key, as a claim leaves it.
+    public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
+        let now = Date().timeIntervalSince1970
+        return try await database.write { db in
+            try db.execute(sql: "UPDATE queued_events SET source = ? WHERE pipeline = ? AND source = ? AND (instance <> ? OR lease_until < ?)",
+                           arguments: [to, pipeline, from, QueuedEvent.thisProcess, now])
             let moved = db.changesCount
             // A user already scheduled under the new key keeps that schedule.
             try db.execute(sql: "UPDATE OR IGNORE poll_schedule SET source = ? WHERE pipeline = ? AND source = ?", arguments: [to, pipeline, from])

@@ -11,6 +11,8 @@ public final class SQLiteStore: Store {
     /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
     let outcomes: GroupCommit<OutcomeWrite>
     let tokenCache = TokenCache()
+    /// Tokens marked confirmed already: their deliveries write nothing more (`ConfirmedTokens`).
+    let confirmations: ConfirmedTokens
     private let held = HeldKeys()
     /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
     let stateMirror: StateMirror
@@ -54,7 +56,10 @@ public final class SQLiteStore: Store {
         let tokens = tokenCache
         let writerDataVersion = Mutex<Int?>(nil)
         let indexing = UserIndexSchedule()
+        let confirmations = ConfirmedTokens()
+        self.confirmations = confirmations
         outcomes = GroupCommit { writes in
+            let marks = confirmations.unmarked(in: writes)
             // Not `database.write`: it fails when the calling task is cancelled, and the task
             // committing a batch commits other tasks' writes too (outcomes of deliveries that did
             // happen, when a stopping pipeline cancels its workers at the drain timeout).
@@ -66,10 +71,14 @@ public final class SQLiteStore: Store {
                         mirror.invalidate()
                         tokens.invalidate()
                     }
+                    try Self.markConfirmed(marks, in: db)
                     return try Self.commit(writes, in: db, indexing: indexing)
                 }, completion: { _, result in
                     // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
-                    if case .success(let changes) = result { mirror.apply(changes) }
+                    if case .success(let changes) = result {
+                        mirror.apply(changes)
+                        confirmations.remember(marks)
+                    }
                     // A refusal of the data is told as such (`StoreDataError`), here where it enters.
                     continuation.resume(with: result.map { _ in }.mapError { error in Self.dataError(in: error) ?? error })
                 })
@@ -164,6 +173,7 @@ public final class SQLiteStore: Store {
 
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
         defer { tokenCache.invalidate() }
+        confirmations.forget(token, pipeline: pipeline)
         let now = Date().timeIntervalSince1970
         try await database.write { db in
             if replace {
@@ -177,13 +187,7 @@ public final class SQLiteStore: Store {
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
                 """, arguments: .storable([pipeline, token.user, token.kind, token.value, token.scope, environment, now, now]))
-            if let keepingAtMost {
-                try db.execute(sql: """
-                    DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND token NOT IN (
-                        SELECT token FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ?
-                        ORDER BY updated_at DESC, created_at DESC LIMIT ?)
-                    """, arguments: .storable([pipeline, token.user, token.kind, pipeline, token.user, token.kind, keepingAtMost]))
-            }
+            if let keepingAtMost { try Self.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, in: db) }
         }
     }
 

@@ -6,7 +6,8 @@ import NIOPosix
 import PushPipeCore
 
 /// An in-process online-go.com answering `GET /api/v1/players/{id}/full` from memory, with
-/// documents shaped like shared/fixtures/ogs-player-full.reconstructed.json. Tests move the
+/// documents shaped like shared/fixtures/ogs-player-full.reconstructed.json, and `GET
+/// /api/v1/me` per bearer token (`OGSStandIn+Identity`). Tests move the
 /// games' clocks and make a player's requests fail (429, 500, slow, malformed JSON).
 public final class OGSStandIn: Sendable {
     public struct Game: Sendable {
@@ -44,6 +45,10 @@ public final class OGSStandIn: Sendable {
         var behaviors: [Int64: Behavior] = [:]
         var requests: [Int64] = []
         var requestTimes: [ContinuousClock.Instant] = []
+        /// `/api/v1/me`: the player each bearer token belongs to, how it answers, how often it was asked.
+        var identities: [String: Int64] = [:]
+        var identityBehavior: Behavior = .normal
+        var identityRequests = 0
     }
 
     let state = ObservedState(State())
@@ -116,6 +121,8 @@ public final class OGSStandIn: Sendable {
         }
     }
 
+    /// How `player`'s requests answer from now on; `.status(404)`, as OGS answers for an id no
+    /// player has (every other id is a player, without games until some are set).
     public func behave(_ behavior: Behavior, for player: Int64) {
         state.update { $0.behaviors[player] = behavior }
     }
@@ -136,7 +143,8 @@ public final class OGSStandIn: Sendable {
     }
 
     /// The answer for one request: status, extra headers, body, delay.
-    func answer(path: String) -> (status: Int, headers: [(String, String)], body: String, delay: Double) {
+    func answer(path: String, authorization: String? = nil) -> (status: Int, headers: [(String, String)], body: String, delay: Double) {
+        if path == "/api/v1/me" { return answerIdentity(authorization: authorization) }
         let parts = path.split(separator: "/")
         guard parts.count == 5, parts[0] == "api", parts[1] == "v1", parts[2] == "players", parts[4] == "full", let player = Int64(parts[3]) else {
             return (404, [], #"{"detail": "Not found."}"#, 0)
@@ -156,8 +164,8 @@ public final class OGSStandIn: Sendable {
         case .delayed(let seconds):
             return (200, [], Self.document(player: player, games: games ?? []).compactText, seconds)
         case .normal:
-            guard let games else { return (404, [], #"{"detail": "Not found."}"#, 0) }
-            return (200, [], Self.document(player: player, games: games).compactText, 0)
+            // Every id is a player (no games until set): a made-up one is `behave(.status(404), for:)`.
+            return (200, [], Self.document(player: player, games: games ?? []).compactText, 0)
         }
     }
 
@@ -196,6 +204,7 @@ final class OGSRequestHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
     let box: LateBound<OGSStandIn>
     var path = ""
+    var authorization: String?
     var keepAlive = true
 
     init(box: LateBound<OGSStandIn>) { self.box = box }
@@ -204,12 +213,13 @@ final class OGSRequestHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             path = String(head.uri.split(separator: "?").first ?? "")
+            authorization = head.headers.first(name: "authorization")
             keepAlive = head.isKeepAlive
         case .body:
             break
         case .end:
             guard let standIn = box.value else { return }
-            let answer = standIn.answer(path: path)
+            let answer = standIn.answer(path: path, authorization: authorization)
             if answer.delay > 0 {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: .milliseconds(Int64(answer.delay * 1000))) {

@@ -58,11 +58,15 @@ public final class Daemon: Sendable {
     let builtins: [StageDescriptor]
     /// Sends pipelines' webhook outcomes (the composition root chooses it, like the stages).
     let webhookPoster: (any WebhookPoster)?
+    /// Asks the identity URLs of `auth: {type: identity}` routes (the composition root's HTTP client).
+    let identityLookup: (any IdentityLookup)?
     let logger: Logger
     let tracing: Tracing?
     public let telemetry: Telemetry
 
-    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil, tracing: Tracing? = nil, logger: Logger) {
+    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil,
+                identityLookup: (any IdentityLookup)? = nil, tracing: Tracing? = nil, logger: Logger) {
+        self.identityLookup = identityLookup
         self.tracing = tracing
         telemetry = Telemetry.prometheus(tracer: tracing?.tracer)
         self.webhookPoster = webhookPoster
@@ -94,7 +98,7 @@ public final class Daemon: Sendable {
         let store = try await options.store.open(logger: logger)
         logger.info("store: \(options.store)")
         telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
-        let host = HTTPHost(protection: options.protection, logger: logger)
+        let host = HTTPHost(protection: options.protection, identityLookup: identityLookup, logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
                                             telemetry: telemetry, webhookPoster: webhookPoster)
         host.setReadiness { await supervisor.readinessProblems() }

@@ -76,7 +76,7 @@ struct RunCommand: AsyncParsableCommand {
                            environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess,
                            protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
                            egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)),
-            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), tracing: tracing, logger: logger)
+            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), identityLookup: HTTPIdentityLookup(), tracing: tracing, logger: logger)
         do {
             try await daemon.run()
         } catch let error as ConfigurationError {

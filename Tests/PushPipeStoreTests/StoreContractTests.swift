@@ -37,7 +37,28 @@ import Testing
         #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: -1) == ["renewed", "lapsed"])
         try await store.renewHolds(keys: ["renewed"], pipeline: "d", stage: "s", lease: 60)
         #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: 60) == ["lapsed"])
+        try await postgresPositionMoves(store, now: now)
         try await store.close()
+    }
+
+    /// Issue 45, finding 15a, on a shared database: another daemon's event under a running lease
+    /// stays under the position, and one whose lease lapsed in a gap of the position's renewals
+    /// (an outage its holder is coming back from) waits for the grace a claim would wait.
+    func postgresPositionMoves(_ store: PostgresStore, now: Double) async throws {
+        for (id, lease) in [("alive", 3600.0), ("lapsed", -1)] {
+            try await store.enqueue(QueuedEvent(pipeline: "old", source: "sources[0]", instance: "another-daemon", eventID: id, user: "u",
+                                                time: 1, body: [:], lease: lease))
+        }
+        _ = try await store.connections.rows("""
+            INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', 'sources[0]', \(now - 100), 0, 0)
+            """)
+        #expect(try await store.renameSource(pipeline: "old", from: "sources[0]", to: "http.event", lease: 15) == 0,
+                "nobody renewed for 100 s: the holder may still be sending it")
+        _ = try await store.connections.rows("UPDATE lease_clocks SET resumed_at = resumed_at - 100 WHERE pipeline = 'old'")
+        #expect(try await store.renameSource(pipeline: "old", from: "sources[0]", to: "http.event", lease: 15) == 1, "the grace is over")
+        #expect(try await store.queuedEventCounts().filter { $0.pipeline == "old" } == [
+            QueuedEventCount(pipeline: "old", source: "http.event", count: 1), QueuedEventCount(pipeline: "old", source: "sources[0]", count: 1),
+        ])
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
@@ -60,12 +81,15 @@ import Testing
             try await settingsAndState(store)
             try await outcomesAndHistory(store)
             try await queuedEvents(store)
+            try await positionMoves(store)
             try await retention(store)
             try await holds(store)
             try await pollSchedule(store)
             try await idempotency(store)
             try await eventRecords(store)
             try await webhookOutbox(store)
+            // Last: its delivery rows, written now, would break the time order retention's rows assume.
+            try await tokenEviction(store)
         }, cleanup: { try? await store.close() })
     }
 
@@ -163,11 +187,13 @@ import Testing
             try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "more-\(number)",
                                                 user: nil, time: 3, body: [:]))
         }
-        // A source's rows move to a new key as a whole (a key by position to a stable one), and back.
+        // A source's rows nobody works on move to a new key (a key by position to a stable one),
+        // and back; the one this process holds under a running lease stays where it renews it.
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "sources[0]", count: 5)])
-        #expect(try await store.renameSource(pipeline: "q", from: "sources[0]", to: "http.event") == 5)
-        #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 5)])
-        #expect(try await store.renameSource(pipeline: "q", from: "http.event", to: "sources[0]") == 5)
+        #expect(try await store.renameSource(pipeline: "q", from: "sources[0]", to: "http.event", lease: 15) == 4)
+        #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
+                                                        QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1)])
+        #expect(try await store.renameSource(pipeline: "q", from: "http.event", to: "sources[0]", lease: 15) == 4)
         let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
@@ -184,6 +210,37 @@ import Testing
                 "a released event is claimed at once")
         for id in ["left", "mine", "more-0", "more-1", "more-2"] { try await store.dequeue(pipeline: "q", eventID: id) }
         #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: -1, limit: 10).isEmpty)
+    }
+
+    /// Issue 45, finding 15a: the move of rows queued under a source's position (`sources[0]`)
+    /// to its key took the rows a daemon of the earlier version still held, which were sent
+    /// again a lease later; it ran once, so what that daemon let go of afterwards stayed under
+    /// the position. A move takes only what a claim would, and each later one takes what lapsed
+    /// since. This process plays the earlier daemon: a claim here leaves what it holds, on
+    /// either store.
+    func positionMoves(_ store: any Store) async throws {
+        func waiting() async throws -> [QueuedEventCount] { try await store.queuedEventCounts().filter { $0.pipeline == "m" } }
+        try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "held", user: "u",
+                                            time: 1, body: [:], lease: -1))
+        #expect(try await store.claimQueuedEvents(pipeline: "m", source: "sources[0]", lease: 3600, limit: 10).map(\.eventID) == ["held"])
+        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
+        #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
+        // Accepted under the position after that move, and let go of: the next move takes it.
+        try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "later", user: "u",
+                                            time: 2, body: [:], lease: -1))
+        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
+                                        QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
+        // Its holder lets go of the held one (a drain timeout, or its lease lapses): the next move takes it too.
+        try await store.renewLeases(pipeline: "m", source: "sources[0]", eventIDs: ["held"], lease: 3600)
+        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
+        try await store.releaseLeases(pipeline: "m", source: "sources[0]", eventIDs: ["held"])
+        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 2)])
+        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0)
+        #expect(try await store.claimQueuedEvents(pipeline: "m", source: "http.event", lease: 15, limit: 10).map(\.eventID) == ["held", "later"],
+                "claimed under the key")
+        for id in ["held", "later"] { try await store.dequeue(pipeline: "m", eventID: id) }
     }
 
     func holds(_ store: any Store) async throws {

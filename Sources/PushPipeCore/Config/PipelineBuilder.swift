@@ -148,6 +148,10 @@ struct PipelineBuilder {
             report(.invalidValue, at: "\(keyPath).auth.secret", "the JWT secret is \(secret.utf8.count) bytes long",
                    expected: "at least \(RouteAuthentication.minimumSecretBytes) bytes (HS256)")
         }
+        if routeJSON["auth"]?["type"]?.stringValue == "identity", routeJSON["auth"]?["url"]?.stringValue?.isEmpty != false,
+           !validator.interpolation.allowsUndefined {
+            report(.invalidValue, at: "\(keyPath).auth.url", "the identity URL is empty", expected: "https://online-go.com/api/v1/me")
+        }
         do {
             return .init(route: try action.route(routeJSON), location: location(of: keyPath), keyPath: keyPath)
         } catch let error as ConfigurationValueError {

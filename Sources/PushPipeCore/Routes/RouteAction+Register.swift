@@ -10,7 +10,7 @@ extension RouteAction {
             SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
             SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
             SchemaKey("max_tokens_per_user", .integer, default: 10,
-                      "Tokens of this kind a user keeps; registering one more removes the least recently registered."),
+                      "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, or, when every other one was delivered to, the least recently registered."),
         ]),
         contract: { configuration in
             let users = UserSelector(configuration)

@@ -29,7 +29,7 @@ public struct RouteAction: Sendable {
         var contract = contract(configuration)
         if contract.summary.isEmpty { contract.summary = summary }
         return RouteDefinition(method: configuration["method"]?.stringValue ?? defaultMethod, path: configuration["path"]?.stringValue ?? "",
-                               authentication: RouteAuthConfiguration.make(configuration["auth"]),
+                               authentication: try RouteAuthConfiguration.make(configuration["auth"]),
                                limits: try RouteLimits.parse(configuration["limits"], defaults: RouteLimits.appDefaults),
                                contract: contract, handler: handler)
     }
@@ -38,7 +38,8 @@ public struct RouteAction: Sendable {
     public static let commonSchema = Schema([
         .required("path", .string, "URL path; `:name` segments are parameters, e.g. `/check/:user_id`."),
         SchemaKey("method", .oneOf(["GET", "POST", "PUT", "PATCH", "DELETE"]), "HTTP method; each action has a default."),
-        SchemaKey("auth", RouteAuthConfiguration.valueType, default: ["type": "none"], "How callers authenticate: `none`, `token` or `jwt`."),
+        SchemaKey("auth", RouteAuthConfiguration.valueType, default: ["type": "none"],
+                  "How callers authenticate: `none`, `token`, `jwt`, or `identity` (an identity URL says whose the bearer credential is, and a user route acts only for that user: `docs/operations.md`)."),
         RouteLimits.schemaKey(defaults: RouteLimits.appDefaults),
     ])
 
@@ -54,44 +55,4 @@ public struct RouteAction: Sendable {
         SchemaKey("user_format", .oneOf(UserIDFormat.allCases.map(\.rawValue)), default: "text",
                   "What a valid user id is: `text` (a string only) or `digits` (a string of digits or a JSON number, e.g. OGS)."),
     ]
-}
-
-/// Who a request acts for, from the body, the path or the credentials, in that order.
-struct UserSelector: Sendable {
-    var field: String?
-    var parameter: String?
-    var format: UserIDFormat
-
-    init(_ configuration: JSON) {
-        field = configuration["user_field"]?.stringValue
-        parameter = configuration["user_param"]?.stringValue
-        format = configuration["user_format"]?.stringValue.flatMap(UserIDFormat.init(rawValue:)) ?? .text
-    }
-
-    /// The body's user property, when the body names the user.
-    func bodyProperty() -> [String: JSON] {
-        guard let field else { return [:] }
-        return [field: format.schema]
-    }
-
-    /// The path parameter naming the user, when the path does.
-    func pathParameter() -> [String: JSON] {
-        guard field == nil, let parameter else { return [:] }
-        return [parameter: format.pathSchema]
-    }
-
-    func user(in request: RouteRequest) throws -> String {
-        if let field { return try format.user(from: request.body?[field], field: field) }
-        if let parameter, let value = request.parameters[parameter] { return try format.user(fromText: value, field: parameter) }
-        if let user = request.authenticatedUser { return user }
-        throw RouteError.unauthorized()
-    }
-
-    /// A route acting for a user must have a way to name one.
-    func check(authenticates: Bool) throws {
-        if field == nil && parameter == nil && !authenticates {
-            throw ConfigurationValueError(keyPath: "user_field", "this route has no way to tell the user",
-                                          expected: "`user_field`, `user_param`, or `auth: {type: jwt}`")
-        }
-    }
 }

@@ -9,20 +9,34 @@ public enum RouteAuthConfiguration {
                 .required("secret", .string, "HS256 secret the user JWTs are signed with."),
                 SchemaKey("user_claim", .string, default: "sub", "Claim that names the user."),
             ]),
+            "identity": IdentityCheck.schema,
         ],
         defaultVariant: "none"))
 
-    /// For routes that backends call (event routes): no user JWTs, so validation itself says
-    /// `unknown auth type 'jwt'` where a user route would be meant.
+    /// For routes that backends call (event routes): no user credentials, so validation itself
+    /// says `unknown auth type 'jwt'` where a user route would be meant.
     public static let backendValueType: ValueType = {
         guard case .tagged(var tagged) = valueType else { return valueType }
         tagged.variants["jwt"] = nil
+        tagged.variants["identity"] = nil
         return .tagged(tagged)
     }()
 
-    public static func make(_ json: JSON?) -> RouteAuthentication {
-        guard json?["type"]?.stringValue == "jwt" else { return backend(json) }
-        return .jwt(secret: json?["secret"]?.stringValue ?? "", userClaim: json?["user_claim"]?.stringValue ?? "sub")
+    /// Throws for an identity URL that cannot be asked (empty only while a dry run leaves a
+    /// variable undefined: its requests get 503).
+    public static func make(_ json: JSON?) throws(ConfigurationValueError) -> RouteAuthentication {
+        switch json?["type"]?.stringValue {
+        case "jwt":
+            return .jwt(secret: json?["secret"]?.stringValue ?? "", userClaim: json?["user_claim"]?.stringValue ?? "sub")
+        case "identity":
+            let check = IdentityCheck(json)
+            if !check.url.isEmpty, let problem = IdentityCheck.problem(url: check.url) {
+                throw ConfigurationValueError(keyPath: "auth.url", problem, expected: "https://online-go.com/api/v1/me")
+            }
+            return .identity(check)
+        default:
+            return backend(json)
+        }
     }
 
     /// `none` or `token`: what `backendValueType` allows.
@@ -30,5 +44,8 @@ public enum RouteAuthConfiguration {
         json?["type"]?.stringValue == "token" ? .token(json?["token"]?.stringValue ?? "") : .none
     }
 
-    public static func authenticatesUsers(_ json: JSON?) -> Bool { json?["type"]?.stringValue == "jwt" }
+    public static func authenticatesUsers(_ json: JSON?) -> Bool { ["jwt", "identity"].contains(json?["type"]?.stringValue) }
+
+    /// Whether a user route may act only for the user the credential names (`identity`).
+    static func requiresOwner(_ json: JSON?) -> Bool { json?["type"]?.stringValue == "identity" }
 }

@@ -3,20 +3,22 @@ import Logging
 extension PipelineSupervisor {
     /// An accepted event waits under its pipeline's name and its source's key, and only a
     /// running source of that name and key claims it. Before pipelines start, events queued
-    /// under a key of earlier versions (the source's position, `sources[0]`) move to the
-    /// source's key.
+    /// under a key of earlier versions (the source's position, `sources[0]`) that nobody works
+    /// on move to the source's key (`PositionKeyMove`).
     func moveEventsQueuedByPosition(_ definitions: [PipelineDefinition]) async {
-        do {
-            for definition in definitions {
-                for source in definition.sources where source.key != source.id {
-                    let moved = try await store.renameSource(pipeline: definition.name, from: source.id, to: source.key)
-                    if moved > 0 {
-                        logger.notice("queued events: \(moved) of pipeline \(definition.name) moved from \(source.id) to its key '\(source.key)'")
-                    }
-                }
-            }
-        } catch {
-            logger.warning("queued events: could not move events queued under a source's position: \(error)")
+        for definition in definitions {
+            for move in PositionKeyMove.moves(for: definition, store: store, logger: logger) { await move.moveOnce() }
+        }
+    }
+
+    /// Runs the pipeline, and meanwhile moves what daemons of earlier versions still running
+    /// let go of or accept under its sources' positions, every lease.
+    func runPipeline(_ runner: PipelineRunner) async {
+        let moves = PositionKeyMove.moves(for: runner.definition, store: store, logger: logger).filter(\.repeats)
+        await withDiscardingTaskGroup { group in
+            for move in moves { group.addTask { await move.repeatWhileRunning() } }
+            await runner.run(store: store, mode: mode)
+            group.cancelAll()
         }
     }
 

@@ -109,8 +109,8 @@ public final class PipelineSupervisor: Service, Sendable {
         host.replaceRoutes(routeTable())
         await moveEventsQueuedByPosition(starting.map(\.runner.definition))
         for entry in starting {
-            group.addTask { [store, mode] in
-                await entry.runner.run(store: store, mode: mode)
+            group.addTask {
+                await self.runPipeline(entry.runner)
                 entry.finish.finish()
             }
         }

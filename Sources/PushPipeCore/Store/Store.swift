@@ -21,9 +21,11 @@ public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, Webho
 /// Who can be reached (device tokens by user, pipeline and kind) and what each user chose.
 public protocol RegistrationStore: Sendable {
     /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the
-    /// user; with `keepingAtMost`, the user keeps that many tokens of its kind, the most recently
-    /// registered, in the same transaction: a client that registers new tokens in a loop cannot
-    /// make every event fan out to thousands of them.
+    /// user; with `keepingAtMost`, the user keeps that many tokens of its kind, in the same
+    /// transaction: a client that registers new tokens in a loop cannot make every event fan out
+    /// to thousands of them. Kept are this token, then the tokens a delivery reached (confirmed
+    /// by `recordOutcome`), then the others, each the most recently registered first: made-up
+    /// tokens registered for a real user's id push out each other, not the user's phone.
     func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws
     /// Tokens of one kind: of one user, or of every user when `user` is nil.
     func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
@@ -84,9 +86,11 @@ public protocol QueuedEventStore: Sendable {
     /// no running source will ever claim (a pipeline or source renamed).
     func queuedEventCounts() async throws -> [QueuedEventCount]
     /// Moves a source's queued events and poll schedule from one key to another (the keys by
-    /// position of earlier versions, `sources[0]`, to the source's stable key). Returns how
-    /// many queued events moved.
-    func renameSource(pipeline: String, from: String, to: String) async throws -> Int
+    /// position of earlier versions, `sources[0]`, to the source's stable key). Only the events
+    /// a claim under `from` with `lease` would take move: a daemon of an earlier version that
+    /// still runs keeps sending what it holds, and what it lets go of moves at a later call.
+    /// Returns how many queued events moved.
+    func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int
 }
 
 /// A stage's own durable values (watermarks, by stage and key) and the holds on keys whose

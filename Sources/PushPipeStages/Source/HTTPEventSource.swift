@@ -3,7 +3,7 @@ import Logging
 import PushPipeCore
 
 /// Events posted by a backend over HTTP: the route is part of the source's configuration.
-struct HTTPEventSource: Source, LongRunningStage {
+struct HTTPEventSource: QueuedEventSource, LongRunningStage {
     static let summary = "Accepts events as JSON on an authenticated HTTP route."
 
     struct Configuration: StageConfiguration {

@@ -16,7 +16,10 @@ import Synchronization
 /// within the interval; at most `concurrency` run at once per daemon. A 429 pauses every
 /// request for its `Retry-After`; any other failure (5xx, timeout, malformed JSON) backs off
 /// that user only, exponentially, is recorded and shown in that user's diagnostics, and never
-/// delays another user. A newly registered user is checked right away.
+/// delays another user. An id OGS has no player for (404) is checked again only every
+/// `unknown_player_interval`: registrations of made-up ids, which anyone can send to an
+/// anonymous register route, must not add a request per id and interval until OGS throttles
+/// everyone. A newly registered user is checked right away.
 final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneShotSource, Sendable {
     static let summary = "Polls OGS /api/v1/players/{id}/full per registered user; emits the games where it is their turn."
 
@@ -29,6 +32,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         var checkPath: String
         var minTimePerMove: Int
         var caFile: String
+        var unknownPlayerInterval: Double
 
         static let schema = Schema([
             SchemaKey("base_url", .string, default: "https://online-go.com", "OGS server (or a mirror/stand-in)."),
@@ -39,6 +43,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             SchemaKey("check_path", .string, default: "/check/:user_id", "Route that runs one check now; empty for none."),
             SchemaKey("min_time_per_move", .integer, default: 0, "Only games with at least this many seconds per move (3600: correspondence)."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
+            SchemaKey("unknown_player_interval", .duration, default: 21_600,
+                      "Time between two checks of an id OGS has no player for (404), instead of `interval`: made-up ids cost a request per this time."),
         ])
     }
 
@@ -46,6 +52,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     let baseURL: String
     let logger = Logger(label: "pushpipe.ogs")
     private let status = Mutex<[String: UserStatus]>([:])
+    /// Users a cycle is checking now: a check slower than the interval (OGS answering slowly)
+    /// is not started again beside itself, so an id OGS has no player for is asked once before
+    /// its backoff is known, not once per interval the first answer takes.
+    private let checking = Mutex<Set<String>>([])
     private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
     /// Where checks are counted: the running pipeline's context, once `run` started.
     private let runContext = Mutex<StageContext?>(nil)
@@ -149,7 +159,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                     let limit = configuration.concurrency * 2
                     let due = try await schedule.claimDueChecks(pipeline: context.pipeline, source: context.key, interval: interval, limit: limit)
                     let now = ContinuousClock.now
-                    for user in due where !isBackingOff(user, at: now) {
+                    for user in due where !isBackingOff(user, at: now) && checking.withLock({ $0.insert(user).inserted }) {
                         if running >= configuration.concurrency {
                             await group.next()
                             running -= 1
@@ -157,6 +167,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                         if Task.isCancelled { break }
                         group.addTask {
                             _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
+                            _ = self.checking.withLock { $0.remove(user) }
                         }
                         running += 1
                     }
@@ -216,14 +227,12 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             }
         } catch {
             let message = "\(error)"
-            let interval = configuration.interval
             status.withLock { status in
                 status[user, default: UserStatus()].lastCheck = Date()
                 status[user]!.lastError = message
                 status[user]!.lastErrorAt = Date()
                 status[user]!.consecutiveFailures += 1
-                // Skip 1, 2, 4, ... intervals (at most 10 minutes) before trying this user again.
-                let skip = min(interval * pow(2, Double(status[user]!.consecutiveFailures - 1)), max(600, interval))
+                let skip = retryDelay(after: error, failures: status[user]!.consecutiveFailures)
                 status[user]!.retryAt = .now + .milliseconds(Int64(skip * 1000))
             }
             logger.warning("OGS check of user \(user) failed: \(message)")
@@ -231,6 +240,15 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             result["error"] = .string(message)
         }
         return .object(result)
+    }
+
+    /// Seconds until a user whose check failed is checked again: an id OGS has no player for,
+    /// `unknown_player_interval`; after any other failure 1, 2, 4, ... intervals, at most 10
+    /// minutes (or one interval, if longer).
+    func retryDelay(after error: any Error, failures: Int) -> Double {
+        let interval = configuration.interval
+        if case OGSError.noSuchPlayer = error { return max(configuration.unknownPlayerInterval, interval) }
+        return min(interval * pow(2, Double(failures - 1)), max(600, interval))
     }
 
     /// Counted under the lock: taking the context out copied it (a logger, a store, a
@@ -245,6 +263,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         case OGSError.status(let code, _): "http_\(code)"
         case OGSError.malformed: "malformed"
         case OGSError.notAPlayerID: "not_a_player_id"
+        case OGSError.noSuchPlayer: "no_such_player"
         case let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout: "timeout"
         case is HTTPClientError, is IOError, is ChannelError: "connection"
         default: "other"
@@ -295,6 +314,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             pausedUntil.withLock { $0 = max($0 ?? .now, .now + .milliseconds(Int64(pause * 1000))) }
             throw OGSError.status(code, retryAfter: pause)
         }
+        if code == 404 { throw OGSError.noSuchPlayer(user, checkedAgainIn: max(configuration.unknownPlayerInterval, configuration.interval)) }
         guard code == 200 else { throw OGSError.status(code, retryAfter: nil) }
         do {
             return try JSON.parse(body.readableBytesView, selecting: OGSPlayerDocument.selection)
@@ -322,12 +342,15 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
 enum OGSError: Error, CustomStringConvertible {
     case notAPlayerID(String)
+    /// OGS answered 404: it has no player of that id (made up, or deleted).
+    case noSuchPlayer(String, checkedAgainIn: Double)
     case status(Int, retryAfter: Double?)
     case malformed(String)
 
     var description: String {
         switch self {
         case .notAPlayerID(let user): "'\(user)' is not an OGS player id (digits)"
+        case .noSuchPlayer(let user, let seconds): "OGS has no player \(user) (HTTP 404); checked again in \(Int(seconds))s"
         case .status(let code, let retryAfter): "OGS answered HTTP \(code)" + (retryAfter.map { "; pausing \(Int($0))s" } ?? "")
         case .malformed(let reason): "OGS sent malformed JSON: \(reason)"
         }
