@@ -4,7 +4,7 @@ import PushPipeCore
 
 extension PostgresStore {
     /// On the database's clock, like every lease: daemons' own clocks may disagree.
-    public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
+    public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
         try await connections.withConnection { [logger] connection in
             let now = Self.databaseNow
             try await connection.query("""
@@ -12,8 +12,8 @@ extension PostgresStore {
                 AND expires_at < \(unescaped: now)
                 """, logger: logger)
             let inserted = try await connection.query("""
-                INSERT INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at)
-                VALUES (\(key.pipeline), \(key.scope), \(key.key), \(fingerprint), \(unescaped: now) + \(hold), \(unescaped: now) + \(ttl))
+                INSERT INTO idempotency_keys (pipeline, scope, key, fingerprint, holder, held_until, expires_at)
+                VALUES (\(key.pipeline), \(key.scope), \(key.key), \(fingerprint), \(holder), \(unescaped: now) + \(hold), \(unescaped: now) + \(ttl))
                 ON CONFLICT DO NOTHING RETURNING key
                 """, logger: logger).collect()
             if !inserted.isEmpty { return .claimed }
@@ -28,7 +28,7 @@ extension PostgresStore {
             // Under READ COMMITTED a second daemon taking it over at once waits for this update
             // and then finds the hold running: one of them has it.
             let taken = try await connection.query("""
-                UPDATE idempotency_keys SET fingerprint = \(fingerprint), held_until = \(unescaped: now) + \(hold), expires_at = \(unescaped: now) + \(ttl)
+                UPDATE idempotency_keys SET fingerprint = \(fingerprint), holder = \(holder), held_until = \(unescaped: now) + \(hold), expires_at = \(unescaped: now) + \(ttl)
                 WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key) AND status IS NULL AND held_until < \(unescaped: now)
                 RETURNING key
                 """, logger: logger).collect()
@@ -48,9 +48,10 @@ extension PostgresStore {
             """, logger: logger)
     }
 
-    public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
+    public func releaseIdempotencyKey(_ key: IdempotencyKey, holder: String) async throws {
         _ = try await connections.rows("""
             DELETE FROM idempotency_keys WHERE pipeline = \(key.pipeline) AND scope = \(key.scope) AND key = \(key.key) AND status IS NULL
+            AND holder = \(holder)
             """)
     }
 

@@ -120,6 +120,10 @@ extension PostgresStore {
         ("v11-registration-confirmed", [
             "ALTER TABLE registrations ADD COLUMN confirmed_at DOUBLE PRECISION",
         ]),
+        // Which request holds an unanswered key: a failed request releases only its own hold.
+        ("v12-idempotency-holder", [
+            "ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT ''",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

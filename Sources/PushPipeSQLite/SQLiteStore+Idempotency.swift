@@ -3,14 +3,14 @@ import GRDB
 import PushPipeCore
 
 extension SQLiteStore {
-    public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
+    public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
         let now = Date().timeIntervalSince1970
         let arguments: StatementArguments = [key.pipeline, key.scope, key.key]
         return try await database.write { db in
             try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND expires_at < ?", arguments: arguments + [now])
             try db.execute(sql: """
-                INSERT OR IGNORE INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: arguments + [fingerprint, now + hold, now + ttl])
+                INSERT OR IGNORE INTO idempotency_keys (pipeline, scope, key, fingerprint, holder, held_until, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: arguments + [fingerprint, holder, now + hold, now + ttl])
             if db.changesCount == 1 { return .claimed }
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT fingerprint, status, body, held_until < ? AS lapsed FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ?
@@ -20,9 +20,9 @@ extension SQLiteStore {
                 return claim
             }
             try db.execute(sql: """
-                UPDATE idempotency_keys SET fingerprint = ?, held_until = ?, expires_at = ?
+                UPDATE idempotency_keys SET fingerprint = ?, holder = ?, held_until = ?, expires_at = ?
                 WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL AND held_until < ?
-                """, arguments: [fingerprint, now + hold, now + ttl] + arguments + [now])
+                """, arguments: [fingerprint, holder, now + hold, now + ttl] + arguments + [now])
             return db.changesCount == 1 ? .claimed : .inProgress
         }
     }
@@ -31,11 +31,12 @@ extension SQLiteStore {
         try await database.write { db in try Self.recordAnswer(answer, in: db) }
     }
 
-    public func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
+    public func releaseIdempotencyKey(_ key: IdempotencyKey, holder: String) async throws {
         try await database.write { db in
-            // Only an unanswered hold: an answer stored by a commit that reported failure stays.
-            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL",
-                           arguments: [key.pipeline, key.scope, key.key])
+            // Only this request's unanswered hold: an answer stored by a commit that reported
+            // failure stays, and so does the hold of a request that took the key over.
+            try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL AND holder = ?",
+                           arguments: [key.pipeline, key.scope, key.key, holder])
         }
     }
 

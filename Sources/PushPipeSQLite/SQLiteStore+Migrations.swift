@@ -176,6 +176,10 @@ extension SQLiteStore {
             // `max_tokens_per_user` removes tokens nobody has received anything on first.
             try db.execute(sql: "ALTER TABLE registrations ADD COLUMN confirmed_at DOUBLE")
         }
+        migrator.registerMigration("v15-idempotency-holder") { db in
+            // Which request holds an unanswered key: a failed request releases only its own hold.
+            try db.execute(sql: "ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT ''")
+        }
         return migrator
     }
 

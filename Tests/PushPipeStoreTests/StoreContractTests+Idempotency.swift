@@ -35,6 +35,19 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed)
         #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .inProgress)
 
+        // Issue 45: a request slower than its hold fails and releases the key, which another
+        // request (the client's retry) took over meanwhile and is storing: that hold stays, or
+        // a third request would be taken as new and make a second event.
+        let slow = IdempotencyKey(pipeline: "i", scope: "s", key: "slow")
+        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "first", hold: -1, ttl: 3600) == .claimed)
+        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "retry", hold: 60, ttl: 3600) == .claimed)
+        try await store.releaseIdempotencyKey(slow, holder: "first")
+        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .inProgress,
+                "the retry still holds it")
+        try await store.releaseIdempotencyKey(slow, holder: "retry")
+        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .claimed,
+                "released by its holder")
+
         // Stored with its event, in one transaction.
         let queuedKey = IdempotencyKey(pipeline: "i", scope: "s", key: "queued")
         #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .claimed)
@@ -51,5 +64,16 @@ extension StoreContractTests {
         #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "i", limit: 100) == 0)
         #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]),
                 "a live key is kept")
+    }
+}
+
+/// The contract's single requests: one holder unless a check is about holders.
+extension IdempotencyStore {
+    func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
+        try await claimIdempotencyKey(key, fingerprint: fingerprint, holder: "a request", hold: hold, ttl: ttl)
+    }
+
+    func releaseIdempotencyKey(_ key: IdempotencyKey) async throws {
+        try await releaseIdempotencyKey(key, holder: "a request")
     }
 }

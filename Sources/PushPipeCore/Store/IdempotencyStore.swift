@@ -6,14 +6,15 @@ public protocol IdempotencyStore: Sendable {
     /// Takes `key` for this request, or tells who has it. A new key is this request's for
     /// `hold` seconds (the store's clock) while it is being stored; a request whose daemon
     /// died before storing it leaves the key free again after that. Keys are kept `ttl`
-    /// seconds from their first use.
-    func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim
+    /// seconds from their first use. `holder` names this request's hold, so only it releases it.
+    func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim
     /// Keeps the answer to give again (for a request whose event is not queued: one answered
     /// after its delivery). A queued event's answer is kept with it (`QueuedEvent.answer`).
     func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws
     /// Frees a key whose request failed, so the next request with it is taken as new; a key
-    /// already answered (its commit reported a failure but happened) is kept.
-    func releaseIdempotencyKey(_ key: IdempotencyKey) async throws
+    /// already answered (its commit reported a failure but happened) is kept, and so is a hold
+    /// another request took over after `holder`'s lapsed (that request is still being stored).
+    func releaseIdempotencyKey(_ key: IdempotencyKey, holder: String) async throws
     /// Deletes a key, answered or not: for a request whose stored event was taken back (its
     /// pipeline stopped before taking it), whose answer must not be given again.
     func withdrawIdempotencyKey(_ key: IdempotencyKey) async throws

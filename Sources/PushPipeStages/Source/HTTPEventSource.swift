@@ -154,8 +154,10 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             }
         }
         let idempotencyKey = try IdempotentRequest.key(of: request, pipeline: context.pipeline, route: "\(configuration.method) \(configuration.path)")
+        // This request's hold on its key: a failure releases this one, never one taken over since.
+        let holder = UUID().uuidString
         if let idempotencyKey {
-            if var earlier = try await IdempotentRequest.claim(idempotencyKey, body: body, context: context) {
+            if var earlier = try await IdempotentRequest.claim(idempotencyKey, holder: holder, body: body, context: context) {
                 if let earlierID = earlier.body["id"]?.stringValue { earlier.headers["location"] = location(configuration, id: earlierID) }
                 return earlier
             }
@@ -170,7 +172,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             do {
                 response = RouteResponse(try JSON(encoding: try await context.sink.submitAndWait(event)))
             } catch {
-                if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
+                if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey, holder: holder) }
                 throw error
             }
             if let idempotencyKey {
@@ -191,7 +193,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             try await context.queuedEvents.enqueue(queued)
         } catch {
             leases.forget(id)
-            if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey) }
+            if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey, holder: holder) }
             throw error
         }
         var event = queued.event

@@ -20,11 +20,12 @@ enum IdempotentRequest {
         return IdempotencyKey(pipeline: pipeline, scope: route + " " + request.principal, key: value)
     }
 
-    /// Takes the key for this request (nil: go on), or answers as the key says.
-    static func claim(_ key: IdempotencyKey, body: JSON, context: RouteContext) async throws -> RouteResponse? {
+    /// Takes the key for this request, as `holder` (nil: go on), or answers as the key says.
+    static func claim(_ key: IdempotencyKey, holder: String, body: JSON, context: RouteContext) async throws -> RouteResponse? {
         // Of the parsed body, whose keys serialize in order: the same JSON sent with other spacing is the same request.
         let fingerprint = SHA256.hash(data: Array(body.compactText.utf8)).map { String(format: "%02x", $0) }.joined()
-        switch try await context.idempotencyKeys.claimIdempotencyKey(key, fingerprint: fingerprint, hold: hold, ttl: context.idempotency.ttl) {
+        switch try await context.idempotencyKeys.claimIdempotencyKey(key, fingerprint: fingerprint, holder: holder, hold: hold,
+                                                                         ttl: context.idempotency.ttl) {
         case .claimed:
             return nil
         case .answered(let status, let body):
