@@ -38,13 +38,19 @@ extension PostgresStore {
     /// Every daemon of a group may do it, at its start and then every lease: a row moves once,
     /// when a claim could take it (the same lapse and the same grace after a gap in the old
     /// key's renewals), so a daemon of an earlier version keeps what it is sending.
+    ///
+    /// A move never starts that grace itself, as a claim does: nobody of this version renews
+    /// the old key, so each pass would start it again and the rows of daemons that are gone
+    /// would never move. It waits instead while the old key's renewals stopped less than a
+    /// lease and the longest grace ago (its daemons may be coming back from an outage).
     public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
         try await connections.transaction { [logger] connection in
-            try await Self.startGraceAfterRenewalGap(pipeline: pipeline, source: from, lease: lease, on: connection, logger: logger)
             let moved = try await connection.query("""
                 WITH lapsed AS MATERIALIZED (
                     SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(from)
                     AND \(leaseLapsedIn: pipeline, source: from, lease: lease)
+                    AND NOT EXISTS (SELECT 1 FROM lease_clocks AS clock WHERE clock.pipeline = \(pipeline) AND clock.source = \(from)
+                        AND \(unescaped: Self.databaseNow) - clock.renewed_at BETWEEN \(lease) AND \(lease + Self.longestResumeGrace))
                     FOR UPDATE SKIP LOCKED)
                 UPDATE queued_events AS queued SET source = \(to) FROM lapsed WHERE queued.id = lapsed.id RETURNING queued.id
                 """, logger: logger).collect().count

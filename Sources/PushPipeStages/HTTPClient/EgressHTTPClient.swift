@@ -35,15 +35,8 @@ struct EgressHTTPClient: Sendable {
     /// AsyncHTTPClient's deadline ends with the answer's head, and a service that sends a head
     /// and then nothing would hold the send, and a slot of its pipeline, for ever.
     func execute(_ request: HTTPClientRequest, timeout: TimeAmount, bodyLimit: Int = 1024) async throws -> Answer {
-        let deadline = ContinuousClock.now + .nanoseconds(timeout.nanoseconds)
-        return try await withThrowingTaskGroup(of: Answer.self) { group in
-            group.addTask { try await self.exchange(request, timeout: timeout, bodyLimit: bodyLimit) }
-            group.addTask {
-                try await Task.sleep(until: deadline)
-                throw HTTPClientError.deadlineExceeded
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        try await BoundedExchange.run(within: .nanoseconds(timeout.nanoseconds)) {
+            try await self.exchange(request, timeout: timeout, bodyLimit: bodyLimit)
         }
     }
 
@@ -61,12 +54,7 @@ struct EgressHTTPClient: Sendable {
         if (300..<400).contains(status) {
             throw EgressRefusal(.redirect, origin: origin, "answered \(status) with a redirect, which is not followed")
         }
-        var body: [UInt8] = []
-        for try await chunk in response.body {
-            body.append(contentsOf: chunk.readableBytesView.prefix(bodyLimit - body.count))
-            if body.count >= bodyLimit { break }
-        }
-        return Answer(status: status, headers: response.headers, body: body)
+        return Answer(status: status, headers: response.headers, body: try await BoundedExchange.prefix(of: response.body, limit: bodyLimit))
     }
 
     static func hostAndPort(_ url: String, origin: String) throws(EgressRefusal) -> (String, Int) {

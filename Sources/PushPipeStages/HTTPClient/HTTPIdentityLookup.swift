@@ -15,15 +15,8 @@ public struct HTTPIdentityLookup: IdentityLookup {
         let client = SharedHTTPClients.egressClient(trusting: check.caFile, checkingPeers: false)
         let timeout = check.timeout
         do {
-            return try await withThrowingTaskGroup(of: IdentityAnswer?.self) { group in
-                group.addTask { try await Self.exchange(check.url, authorization: authorization, on: client, timeout: timeout) }
-                group.addTask {
-                    try? await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let answer = try await group.next()! else { throw IdentityLookupFailure.timedOut }
-                return answer
+            return try await BoundedExchange.run(within: timeout) {
+                try await Self.exchange(check.url, authorization: authorization, on: client, timeout: timeout)
             }
         } catch let failure as IdentityLookupFailure {
             throw failure
@@ -41,11 +34,6 @@ public struct HTTPIdentityLookup: IdentityLookup {
         request.headers.add(name: "accept", value: "application/json")
         request.headers.add(name: "user-agent", value: "pushpipe")
         let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
-        var body: [UInt8] = []
-        for try await chunk in response.body {
-            body.append(contentsOf: chunk.readableBytesView.prefix(IdentityAnswer.bodyLimit - body.count))
-            if body.count >= IdentityAnswer.bodyLimit { break }
-        }
-        return IdentityAnswer(status: Int(response.status.code), body: body)
+        return IdentityAnswer(status: Int(response.status.code), body: try await BoundedExchange.prefix(of: response.body, limit: IdentityAnswer.bodyLimit))
     }
 }

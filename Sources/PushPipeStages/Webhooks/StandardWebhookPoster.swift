@@ -9,10 +9,10 @@ import PushPipeCore
 /// "id.timestamp.body">` keyed with the bytes of the `whsec_` secret, so a receiver checks
 /// them with any of its libraries.
 public struct StandardWebhookPoster: WebhookPoster {
-    /// A receiver that does not answer within this is tried again later.
-    static var timeout: TimeAmount { .seconds(15) }
+    /// A receiver that has not answered, body included, within this is tried again later.
+    let timeout: Duration
 
-    public init() {}
+    public init(timeout: Duration = .seconds(15)) { self.timeout = timeout }
 
     public func post(_ message: WebhookMessage, to target: WebhookTarget) async -> WebhookAnswer {
         // Checked when the pipeline loaded: a pipeline with a bad secret does not start.
@@ -24,11 +24,15 @@ public struct StandardWebhookPoster: WebhookPoster {
         for (name, value) in Self.signatureHeaders(message, body: body, key: key) { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let response = try await SharedHTTPClients.client(trusting: "").execute(request, timeout: Self.timeout)
-            // Read (and bounded): the connection goes back to the pool for the next batch.
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            if (200..<300).contains(response.status.code) { return .taken }
-            return .retry(seconds: Self.retryAfter(response.headers.first(name: "retry-after")), reason: "HTTP \(response.status.code)")
+            // The body is read (bounded, in time too): the connection goes back to the pool for
+            // the next batch, and a receiver that sends a head and then nothing holds no batch.
+            let (status, retryAfter) = try await BoundedExchange.run(within: timeout) { [request, timeout] in
+                let response = try await SharedHTTPClients.client(trusting: "").execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
+                _ = try await BoundedExchange.prefix(of: response.body, limit: 64 * 1024)
+                return (response.status.code, response.headers.first(name: "retry-after"))
+            }
+            if (200..<300).contains(status) { return .taken }
+            return .retry(seconds: Self.retryAfter(retryAfter), reason: "HTTP \(status)")
         } catch {
             return .retry(seconds: nil, reason: "\(error)")
         }

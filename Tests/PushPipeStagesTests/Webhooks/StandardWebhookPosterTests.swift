@@ -1,0 +1,21 @@
+import PushPipeCore
+@testable import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// Issue 45 (review): the poster bounded only the answer's head, so a receiver that sent a head
+/// and then never its body held the batch, and the pipeline's webhook worker, for ever.
+@Suite(.timeLimit(.minutes(1))) struct StandardWebhookPosterTests {
+    @Test func aReceiverThatNeverSendsItsBodyIsTriedAgainLater() async throws {
+        let receiver = try await StallingHTTPServer.start()
+        let poster = StandardWebhookPoster(timeout: .seconds(1))
+        let answer = await poster.post(WebhookMessage(id: "msg_1", timestamp: 1, body: ["type": "delivery"]),
+                                       to: WebhookTarget(url: "\(receiver.baseURL)/hooks", secret: "whsec_AAAA"))
+        await receiver.stop()
+        guard case .retry(_, let reason) = answer else {
+            Issue.record("expected a retry, got \(answer)")
+            return
+        }
+        #expect(reason.contains("deadline"), "reason: \(reason)")
+    }
+}
