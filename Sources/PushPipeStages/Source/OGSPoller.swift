@@ -126,7 +126,11 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             // New registrations are checked at once, beside the regular cycles.
             group.addTask {
                 for await user in self.registrations.stream {
+                    // Registering again costs OGS nothing for an id backing off (one OGS has no
+                    // player for: made-up ids registered over and over) or being checked now.
+                    guard !self.isBackingOff(user, at: .now), self.checking.withLock({ $0.insert(user).inserted }) else { continue }
                     _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
+                    _ = self.checking.withLock { $0.remove(user) }
                 }
             }
             group.addTask { await self.cycles(sink: sink, context: context) }

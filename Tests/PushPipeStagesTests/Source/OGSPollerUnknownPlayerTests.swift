@@ -16,10 +16,16 @@ import Testing
             // Player 1 exists; 99 and 98 are made up: OGS answers 404 for them.
             ogs.behave(.status(404), for: 99)
             ogs.behave(.status(404), for: 98)
-            let (poller, store) = try await PollerHarness.run(against: ogs, interval: 1, users: ["1", "98", "99"], in: directory) { _ in
+            let (poller, store) = try await PollerHarness.run(against: ogs, interval: 1, users: ["1", "98", "99"], in: directory) { running in
                 // Eight checks of the real player: eight intervals. Backing off 1, 2, 4
                 // intervals, a made-up id was asked about at least three times in them.
                 try await PollerHarness.waitUntil("eight checks of the real player") { ogs.requests.count { $0 == 1 } >= 8 }
+                // The made-up id registered again and again on the anonymous route (review of
+                // issue 45): each registration asked OGS at once, whatever its backoff.
+                for _ in 0..<3 { await running.userRegistered("99") }
+                await running.userRegistered("1")
+                try await PollerHarness.waitUntil("the real player's registration checked") { ogs.requests.count { $0 == 1 } >= 9 }
+                try await PollerHarness.waitUntil("four more checks of the real player") { ogs.requests.count { $0 == 1 } >= 13 }
             }
             #expect(ogs.requests.count { $0 == 99 } == 1, "asked once, then not before unknown_player_interval (6 h)")
             #expect(ogs.requests.count { $0 == 98 } == 1)
