@@ -62,8 +62,6 @@ public final class APNsStandIn: Sendable {
         var mostUnanswered = 0
         /// The same per connection: what a client's stream limit decides, whatever the machine's load.
         var unansweredOnConnection: [ObjectIdentifier: Int] = [:]
-        /// When each connection's last answer was written (a client may close before reading it).
-        var lastAnswerOnConnection: [ObjectIdentifier: ContinuousClock.Instant] = [:]
         var onLostConnection: (@Sendable () -> Void)?
         var mostUnansweredOnOneConnection = 0
         /// Broadcast channels that exist (iOS 18 Live Activities), and their storage policies.
@@ -97,9 +95,7 @@ public final class APNsStandIn: Sendable {
                         let lost = box.value?.state.update { state -> (@Sendable () -> Void)? in
                             state.openConnections -= 1
                             let unanswered = state.unansweredOnConnection.removeValue(forKey: connectionID) ?? 0
-                            let answered = state.lastAnswerOnConnection.removeValue(forKey: connectionID)
-                            let inFlight = unanswered > 0 || answered.map { ContinuousClock.now - $0 < .seconds(1) } ?? false
-                            return inFlight ? state.onLostConnection : nil
+                            return unanswered > 0 ? state.onLostConnection : nil
                         }
                         if case let lost?? = lost { lost() }
                     }
@@ -132,8 +128,8 @@ public final class APNsStandIn: Sendable {
     /// client allows itself, however many a loaded machine manages to overlap.
     public var mostConcurrentRequestsOnOneConnection: Int { state.value.mostUnansweredOnOneConnection }
 
-    /// Called when a connection closes (from either side) while requests on it were unanswered
-    /// or answered within the last second: their sender cannot know they arrived, and sends again.
+    /// Called when a connection closes (from either side) while requests on it were unanswered:
+    /// their sender cannot know they arrived, and sends again.
     public func whenConnectionLost(_ handler: @escaping @Sendable () -> Void) { state.update { $0.onLostConnection = handler } }
 
     /// A new broadcast channel's id (base64, as APNs makes them).
@@ -348,10 +344,7 @@ final class StandInStreamHandler: ChannelInboundHandler {
             let connection = context.channel.parent.map(ObjectIdentifier.init)
             box.value?.state.update { state in
                 state.unanswered -= 1
-                if let connection {
-                    state.unansweredOnConnection[connection, default: 1] -= 1
-                    state.lastAnswerOnConnection[connection] = .now
-                }
+                if let connection { state.unansweredOnConnection[connection, default: 1] -= 1 }
             }
         }
         switch answer {

@@ -43,11 +43,16 @@ public struct IdentityCheck: Sendable, Equatable {
                   cacheLifetime: seconds("cache", 60), caFile: json?["ca_file"]?.stringValue ?? "")
     }
 
-    /// Why `url` cannot be asked, or nil: an http(s) URL with a host, no credentials in it.
+    /// Why `url` cannot be asked, or nil: an https URL with a host, no credentials in it. Plain
+    /// http only to loopback (a stand-in, a sidecar): it would carry callers' bearer tokens in
+    /// the clear.
     public static func problem(url: String) -> String? {
-        guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme?.lowercased() ?? ""),
-              components.host?.isEmpty == false else { return "'\(url)' is not an http(s) URL" }
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty,
+              let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme) else { return "'\(url)' is not an http(s) URL" }
         guard components.user == nil, components.password == nil else { return "the URL carries credentials" }
+        if scheme == "http", !["localhost", "127.0.0.1", "[::1]", "::1"].contains(host.lowercased()) {
+            return "'\(url)' is plain http to another host: callers' bearer tokens would travel in the clear; use https"
+        }
         return nil
     }
 }

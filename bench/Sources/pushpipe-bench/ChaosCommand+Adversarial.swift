@@ -33,33 +33,40 @@ extension ChaosCommand {
             for await status in burst { answers[status, default: 0] += 1 }
             return answers
         }
+        ledger.unansweredAtStop(answers[0] ?? 0)
         let counted = answers.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key == 0 ? "no answer" : String($0.key))" }
         ledger.mark("burst of 200 into a full daemon answered \(counted.joined(separator: ", "))")
         FileHandle.standardError.write(Data("chaos: burst into a full daemon answered \(counted.joined(separator: ", "))\n".utf8))
     }
 
     /// A second `pushpipe run` on the SQLite daemon's state while that daemon holds it: it must
-    /// exit with `state_in_use` before sending anything. Returns whether it ran instead.
-    static func startSecond(arguments: [String], directory: String, environment: [String: String], holder: Int, ledger: ChaosLedger) async -> Bool {
+    /// exit with `state_in_use` before sending anything. Returns whether it served instead (it
+    /// listened, or exited 0); one still starting after 180 s on a loaded machine is killed,
+    /// and did not serve.
+    enum SecondProcess { case refused, served, stillStarting }
+
+    static func startSecond(arguments: [String], directory: String, environment: [String: String], holder: Int, ledger: ChaosLedger) async -> SecondProcess {
         let instance = ledger.nextInstance(slot: Self.daemons)
         ledger.fault("second process on the same state", instance: instance)
         let environment = environment.merging(["CHAOS_INSTANCE": String(instance)]) { _, new in new }
         do {
-            let (status, refused) = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment) { daemon in
+            let (status, refused, listened) = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment) { daemon in
+                let listened = { daemon.standardError.contains { $0.contains("listening on") } }
                 do {
-                    let status = try await daemon.waitForExit(timeout: 60)
-                    return (status, daemon.standardError.contains { $0.contains("state_in_use") })
+                    let status = try await daemon.waitForExit(timeout: 180)
+                    return (status, daemon.standardError.contains { $0.contains("state_in_use") }, listened())
                 } catch {
                     daemon.signal(SIGKILL)
                     _ = try? await daemon.waitForExit()
-                    return (Int32(-1), false)
+                    return (Int32(-1), false, listened())
                 }
             }
-            ledger.mark("second process #\(instance) exited \(status)\(refused ? " (state_in_use)" : "")")
-            return status == 0 || !refused
+            ledger.mark("second process #\(instance) exited \(status)\(refused ? " (state_in_use)" : "")\(listened ? " after listening" : "")")
+            if status == 0 || listened { return .served }
+            return refused ? .refused : .stillStarting
         } catch {
             ledger.mark("second process #\(instance) did not start: \(error)")
-            return false
+            return .stillStarting
         }
     }
 
@@ -94,8 +101,12 @@ extension ChaosCommand {
             |---|---|---|---|---|---|
             | \(adversary.internalServer.connections) | \(adversary.hostileMessages) | \(replayed) | \(second.refused) / \(second.ran) | \(String(format: "%.1f s", longestStop)) | \(String(format: "%.2f s, %.2f s", largest, p99)) |
             """)
-        // A stop must end within the events pipeline's 60 s drain and a margin.
-        return adversary.internalServer.connections > 0 || second.ran > 0 || longestStop > 90
+        // A stop must end within the events pipeline's 60 s drain and a margin, and answer every
+        // request waiting in it; a well-behaved recipient must not wait on a hostile one's
+        // hour-long 429 (a minute covers a SIGKILL's lease and a restart on a loaded machine).
+        let unanswered = ledger.requestsUnansweredAtStop
+        if unanswered > 0 { print("\(unanswered) requests got no answer from a stopping daemon") }
+        return adversary.internalServer.connections > 0 || second.ran > 0 || longestStop > 90 || unanswered > 0 || largest > 60
     }
 }
 

@@ -92,7 +92,8 @@ final class ChaosDaemons: Sendable {
             case .terminate, .stop:
                 ports.update { $0[slot] = nil }
                 let signalled = ContinuousClock.now
-                ledger.terminated(instance)
+                // The soak's own stop at the end explains nothing: only a SIGTERM that is a fault.
+                if command == .terminate { ledger.terminated(instance) }
                 daemon.signal(SIGTERM)
                 let status = try? await daemon.waitForExit(timeout: 120)
                 let took = ContinuousClock.now - signalled

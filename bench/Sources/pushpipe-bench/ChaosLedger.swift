@@ -35,9 +35,13 @@ final class ChaosLedger: SoakAccounting {
         var delays: [Double] = []
         /// How long each SIGTERM took to end its process.
         var stops: [Double] = []
+        /// Requests of a burst into a stopping daemon that got no answer at all (not a 503, not a 202).
+        var unansweredAtStop = 0
     }
 
     private let start = ContinuousClock.now
+    /// The same moment on the wall clock, which the daemons' log lines are stamped with.
+    private let startDate = Date()
     private let state = Mutex(State())
     /// How long before its kill a process's send counts as in flight at the kill: the stand-in's
     /// answer delay, the outcome's commit, and a margin for a loaded machine.
@@ -125,6 +129,8 @@ final class ChaosLedger: SoakAccounting {
 
     func accept(_ ids: [String]) { state.withLock { $0.accepted.formUnion(ids) } }
     func stopped(after seconds: Double) { state.withLock { $0.stops.append(seconds) } }
+    func unansweredAtStop(_ count: Int) { state.withLock { $0.unansweredAtStop += count } }
+    var requestsUnansweredAtStop: Int { state.withLock { $0.unansweredAtStop } }
 
     /// The largest and 99th-percentile delay of well-behaved recipients, and the longest SIGTERM stop.
     var extremes: (largestDelay: Double, p99Delay: Double, longestStop: Double) {
@@ -178,11 +184,16 @@ final class ChaosLedger: SoakAccounting {
             var summary = Summary(faults: state.faults)
             // Events a process waited on past the transport's timeout: APNs may have taken the
             // notification and its answer come late, so the retry may send it twice.
-            var timedOut = Set<String>()
+            // When each process logged a timeout. The log says it once per 10 s, naming one event
+            // (it holds back the others, of any event), so a line stands for the process's
+            // timeouts of the 10 s after it, each of a send made up to the request timeout (and
+            // a loaded machine's lag) before.
+            var timeouts: [Int: [ContinuousClock.Instant]] = [:]
+            let stamp = ISO8601DateFormatter()
             for (instance, lines) in state.logs {
                 for line in lines where line.contains("no answer from APNs within the request timeout") {
-                    guard let range = line.range(of: "event=") else { continue }
-                    timedOut.insert("\(instance) " + line[range.upperBound...].prefix { $0 != " " })
+                    guard let date = stamp.date(from: String(line.prefix(24))) else { continue }
+                    timeouts[instance, default: []].append(start + .milliseconds(Int64(date.timeIntervalSince(startDate) * 1000)))
                 }
             }
             summary.accepted = state.accepted.count
@@ -192,14 +203,17 @@ final class ChaosLedger: SoakAccounting {
                 // Each send but the last must have been in flight at its process's SIGKILL, or open
                 // on a connection a GOAWAY closed before its answer.
                 let page = id.contains("#")
-                let event = id.prefix { $0 != "#" }
                 let explained = deliveries.dropLast().allSatisfy { delivery in
-                    let window = page ? Self.pageWindow : self.inFlightWindow
-                    let inFlight = { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window }
-                    return state.killedAt[delivery.instance].map(inFlight) ?? false
-                        || (page && (state.terminatedAt[delivery.instance].map(inFlight) ?? false))
-                        || timedOut.contains("\(delivery.instance) \(event)")
-                        || (state.cutAt[delivery.instance] ?? []).contains(where: inFlight)
+                    let within = { (window: Duration) in { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window } }
+                    // A page's sends are in flight until the page is recorded; anything else's, until its answer.
+                    let inFlight = within(page ? Self.pageWindow : self.inFlightWindow)
+                    if state.killedAt[delivery.instance].map(inFlight) ?? false { return true }
+                    if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
+                    if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
+                    // Log stamps are whole seconds: a second's slack on the early side.
+                    return (timeouts[delivery.instance] ?? []).contains { logged in
+                        delivery.at >= logged - .seconds(6) && delivery.at <= logged + .seconds(11)
+                    }
                 }
                 if explained { summary.explained += 1; continue }
                 summary.unexplained += 1

@@ -11,7 +11,8 @@ enum SoakPipelines {
 
     static let transport = transport(delivery: "attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 1s")
 
-    static func transport(delivery: String) -> String { """
+    /// - Parameter timeout: APNs' answer within it or the send is made again (it may have arrived).
+    static func transport(delivery: String, timeout: String = "2s") -> String { """
         transport:
           type: apns
           team_id: "${APNS_TEAM_ID}"
@@ -20,7 +21,7 @@ enum SoakPipelines {
           bundle_id: com.example.soak
           base_url: "${APNS_BASE_URL}"
           ca_file: "${PUSHPIPE_CA_FILE}"
-          timeout: 2s
+          timeout: \(timeout)
         delivery: {\(delivery)}
         """
     }
