@@ -76,7 +76,7 @@ final class ChaosAdversary: Sendable {
             if user < 4 { subscriptions.append(hostile[user]) }
             if user == 4 { subscriptions += hostile }
             for subscription in subscriptions {
-                let response = try await client.request("POST", "/soak/web/subscriptions", json: ["user": .string("w-\(user)"), "subscription": subscription])
+                let response = try await SetupRequest.post(client, "/soak/web/subscriptions", ["user": .string("w-\(user)"), "subscription": subscription])
                 guard response.status == 200 else { throw ChaosSetupError("web subscription for w-\(user) refused: \(response.text)") }
             }
         }
@@ -84,8 +84,8 @@ final class ChaosAdversary: Sendable {
             for lane in 0..<8 {
                 group.addTask {
                     for index in stride(from: lane, to: Self.broadcastUsers, by: 8) {
-                        let response = try await client.request("POST", "/soak/broadcast/register",
-                                                                json: ["user_id": .string(String(format: "bu-%05d", index)), "device_token": .string(Self.broadcastToken(index))])
+                        let response = try await SetupRequest.post(client, "/soak/broadcast/register",
+                                                                   ["user_id": .string(String(format: "bu-%05d", index)), "device_token": .string(Self.broadcastToken(index))])
                         guard response.status == 200 else { throw ChaosSetupError("broadcast user \(index) refused: \(response.text)") }
                     }
                 }

@@ -110,7 +110,7 @@ struct ChaosCommand: AsyncParsableCommand {
             // Registrations once, through the first daemon.
             let client = HTTPTestClient(port: try await daemons.port(of: 0))
             for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player) {
-                let response = try await client.request("POST", path, json: body)
+                let response = try await SetupRequest.post(client, path, body)
                 guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
             }
             for slot in 1..<slots { _ = try await daemons.port(of: slot) }
@@ -118,7 +118,7 @@ struct ChaosCommand: AsyncParsableCommand {
                 try await adversary.register(through: client)
                 let loneClient = HTTPTestClient(port: try await daemons.port(of: Self.daemons))
                 for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player) where path == "/soak/register" {
-                    let response = try await loneClient.request("POST", path, json: body)
+                    let response = try await SetupRequest.post(loneClient, path, body)
                     guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
                 }
             }
