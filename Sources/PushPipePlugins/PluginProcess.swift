@@ -112,7 +112,7 @@ public final class PluginProcess: Sendable {
     }
 
     /// Bytes one answer line may have: a renderer's answer for a broadcast page of 1,000 users
-    /// is larger than swift-subprocess's default of 128 KB, which restarted the plugin.
+    /// is larger than swift-subprocess's default line limit, past which the plugin is restarted.
     static let longestAnswer = 16 * 1024 * 1024
 
     /// A process group of its own: a terminal's Ctrl-C (SIGINT to its foreground group) reaches

@@ -1,6 +1,6 @@
 import NIOCore
 import NIOPosix
-import Synchronization
+import PushPipeTesting
 
 /// A plain-HTTP server on 127.0.0.1 standing for what sits inside the operator's network (a
 /// metadata service): the hostile push service redirects here, and any connection at all is
@@ -17,14 +17,14 @@ final class ChaosInternalServer: Sendable {
     }
 
     /// Connections opened to it.
-    var connections: Int { counter.value.load(ordering: .relaxed) }
+    var connections: Int { counter.current }
 
     static func start() async throws -> ChaosInternalServer {
         let counter = Counter()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                counter.value.add(1, ordering: .relaxed)
+                _ = counter.increment()
                 return channel.close()
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -32,8 +32,4 @@ final class ChaosInternalServer: Sendable {
     }
 
     func stop() async { try? await channel.close() }
-
-    private final class Counter: Sendable {
-        let value = Atomic<Int>(0)
-    }
 }

@@ -358,7 +358,7 @@ final class APNsClientHandler: ChannelInboundHandler {
             deadlines.removeFirst()
             guard streams.contains(first.stream) else { continue }
             // Failed before the reset is written: writing it delivers NIOHTTP2's stream-closed
-            // event at once, which failed the stream as "closed before an answer" instead.
+            // event at once, which would fail the stream as closed before an answer instead.
             fail(first.stream, with: APNsConnectionError.timedOut)
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
         }
