@@ -128,9 +128,10 @@ extension DaemonSignalTests {
         try directory.write("pipelines/signals.yaml", Self.pipeline()
             .replacingOccurrences(of: "transport: {type: stdout}", with: "transport: {type: stuck}\ndelivery: {concurrency: 1, drain_timeout: 2s}"))
         try await DaemonProcess.run(
-            arguments: ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--state", "state.sqlite", "--plugins", "plugins"], directory: directory.path
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"], directory: directory.path
         ) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
+            let admin = HTTPTestClient(port: try await daemon.adminPort())
             _ = try await client.request("POST", "/register", json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 16))])
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for n in 0..<6 {
@@ -140,7 +141,10 @@ extension DaemonSignalTests {
                     }
                 }
                 try await daemon.waitForLine(containing: "stuck on")
-                // The worker is stuck, one event waits in the queue, the other requests wait for room.
+                // The worker is stuck and the other requests wait for room. On a busy machine
+                // some may not have reached the daemon yet: a request SIGTERM finds still
+                // connecting is refused by a closed listener, which says nothing of the waiting ones.
+                try await Self.waitUntilHeld(6, by: admin)
                 daemon.signal(SIGTERM)
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
@@ -155,6 +159,22 @@ extension DaemonSignalTests {
             #expect(left == statuses.filter { $0 == 202 }.count, "\(left ?? -1) queued for \(statuses)")
             #expect(daemon.standardError.contains { $0.contains("store closed") })
         }
+    }
+}
+
+extension DaemonSignalTests {
+    /// Scrapes the daemon's gauges until its pipeline holds `count` events (in flight, or
+    /// waiting for room): the daemon has read every request by then.
+    static func waitUntilHeld(_ count: Int, by admin: HTTPTestClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let samples = prometheusSamples(try await admin.request("GET", "/metrics").text)
+            let labels = #"pipeline="signals""#
+            let held = (samples["pushpipe_events_queued{\(labels)}"] ?? 0) + (samples["pushpipe_events_in_flight{\(labels)}"] ?? 0)
+            if Int(held) >= count { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the daemon never held \(count) events")
     }
 }
 
