@@ -33,7 +33,7 @@ extension Delivering.Attempt {
 }
 
 /// What one event's batch of deliveries writes.
-struct Outcome {
+struct Outcome: Sendable {
     var delivering: Delivering
     var deliveries: [DeliveryReport]
     var state: [StateWrite]
@@ -234,8 +234,19 @@ extension EventProcessor {
         let webhooks = webhookOutcomes(of: events, at: now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks
         // keep the event from going out again, its removal from a queue waits for it), and the
-        // event holds its place in the pipeline meanwhile, so new work waits too. Only a stop
-        // past the drain timeout gives it up.
+        // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
+        // the drain timeout gives it `recordGrace` more (a page not recorded goes out again at
+        // the next start), then gives it up.
+        _ = try? await uncancelled(grace: Self.recordGrace) { [self, records, history, state] in
+            await write(outcomes, records: records, history: history, state: state, events: events, webhooks: webhooks)
+        }
+    }
+
+    /// How long an outcome's write outlives the cancellation of its event (the drain timeout).
+    static var recordGrace: Duration { .seconds(10) }
+
+    private func write(_ outcomes: [Outcome], records: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                       webhooks: [WebhookOutcome]) async {
         var failedAttempts = 0
         do {
             try await retrying(while: { _ in true }, failed: { error, failures in

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Runs `body` in a task of its own, out of the caller's cancellation, and waits for it.
 ///
 /// For store writes that must happen even when their caller was cancelled (a pipeline stopping
@@ -5,4 +7,23 @@
 /// The pool refuses a connection to a cancelled task.
 public func uncancelled<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
     try await Task { try await body() }.value
+}
+
+/// Runs `body` out of the caller's cancellation for at most `grace` after it, then cancels it:
+/// for a write that retries while the store is away, worth finishing after a stop (what it
+/// records went out already) but not worth holding the stop for ever.
+public func uncancelled<Result: Sendable>(grace: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    let task = Task { try await body() }
+    let timer = Mutex<Task<Void, Never>?>(nil)
+    defer { timer.withLock { $0?.cancel() } }
+    return try await withTaskCancellationHandler {
+        try await task.value
+    } onCancel: {
+        timer.withLock { timer in
+            timer = Task {
+                guard (try? await Task.sleep(for: grace)) != nil else { return }
+                task.cancel()
+            }
+        }
+    }
 }

@@ -135,6 +135,81 @@ import Testing
         }
     }
 
+    /// Stopped at the drain timeout while its page is in flight: the provider accepted the
+    /// page, so its deliveries and the progress past it are recorded though the broadcast was
+    /// cancelled (the 10-minute adversarial soak sent such pages again), and the next run sends
+    /// it to no one again.
+    @Test func aBroadcastCancelledWhileItsPageIsSentRecordsThatPage() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await Self.cancelledWhileSending(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresBroadcastCancelledWhileItsPageIsSentRecordsThatPage() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+            try await withCleanup({ try await Self.cancelledWhileSending(pipeline, store: store) }, cleanup: { try? await store.close() })
+        }
+    }
+
+    /// Stopped at the drain timeout while the store is away and its sent page waits to be
+    /// recorded: the write goes on for a grace after the stop, so once the store is back the
+    /// page is recorded. The 10-minute adversarial soak lost these writes to the cancellation,
+    /// and the next daemon sent the pages again from page 1.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func aBroadcastStoppedWhileTheStoreIsAwayRecordsItsSentPageOnceTheStoreIsBack() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            let url = try await TestStores.freshPostgresURL() + "&connect_timeout=3"
+            let (logger, messages) = StreamingLogHandler.logger()
+            let store = try await PostgresStore(location: try PostgresLocation(parsing: url), logger: logger)
+            let outage = try DatabaseOutage(url: url)
+            try await withCleanup({
+                let name = pipeline.definition.name
+                try await Self.register(3, in: store, pipeline: name)
+                pipeline.transport.hold(next: 3)
+                let event = pipeline.event(user: nil, ["text": "to everyone"])
+                let processor = EventProcessor(definition: pipeline.definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await outage.run() }
+                    defer { group.cancelAll() }
+                    let running = Task { await processor.process(event) }
+                    await pipeline.transport.waitForSends(3)
+                    try await outage.begin()
+                    pipeline.transport.release()
+                    // The page's write found the store away; the drain timeout comes now.
+                    for await message in messages where message.contains("does not answer") { break }
+                    running.cancel()
+                    try await outage.end()
+                    _ = await running.value
+                }
+                let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+                #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
+                #expect(try await store.lastDelivery(pipeline: name, user: "user-00002")?.eventID == event.id)
+                #expect(await Self.processor(pipeline.definition, store).process(event).status == .delivered)
+                #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
+            }, cleanup: { try? await store.close() })
+        }
+    }
+
+    static func cancelledWhileSending(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        try await register(3, in: store, pipeline: name)
+        pipeline.transport.hold(next: 3)
+        let event = pipeline.event(user: nil, ["text": "to everyone"])
+        let running = Task { await processor(pipeline.definition, store).process(event) }
+        await pipeline.transport.waitForSends(3)
+        running.cancel()
+        pipeline.transport.release()
+        _ = await running.value
+
+        let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+        #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
+        #expect(try await store.lastDelivery(pipeline: name, user: "user-00002")?.eventID == event.id)
+        #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
+        #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
+    }
+
     /// Killed after its last page was recorded, before its event left the queue: claimed again,
     /// it sends nothing (every page went out), and its record stays delivered.
     @Test func aBroadcastClaimedAgainAfterItsLastPageSendsNothingAgain() async throws {
