@@ -69,7 +69,9 @@ extension EventProcessor {
             deliverings[index].attempts = attempts
         }
         var start = 0
-        while start < sending.count {
+        // Stopped (the drain timeout): what is not sent yet stays so, and its event is let go
+        // of; sending the rest, `together` at a time, made a stop wait on a slow provider.
+        while start < sending.count, !Task.isCancelled {
             var chunk = Array(sending[start..<min(sending.count, start + max(1, together))])
             start += chunk.count
             if gate.anyPause() {
@@ -89,6 +91,7 @@ extension EventProcessor {
             }
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
             await gate.admit(requests.count)
+            if Task.isCancelled { break }
             let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext).map(\.sanitized)
             pauseIfAsked(requests, outcomes)

@@ -144,10 +144,16 @@ extension EventProcessor {
                     var page = [Delivering(event: event, notifications: notifications)]
                     await attemptFirst(&page, together: definition.delivery.fanout)
                     await retry(&page)
+                    // Stopped partway through the page: it counts up to the last user it reached.
+                    var reached = last
+                    if Task.isCancelled {
+                        guard let user = page[0].keepUsersReached(in: users) else { return stopped("stopped before every user was reached") }
+                        reached = user
+                    }
                     let deliveries = await settle(page[0])
                     tally.add(deliveries)
                     recipients.add(self.recipients(of: page[0], at: Date().timeIntervalSince1970), keeping: audience.retrying)
-                    progress.advance(past: last, earlier: earlier, tally)
+                    progress.advance(past: reached, earlier: earlier, tally)
                     if mode == .live {
                         // The page's deliveries and the progress past it, in one transaction.
                         await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])],
@@ -159,8 +165,9 @@ extension EventProcessor {
             } else {
                 progress.advance(past: last, earlier: earlier, tally)
             }
-            after = last
-            if users.count < Self.usersPerPage { break }
+            after = progress.after ?? last
+            if users.count < Self.usersPerPage, after == last { break }
+            guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
             if recipients.unresolved >= RecipientList.unresolvedLimit {
                 return stopped("\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? "retry-after")); replay it once the provider answers")
             }

@@ -153,6 +153,35 @@ import Testing
         }
     }
 
+    /// Stopped at the drain timeout partway through a page: it sends no more of the page, and
+    /// records the users it reached, so the next run goes on with the first user it did not.
+    /// Before, a stopping daemon sent the rest of the page, `fanout` at a time, each batch
+    /// waiting out a slow provider (a SIGTERM took 120 s in the 10-minute adversarial soak),
+    /// and recorded nothing past the page's start, so the next run sent it all again.
+    @Test func aBroadcastCancelledPartwayThroughAPageSendsNoMoreOfItAndGoesOnWhereItStopped() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {fanout: 1}") { pipeline in
+            let name = pipeline.definition.name
+            try await Self.register(5, in: pipeline.store, pipeline: name)
+            pipeline.transport.hold(next: 1)
+            let event = pipeline.event(user: nil, ["text": "to everyone"])
+            let running = Task { await Self.processor(pipeline.definition, pipeline.store).process(event) }
+            // The first user's send is in flight when the stop comes: it ends, and no other starts.
+            await pipeline.transport.waitForSends(1)
+            running.cancel()
+            pipeline.transport.release()
+            #expect(await running.value.status == .failed)
+            #expect(pipeline.transport.sends.count == 1, "\(pipeline.transport.sends.count) sends: the stop sent the rest of the page")
+
+            let stopped = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(stopped.state == .processing)
+            #expect(stopped.statusJSON["broadcast"]?["after_user"] == "user-00000", "the user it reached")
+            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-00000")?.eventID == event.id)
+            #expect(await Self.processor(pipeline.definition, pipeline.store).process(event).status == .delivered)
+            let sends = pipeline.transport.sends
+            #expect(sends.sorted() == (0..<5).map(Self.token), "every user exactly once, not \(sends)")
+        }
+    }
+
     /// Stopped at the drain timeout while the store is away and its sent page waits to be
     /// recorded: the write goes on for a grace after the stop, so once the store is back the
     /// page is recorded. The 10-minute adversarial soak lost these writes to the cancellation,

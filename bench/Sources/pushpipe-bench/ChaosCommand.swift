@@ -183,11 +183,15 @@ struct ChaosCommand: AsyncParsableCommand {
             faulty.store(false, ordering: .relaxed)
             ledger.mark("calm")
             if let adversary { try? FileManager.default.removeItem(atPath: adversary.renderFaults) }
-            let calm = ContinuousClock.now + .seconds(180)
+            // The backlog the faults left drains at the daemons' pace: the calm goes on while
+            // deliveries do (a minute without one ends it), for at most the faults' length plus 180 s.
+            let calm = ContinuousClock.now + .seconds(180 + seconds)
             var replayed = 0
             var lastReplay = ContinuousClock.now
-            while ContinuousClock.now < calm, ledger.lost > 0 {
+            var lastProgress = (lost: ledger.lost, at: ContinuousClock.now)
+            while ContinuousClock.now < calm, ledger.lost > 0, ContinuousClock.now - lastProgress.at < .seconds(60) {
                 try await Task.sleep(for: .milliseconds(500))
+                if ledger.lost < lastProgress.lost { lastProgress = (ledger.lost, ContinuousClock.now) }
                 // Broadcasts a failing page stopped are dead letters: the operator replays them.
                 if adversary != nil, ContinuousClock.now - lastReplay > .seconds(5) {
                     replayed += await Self.replayBroadcasts(store: url, directory: directory.path)
