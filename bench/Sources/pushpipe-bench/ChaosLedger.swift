@@ -210,9 +210,11 @@ final class ChaosLedger: SoakAccounting {
                     if state.killedAt[delivery.instance].map(inFlight) ?? false { return true }
                     if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
                     if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
-                    // Log stamps are whole seconds: a second's slack on the early side.
+                    // Log stamps are whole seconds: a second's slack on the early side. A page's
+                    // retries (and their log line) begin once all its first attempts are made, up
+                    // to the page's window after the send that timed out.
                     return (timeouts[delivery.instance] ?? []).contains { logged in
-                        delivery.at >= logged - .seconds(6) && delivery.at <= logged + .seconds(11)
+                        delivery.at >= logged - (page ? Self.pageWindow : .seconds(6)) && delivery.at <= logged + .seconds(11)
                     }
                 }
                 if explained { summary.explained += 1; continue }
