@@ -1,29 +1,29 @@
 extension Delivering {
     /// Keeps the notifications of the users a stopped page reached: `users` in page order, up
-    /// to the first one with a notification not sent (a user's devices are recorded together,
-    /// so one with a device left out is sent to again in full). Returns the last user kept,
-    /// nil when the page reached no one.
+    /// to the first one with a notification the drain timeout left unsent (a user's devices are
+    /// recorded together, so one with a device left out is sent to again in full). A held
+    /// notification was reached: it stays unresolved, for a replay, like any other. Returns the
+    /// last user kept, nil when the page reached no one (it is all sent again).
     mutating func keepUsersReached(in users: [String]) -> String? {
         var unsent: Set<String> = []
-        for (notification, attempt) in zip(notifications, attempts) where !attempt.wasMade {
+        for (notification, attempt) in zip(notifications, attempts) where attempt.notSentYet {
             unsent.insert(notification.token.user)
         }
         guard !unsent.isEmpty else { return users.last }
+        // A user the page's query did not list (registered since) has no place in its order:
+        // left unsent, the whole page goes again rather than risk passing them.
+        let listed = Set(users)
+        guard unsent.isSubset(of: listed) else { return nil }
         let reached = users.prefix { !unsent.contains($0) }
-        guard let last = reached.last else {
-            notifications = []
-            attempts = []
-            return nil
-        }
+        guard let last = reached.last else { return nil }
+        // Kept: the users reached, and those not listed whose notifications all went out.
         let kept = Set(reached)
-        let keeping = notifications.indices.filter { kept.contains(notifications[$0].token.user) }
+        let keeping = notifications.indices.filter { index in
+            let user = notifications[index].token.user
+            return kept.contains(user) || (!listed.contains(user) && !unsent.contains(user))
+        }
         notifications = keeping.map { notifications[$0] }
         attempts = keeping.map { attempts[$0] }
         return last
     }
-}
-
-extension Delivering.Attempt {
-    /// Sent at least once, or settled without a send (refused, a dry run): not left waiting.
-    var wasMade: Bool { count > 0 || request == nil || metricOutcome != nil }
 }

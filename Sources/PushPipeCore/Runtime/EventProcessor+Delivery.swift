@@ -17,6 +17,8 @@ struct Delivering: Sendable {
         /// Not sent because its origin asked this sender to wait: the retry waits that out
         /// without spending an attempt.
         var held = false
+        /// Prepared and never sent nor held: the drain timeout stopped its batch first.
+        var notSentYet = false
     }
 
     func needsRetry(within limit: Int) -> Bool {
@@ -59,7 +61,7 @@ extension EventProcessor {
                     } else {
                         // Replaced by the first attempt's outcome below.
                         sending.append((index, attempts.count))
-                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0))
+                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0, notSentYet: true))
                     }
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
@@ -85,6 +87,7 @@ extension EventProcessor {
                                                                                                       reason: "held: \(shownScope(of: request)) asked to wait")
                     // Its retry waits the pause out, or ends it unresolved when it is too long (`waitsTooLong`).
                     deliverings[place.delivering].attempts[place.notification].held = true
+                    deliverings[place.delivering].attempts[place.notification].notSentYet = false
                     return true
                 }
                 if chunk.isEmpty { continue }
@@ -98,6 +101,7 @@ extension EventProcessor {
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
                 deliverings[place.delivering].attempts[place.notification].count = 1
+                deliverings[place.delivering].attempts[place.notification].notSentYet = false
                 if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }
         }
@@ -238,14 +242,14 @@ extension EventProcessor {
         // Sent is sent: the outcome is written however long the store is away (its watermarks
         // keep the event from going out again, its removal from a queue waits for it), and the
         // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
-        // the drain timeout gives it `recordGrace` more (a page not recorded goes out again at
-        // the next start), then gives it up.
-        _ = try? await uncancelled(grace: Self.recordGrace) { [self, records, history, state] in
+        // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
+        // page not recorded goes out again at the next start), then gives it up.
+        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, records, history, state] in
             await write(outcomes, records: records, history: history, state: state, events: events, webhooks: webhooks)
         }
     }
 
-    /// How long an outcome's write outlives the cancellation of its event (the drain timeout).
+    /// How long the outcomes' writes outlive the first cancellation of an event (the drain timeout).
     static var recordGrace: Duration { .seconds(10) }
 
     private func write(_ outcomes: [Outcome], records: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],

@@ -23,6 +23,8 @@ public struct EventProcessor: Sendable {
     var onWebhookOutcomes: (@Sendable () -> Void)?
     let reportedConfigErrors = RepeatedMessages(window: nil)
     let repeatedFailures = RepeatedMessages(window: .seconds(10))
+    /// When the writes of a stop give up (`recordGrace` after the first is cancelled).
+    let stopDeadline = StopDeadline()
     /// Each stage's context, made once: they are the same for every event.
     private let filterContexts: [StageContext]
     let rendererContext: StageContext

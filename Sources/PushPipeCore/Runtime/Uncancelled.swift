@@ -13,17 +13,39 @@ public func uncancelled<Result: Sendable>(_ body: @escaping @Sendable () async t
 /// for a write that retries while the store is away, worth finishing after a stop (what it
 /// records went out already) but not worth holding the stop for ever.
 public func uncancelled<Result: Sendable>(grace: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    try await uncancelled(until: { .now + grace }, body)
+}
+
+/// As `uncancelled(grace:_:)`, until a deadline asked for when the caller is cancelled: writes
+/// of one stop share one deadline, so a stop lasts one grace, not one per write.
+public func uncancelled<Result: Sendable>(until deadline: @escaping @Sendable () -> ContinuousClock.Instant,
+                                          _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
     let task = Task { try await body() }
     let timer = Mutex<Task<Void, Never>?>(nil)
     defer { timer.withLock { $0?.cancel() } }
     return try await withTaskCancellationHandler {
         try await task.value
     } onCancel: {
+        let due = deadline()
         timer.withLock { timer in
             timer = Task {
-                guard (try? await Task.sleep(for: grace)) != nil else { return }
+                guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { return }
                 task.cancel()
             }
+        }
+    }
+}
+
+/// The deadline that the writes of a stopping pipeline share: set by the first one cancelled.
+final class StopDeadline: Sendable {
+    private let deadline = Mutex<ContinuousClock.Instant?>(nil)
+
+    func after(_ grace: Duration) -> ContinuousClock.Instant {
+        deadline.withLock { deadline in
+            if let deadline { return deadline }
+            let due = ContinuousClock.now + grace
+            deadline = due
+            return due
         }
     }
 }

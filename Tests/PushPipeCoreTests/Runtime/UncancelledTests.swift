@@ -1,4 +1,4 @@
-import PushPipeCore
+@testable import PushPipeCore
 import Testing
 
 /// A write of what was already sent goes on after its caller's cancellation (the drain
@@ -31,6 +31,35 @@ import Testing
         }
         for await _ in started { break }
         caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+    }
+
+    /// The case of an outcome's write: its event was cancelled before the write began.
+    @Test func aCallerCancelledBeforeTheCallStillGetsTheBodyRun() async throws {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let caller = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await uncancelled(grace: .seconds(3600)) {
+                for await _ in gate { break }
+                return Task.isCancelled
+            }
+        }
+        open.yield()
+        #expect(try await caller.value == false)
+    }
+
+    /// The writes of one stop share one deadline: the second, cancelled later, gets what is
+    /// left of the first's grace, not a grace of its own.
+    @Test func theWritesOfAStopShareOneDeadline() async throws {
+        let stop = StopDeadline()
+        let first = stop.after(.milliseconds(100))
+        #expect(stop.after(.seconds(3600)) == first)
+        let caller = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await uncancelled(until: { stop.after(.seconds(3600)) }) {
+                try await Task.sleep(for: .seconds(3600))
+            }
+        }
         await #expect(throws: CancellationError.self) { try await caller.value }
     }
 
