@@ -207,7 +207,9 @@ final class ChaosLedger: SoakAccounting {
                     let within = { (window: Duration) in { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window } }
                     // A page's sends are in flight until the page is recorded; anything else's, until its answer.
                     let inFlight = within(page ? Self.pageWindow : self.inFlightWindow)
-                    if state.killedAt[delivery.instance].map(inFlight) ?? false { return true }
+                    // A send the stand-in read just after its process's SIGKILL was written before it.
+                    let killedAround = { (at: ContinuousClock.Instant) in at >= delivery.at - .seconds(1) && at - delivery.at <= Self.pageWindow }
+                    if state.killedAt[delivery.instance].map(page ? killedAround : inFlight) ?? false { return true }
                     if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
                     if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
                     // Log stamps are whole seconds: a second's slack on the early side. A page's
