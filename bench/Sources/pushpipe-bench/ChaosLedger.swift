@@ -196,6 +196,14 @@ final class ChaosLedger: SoakAccounting {
                     timeouts[instance, default: []].append(start + .milliseconds(Int64(date.timeIntervalSince(startDate) * 1000)))
                 }
             }
+            // The database's outages, from their start to "database back" (or the end).
+            var outages: [ClosedRange<ContinuousClock.Instant>] = []
+            var outageStart: ContinuousClock.Instant?
+            for entry in state.timeline {
+                if entry.what == "outage" { outageStart = entry.at }
+                if entry.what == "database back", let began = outageStart { outages.append(began...entry.at); outageStart = nil }
+            }
+            if let began = outageStart { outages.append(began...ContinuousClock.now) }
             summary.accepted = state.accepted.count
             summary.delivered = state.accepted.filter { state.deliveries[$0] != nil }.count
             summary.lost = summary.accepted - summary.delivered
@@ -211,6 +219,11 @@ final class ChaosLedger: SoakAccounting {
                     let killedAround = { (at: ContinuousClock.Instant) in at >= delivery.at - .seconds(1) && at - delivery.at <= Self.pageWindow }
                     if state.killedAt[delivery.instance].map(page ? killedAround : inFlight) ?? false { return true }
                     if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
+                    // A SIGTERM while the database is away: what its process had in flight could
+                    // not be recorded within the stop's grace, and another daemon sends it again.
+                    if let stopped = state.terminatedAt[delivery.instance], inFlight(stopped), outages.contains(where: { $0.contains(stopped) }) {
+                        return true
+                    }
                     if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
                     // Log stamps are whole seconds: a second's slack on the early side. A page's
                     // retries (and their log line) begin once all its first attempts are made, up
