@@ -72,7 +72,7 @@ extension EventProcessor {
         }
         var start = 0
         // Stopped (the drain timeout): what is not sent yet stays so, and its event is let go
-        // of; sending the rest, `together` at a time, made a stop wait on a slow provider.
+        // of; sending the rest, `together` at a time, would make a stop wait on a slow provider.
         while start < sending.count, !Task.isCancelled {
             var chunk = Array(sending[start..<min(sending.count, start + max(1, together))])
             start += chunk.count

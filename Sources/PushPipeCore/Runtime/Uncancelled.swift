@@ -9,15 +9,11 @@ public func uncancelled<Result: Sendable>(_ body: @escaping @Sendable () async t
     try await Task { try await body() }.value
 }
 
-/// Runs `body` out of the caller's cancellation for at most `grace` after it, then cancels it:
-/// for a write that retries while the store is away, worth finishing after a stop (what it
-/// records went out already) but not worth holding the stop for ever.
-public func uncancelled<Result: Sendable>(grace: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
-    try await uncancelled(until: { .now + grace }, body)
-}
-
-/// As `uncancelled(grace:_:)`, until a deadline asked for when the caller is cancelled: writes
-/// of one stop share one deadline, so a stop lasts one grace, not one per write.
+/// Runs `body` out of the caller's cancellation until a deadline asked for when the caller is
+/// cancelled, then cancels it: for a write that retries while the store is away, worth
+/// finishing after a stop (what it records went out already) but not worth holding the stop
+/// for ever. The writes of one stop share one deadline (`StopDeadline`), so a stop lasts one
+/// grace, not one per write.
 public func uncancelled<Result: Sendable>(until deadline: @escaping @Sendable () -> ContinuousClock.Instant,
                                           _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
     let task = Task { try await body() }
@@ -32,20 +28,6 @@ public func uncancelled<Result: Sendable>(until deadline: @escaping @Sendable ()
                 guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { return }
                 task.cancel()
             }
-        }
-    }
-}
-
-/// The deadline that the writes of a stopping pipeline share: set by the first one cancelled.
-final class StopDeadline: Sendable {
-    private let deadline = Mutex<ContinuousClock.Instant?>(nil)
-
-    func after(_ grace: Duration) -> ContinuousClock.Instant {
-        deadline.withLock { deadline in
-            if let deadline { return deadline }
-            let due = ContinuousClock.now + grace
-            deadline = due
-            return due
         }
     }
 }

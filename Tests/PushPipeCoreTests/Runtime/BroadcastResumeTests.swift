@@ -137,8 +137,7 @@ import Testing
 
     /// Stopped at the drain timeout while its page is in flight: the provider accepted the
     /// page, so its deliveries and the progress past it are recorded though the broadcast was
-    /// cancelled (the 10-minute adversarial soak sent such pages again), and the next run sends
-    /// it to no one again.
+    /// cancelled, and the next run sends it to no one again.
     @Test func aBroadcastCancelledWhileItsPageIsSentRecordsThatPage() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
             try await Self.cancelledWhileSending(pipeline, store: pipeline.store)
@@ -154,10 +153,8 @@ import Testing
     }
 
     /// Stopped at the drain timeout partway through a page: it sends no more of the page, and
-    /// records the users it reached, so the next run goes on with the first user it did not.
-    /// Before, a stopping daemon sent the rest of the page, `fanout` at a time, each batch
-    /// waiting out a slow provider (a SIGTERM took 120 s in the 10-minute adversarial soak),
-    /// and recorded nothing past the page's start, so the next run sent it all again.
+    /// records the users it reached, so the next run goes on with the first user it did not:
+    /// sending the rest, `fanout` at a time, would make the stop wait on a slow provider.
     @Test func aBroadcastCancelledPartwayThroughAPageSendsNoMoreOfItAndGoesOnWhereItStopped() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {fanout: 1}") { pipeline in
             let name = pipeline.definition.name
@@ -184,8 +181,7 @@ import Testing
 
     /// Stopped at the drain timeout while the store is away and its sent page waits to be
     /// recorded: the write goes on for a grace after the stop, so once the store is back the
-    /// page is recorded. The 10-minute adversarial soak lost these writes to the cancellation,
-    /// and the next daemon sent the pages again from page 1.
+    /// page is recorded instead of being sent again by the next daemon.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func aBroadcastStoppedWhileTheStoreIsAwayRecordsItsSentPageOnceTheStoreIsBack() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in

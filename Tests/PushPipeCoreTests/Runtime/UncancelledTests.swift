@@ -8,7 +8,7 @@ import Testing
         let (started, start) = AsyncStream<Void>.makeStream()
         let (gate, open) = AsyncStream<Void>.makeStream()
         let caller = Task {
-            try await uncancelled(grace: .seconds(3600)) {
+            try await uncancelled(until: { .now + .seconds(3600) }) {
                 start.yield()
                 for await _ in gate { break }
                 return Task.isCancelled
@@ -23,7 +23,7 @@ import Testing
     @Test func theBodyIsCancelledOnceTheGracePasses() async throws {
         let (started, start) = AsyncStream<Void>.makeStream()
         let caller = Task {
-            try await uncancelled(grace: .milliseconds(50)) {
+            try await uncancelled(until: { .now + .milliseconds(50) }) {
                 start.yield()
                 // A store that never comes back.
                 try await Task.sleep(for: .seconds(3600))
@@ -39,7 +39,7 @@ import Testing
         let (gate, open) = AsyncStream<Void>.makeStream()
         let caller = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await uncancelled(grace: .seconds(3600)) {
+            return try await uncancelled(until: { .now + .seconds(3600) }) {
                 for await _ in gate { break }
                 return Task.isCancelled
             }
@@ -64,6 +64,6 @@ import Testing
     }
 
     @Test func aBodyThatEndsBeforeItsCallersCancellationReturnsItsResult() async throws {
-        #expect(try await uncancelled(grace: .seconds(3600)) { 42 } == 42)
+        #expect(try await uncancelled(until: { .now + .seconds(3600) }) { 42 } == 42)
     }
 }

@@ -171,8 +171,9 @@ struct ChaosCommand: AsyncParsableCommand {
                 default:
                     guard ContinuousClock.now - lastOutage > .seconds(outage * 3), ContinuousClock.now + .seconds(outage) < deadline else { continue }
                     ledger.fault("outage")
+                    let began = ContinuousClock.now
                     try await admin.outage(seconds: outage)
-                    ledger.mark("database back")
+                    ledger.databaseBack(since: began)
                     lastOutage = ContinuousClock.now
                 }
                 FileHandle.standardError.write(Data("chaos: \(ledger.progress)\n".utf8))

@@ -22,6 +22,8 @@ final class ChaosLedger: SoakAccounting {
         var killedAt: [Int: ContinuousClock.Instant] = [:]
         /// When a process was sent SIGTERM: a broadcast's page cut at the drain timeout is sent again.
         var terminatedAt: [Int: ContinuousClock.Instant] = [:]
+        /// The database's outages, from their start until it was back.
+        var outages: [ClosedRange<ContinuousClock.Instant>] = []
         /// When a stand-in sent GOAWAY and closed a process's connection: the streams still
         /// open on it were accepted but never answered, and are sent again (at least once).
         var cutAt: [Int: [ContinuousClock.Instant]] = [:]
@@ -88,8 +90,16 @@ final class ChaosLedger: SoakAccounting {
         }
     }
 
-    /// A moment in the timeline that is no fault of its own (the database coming back).
+    /// A moment in the timeline that is no fault of its own.
     func mark(_ what: String) { state.withLock { $0.timeline.append((.now, what)) } }
+
+    /// The database is back after an outage that began at `began`.
+    func databaseBack(since began: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.outages.append(began...ContinuousClock.now)
+            state.timeline.append((.now, "database back"))
+        }
+    }
 
     private func offset(_ at: ContinuousClock.Instant) -> String {
         let seconds = Double((at - start).components.seconds) + Double((at - start).components.attoseconds) / 1e18
@@ -196,14 +206,6 @@ final class ChaosLedger: SoakAccounting {
                     timeouts[instance, default: []].append(start + .milliseconds(Int64(date.timeIntervalSince(startDate) * 1000)))
                 }
             }
-            // The database's outages, from their start to "database back" (or the end).
-            var outages: [ClosedRange<ContinuousClock.Instant>] = []
-            var outageStart: ContinuousClock.Instant?
-            for entry in state.timeline {
-                if entry.what == "outage" { outageStart = entry.at }
-                if entry.what == "database back", let began = outageStart { outages.append(began...entry.at); outageStart = nil }
-            }
-            if let began = outageStart { outages.append(began...ContinuousClock.now) }
             summary.accepted = state.accepted.count
             summary.delivered = state.accepted.filter { state.deliveries[$0] != nil }.count
             summary.lost = summary.accepted - summary.delivered
@@ -212,16 +214,18 @@ final class ChaosLedger: SoakAccounting {
                 // on a connection a GOAWAY closed before its answer.
                 let page = id.contains("#")
                 let explained = deliveries.dropLast().allSatisfy { delivery in
-                    let within = { (window: Duration) in { (at: ContinuousClock.Instant) in at >= delivery.at && at - delivery.at <= window } }
+                    /// From the send (or `slack` before it) to `window` after it.
+                    func within(_ window: Duration, slack: Duration = .zero) -> (ContinuousClock.Instant) -> Bool {
+                        { at in at >= delivery.at - slack && at - delivery.at <= window }
+                    }
                     // A page's sends are in flight until the page is recorded; anything else's, until its answer.
                     let inFlight = within(page ? Self.pageWindow : self.inFlightWindow)
                     // A send the stand-in read just after its process's SIGKILL was written before it.
-                    let killedAround = { (at: ContinuousClock.Instant) in at >= delivery.at - .seconds(1) && at - delivery.at <= Self.pageWindow }
-                    if state.killedAt[delivery.instance].map(page ? killedAround : inFlight) ?? false { return true }
+                    if state.killedAt[delivery.instance].map(page ? within(Self.pageWindow, slack: .seconds(1)) : inFlight) ?? false { return true }
                     if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
                     // A SIGTERM while the database is away: what its process had in flight could
                     // not be recorded within the stop's grace, and another daemon sends it again.
-                    if let stopped = state.terminatedAt[delivery.instance], inFlight(stopped), outages.contains(where: { $0.contains(stopped) }) {
+                    if let stopped = state.terminatedAt[delivery.instance], inFlight(stopped), state.outages.contains(where: { $0.contains(stopped) }) {
                         return true
                     }
                     if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
