@@ -238,6 +238,7 @@ let package = Package(
             name: "pushpipeTests",
             dependencies: [
                 "PushPayloads", "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + testLibraries
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.

@@ -192,28 +192,35 @@ import Testing
             try await harness.register("mallory", harness.standIn.subscribe("m1"))
             try await harness.register("ann", harness.standIn.subscribe("a1"))
             harness.standIn.script(.init(status: 429, retryAfter: 3600))
-            let started = ContinuousClock.now
             // One processor, as a daemon's pipeline has: the pause is its transport gate's.
             let logger = Logger(label: "webpush-test")
             let processor = EventProcessor(definition: harness.definition, store: harness.store, logger: logger, mode: .live)
-            let reports = try await harness.definition.withRunningStages(store: harness.store, logger: logger, mode: .live) {
-                var reports: [EventReport] = []
-                for n in 0..<3 {
-                    reports.append(await processor.process(Event(pipeline: harness.definition.name, user: "mallory",
-                                                                  body: ["title": "t", "text": "x", "n": .int(Int64(n))])))
+            // Had an event waited out the hour, this would not finish within two minutes, which
+            // is room enough for a busy machine.
+            let finishedInTime = await finished(within: .seconds(120)) { () -> Result<[EventReport], any Error> in
+                do {
+                    return .success(try await harness.definition.withRunningStages(store: harness.store, logger: logger, mode: .live) {
+                        var reports: [EventReport] = []
+                        for n in 0..<3 {
+                            reports.append(await processor.process(Event(pipeline: harness.definition.name, user: "mallory",
+                                                                          body: ["title": "t", "text": "x", "n": .int(Int64(n))])))
+                        }
+                        // Another subscriber of the same push service (FCM's, Apple's are shared by all
+                        // their browsers) is not held by mallory's answer.
+                        let ann = await processor.process(Event(pipeline: harness.definition.name, user: "ann", body: ["title": "t", "text": "x", "n": 9]))
+                        #expect(ann.status == .delivered, "\(ann.deliveries)")
+                        return reports
+                    })
+                } catch {
+                    return .failure(error)
                 }
-                // Another subscriber of the same push service (FCM's, Apple's are shared by all
-                // their browsers) is not held by mallory's answer.
-                let ann = await processor.process(Event(pipeline: harness.definition.name, user: "ann", body: ["title": "t", "text": "x", "n": 9]))
-                #expect(ann.status == .delivered, "\(ann.deliveries)")
-                return reports
             }
+            let reports = try #require(finishedInTime, "an event waited out the hour").get()
             #expect(reports.allSatisfy { !($0.reason ?? "").contains("/push/m1") }, "no whole endpoint in a reason")
             for report in reports {
                 #expect(report.status != .delivered)
                 #expect(report.deliveries.first?.outcome == "retry-after", "\(report.deliveries)")
             }
-            #expect(ContinuousClock.now - started < .seconds(20), "no event waited out the hour")
             #expect(harness.standIn.messages.filter { $0.subscription == "m1" }.count == 1, "the paused subscription got nothing more")
         }
     }

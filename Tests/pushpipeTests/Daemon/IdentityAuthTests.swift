@@ -88,7 +88,7 @@ import Testing
             broken.identify("bob-ogs-token", as: 42)
             func register(_ token: String) async throws -> HTTPTestClient.Response {
                 try await client.request("POST", "/register-elsewhere", json: ["user_id": "42", "device_token": .string(Self.phone)],
-                                         headers: ["authorization": "Bearer \(token)"])
+                                         headers: ["authorization": "Bearer \(token)"], timeout: 120)
             }
             broken.behaveForIdentity(.malformed)
             Self.expectRefusal(try await register("bob-ogs-token"), 502, field: "authorization", saying: "names no user")
@@ -103,7 +103,7 @@ import Testing
             let hung = try await register("bob-ogs-token")
             Self.expectRefusal(hung, 503, field: "authorization", saying: "did not answer")
             #expect(hung.headers["retry-after"] != nil)
-            #expect(ContinuousClock.now - started < .seconds(25), "bounded by the check's timeout, not the client's")
+            #expect(ContinuousClock.now - started < .seconds(60), "bounded by the check's timeout, not the client's")
             broken.behaveForIdentity(.normal)
             #expect(try await register("bob-ogs-token").status == 200, "the service is back: the registration goes through")
             #expect(try await client.request("GET", "/users-by-token/\(Self.phone)").body?["user_ids"] == ["42"])
