@@ -124,6 +124,27 @@ extension PostgresStore {
         ("v12-idempotency-holder", [
             "ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT ''",
         ]),
+        // Durable work of every kind in one table (`WorkQueue`); webhook outcomes first, moved
+        // from their own table with their batch, attempts and due time.
+        ("v13-work", [
+            """
+            CREATE TABLE work (
+                id BIGSERIAL PRIMARY KEY, pipeline TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+                due_at DOUBLE PRECISION NOT NULL, owner TEXT, lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+                attempts INTEGER NOT NULL DEFAULT 0, payload TEXT NOT NULL, cursor TEXT, work_group TEXT,
+                created_at DOUBLE PRECISION NOT NULL, UNIQUE (pipeline, kind, key))
+            """,
+            "CREATE INDEX work_due ON work (pipeline, kind, due_at)",
+            "CREATE INDEX work_groups ON work (pipeline, kind, work_group) WHERE work_group IS NOT NULL",
+            """
+            INSERT INTO work (id, pipeline, kind, key, due_at, lease_until, attempts, payload, work_group, created_at)
+            SELECT id, pipeline, 'webhook', target || ' ' || outcome_id, next_at, lease_until, attempts,
+                   jsonb_build_object('target', target, 'outcome_id', outcome_id, 'payload', payload::jsonb)::text, batch, created_at
+            FROM webhook_outbox ORDER BY id ON CONFLICT DO NOTHING
+            """,
+            "SELECT setval(pg_get_serial_sequence('work', 'id'), greatest((SELECT max(id) FROM work), 1))",
+            "DROP TABLE webhook_outbox",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

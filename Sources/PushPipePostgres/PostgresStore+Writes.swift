@@ -15,11 +15,11 @@ extension PostgresStore {
         var dequeued: [(pipeline: String, eventID: String)] = []
         var answers: [IdempotentAnswer] = []
         var events: [String: JSON] = [:]
-        var webhooks: [JSON] = []
+        var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
             case .outcome(let records, let history, let state, let outcomes, let webhookOutcomes, let pipeline):
-                webhooks += webhookOutcomes.map(json)
+                if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
                 deliveries += DeliveryRow.rows(deliveries: records, history: history).map(json)
                 if !state.isEmpty { states.append((state, pipeline)) }
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
@@ -65,13 +65,8 @@ extension PostgresStore {
                 ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
                 """, logger: logger)
         }
-        if !webhooks.isEmpty {
-            try await connection.query("""
-                INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, next_at)
-                SELECT pipeline, target, outcome_id, payload, created_at, \(unescaped: databaseNow)
-                FROM jsonb_to_recordset(\(jsonb: webhooks)::jsonb) AS w(
-                    pipeline text, target text, outcome_id text, payload text, created_at double precision)
-                """, logger: logger)
+        for (pipeline, outcomes) in webhooks {
+            try await PostgresWorkQueue.insert(outcomes.map(\.work), pipeline: pipeline, after: 0, on: connection, logger: logger)
         }
         for answer in answers { try await record(answer, on: connection, logger: logger) }
         let now = Date().timeIntervalSince1970
@@ -92,11 +87,6 @@ extension PostgresStore {
                 DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND event_id = \(eventID) ORDER BY id LIMIT 1)
                 """, logger: logger)
         }
-    }
-
-    private static func json(_ outcome: WebhookOutcome) -> JSON {
-        ["pipeline": .string(outcome.pipeline), "target": .string(outcome.target), "outcome_id": .string(outcome.outcomeID),
-         "payload": .string(outcome.payload.compactText), "created_at": .double(outcome.createdAt)]
     }
 
     private static func json(_ record: EventRecord) -> JSON {

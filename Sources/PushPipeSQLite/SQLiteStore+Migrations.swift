@@ -180,6 +180,24 @@ extension SQLiteStore {
             // Which request holds an unanswered key: a failed request releases only its own hold.
             try db.execute(sql: "ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT ''")
         }
+        migrator.registerMigration("v16-work") { db in
+            // Durable work of every kind in one table (`WorkQueue`); webhook outcomes first,
+            // moved from their own table with their batch, attempts and due time.
+            try db.execute(sql: """
+                CREATE TABLE work (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, pipeline TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+                    due_at DOUBLE NOT NULL, owner TEXT, lease_until DOUBLE NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,
+                    payload TEXT NOT NULL, cursor TEXT, work_group TEXT, created_at DOUBLE NOT NULL);
+                CREATE UNIQUE INDEX work_by_key ON work (pipeline, kind, key);
+                CREATE INDEX work_due ON work (pipeline, kind, due_at);
+                CREATE INDEX work_groups ON work (pipeline, kind, work_group) WHERE work_group IS NOT NULL;
+                INSERT OR IGNORE INTO work (id, pipeline, kind, key, due_at, lease_until, attempts, payload, work_group, created_at)
+                    SELECT id, pipeline, 'webhook', target || ' ' || outcome_id, next_at, lease_until, attempts,
+                           json_object('target', target, 'outcome_id', outcome_id, 'payload', json(payload)), batch, created_at
+                    FROM webhook_outbox ORDER BY id;
+                DROP TABLE webhook_outbox;
+                """)
+        }
         return migrator
     }
 

@@ -57,11 +57,22 @@ public struct PostgresServer: Sendable {
                 guard chown(path, owner.uid, owner.gid) == 0 else { throw Failure(description: "chown \(path) failed: errno \(errno)") }
             }
         }
-        let port = try await Self.freePort()
         try await run("\(binaries)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], as: owner)
-        let options = (settings + ["port=\(port)"]).map { "-c \($0)" }.joined(separator: " ")
-        try await run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log", "-w", "start"], as: owner)
-        return PostgresServer(port: port, directory: directory)
+        // A free port may be taken by another process before the server binds it (tests start
+        // servers side by side): then the start fails, and the next one tries another port.
+        var attempt = 1
+        while true {
+            let port = try await Self.freePort()
+            let options = (settings + ["port=\(port)"]).map { "-c \($0)" }.joined(separator: " ")
+            do {
+                try await run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log", "-w", "start"], as: owner)
+                return PostgresServer(port: port, directory: directory)
+            } catch let failure as Failure {
+                let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? ""
+                guard attempt < 3 else { throw Failure(description: failure.description + "\nserver.log:\n" + log.suffix(2000)) }
+                attempt += 1
+            }
+        }
     }
 
     /// A `postgres://` URL of the server's `postgres` database with these query parameters.

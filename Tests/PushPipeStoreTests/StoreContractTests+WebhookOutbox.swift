@@ -126,12 +126,12 @@ extension StoreContractTests {
     static func outboxRow(_ store: any Store, pipeline: String) async throws -> (nextAt: Double, leaseUntil: Double, attempts: Int)? {
         if let sqlite = store as? SQLiteStore {
             return try await sqlite.database.read { db in
-                try Row.fetchOne(db, sql: "SELECT next_at, lease_until, attempts FROM webhook_outbox WHERE pipeline = ?", arguments: [pipeline])
-                    .map { row in ((row["next_at"] as Double?) ?? .nan, row["lease_until"], row["attempts"]) }
+                try Row.fetchOne(db, sql: "SELECT due_at, lease_until, attempts FROM work WHERE pipeline = ? AND kind = 'webhook'", arguments: [pipeline])
+                    .map { row in ((row["due_at"] as Double?) ?? .nan, row["lease_until"], row["attempts"]) }
             }
         }
         let postgres = try #require(store as? PostgresStore)
-        return try await postgres.connections.rows("SELECT next_at, lease_until, attempts FROM webhook_outbox WHERE pipeline = \(pipeline)")
+        return try await postgres.connections.rows("SELECT due_at, lease_until, attempts FROM work WHERE pipeline = \(pipeline) AND kind = 'webhook'")
             .decode((Double, Double, Int).self).first.map { ($0.0, $0.1, $0.2) }
     }
 }

@@ -7,13 +7,22 @@ import Logging
 struct WebhookDispatcher: Sendable {
     let pipeline: String
     let targets: [WebhookTarget]
-    let store: any WebhookOutboxStore
+    let work: any WorkQueue
     let poster: any WebhookPoster
     let telemetry: Telemetry
     let logger: Logger
     /// Signals outcomes just written here, so they go out at once rather than at the next look.
     let written = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let failures = RepeatedMessages(window: .seconds(60))
+
+    init(pipeline: String, targets: [WebhookTarget], store: any Store, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger) {
+        self.pipeline = pipeline
+        self.targets = targets
+        work = store.work(pipeline: pipeline)
+        self.poster = poster
+        self.telemetry = telemetry
+        self.logger = logger
+    }
 
     static var batchLimit: Int { 100 }
     /// How long a claimed batch stays this daemon's: longer than its POSTs may take (one per
@@ -57,25 +66,25 @@ struct WebhookDispatcher: Sendable {
 
     /// One round: returns whether a full claim came (more may be due).
     func sendDue() async throws -> Bool {
-        let claimed = try await store.claimWebhookOutcomes(pipeline: pipeline, limit: Self.batchLimit, lease: lease)
+        let claimed = try await work.claimWebhookOutcomes(limit: Self.batchLimit, lease: lease)
         guard !claimed.isEmpty else { return false }
         for outcomes in Self.batches(claimed) {
             let url = outcomes[0].target
             guard let target = targets.first(where: { $0.url == url }) else {
                 // The webhook left the pipeline: nobody waits for these.
                 logger.notice("webhooks: \(outcomes.count) outcomes for \(url), no longer a webhook of this pipeline, dropped")
-                try await store.removeWebhookOutcomes(ids: outcomes.map(\.id))
+                try await work.complete(ids: outcomes.map(\.id))
                 continue
             }
             let message = Self.message(outcomes, pipeline: pipeline)
             switch await poster.post(message, to: target) {
             case .taken:
-                try await store.removeWebhookOutcomes(ids: outcomes.map(\.id))
+                try await work.complete(ids: outcomes.map(\.id))
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "taken")], by: outcomes.count)
             case .retry(let seconds, let reason):
                 let attempts = outcomes.map(\.attempts).max() ?? 0
                 let delay = Self.delay(retryAfter: seconds, afterAttempts: attempts + 1)
-                try await store.retryWebhookOutcomes(ids: outcomes.map(\.id), after: delay)
+                try await work.retry(ids: outcomes.map(\.id), after: delay)
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
                     logger.warning("webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))")

@@ -5,10 +5,12 @@ import Foundation
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, WebhookOutboxStore, QueuedEventStore, IdempotencyStore,
+public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore,
     StageStateStore, PollScheduleStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
+    /// The pipeline's durable work: webhook outcomes, and every later kind of leased item.
+    func work(pipeline: String) -> any WorkQueue
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
     func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
     /// Calls `observer` after each checkpoint of the store's write-ahead log, where the store
@@ -144,9 +146,6 @@ public protocol RetentionStore: Sendable {
     /// Removes at most `limit` of the pipeline's event records not changed since `cutoff`
     /// (UNIX seconds), dead letters excepted: they stay until replayed or dropped. Returns how many.
     func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
-    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
-    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
-    func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
     /// (the store's clock). Returns how many.
     func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int

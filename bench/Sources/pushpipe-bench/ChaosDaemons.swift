@@ -96,6 +96,7 @@ final class ChaosDaemons: Sendable {
                 if command == .terminate { ledger.terminated(instance) }
                 daemon.signal(SIGTERM)
                 let status = try? await daemon.waitForExit(timeout: 120)
+                if command == .terminate { ledger.exited(instance) }
                 let took = ContinuousClock.now - signalled
                 ledger.stopped(after: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
                 if status != 0 {

@@ -22,6 +22,8 @@ final class ChaosLedger: SoakAccounting {
         var killedAt: [Int: ContinuousClock.Instant] = [:]
         /// When a process was sent SIGTERM: a broadcast's page cut at the drain timeout is sent again.
         var terminatedAt: [Int: ContinuousClock.Instant] = [:]
+        /// When a process sent SIGTERM had exited: it drains (and sends) until then.
+        var exitedAt: [Int: ContinuousClock.Instant] = [:]
         /// The database's outages, from their start until it was back.
         var outages: [ClosedRange<ContinuousClock.Instant>] = []
         /// When a stand-in sent GOAWAY and closed a process's connection: the streams still
@@ -73,6 +75,7 @@ final class ChaosLedger: SoakAccounting {
     func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
     func killed(_ instance: Int) { state.withLock { $0.killedAt[instance] = .now } }
     func terminated(_ instance: Int) { state.withLock { $0.terminatedAt[instance] = .now } }
+    func exited(_ instance: Int) { state.withLock { $0.exitedAt[instance] = .now } }
 
     /// How long a broadcast's send stays in flight: its page is recorded once all of its 1,000
     /// recipients settled, which retries and a database outage stretch to tens of seconds.
@@ -98,6 +101,13 @@ final class ChaosLedger: SoakAccounting {
         state.withLock { state in
             state.outages.append(began...ContinuousClock.now)
             state.timeline.append((.now, "database back"))
+        }
+    }
+
+    /// How long `outages` cover of `span`.
+    static func overlap(of outages: [ClosedRange<ContinuousClock.Instant>], with span: ClosedRange<ContinuousClock.Instant>) -> Duration {
+        outages.filter { $0.overlaps(span) }.reduce(.zero) { total, outage in
+            total + (min(outage.upperBound, span.upperBound) - max(outage.lowerBound, span.lowerBound))
         }
     }
 
@@ -218,15 +228,20 @@ final class ChaosLedger: SoakAccounting {
                     func within(_ window: Duration, slack: Duration = .zero) -> (ContinuousClock.Instant) -> Bool {
                         { at in at >= delivery.at - slack && at - delivery.at <= window }
                     }
-                    // A page's sends are in flight until the page is recorded; anything else's, until its answer.
-                    let inFlight = within(page ? Self.pageWindow : self.inFlightWindow)
+                    // A page's sends are in flight until the page is recorded, which waits out any
+                    // outage of the database meanwhile; anything else's, until its answer.
+                    let pageWindow = Self.pageWindow + Self.overlap(of: state.outages, with: delivery.at...(delivery.at + Self.pageWindow))
+                    let inFlight = within(page ? pageWindow : self.inFlightWindow)
                     // A send the stand-in read just after its process's SIGKILL was written before it.
-                    if state.killedAt[delivery.instance].map(page ? within(Self.pageWindow, slack: .seconds(1)) : inFlight) ?? false { return true }
-                    if page, state.terminatedAt[delivery.instance].map(inFlight) ?? false { return true }
-                    // A SIGTERM while the database is away: what its process had in flight could
-                    // not be recorded within the stop's grace, and another daemon sends it again.
-                    if let stopped = state.terminatedAt[delivery.instance], inFlight(stopped), state.outages.contains(where: { $0.contains(stopped) }) {
-                        return true
+                    if state.killedAt[delivery.instance].map(page ? within(pageWindow, slack: .seconds(1)) : inFlight) ?? false { return true }
+                    if let stopped = state.terminatedAt[delivery.instance] {
+                        // A stopping process drains: it goes on sending after the SIGTERM until it exits.
+                        let stop = stopped...max(stopped, state.exitedAt[delivery.instance] ?? stopped + .seconds(120))
+                        let sentWhileStopping = inFlight(stopped) || stop.contains(delivery.at)
+                        if page, sentWhileStopping { return true }
+                        // The database away while it stops: what it had in flight could not be
+                        // recorded within the stop's grace, and another daemon sends it again.
+                        if sentWhileStopping, state.outages.contains(where: { $0.overlaps(stop) }) { return true }
                     }
                     if (state.cutAt[delivery.instance] ?? []).contains(where: within(self.inFlightWindow)) { return true }
                     // Log stamps are whole seconds: a second's slack on the early side. A page's

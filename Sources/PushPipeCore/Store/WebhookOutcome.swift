@@ -1,20 +1,3 @@
-/// Outcomes waiting for a pipeline's webhooks: written in the transaction of the deliveries
-/// they tell of, so a daemon killed after a delivery still tells of it, and removed once the
-/// receiver took them. They wait in the store, not in memory, however long a receiver is down.
-public protocol WebhookOutboxStore: Sendable {
-    /// The pipeline's outcomes due for sending (their retry time came, on the store's clock) that
-    /// no daemon holds, now this one's for `lease` seconds, oldest first, each with its `batch`.
-    /// A batch is fixed by the claim that first takes its outcomes (`WebhookOutcome.batches`) and
-    /// claimed whole from then on, so what a receiver refused, or a killed daemon may have sent,
-    /// goes again with the same companions under the same `webhook-id`. At most `limit` are
-    /// chosen, plus the rest of a batch the limit cut.
-    func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome]
-    /// The receiver took them.
-    func removeWebhookOutcomes(ids: [Int64]) async throws
-    /// The receiver failed: tried again in `delay` seconds, by whichever daemon claims them then.
-    func retryWebhookOutcomes(ids: [Int64], after delay: Double) async throws
-}
-
 /// One outcome for one webhook, as the outbox keeps it.
 public struct WebhookOutcome: Sendable, Equatable {
     /// Assigned by the store (0 before).
@@ -57,5 +40,25 @@ public struct WebhookOutcome: Sendable, Equatable {
     /// two batches never share one.
     public static func batchID(outcomeIDs: [String]) -> String {
         "msg_" + StableHash.hex(outcomeIDs.sorted().joined(separator: "\n"))
+    }
+}
+
+extension WebhookOutcome {
+    /// The kind of work item an outcome waits as.
+    public static let kind = "webhook"
+
+    /// As the outbox keeps it: one item per outcome and webhook, so the same outcome written
+    /// twice while it waits is sent once.
+    public var work: WorkItem {
+        WorkItem(id: id, kind: Self.kind, key: target + " " + outcomeID,
+                 payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
+                 attempts: attempts, createdAt: createdAt, group: batch)
+    }
+
+    /// Nil for an item that is not an outcome (written by a later version, say).
+    public init?(work: WorkItem, pipeline: String) {
+        guard let target = work.payload["target"]?.stringValue, let outcomeID = work.payload["outcome_id"]?.stringValue else { return nil }
+        self.init(id: work.id, pipeline: pipeline, target: target, outcomeID: outcomeID, payload: work.payload["payload"] ?? .null,
+                  attempts: work.attempts, createdAt: work.createdAt, batch: work.group)
     }
 }

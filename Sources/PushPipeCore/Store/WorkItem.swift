@@ -1,0 +1,36 @@
+/// One item of durable work a pipeline keeps in its store until a daemon has done it: a webhook
+/// outcome waiting for its receiver today, a scheduled send or a digest next. Every kind is
+/// held the same way (`WorkQueue`), so leases, due times and retries are written once per
+/// store instead of once per mechanism.
+public struct WorkItem: Sendable, Equatable {
+    /// Assigned by the store when the item is added (0 before); unique across pipelines. The
+    /// handle by which the daemon that claimed it completes, retries or releases it.
+    public var id: Int64
+    /// What the item is for (`webhook`, …): each mechanism claims its own kind.
+    public var kind: String
+    /// Unique within the pipeline and kind: an item added again under a key that still waits
+    /// is not added twice.
+    public var key: String
+    public var payload: JSON
+    /// Attempts that ended in `retry`.
+    public var attempts: Int
+    /// When it was added (UNIX seconds): retention removes what waited too long.
+    public var createdAt: Double
+    /// Items of one group are claimed together, whole, whatever the limit (a webhook's batch).
+    public var group: String?
+    /// How far a long item got, saved by `WorkQueue.saveProgress` while it is claimed: the
+    /// next claim, by this daemon or another, goes on from there.
+    public var cursor: String?
+
+    public init(id: Int64 = 0, kind: String, key: String, payload: JSON, attempts: Int = 0, createdAt: Double, group: String? = nil,
+                cursor: String? = nil) {
+        self.id = id
+        self.kind = kind
+        self.key = key
+        self.payload = payload
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.group = group
+        self.cursor = cursor
+    }
+}

@@ -1,0 +1,39 @@
+/// Outcomes waiting for a pipeline's webhooks: work items (`WorkQueue`) of the kind
+/// `webhook`, written in the transaction of the deliveries they tell of, so a daemon killed
+/// after a delivery still tells of it, and removed once the receiver took them. They wait in
+/// the store, not in memory, however long a receiver is down.
+extension WorkQueue {
+    /// The pipeline's outcomes due for sending that no daemon holds, now this one's for `lease`
+    /// seconds, oldest first, each with its `batch`. A batch is fixed by the claim that first
+    /// takes its outcomes (`WebhookOutcome.batches`) and claimed whole from then on, so what a
+    /// receiver refused, or a killed daemon may have sent, goes again with the same companions
+    /// under the same `webhook-id`. At most `limit` are chosen, plus the rest of a batch the
+    /// limit cut.
+    public func claimWebhookOutcomes(limit: Int, lease: Double) async throws -> [WebhookOutcome] {
+        try await claim(WebhookOutcome.kind, limit: limit, lease: lease) { fresh in
+            WebhookOutcome.batches(fresh.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }).map { (group: $0.batch, ids: $0.ids) }
+        }.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }
+    }
+}
+
+extension Store {
+    public func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome] {
+        try await work(pipeline: pipeline).claimWebhookOutcomes(limit: limit, lease: lease)
+    }
+
+    /// The receiver took them.
+    public func removeWebhookOutcomes(ids: [Int64]) async throws {
+        try await work(pipeline: "").complete(ids: ids)
+    }
+
+    /// The receiver failed: tried again in `delay` seconds, by whichever daemon claims them then.
+    public func retryWebhookOutcomes(ids: [Int64], after delay: Double) async throws {
+        try await work(pipeline: "").retry(ids: ids, after: delay)
+    }
+
+    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
+    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
+    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
+    }
+}

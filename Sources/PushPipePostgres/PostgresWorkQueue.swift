@@ -1,0 +1,120 @@
+import Logging
+import PostgresNIO
+import PushPipeCore
+
+/// A pipeline's work items in the `work` table, shared by every daemon on the database. Due
+/// times and leases are on the database's clock: daemons' own clocks disagree.
+struct PostgresWorkQueue: WorkQueue {
+    let connections: PostgresConnections
+    let logger: Logger
+    let pipeline: String
+
+    func add(_ items: [WorkItem], after delay: Double) async throws {
+        guard !items.isEmpty else { return }
+        try await connections.transaction { [logger, pipeline] connection in
+            try await Self.insert(items, pipeline: pipeline, after: delay, on: connection, logger: logger)
+        }
+    }
+
+    /// Also in the transaction of another write (webhook outcomes with their deliveries).
+    static func insert(_ items: [WorkItem], pipeline: String, after delay: Double, on connection: PostgresConnection, logger: Logger) async throws {
+        let rows: [JSON] = items.map { item in
+            ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
+             "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null]
+        }
+        try await connection.query("""
+            INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor)
+            SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + \(delay), payload, attempts, created_at, work_group, cursor
+            FROM jsonb_to_recordset(\(jsonb: rows)::jsonb) AS w(kind text, key text, payload text, attempts integer, created_at double precision,
+                                                               work_group text, cursor text)
+            ON CONFLICT (pipeline, kind, key) DO NOTHING
+            """, logger: logger)
+    }
+
+    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+        let owner = QueuedEvent.thisProcess
+        guard let grouping else {
+            // SKIP LOCKED: daemons claiming at the same moment split the due items between them.
+            // Chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the planner may run
+            // the subquery again and take more than the limit.
+            return try Self.items(try await connections.rows("""
+                WITH due AS MATERIALIZED (
+                    SELECT id AS due_id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND due_at <= \(unescaped: PostgresStore.databaseNow)
+                    AND lease_until < \(unescaped: PostgresStore.databaseNow) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) FROM due WHERE work.id = due.due_id
+                RETURNING \(unescaped: Self.columns)
+                """))
+        }
+        // One grouped claim at a time per kind (a transaction's advisory lock), so each takes
+        // whole groups: two claims at once (`SKIP LOCKED`) could each get part of one.
+        return try await connections.transaction { [logger, pipeline] connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("pushpipe.work/\(pipeline)/\(kind)"), 0))", logger: logger)
+            let chosen = try Self.items(try await connection.query("""
+                SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)
+                AND due_at <= \(unescaped: PostgresStore.databaseNow) AND lease_until < \(unescaped: PostgresStore.databaseNow)
+                ORDER BY due_at, id LIMIT \(limit)
+                """, logger: logger).collect())
+            var groups = Set(chosen.compactMap(\.group))
+            for (group, ids) in grouping(chosen.filter { $0.group == nil }) {
+                try await connection.query("UPDATE work SET work_group = \(group) WHERE id = ANY(\(ids))", logger: logger)
+                groups.insert(group)
+            }
+            return try Self.items(try await connection.query("""
+                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
+                WHERE pipeline = \(pipeline) AND kind = \(kind) AND work_group = ANY(\(Array(groups)))
+                AND lease_until < \(unescaped: PostgresStore.databaseNow)
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger).collect())
+        }
+    }
+
+    func renew(ids: [Int64], lease: Double) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await connections.rows("""
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)
+            """)
+    }
+
+    func complete(ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await connections.rows("DELETE FROM work WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)")
+    }
+
+    func retry(ids: [Int64], after delay: Double) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await connections.rows("""
+            UPDATE work SET attempts = attempts + 1, due_at = \(unescaped: PostgresStore.databaseNow) + \(delay), owner = NULL, lease_until = 0
+            WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)
+            """)
+    }
+
+    func release(ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await connections.rows("UPDATE work SET owner = NULL, lease_until = 0 WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)")
+    }
+
+    func saveProgress(id: Int64, cursor: String?) async throws {
+        _ = try await connections.rows("UPDATE work SET cursor = \(cursor) WHERE id = \(id) AND owner = \(QueuedEvent.thisProcess)")
+    }
+
+    func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        try await connections.rows("""
+            DELETE FROM work WHERE id IN (
+                SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND created_at < \(cutoff) ORDER BY id LIMIT \(limit))
+            RETURNING id
+            """).count
+    }
+
+    static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
+
+    /// Rows of `columns`, in the order the items were added.
+    static func items(_ rows: [PostgresRow]) throws -> [WorkItem] {
+        try rows.decode((Int64, String, String, String, Int, Double, String?, String?).self).map { row in
+            WorkItem(id: row.0, kind: row.1, key: row.2, payload: try JSON.parse(row.3), attempts: row.4, createdAt: row.5, group: row.6, cursor: row.7)
+        }.sorted { $0.id < $1.id }
+    }
+}
+
+extension PostgresStore {
+    public func work(pipeline: String) -> any WorkQueue { PostgresWorkQueue(connections: connections, logger: logger, pipeline: pipeline) }
+}

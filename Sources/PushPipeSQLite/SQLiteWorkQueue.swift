@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+import PushPipeCore
+
+/// A pipeline's work items in the `work` table. Writes are serial here (the one writer), so a
+/// claim sees every group whole and no two claims take the same item; the store's clock is
+/// this process's, the file's only writer.
+struct SQLiteWorkQueue: WorkQueue {
+    let database: DatabasePool
+    let pipeline: String
+
+    func add(_ items: [WorkItem], after delay: Double) async throws {
+        guard !items.isEmpty else { return }
+        try await database.write { db in
+            for item in items { try Self.insert(item, pipeline: pipeline, after: delay, in: db) }
+        }
+    }
+
+    /// Also in the transaction of another write (webhook outcomes with their deliveries).
+    static func insert(_ item: WorkItem, pipeline: String, after delay: Double, in db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (pipeline, kind, key) DO NOTHING
+            """).execute(arguments: .storable([pipeline, item.kind, item.key, Date().timeIntervalSince1970 + delay, item.payload.compactText,
+                                               item.attempts, item.createdAt, item.group, item.cursor]))
+    }
+
+    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+        let now = Date().timeIntervalSince1970
+        return try await database.write { [pipeline] db in
+            let chosen = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
+                """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
+            guard let grouping else {
+                let claim = try db.cachedStatement(sql: "UPDATE work SET owner = ?, lease_until = ? WHERE id = ?")
+                for item in chosen { try claim.execute(arguments: [QueuedEvent.thisProcess, now + lease, item.id]) }
+                return chosen.sorted { $0.id < $1.id }
+            }
+            var groups = Set(chosen.compactMap(\.group))
+            let name = try db.cachedStatement(sql: "UPDATE work SET work_group = ? WHERE id = ?")
+            for (group, ids) in grouping(chosen.filter { $0.group == nil }) {
+                for id in ids { try name.execute(arguments: [group, id]) }
+                groups.insert(group)
+            }
+            let members = try db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND lease_until < ? ORDER BY id
+                """)
+            let claim = try db.cachedStatement(sql: "UPDATE work SET owner = ?, lease_until = ? WHERE id = ?")
+            var claimed: [WorkItem] = []
+            for group in groups {
+                for item in try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) {
+                    try claim.execute(arguments: [QueuedEvent.thisProcess, now + lease, item.id])
+                    claimed.append(item)
+                }
+            }
+            return claimed.sorted { $0.id < $1.id }
+        }
+    }
+
+    func renew(ids: [Int64], lease: Double) async throws {
+        try await update("lease_until = ?", [(Date().timeIntervalSince1970 + lease).databaseValue], ids: ids)
+    }
+
+    func complete(ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await database.write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE id = ? AND owner = ?")
+            for id in ids { try statement.execute(arguments: [id, QueuedEvent.thisProcess]) }
+        }
+    }
+
+    func retry(ids: [Int64], after delay: Double) async throws {
+        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(Date().timeIntervalSince1970 + delay).databaseValue], ids: ids)
+    }
+
+    func release(ids: [Int64]) async throws {
+        try await update("owner = NULL, lease_until = 0", [], ids: ids)
+    }
+
+    func saveProgress(id: Int64, cursor: String?) async throws {
+        try await update("cursor = ?", [cursor.databaseValue], ids: [id])
+    }
+
+    func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        try await database.write { [pipeline] db in
+            try db.execute(sql: """
+                DELETE FROM work WHERE id IN (SELECT id FROM work WHERE pipeline = ? AND kind = ? AND created_at < ? ORDER BY id LIMIT ?)
+                """, arguments: [pipeline, kind, cutoff, limit])
+            return db.changesCount
+        }
+    }
+
+    /// Sets `assignments` on those of `ids` this process holds.
+    private func update(_ assignments: String, _ values: [DatabaseValue], ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await database.write { db in
+            let statement = try db.cachedStatement(sql: "UPDATE work SET \(assignments) WHERE id = ? AND owner = ?")
+            for id in ids { try statement.execute(arguments: StatementArguments(values + [id.databaseValue, QueuedEvent.thisProcess.databaseValue])) }
+        }
+    }
+
+    static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
+
+    static func item(_ row: Row) throws -> WorkItem {
+        WorkItem(id: row["id"], kind: row["kind"], key: row["key"], payload: try JSON.parse(row["payload"] as String), attempts: row["attempts"],
+                 createdAt: row["created_at"], group: row["work_group"], cursor: row["cursor"])
+    }
+}
+
+extension SQLiteStore {
+    public func work(pipeline: String) -> any WorkQueue { SQLiteWorkQueue(database: database, pipeline: pipeline) }
+}

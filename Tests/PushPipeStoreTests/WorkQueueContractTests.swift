@@ -1,0 +1,252 @@
+import Foundation
+import GRDB
+import Logging
+import PostgresNIO
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
+import PushPipeTesting
+import Testing
+
+/// The leased-work primitive (`WorkQueue`, issue 46), the same contract on each backend: what
+/// is due, who holds it, what a retry, a release, a lapsed lease and a saved cursor leave.
+@Suite struct WorkQueueContractTests {
+    enum Backend: String, CaseIterable, Sendable {
+        case sqlite, postgres
+        /// PostgreSQL when there is a server to test against (`.ci/run` starts one).
+        static var available: [Backend] { TestStores.postgresURL == nil ? [.sqlite] : allCases }
+    }
+
+    static let logger = Logger(label: "work-contract")
+
+    static func withStore(_ backend: Backend, _ body: (any Store) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory("work")
+        defer { directory.remove() }
+        let store: any Store = switch backend {
+        case .sqlite: try SQLiteStore(path: directory.file("state.sqlite"))
+        case .postgres: try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: logger)
+        }
+        try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
+    }
+
+    static func item(_ key: String, kind: String = "job", _ n: Int64 = 0) -> WorkItem {
+        WorkItem(kind: kind, key: key, payload: ["n": .int(n)], createdAt: Date().timeIntervalSince1970)
+    }
+
+    @Test(arguments: Backend.available)
+    func aClaimTakesDueItemsNobodyHoldsOldestFirst(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([Self.item("a", 1), Self.item("b", 2)])
+            try await work.add([Self.item("later")], after: 3600)
+            try await work.add([Self.item("a", 99)])
+            try await store.work(pipeline: "other").add([Self.item("elsewhere")])
+            try await work.add([Self.item("other-kind", kind: "digest")])
+
+            let first = try await work.claim("job", limit: 1, lease: 60)
+            #expect(first.map(\.key) == ["a"] && first.first?.payload == ["n": 1], "oldest first; a key that waits is not added again")
+            #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["b"], "held ones and ones not due yet stay")
+            #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty)
+            #expect(try await store.work(pipeline: "other").claim("job", limit: 10, lease: 60).map(\.key) == ["elsewhere"])
+            #expect(try await work.claim("digest", limit: 10, lease: 60).map(\.key) == ["other-kind"])
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aLapsedLeaseIsClaimedAgainAndARenewedOneIsNot(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([Self.item("lapses"), Self.item("renewed")])
+            // Its daemon died: the lease ran out at once.
+            let held = try await work.claim("job", limit: 10, lease: -1)
+            #expect(held.count == 2)
+            try await work.renew(ids: held.filter { $0.key == "renewed" }.map(\.id), lease: 60)
+            #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["lapses"])
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aRetryCountsAnAttemptAndWaitsAReleaseDoesNeither(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([Self.item("x")])
+            var claimed = try await work.claim("job", limit: 10, lease: 60)
+            try await work.retry(ids: claimed.map(\.id), after: -1)
+            claimed = try await work.claim("job", limit: 10, lease: 60)
+            #expect(claimed.map(\.attempts) == [1], "due again at once, its attempt counted")
+            try await work.retry(ids: claimed.map(\.id), after: 3600)
+            #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "not due before its backoff")
+
+            try await work.add([Self.item("y")])
+            claimed = try await work.claim("job", limit: 10, lease: 3600)
+            try await work.release(ids: claimed.map(\.id))
+            claimed = try await work.claim("job", limit: 10, lease: 60)
+            #expect(claimed.map(\.key) == ["y"] && claimed.first?.attempts == 0, "let go of: due as it was, no attempt counted")
+            try await work.complete(ids: claimed.map(\.id))
+            try await work.release(ids: claimed.map(\.id))
+            #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "completed: gone")
+        }
+    }
+
+    /// A daemon whose lease ran out, and whose item another daemon took, changes nothing of it.
+    @Test(arguments: Backend.available)
+    func onlyTheHolderChangesAnItem(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([Self.item("taken")])
+            let mine = try await work.claim("job", limit: 10, lease: -1)
+            try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
+            try await work.complete(ids: mine.map(\.id))
+            try await work.retry(ids: mine.map(\.id), after: 3600)
+            try await work.saveProgress(id: try #require(mine.first?.id), cursor: "mine")
+            let again = try await work.claim("job", limit: 10, lease: 60)
+            #expect(again.map(\.key) == ["taken"] && again.first?.attempts == 0 && again.first?.cursor == nil,
+                    "neither completed, retried nor moved by a daemon that no longer holds it")
+        }
+    }
+
+    /// A long item's progress outlives its daemon: the next claim goes on from the saved cursor.
+    @Test(arguments: Backend.available)
+    func theCursorOutlivesTheLease(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([Self.item("broadcast")])
+            let claimed = try #require(try await work.claim("job", limit: 1, lease: -1).first)
+            #expect(claimed.cursor == nil)
+            try await work.saveProgress(id: claimed.id, cursor: "user-00042")
+            let resumed = try #require(try await work.claim("job", limit: 1, lease: 60).first)
+            #expect(resumed.id == claimed.id && resumed.cursor == "user-00042")
+        }
+    }
+
+    /// The items a claim chose get their groups then, and keep them; a group comes whole
+    /// whatever the limit, never joined by items added later.
+    @Test(arguments: Backend.available)
+    func aGroupIsClaimedWhole(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add((1...3).map { Self.item("k\($0)") })
+            let first = try await work.claim("job", limit: 2, lease: -1) { fresh in [("g1", fresh.map(\.id))] }
+            #expect(first.map(\.key) == ["k1", "k2"] && first.allSatisfy { $0.group == "g1" }, "\(first)")
+            try await work.add([Self.item("k4")])
+            let again = try await work.claim("job", limit: 1, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
+            #expect(again.map(\.key) == ["k1", "k2"] && again.allSatisfy { $0.group == "g1" }, "the same group, whole though the limit is 1: \(again)")
+            let rest = try await work.claim("job", limit: 10, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
+            #expect(rest.map(\.key) == ["k3", "k4"] && rest.allSatisfy { $0.group == "g2" }, "\(rest)")
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func pruningRemovesWhatWaitedTooLong(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([WorkItem(kind: "job", key: "old", payload: [:], createdAt: 1), WorkItem(kind: "job", key: "new", payload: [:], createdAt: 3)])
+            try await work.add([WorkItem(kind: "digest", key: "old", payload: [:], createdAt: 1)])
+            #expect(try await work.prune("job", createdBefore: 2, limit: 10) == 1)
+            #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["new"])
+            #expect(try await work.claim("digest", limit: 10, lease: 60).map(\.key) == ["old"], "another kind is not touched")
+        }
+    }
+
+    /// A payload the database refuses as text (NUL) is stored as the other writes store it.
+    @Test(arguments: Backend.available)
+    func aPayloadWithANulIsKept(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            try await work.add([WorkItem(kind: "job", key: "nul\u{0}key", payload: ["text": "a\u{0}b"], createdAt: 1)])
+            let claimed = try await work.claim("job", limit: 10, lease: 60)
+            #expect(claimed.count == 1, "\(claimed)")
+        }
+    }
+
+    /// Daemons claiming at once on one database split the due items: none is taken twice.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func daemonsClaimingAtOnceSplitTheItems() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let stores = [try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger)]
+        try await withCleanup({
+            try await stores[0].work(pipeline: "p").add((0..<200).map { Self.item(String(format: "k%03d", $0)) })
+            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for store in stores {
+                    for _ in 0..<3 {
+                        group.addTask {
+                            var keys: [String] = []
+                            while case let batch = try await store.work(pipeline: "p").claim("job", limit: 7, lease: 60), !batch.isEmpty {
+                                keys += batch.map(\.key)
+                            }
+                            return keys
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
+            }
+            #expect(claimed.count == 200 && Set(claimed).count == 200, "\(claimed.count) claims of \(Set(claimed).count) items")
+        }, cleanup: { for store in stores { try? await store.close() } })
+    }
+
+    /// Webhook outcomes waiting in the table of an earlier version move into the work table with
+    /// their batch, attempts and due time.
+    @Test func sqliteWebhookOutcomesOfAnEarlierVersionMoveIntoWork() async throws {
+        let directory = try TemporaryDirectory("work-migration")
+        defer { directory.remove() }
+        let path = directory.file("v15.sqlite")
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteStore.migrator.migrate(queue, upTo: "v15-idempotency-holder")
+            try await queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL),
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL)
+                    """)
+            }
+            try queue.close()
+        }
+        let store = try SQLiteStore(path: path)
+        try await withCleanup({
+            let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "the one not due yet waits")
+            #expect(claimed.map(\.payload) == [["n": 1], ["n": 2]] && claimed.map(\.attempts) == [2, 0])
+            #expect(claimed.first?.batch == "msg_1" && claimed.last?.batch == WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]))
+        }, cleanup: { try? await store.close() })
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresWebhookOutcomesOfAnEarlierVersionMoveIntoWork() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        try await location.withConnection(logger: Self.logger) { connection in
+            _ = try await connection.query("CREATE TABLE pushpipe_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+                                           logger: Self.logger)
+            for migration in PostgresStore.migrations.prefix(while: { $0.name != "v13-work" }) {
+                for statement in migration.sql { _ = try await connection.query(statement, logger: Self.logger) }
+                _ = try await connection.query("INSERT INTO pushpipe_migrations (name) VALUES (\(migration.name))", logger: Self.logger)
+            }
+            _ = try await connection.query("""
+                INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
+                ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
+                ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL)
+                """, logger: Self.logger)
+        }
+        let store = try await PostgresStore(location: location, logger: Self.logger)
+        try await withCleanup({
+            let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0])
+            #expect(claimed.first?.batch == "msg_1")
+            // New items get ids after the moved ones.
+            try await store.work(pipeline: "w").add([Self.item("after")])
+            let added = try #require(try await store.work(pipeline: "w").claim("job", limit: 1, lease: 60).first)
+            #expect(added.id > (claimed.map(\.id).max() ?? 0))
+        }, cleanup: { try? await store.close() })
+    }
+
+    /// Runs a statement on the store's own database (what no operation of the queue does).
+    static func execute(_ sql: String, on store: any Store) async throws {
+        if let sqlite = store as? SQLiteStore {
+            try await sqlite.database.write { db in try db.execute(sql: sql) }
+        } else {
+            let postgres = try #require(store as? PostgresStore)
+            _ = try await postgres.connections.rows(PostgresQuery(unsafeSQL: sql))
+        }
+    }
+}
