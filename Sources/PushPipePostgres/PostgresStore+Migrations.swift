@@ -124,8 +124,9 @@ extension PostgresStore {
         ("v12-idempotency-holder", [
             "ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT ''",
         ]),
-        // Durable work of every kind in one table (`WorkQueue`); webhook outcomes first, moved
-        // from their own table with their batch, attempts and due time.
+        // Durable work of every kind in one table (`WorkQueue`): webhook outcomes (those nobody
+        // holds move in from their own table with their batch, attempts and due time) and
+        // stage holds.
         ("v13-work", [
             """
             CREATE TABLE work (
@@ -136,14 +137,9 @@ extension PostgresStore {
             """,
             "CREATE INDEX work_due ON work (pipeline, kind, due_at)",
             "CREATE INDEX work_groups ON work (pipeline, kind, work_group) WHERE work_group IS NOT NULL",
-            """
-            INSERT INTO work (id, pipeline, kind, key, due_at, lease_until, attempts, payload, work_group, created_at)
-            SELECT id, pipeline, 'webhook', target || ' ' || outcome_id, next_at, lease_until, attempts,
-                   jsonb_build_object('target', target, 'outcome_id', outcome_id, 'payload', payload::jsonb)::text, batch, created_at
-            FROM webhook_outbox ORDER BY id ON CONFLICT DO NOTHING
-            """,
-            "SELECT setval(pg_get_serial_sequence('work', 'id'), greatest((SELECT max(id) FROM work), 1))",
-            "DROP TABLE webhook_outbox",
+            // The earlier tables stay while daemons of an earlier version may still use them
+            // (`PostgresStore.adoptEarlierOutcomes`); holds there lapse within their lease.
+            adoptEarlierOutcomes(pipeline: nil),
         ]),
     ]
 

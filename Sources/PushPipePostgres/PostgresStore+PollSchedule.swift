@@ -35,33 +35,16 @@ extension PostgresStore {
     }
 
     public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
-        guard !keys.isEmpty else { return [] }
-        // A key is taken when nobody holds it or its holder's lease ran out (a dead daemon), on
-        // the database's clock.
-        let taken = try await strings(connections.rows("""
-            INSERT INTO stage_holds (pipeline, stage, key, owner, until)
-            SELECT \(pipeline), \(stage), key, \(QueuedEvent.thisProcess), \(unescaped: Self.databaseNow) + \(lease)
-            FROM unnest(\(Array(keys))::text[]) AS key
-            ON CONFLICT (pipeline, stage, key) DO UPDATE SET owner = excluded.owner, until = excluded.until
-            WHERE stage_holds.until < \(unescaped: Self.databaseNow)
-            RETURNING key
-            """))
-        return Set(taken)
+        let work = self.work(pipeline: pipeline)
+        return try await work.take(PostgresWorkQueue.holdKind(stage: stage), keys: keys, lease: lease)
     }
 
     public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
-        guard !keys.isEmpty else { return }
-        try await connections.rows("""
-            DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
-            """)
+        try await work(pipeline: pipeline).untake(PostgresWorkQueue.holdKind(stage: stage), keys: keys)
     }
 
     public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {
-        guard !keys.isEmpty else { return }
-        try await connections.rows("""
-            UPDATE stage_holds SET until = \(unescaped: Self.databaseNow) + \(lease)
-            WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
-            """)
+        try await work(pipeline: pipeline).renew(PostgresWorkQueue.holdKind(stage: stage), keys: keys, lease: lease)
     }
 
     public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
@@ -73,9 +56,7 @@ extension PostgresStore {
     }
 
     public func pruneLapsedHolds(pipeline: String) async throws -> Int {
-        try await connections.rows("""
-            DELETE FROM stage_holds WHERE pipeline = \(pipeline) AND until < \(unescaped: Self.databaseNow) RETURNING key
-            """).count
+        try await work(pipeline: pipeline).forgetLapsedTakes(kindsStartingWith: PostgresWorkQueue.holdKinds)
     }
 
     public func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String] {

@@ -18,7 +18,9 @@ struct PostgresWorkQueue: WorkQueue {
 
     /// Also in the transaction of another write (webhook outcomes with their deliveries).
     static func insert(_ items: [WorkItem], pipeline: String, after delay: Double, on connection: PostgresConnection, logger: Logger) async throws {
-        let rows: [JSON] = items.map { item in
+        // In the order of their keys: two transactions inserting the same keys wait for each
+        // other in one order, never in a cycle (a deadlock would abort a whole group commit).
+        let rows: [JSON] = items.sorted { ($0.kind, $0.key) < ($1.kind, $1.key) }.map { item in
             ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
              "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null]
         }
@@ -105,6 +107,43 @@ struct PostgresWorkQueue: WorkQueue {
             """).count
     }
 
+    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        // Taken when nobody has the key or its holder's lease ran out, on the database's clock.
+        let taken = try await connections.rows("""
+            INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
+            SELECT \(pipeline), \(kind), key, \(takenKeysFallDue), \(QueuedEvent.thisProcess), \(unescaped: PostgresStore.databaseNow) + \(lease), '{}',
+                   \(unescaped: PostgresStore.databaseNow)
+            FROM unnest(\(Array(keys))::text[]) AS key
+            ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
+            WHERE work.lease_until < \(unescaped: PostgresStore.databaseNow)
+            RETURNING key
+            """)
+        return Set(try taken.map { try $0.decode(String.self) })
+    }
+
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        guard !keys.isEmpty else { return }
+        _ = try await connections.rows("""
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            """)
+    }
+
+    func untake(_ kind: String, keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
+        _ = try await connections.rows("""
+            DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            """)
+    }
+
+    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
+        try await connections.rows("""
+            DELETE FROM work WHERE pipeline = \(pipeline) AND left(kind, length(\(prefix))) = \(prefix) AND due_at >= \(takenKeysFallDue)
+            AND lease_until < \(unescaped: PostgresStore.databaseNow) RETURNING id
+            """).count
+    }
+
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 
     /// Rows of `columns`, in the order the items were added.
@@ -117,4 +156,26 @@ struct PostgresWorkQueue: WorkQueue {
 
 extension PostgresStore {
     public func work(pipeline: String) -> any WorkQueue { PostgresWorkQueue(connections: connections, logger: logger, pipeline: pipeline) }
+
+    /// Also takes over what daemons of an earlier version left in their outbox (`adoptEarlierOutcomes`).
+    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        _ = try await connections.rows(Self.adoptEarlierOutcomes(pipeline: pipeline))
+        return try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
+    }
+
+    /// Moves into the work queue the outcomes that daemons of an earlier version (which keep
+    /// them in `webhook_outbox`) wrote and nobody holds. Such daemons may run beside this one
+    /// while a group is upgraded one daemon at a time: they go on sending what they hold, and
+    /// what they leave moves here at this daemon's start and at each retention pass.
+    static func adoptEarlierOutcomes(pipeline: String?) -> PostgresQuery {
+        """
+        WITH moved AS (
+            DELETE FROM webhook_outbox WHERE (\(pipeline)::text IS NULL OR pipeline = \(pipeline)) AND lease_until < \(unescaped: databaseNow)
+            RETURNING pipeline, target, outcome_id, payload, created_at, attempts, next_at, batch)
+        INSERT INTO work (pipeline, kind, key, due_at, attempts, payload, work_group, created_at)
+        SELECT pipeline, 'webhook', target || E'\\n' || outcome_id, next_at, attempts,
+               json_build_object('target', target, 'outcome_id', outcome_id, 'payload', payload::json)::text, batch, created_at
+        FROM moved ORDER BY created_at ON CONFLICT DO NOTHING
+        """
+    }
 }

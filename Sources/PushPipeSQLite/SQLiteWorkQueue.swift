@@ -90,6 +90,53 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
+    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let now = Date().timeIntervalSince1970
+        return try await database.write { [pipeline] db in
+            // Taken when nobody has the key or its holder's lease ran out: the update's WHERE
+            // decides, and a key it skipped changed no row.
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, '{}', ?)
+                ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
+                WHERE work.lease_until < excluded.created_at
+                """)
+            var taken = Set<String>()
+            for key in keys {
+                try statement.execute(arguments: .storable([pipeline, kind, key, takenKeysFallDue, QueuedEvent.thisProcess, now + lease, now]))
+                if db.changesCount > 0 { taken.insert(key) }
+            }
+            return taken
+        }
+    }
+
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        guard !keys.isEmpty else { return }
+        let until = Date().timeIntervalSince1970 + lease
+        try await database.write { [pipeline] db in
+            let statement = try db.cachedStatement(sql: "UPDATE work SET lease_until = ? WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
+            for key in keys { try statement.execute(arguments: .storable([until, pipeline, kind, key, QueuedEvent.thisProcess])) }
+        }
+    }
+
+    func untake(_ kind: String, keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
+        try await database.write { [pipeline] db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
+            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, QueuedEvent.thisProcess])) }
+        }
+    }
+
+    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
+        let now = Date().timeIntervalSince1970
+        return try await database.write { [pipeline] db in
+            try db.execute(sql: """
+                DELETE FROM work WHERE pipeline = ? AND substr(kind, 1, length(?)) = ? AND due_at >= ? AND lease_until < ?
+                """, arguments: .storable([pipeline, prefix, prefix, takenKeysFallDue, now]))
+            return db.changesCount
+        }
+    }
+
     /// Sets `assignments` on those of `ids` this process holds.
     private func update(_ assignments: String, _ values: [DatabaseValue], ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
@@ -109,4 +156,8 @@ struct SQLiteWorkQueue: WorkQueue {
 
 extension SQLiteStore {
     public func work(pipeline: String) -> any WorkQueue { SQLiteWorkQueue(database: database, pipeline: pipeline) }
+
+    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
+    }
 }

@@ -35,6 +35,22 @@ extension StoreContractTests {
         try await webhookBatches(store)
         try await refusedWebhookBatches(store)
         try await receiversRetryAfter(store)
+        try await twoWebhooksToldOfTheSameOutcomes(store)
+    }
+
+    /// Two webhooks that want the same outcomes each get them, in a message of their own: their
+    /// batches share a name (it depends on the outcomes alone), and were sent as one message to
+    /// the first webhook, then removed for both.
+    func twoWebhooksToldOfTheSameOutcomes(_ store: any Store) async throws {
+        let targets = ["http://127.0.0.1:1/hooks", "http://127.0.0.1:2/hooks"]
+        try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e1", target: target), Self.webhookOutcome("two", "e2", target: target)] })
+        let poster = ScriptedWebhookPoster([])
+        let dispatcher = WebhookDispatcher(pipeline: "two", targets: targets.map { WebhookTarget(url: $0, secret: "whsec_AAAA") }, store: store,
+                                           poster: poster, telemetry: .unobserved, logger: Self.logger)
+        _ = try await dispatcher.sendDue()
+        #expect(poster.targets.sorted() == targets, "\(poster.targets)")
+        #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
+        #expect(try await store.claimWebhookOutcomes(pipeline: "two", limit: 10, lease: 60).isEmpty, "all taken")
     }
 
     static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {

@@ -27,8 +27,8 @@ import Testing
         let store = try await PostgresStore(location: location, logger: Self.logger)
         let now = Date().timeIntervalSince1970
         _ = try await store.connections.rows("""
-            INSERT INTO stage_holds (pipeline, stage, key, owner, until) VALUES
-            ('d', 's', 'alive', 'another-daemon', \(now + 60)), ('d', 's', 'dead', 'another-daemon', \(now - 1))
+            INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES
+            ('d', 'hold:s', 'alive', 1e300, 'another-daemon', \(now + 60), '{}', 0), ('d', 'hold:s', 'dead', 1e300, 'another-daemon', \(now - 1), '{}', 0)
             """)
         #expect(try await store.hold(keys: ["alive", "dead"], pipeline: "d", stage: "s", lease: 60) == ["dead"])
         try await store.release(keys: ["alive"], pipeline: "d", stage: "s")

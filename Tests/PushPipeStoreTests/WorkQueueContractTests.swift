@@ -102,6 +102,11 @@ import Testing
             let again = try await work.claim("job", limit: 10, lease: 60)
             #expect(again.map(\.key) == ["taken"] && again.first?.attempts == 0 && again.first?.cursor == nil,
                     "neither completed, retried nor moved by a daemon that no longer holds it")
+            // Held by the other daemon now: this one neither lets it go nor shortens its lease.
+            try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
+            try await work.release(ids: again.map(\.id))
+            try await work.renew(ids: again.map(\.id), lease: -1)
+            #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "still the other daemon's, under its lease")
         }
     }
 
@@ -148,6 +153,36 @@ import Testing
         }
     }
 
+    /// Taken keys are locks every daemon respects until their lease runs out; only their holder
+    /// renews or lets go of them; they are never claimed as work, and forgetting lapsed ones
+    /// leaves live ones.
+    @Test(arguments: Backend.available)
+    func takenKeysAreLocksThatLapse(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let work = store.work(pipeline: "p")
+            #expect(try await work.take("hold:s", keys: ["a", "b"], lease: 60) == ["a", "b"])
+            #expect(try await work.take("hold:s", keys: ["a", "c"], lease: 60) == ["c"], "a is held")
+            #expect(try await work.take("hold:t", keys: ["a"], lease: 60) == ["a"], "another kind's key")
+            try await work.untake("hold:s", keys: ["a"])
+            #expect(try await work.take("hold:s", keys: ["a"], lease: -1) == ["a"], "let go of, then taken again with a lease that lapses")
+            #expect(try await work.take("hold:s", keys: ["a"], lease: 60) == ["a"], "its holder died: taken over")
+            #expect(try await work.claim("hold:s", limit: 10, lease: 60).isEmpty, "never claimed as work")
+
+            try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE kind = 'hold:s' AND key = 'b'", on: store)
+            try await work.untake("hold:s", keys: ["b"])
+            try await work.renew("hold:s", keys: ["b"], lease: -1)
+            #expect(try await work.take("hold:s", keys: ["b"], lease: 60).isEmpty, "another daemon's: neither let go of nor renewed by this one")
+
+            #expect(try await work.take("hold:s", keys: ["lapsed", "renewed"], lease: -1) == ["lapsed", "renewed"])
+            try await work.renew("hold:s", keys: ["renewed"], lease: 60)
+            try await work.add([Self.item("due-work", kind: "hold:x")])
+            _ = try await work.claim("hold:x", limit: 1, lease: -1)
+            #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:") == 1, "the lapsed take only, not lapsed work")
+            #expect(try await work.take("hold:s", keys: ["renewed"], lease: 60).isEmpty)
+            #expect(try await work.claim("hold:x", limit: 10, lease: 60).map(\.key) == ["due-work"])
+        }
+    }
+
     /// A payload the database refuses as text (NUL) is stored as the other writes store it.
     @Test(arguments: Backend.available)
     func aPayloadWithANulIsKept(_ backend: Backend) async throws {
@@ -155,7 +190,7 @@ import Testing
             let work = store.work(pipeline: "p")
             try await work.add([WorkItem(kind: "job", key: "nul\u{0}key", payload: ["text": "a\u{0}b"], createdAt: 1)])
             let claimed = try await work.claim("job", limit: 10, lease: 60)
-            #expect(claimed.count == 1, "\(claimed)")
+            #expect(claimed.map(\.payload) == [["text": "a\u{0}b"]], "\(claimed)")
         }
     }
 
@@ -181,6 +216,33 @@ import Testing
                 return try await group.reduce(into: [String]()) { $0 += $1 }
             }
             #expect(claimed.count == 200 && Set(claimed).count == 200, "\(claimed.count) claims of \(Set(claimed).count) items")
+
+            // Grouped claims at once (a webhook's batches): every group goes whole to one claim.
+            try await stores[0].work(pipeline: "g").add((0..<120).map { Self.item(String(format: "k%03d", $0)) })
+            let groups = try await withThrowingTaskGroup(of: [[WorkItem]].self) { group in
+                for store in stores {
+                    for _ in 0..<3 {
+                        group.addTask {
+                            var claims: [[WorkItem]] = []
+                            while case let batch = try await store.work(pipeline: "g").claim("job", limit: 7, lease: 60, grouping: { fresh in
+                                // Groups of three, named by their first key.
+                                stride(from: 0, to: fresh.count, by: 3).map { start in
+                                    let members = fresh[start..<min(start + 3, fresh.count)]
+                                    return (members.first!.key, members.map(\.id))
+                                }
+                            }), !batch.isEmpty {
+                                claims.append(batch)
+                            }
+                            return claims
+                        }
+                    }
+                }
+                return try await group.reduce(into: [[WorkItem]]()) { $0 += $1 }
+            }
+            let items = groups.flatMap { $0 }
+            #expect(items.count == 120 && Set(items.map(\.key)).count == 120, "\(items.count) claimed of \(Set(items.map(\.key)).count) items")
+            let claimsOfGroup = Dictionary(grouping: groups.enumerated().flatMap { claim in claim.element.map { ($0.group ?? "", claim.offset) } }, by: \.0)
+            #expect(claimsOfGroup.values.allSatisfy { Set($0.map(\.1)).count == 1 }, "a group split between claims")
         }, cleanup: { for store in stores { try? await store.close() } })
     }
 
@@ -198,7 +260,8 @@ import Testing
                     INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
                     ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
                     ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL),
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL)
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"text":"a\\u0000b"}', 4, 0, 0, 0, 'msg_4')
                     """)
             }
             try queue.close()
@@ -206,9 +269,9 @@ import Testing
         let store = try SQLiteStore(path: path)
         try await withCleanup({
             let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
-            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "the one not due yet waits")
-            #expect(claimed.map(\.payload) == [["n": 1], ["n": 2]] && claimed.map(\.attempts) == [2, 0])
-            #expect(claimed.first?.batch == "msg_1" && claimed.last?.batch == WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]))
+            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
+            #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
+            #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
         }, cleanup: { try? await store.close() })
     }
 
@@ -225,14 +288,22 @@ import Testing
             _ = try await connection.query("""
                 INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
-                ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL)
+                ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"text":"a\\u0000b"}', 2, 0, 0, 0, NULL),
+                ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
+                ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"n":4}', 4, 0, 0, 9e9, 'msg_4')
                 """, logger: Self.logger)
         }
         let store = try await PostgresStore(location: location, logger: Self.logger)
         try await withCleanup({
             let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
-            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0])
-            #expect(claimed.first?.batch == "msg_1")
+            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
+                    "not the one not due yet, nor the one a daemon of the earlier version holds")
+            #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
+            // That daemon let go of it (its lease ran out): a retention pass takes it over.
+            _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
+            #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 0, limit: 10) == 0)
+            let adopted = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
             // New items get ids after the moved ones.
             try await store.work(pipeline: "w").add([Self.item("after")])
             let added = try #require(try await store.work(pipeline: "w").claim("job", limit: 1, lease: 60).first)

@@ -7,7 +7,7 @@ import Logging
 struct RetentionPruner: Sendable {
     let pipeline: String
     let policy: RetentionPolicy
-    let store: any Store
+    let store: any RetentionStore
     let logger: Logger
     var telemetry: Telemetry = .unobserved
 

@@ -15,7 +15,7 @@ struct WebhookDispatcher: Sendable {
     let written = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let failures = RepeatedMessages(window: .seconds(60))
 
-    init(pipeline: String, targets: [WebhookTarget], store: any Store, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger) {
+    init(pipeline: String, targets: [WebhookTarget], store: any WorkStore, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger) {
         self.pipeline = pipeline
         self.targets = targets
         work = store.work(pipeline: pipeline)
@@ -94,12 +94,13 @@ struct WebhookDispatcher: Sendable {
         return claimed.count >= Self.batchLimit
     }
 
-    /// The claimed outcomes by the batch the store keeps them in, each sent as it was the first
-    /// time. Outcomes without one (a store that keeps none) make one batch per webhook.
+    /// The claimed outcomes by the batch the store keeps them in and their webhook, each sent
+    /// as it was the first time. Two webhooks told of the same outcomes have batches of the
+    /// same name (it depends on the outcomes alone): each gets its own message.
     static func batches(_ claimed: [WebhookOutcome]) -> [[WebhookOutcome]] {
         var batches: [String: [WebhookOutcome]] = [:]
         for outcome in claimed.sorted(by: { $0.id < $1.id }) {
-            batches[outcome.batch ?? "target " + outcome.target, default: []].append(outcome)
+            batches[(outcome.batch ?? "") + "\n" + outcome.target, default: []].append(outcome)
         }
         return batches.values.sorted { $0[0].id < $1[0].id }
     }

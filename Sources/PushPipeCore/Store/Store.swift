@@ -5,12 +5,10 @@ import Foundation
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore,
+public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
     StageStateStore, PollScheduleStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
-    /// The pipeline's durable work: webhook outcomes, and every later kind of leased item.
-    func work(pipeline: String) -> any WorkQueue
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
     func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
     /// Calls `observer` after each checkpoint of the store's write-ahead log, where the store
@@ -128,6 +126,12 @@ public protocol PollScheduleStore: Sendable {
     func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
 }
 
+/// Durable work that daemons lease (`WorkQueue`), by pipeline.
+public protocol WorkStore: Sendable {
+    /// The pipeline's durable work: webhook outcomes, holds, and every later kind of leased item.
+    func work(pipeline: String) -> any WorkQueue
+}
+
 /// What the retention pruner removes, a bounded batch per call.
 public protocol RetentionStore: Sendable {
     /// Deletes at most `limit` of the pipeline's oldest delivery rows created before `cutoff`
@@ -146,6 +150,9 @@ public protocol RetentionStore: Sendable {
     /// Removes at most `limit` of the pipeline's event records not changed since `cutoff`
     /// (UNIX seconds), dead letters excepted: they stay until replayed or dropped. Returns how many.
     func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
+    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
+    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
+    func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
     /// (the store's clock). Returns how many.
     func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int

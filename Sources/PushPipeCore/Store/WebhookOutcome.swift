@@ -47,10 +47,10 @@ extension WebhookOutcome {
     /// The kind of work item an outcome waits as.
     public static let kind = "webhook"
 
-    /// As the outbox keeps it: one item per outcome and webhook, so the same outcome written
-    /// twice while it waits is sent once.
+    /// As the outbox keeps it: one item per outcome and webhook (a newline between them, which
+    /// no URL holds), so the same outcome written twice while it waits is sent once.
     public var work: WorkItem {
-        WorkItem(id: id, kind: Self.kind, key: target + " " + outcomeID,
+        WorkItem(id: id, kind: Self.kind, key: target + "\n" + outcomeID,
                  payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
                  attempts: attempts, createdAt: createdAt, group: batch)
     }

@@ -10,13 +10,21 @@ extension WorkQueue {
     /// under the same `webhook-id`. At most `limit` are chosen, plus the rest of a batch the
     /// limit cut.
     public func claimWebhookOutcomes(limit: Int, lease: Double) async throws -> [WebhookOutcome] {
-        try await claim(WebhookOutcome.kind, limit: limit, lease: lease) { fresh in
-            WebhookOutcome.batches(fresh.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }).map { (group: $0.batch, ids: $0.ids) }
-        }.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }
+        let claimed = try await claim(WebhookOutcome.kind, limit: limit, lease: lease) { fresh in
+            let outcomes = fresh.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }
+            let readable = Set(outcomes.map(\.id))
+            // An item that is no outcome (a later version's) could never be sent: claimed in a
+            // group of its own, then removed, so it does not take a claim's places for ever.
+            let unreadable = fresh.map(\.id).filter { !readable.contains($0) }
+            return WebhookOutcome.batches(outcomes).map { (group: $0.batch, ids: $0.ids) } + (unreadable.isEmpty ? [] : [("unreadable", unreadable)])
+        }
+        let unreadable = claimed.filter { $0.group == "unreadable" }
+        try await complete(ids: unreadable.map(\.id))
+        return claimed.compactMap { $0.group == "unreadable" ? nil : WebhookOutcome(work: $0, pipeline: pipeline) }
     }
 }
 
-extension Store {
+extension WorkStore {
     public func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome] {
         try await work(pipeline: pipeline).claimWebhookOutcomes(limit: limit, lease: lease)
     }
@@ -29,11 +37,5 @@ extension Store {
     /// The receiver failed: tried again in `delay` seconds, by whichever daemon claims them then.
     public func retryWebhookOutcomes(ids: [Int64], after delay: Double) async throws {
         try await work(pipeline: "").retry(ids: ids, after: delay)
-    }
-
-    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
-    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
-    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
     }
 }

@@ -28,6 +28,20 @@ public protocol WorkQueue: Sendable {
     /// Removes at most `limit` items of `kind` added before `cutoff` (UNIX seconds), held or
     /// not: work that waited longer than anyone waits. Returns how many.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+
+    /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
+    /// process, for `lease` seconds; returns those taken. A lock per key that every daemon on
+    /// the store respects, for work done outside the queue (a stage's hold on an item whose
+    /// notification is on its way). Taken keys are never claimed as work.
+    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String>
+    /// Extends this process's leases of the taken `keys`.
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws
+    /// Lets go of this process's taken `keys`.
+    func untake(_ kind: String, keys: Set<String>) async throws
+    /// Removes taken keys whose lease ran out, of the kinds starting with `prefix` (their
+    /// daemons died holding them: a lapsed key is free to take, so this changes nothing but the
+    /// table's size). Returns how many.
+    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int
 }
 
 /// Puts items that are in no group yet into groups: each group's name and its items' ids.

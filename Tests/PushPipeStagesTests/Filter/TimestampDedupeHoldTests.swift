@@ -25,7 +25,7 @@ struct TimestampDedupeHoldTests {
                 let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
                 group.addTask { try await filter.run(context: context) }
                 defer { group.cancelAll() }
-                let until = { try await store.connections.rows("SELECT until FROM stage_holds WHERE key = 'u/1'").first?.decode(Double.self) ?? 0 }
+                let until = { try await store.connections.rows("SELECT lease_until FROM work WHERE kind LIKE 'hold:%' AND key = 'u/1'").first?.decode(Double.self) ?? 0 }
                 let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
                 guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
                     Issue.record("the new game was dropped")
@@ -108,7 +108,7 @@ extension TimestampDedupeHoldTests {
                 return
             }
             // The store was away for longer than the hold: in the database, the hold has lapsed.
-            _ = try await store.connections.rows("UPDATE stage_holds SET until = 0 WHERE key = 'u/1'")
+            _ = try await store.connections.rows("UPDATE work SET lease_until = 0 WHERE kind LIKE 'hold:%' AND key = 'u/1'")
             guard case .drop(_, let code) = try await filter.apply(to: event, context: context) else {
                 Issue.record("the game on its way was taken again")
                 return

@@ -222,7 +222,10 @@ final class ChaosLedger: SoakAccounting {
             for (id, deliveries) in state.deliveries where deliveries.count > 1 {
                 // Each send but the last must have been in flight at its process's SIGKILL, or open
                 // on a connection a GOAWAY closed before its answer.
-                let page = id.contains("#")
+                // A broadcast's page is recorded once all its recipients settled; an adversarial
+                // Web Push event once its hanging and throttled subscribers did: each send of
+                // theirs stays in flight as long.
+                let page = id.contains("#") || id.hasPrefix("w")
                 let explained = deliveries.dropLast().allSatisfy { delivery in
                     /// From the send (or `slack` before it) to `window` after it.
                     func within(_ window: Duration, slack: Duration = .zero) -> (ContinuousClock.Instant) -> Bool {
