@@ -34,7 +34,7 @@ struct PostgresWorkQueue: WorkQueue {
     }
 
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
-        let owner = QueuedEvent.thisProcess
+        let owner = LeaseOwner.thisProcess
         guard let grouping else {
             // SKIP LOCKED: daemons claiming at the same moment split the due items between them.
             // Chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the planner may run
@@ -73,30 +73,30 @@ struct PostgresWorkQueue: WorkQueue {
     func renew(ids: [Int64], lease: Double) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connections.rows("""
-            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
     func complete(ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await connections.rows("DELETE FROM work WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)")
+        _ = try await connections.rows("DELETE FROM work WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)")
     }
 
     func retry(ids: [Int64], after delay: Double) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connections.rows("""
             UPDATE work SET attempts = attempts + 1, due_at = \(unescaped: PostgresStore.databaseNow) + \(delay), owner = NULL, lease_until = 0
-            WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)
+            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
     func release(ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await connections.rows("UPDATE work SET owner = NULL, lease_until = 0 WHERE id = ANY(\(ids)) AND owner = \(QueuedEvent.thisProcess)")
+        _ = try await connections.rows("UPDATE work SET owner = NULL, lease_until = 0 WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)")
     }
 
     func saveProgress(id: Int64, cursor: String?) async throws {
-        _ = try await connections.rows("UPDATE work SET cursor = \(cursor) WHERE id = \(id) AND owner = \(QueuedEvent.thisProcess)")
+        _ = try await connections.rows("UPDATE work SET cursor = \(cursor) WHERE id = \(id) AND owner = \(LeaseOwner.thisProcess)")
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
@@ -112,7 +112,7 @@ struct PostgresWorkQueue: WorkQueue {
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.
         let taken = try await connections.rows("""
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
-            SELECT \(pipeline), \(kind), key, \(takenKeysFallDue), \(QueuedEvent.thisProcess), \(unescaped: PostgresStore.databaseNow) + \(lease), '{}',
+            SELECT \(pipeline), \(kind), key, \(takenKeysFallDue), \(LeaseOwner.thisProcess), \(unescaped: PostgresStore.databaseNow) + \(lease), '{}',
                    \(unescaped: PostgresStore.databaseNow)
             FROM unnest(\(Array(keys))::text[]) AS key
             ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
@@ -126,14 +126,14 @@ struct PostgresWorkQueue: WorkQueue {
         guard !keys.isEmpty else { return }
         _ = try await connections.rows("""
             UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
-            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
     func untake(_ kind: String, keys: Set<String>) async throws {
         guard !keys.isEmpty else { return }
         _ = try await connections.rows("""
-            DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(QueuedEvent.thisProcess)
+            DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 

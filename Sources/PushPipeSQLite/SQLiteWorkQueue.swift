@@ -33,7 +33,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
             guard let grouping else {
                 let claim = try db.cachedStatement(sql: "UPDATE work SET owner = ?, lease_until = ? WHERE id = ?")
-                for item in chosen { try claim.execute(arguments: [QueuedEvent.thisProcess, now + lease, item.id]) }
+                for item in chosen { try claim.execute(arguments: [LeaseOwner.thisProcess, now + lease, item.id]) }
                 return chosen.sorted { $0.id < $1.id }
             }
             var groups = Set(chosen.compactMap(\.group))
@@ -49,7 +49,7 @@ struct SQLiteWorkQueue: WorkQueue {
             var claimed: [WorkItem] = []
             for group in groups {
                 for item in try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) {
-                    try claim.execute(arguments: [QueuedEvent.thisProcess, now + lease, item.id])
+                    try claim.execute(arguments: [LeaseOwner.thisProcess, now + lease, item.id])
                     claimed.append(item)
                 }
             }
@@ -65,7 +65,7 @@ struct SQLiteWorkQueue: WorkQueue {
         guard !ids.isEmpty else { return }
         try await database.write { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE id = ? AND owner = ?")
-            for id in ids { try statement.execute(arguments: [id, QueuedEvent.thisProcess]) }
+            for id in ids { try statement.execute(arguments: [id, LeaseOwner.thisProcess]) }
         }
     }
 
@@ -103,7 +103,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 """)
             var taken = Set<String>()
             for key in keys {
-                try statement.execute(arguments: .storable([pipeline, kind, key, takenKeysFallDue, QueuedEvent.thisProcess, now + lease, now]))
+                try statement.execute(arguments: .storable([pipeline, kind, key, takenKeysFallDue, LeaseOwner.thisProcess, now + lease, now]))
                 if db.changesCount > 0 { taken.insert(key) }
             }
             return taken
@@ -115,7 +115,7 @@ struct SQLiteWorkQueue: WorkQueue {
         let until = Date().timeIntervalSince1970 + lease
         try await database.write { [pipeline] db in
             let statement = try db.cachedStatement(sql: "UPDATE work SET lease_until = ? WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
-            for key in keys { try statement.execute(arguments: .storable([until, pipeline, kind, key, QueuedEvent.thisProcess])) }
+            for key in keys { try statement.execute(arguments: .storable([until, pipeline, kind, key, LeaseOwner.thisProcess])) }
         }
     }
 
@@ -123,7 +123,7 @@ struct SQLiteWorkQueue: WorkQueue {
         guard !keys.isEmpty else { return }
         try await database.write { [pipeline] db in
             let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
-            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, QueuedEvent.thisProcess])) }
+            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess])) }
         }
     }
 
@@ -142,7 +142,7 @@ struct SQLiteWorkQueue: WorkQueue {
         guard !ids.isEmpty else { return }
         try await database.write { db in
             let statement = try db.cachedStatement(sql: "UPDATE work SET \(assignments) WHERE id = ? AND owner = ?")
-            for id in ids { try statement.execute(arguments: StatementArguments(values + [id.databaseValue, QueuedEvent.thisProcess.databaseValue])) }
+            for id in ids { try statement.execute(arguments: StatementArguments(values + [id.databaseValue, LeaseOwner.thisProcess.databaseValue])) }
         }
     }
 

@@ -44,7 +44,7 @@ public struct QueuedEvent: Sendable, Equatable {
     }
 
     /// Identifies this process among the runs that used the store.
-    public static let thisProcess = RandomIdentifier.hex(nibbles: 16)
+    public static var thisProcess: String { LeaseOwner.thisProcess }
 
     public var event: Event {
         var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)

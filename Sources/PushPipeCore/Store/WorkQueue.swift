@@ -4,8 +4,9 @@
 /// completes, retries later or releases them. On PostgreSQL daemons claiming at once split
 /// the due items (`FOR UPDATE SKIP LOCKED`); SQLite's single writer does the same by order.
 ///
-/// Operations on ids act only on items this process holds under a lease it claimed: a daemon
-/// whose lease ran out, and whose items another daemon took, changes nothing of theirs.
+/// Operations on ids act only on items this process was the last to claim (`LeaseOwner`): a
+/// daemon whose lease ran out, and whose items another daemon took, changes nothing of theirs.
+/// Ids are unique across pipelines.
 public protocol WorkQueue: Sendable {
     var pipeline: String { get }
     /// Adds items, due `delay` seconds from now on the store's clock. An item whose key still
