@@ -141,6 +141,16 @@ extension PostgresStore {
             // (`PostgresStore.adoptEarlierOutcomes`); holds there lapse within their lease.
             adoptEarlierOutcomes(pipeline: nil),
         ]),
+        // Pollers' schedules become recurring work items (`WorkQueue.schedule`), one kind per
+        // source. `poll_schedule` stays for daemons of an earlier version: while both run, a
+        // user may be checked twice in an interval, which the watermarks make harmless.
+        ("v14-poll-work", [
+            """
+            INSERT INTO work (pipeline, kind, key, due_at, payload, created_at)
+            SELECT pipeline, 'poll:' || source, user_id, due_at, '{}', due_at FROM poll_schedule ORDER BY due_at
+            ON CONFLICT DO NOTHING
+            """,
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

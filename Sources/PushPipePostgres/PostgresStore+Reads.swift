@@ -54,18 +54,18 @@ extension PostgresStore {
                     FOR UPDATE SKIP LOCKED)
                 UPDATE queued_events AS queued SET source = \(to) FROM lapsed WHERE queued.id = lapsed.id RETURNING queued.id
                 """, logger: logger).collect().count
+            // A user already scheduled under the new key keeps that schedule.
+            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
             try await connection.query("""
-                INSERT INTO poll_schedule (pipeline, source, user_id, due_at)
-                SELECT pipeline, \(to), user_id, due_at FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(from)
-                ON CONFLICT (pipeline, source, user_id) DO NOTHING
+                UPDATE work SET kind = \(new) WHERE pipeline = \(pipeline) AND kind = \(old)
+                AND NOT EXISTS (SELECT 1 FROM work AS moved WHERE moved.pipeline = \(pipeline) AND moved.kind = \(new) AND moved.key = work.key)
                 """, logger: logger)
-            try await connection.query("DELETE FROM poll_schedule WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
+            try await connection.query("DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(old)", logger: logger)
             // The old key's clock goes with its last row: until then, its grace protects what is left.
             try await connection.query("""
                 DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(from)
                 AND NOT EXISTS (SELECT 1 FROM queued_events WHERE pipeline = \(pipeline) AND source = \(from))
                 """, logger: logger)
-            try await connection.query("DELETE FROM poll_syncs WHERE pipeline = \(pipeline) AND source = \(from)", logger: logger)
             return moved
         }
     }
@@ -73,7 +73,7 @@ extension PostgresStore {
     public func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
         // SKIP LOCKED: daemons claiming at the same moment split the rows instead of waiting. The
-        // rows are chosen once, in a materialized CTE (see `claimDueChecks`). Leases are in the
+        // rows are chosen once, in a materialized CTE (see `PostgresWorkQueue.claim`). Leases are in the
         // database's clock, the one clock every daemon shares.
         let rows = try await connections.transaction { [logger] connection in
             try await Self.startGraceAfterRenewalGap(pipeline: pipeline, source: source, lease: lease, on: connection, logger: logger)

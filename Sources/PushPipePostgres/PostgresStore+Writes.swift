@@ -66,7 +66,7 @@ extension PostgresStore {
                 """, logger: logger)
         }
         for (pipeline, outcomes) in webhooks {
-            try await PostgresWorkQueue.insert(outcomes.map(\.work), pipeline: pipeline, after: 0, on: connection, logger: logger)
+            try await PostgresWorkQueue.insert(outcomes.map(\.work), pipeline: pipeline, after: outcomes.map { _ in 0 }, on: connection, logger: logger)
         }
         for answer in answers { try await record(answer, on: connection, logger: logger) }
         let now = Date().timeIntervalSince1970

@@ -9,26 +9,27 @@ struct PostgresWorkQueue: WorkQueue {
     let logger: Logger
     let pipeline: String
 
-    func add(_ items: [WorkItem], after delay: Double) async throws {
+    func add(_ items: [WorkItem], after delays: [Double]) async throws {
         guard !items.isEmpty else { return }
         try await connections.transaction { [logger, pipeline] connection in
-            try await Self.insert(items, pipeline: pipeline, after: delay, on: connection, logger: logger)
+            try await Self.insert(items, pipeline: pipeline, after: delays, on: connection, logger: logger)
         }
     }
 
     /// Also in the transaction of another write (webhook outcomes with their deliveries).
-    static func insert(_ items: [WorkItem], pipeline: String, after delay: Double, on connection: PostgresConnection, logger: Logger) async throws {
+    static func insert(_ items: [WorkItem], pipeline: String, after delays: [Double], on connection: PostgresConnection, logger: Logger) async throws {
         // In the order of their keys: two transactions inserting the same keys wait for each
         // other in one order, never in a cycle (a deadlock would abort a whole group commit).
-        let rows: [JSON] = items.sorted { ($0.kind, $0.key) < ($1.kind, $1.key) }.map { item in
+        let rows: [JSON] = zip(items, delays).sorted { ($0.0.kind, $0.0.key) < ($1.0.kind, $1.0.key) }.map { item, delay in
             ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
-             "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null]
+             "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null,
+             "delay": .double(delay)]
         }
         try await connection.query("""
             INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor)
-            SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + \(delay), payload, attempts, created_at, work_group, cursor
+            SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + delay, payload, attempts, created_at, work_group, cursor
             FROM jsonb_to_recordset(\(jsonb: rows)::jsonb) AS w(kind text, key text, payload text, attempts integer, created_at double precision,
-                                                               work_group text, cursor text)
+                                                               work_group text, cursor text, delay double precision)
             ON CONFLICT (pipeline, kind, key) DO NOTHING
             """, logger: logger)
     }
@@ -43,7 +44,9 @@ struct PostgresWorkQueue: WorkQueue {
                 WITH due AS MATERIALIZED (
                     SELECT id AS due_id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND due_at <= \(unescaped: PostgresStore.databaseNow)
                     AND lease_until < \(unescaped: PostgresStore.databaseNow) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) FROM due WHERE work.id = due.due_id
+                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
+                    due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
+                FROM due WHERE work.id = due.due_id
                 RETURNING \(unescaped: Self.columns)
                 """))
         }
@@ -62,7 +65,8 @@ struct PostgresWorkQueue: WorkQueue {
                 groups.insert(group)
             }
             return try Self.items(try await connection.query("""
-                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
+                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
+                    due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
                 WHERE pipeline = \(pipeline) AND kind = \(kind) AND work_group = ANY(\(Array(groups)))
                 AND lease_until < \(unescaped: PostgresStore.databaseNow)
                 RETURNING \(unescaped: Self.columns)
@@ -73,7 +77,8 @@ struct PostgresWorkQueue: WorkQueue {
     func renew(ids: [Int64], lease: Double) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connections.rows("""
-            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease) WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease), due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
+            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
@@ -92,7 +97,10 @@ struct PostgresWorkQueue: WorkQueue {
 
     func release(ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await connections.rows("UPDATE work SET owner = NULL, lease_until = 0 WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)")
+        _ = try await connections.rows("""
+            UPDATE work SET owner = NULL, lease_until = 0, due_at = least(due_at, \(unescaped: PostgresStore.databaseNow))
+            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
+            """)
     }
 
     func saveProgress(id: Int64, cursor: String?) async throws {
@@ -105,6 +113,15 @@ struct PostgresWorkQueue: WorkQueue {
                 SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND created_at < \(cutoff) ORDER BY id LIMIT \(limit))
             RETURNING id
             """).count
+    }
+
+    func keys(_ kind: String) async throws -> [String] {
+        try await connections.rows("SELECT key FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)").decode(String.self).map { $0 }
+    }
+
+    func remove(_ kind: String, keys: [String]) async throws {
+        guard !keys.isEmpty else { return }
+        _ = try await connections.rows("DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(keys))")
     }
 
     func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {

@@ -198,6 +198,15 @@ extension SQLiteStore {
                 DROP TABLE webhook_outbox;
                 """)
         }
+        migrator.registerMigration("v17-poll-work") { db in
+            // Pollers' schedules become recurring work items (`WorkQueue.schedule`), one kind per
+            // source, in the order they were stored (a claim rewrites neighbouring pages).
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO work (pipeline, kind, key, due_at, payload, created_at)
+                    SELECT pipeline, 'poll:' || source, user_id, due_at, '{}', due_at FROM poll_schedule ORDER BY rowid;
+                DROP TABLE poll_schedule;
+                """)
+        }
         return migrator
     }
 

@@ -55,8 +55,9 @@ extension SQLiteStore {
                            arguments: [to, pipeline, from, QueuedEvent.thisProcess, now])
             let moved = db.changesCount
             // A user already scheduled under the new key keeps that schedule.
-            try db.execute(sql: "UPDATE OR IGNORE poll_schedule SET source = ? WHERE pipeline = ? AND source = ?", arguments: [to, pipeline, from])
-            try db.execute(sql: "DELETE FROM poll_schedule WHERE pipeline = ? AND source = ?", arguments: [pipeline, from])
+            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
+            try db.execute(sql: "UPDATE OR IGNORE work SET kind = ? WHERE pipeline = ? AND kind = ?", arguments: [new, pipeline, old])
+            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ?", arguments: [pipeline, old])
             return moved
         }
     }

@@ -9,10 +9,10 @@ struct SQLiteWorkQueue: WorkQueue {
     let database: DatabasePool
     let pipeline: String
 
-    func add(_ items: [WorkItem], after delay: Double) async throws {
+    func add(_ items: [WorkItem], after delays: [Double]) async throws {
         guard !items.isEmpty else { return }
         try await database.write { db in
-            for item in items { try Self.insert(item, pipeline: pipeline, after: delay, in: db) }
+            for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, after: delay, in: db) }
         }
     }
 
@@ -32,7 +32,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
                 """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
             guard let grouping else {
-                let claim = try db.cachedStatement(sql: "UPDATE work SET owner = ?, lease_until = ? WHERE id = ?")
+                let claim = try db.cachedStatement(sql: Self.claimItem)
                 for item in chosen { try claim.execute(arguments: [LeaseOwner.thisProcess, now + lease, item.id]) }
                 return chosen.sorted { $0.id < $1.id }
             }
@@ -45,7 +45,7 @@ struct SQLiteWorkQueue: WorkQueue {
             let members = try db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND lease_until < ? ORDER BY id
                 """)
-            let claim = try db.cachedStatement(sql: "UPDATE work SET owner = ?, lease_until = ? WHERE id = ?")
+            let claim = try db.cachedStatement(sql: Self.claimItem)
             var claimed: [WorkItem] = []
             for group in groups {
                 for item in try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) {
@@ -58,7 +58,7 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func renew(ids: [Int64], lease: Double) async throws {
-        try await update("lease_until = ?", [(Date().timeIntervalSince1970 + lease).databaseValue], ids: ids)
+        try await update("lease_until = ?1, due_at = ?1", [(Date().timeIntervalSince1970 + lease).databaseValue], ids: ids)
     }
 
     func complete(ids: [Int64]) async throws {
@@ -74,7 +74,7 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func release(ids: [Int64]) async throws {
-        try await update("owner = NULL, lease_until = 0", [], ids: ids)
+        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [Date().timeIntervalSince1970.databaseValue], ids: ids)
     }
 
     func saveProgress(id: Int64, cursor: String?) async throws {
@@ -87,6 +87,20 @@ struct SQLiteWorkQueue: WorkQueue {
                 DELETE FROM work WHERE id IN (SELECT id FROM work WHERE pipeline = ? AND kind = ? AND created_at < ? ORDER BY id LIMIT ?)
                 """, arguments: [pipeline, kind, cutoff, limit])
             return db.changesCount
+        }
+    }
+
+    func keys(_ kind: String) async throws -> [String] {
+        try await database.read { [pipeline] db in
+            try String.fetchAll(db, sql: "SELECT key FROM work WHERE pipeline = ? AND kind = ?", arguments: [pipeline, kind])
+        }
+    }
+
+    func remove(_ kind: String, keys: [String]) async throws {
+        guard !keys.isEmpty else { return }
+        try await database.write { [pipeline] db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ?")
+            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key])) }
         }
     }
 
@@ -145,6 +159,10 @@ struct SQLiteWorkQueue: WorkQueue {
             for id in ids { try statement.execute(arguments: StatementArguments(values + [id.databaseValue, LeaseOwner.thisProcess.databaseValue])) }
         }
     }
+
+    /// A claimed item falls due again when its lease ends: a claim then looks at due times alone,
+    /// in their index, however many items are held.
+    static let claimItem = "UPDATE work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id = ?3"
 
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 

@@ -20,17 +20,18 @@ struct PostgresStorePollScheduleTests {
             try await first.register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32) + user), pipeline: "p",
                                      environment: nil, replace: false)
         }
-        try await first.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
-        let scheduled = { try await first.connections.rows("SELECT count(*) FROM poll_schedule").first?.decode(Int.self) ?? -1 }
+        let registered = { try await first.tokens(pipeline: "p", user: nil, kind: "device").map(\.user) }
+        try await first.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
+        let scheduled = { try await first.connections.rows("SELECT count(*) FROM work WHERE kind = 'poll:s'").first?.decode(Int.self) ?? -1 }
         #expect(try await scheduled() == 2)
         try await first.register(DeviceToken(user: "3", kind: "device", value: String(repeating: "cd", count: 32)), pipeline: "p",
                                  environment: nil, replace: false)
         // The second daemon's sync, within the period: already done by the first, so skipped.
-        try await second.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
+        try await second.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
         #expect(try await scheduled() == 2, "synced again by a second daemon within the period")
         // A period later (the last sync moved back in time), one of them syncs.
-        _ = try await first.connections.rows("UPDATE poll_syncs SET synced_at = synced_at - 30")
-        try await second.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 30)
+        _ = try await first.connections.rows("UPDATE work SET lease_until = lease_until - 30 WHERE kind = 'schedule-synced'")
+        try await second.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
         #expect(try await scheduled() == 3)
         try await first.close()
         try await second.close()

@@ -64,7 +64,7 @@ import Testing
         try await store.close()
     }
 
-    @Test func claimingDueChecksReadsTheClaimedUsersTokens() async throws {
+    @Test func warmingTokensReadsTheClaimedUsersTokens() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
@@ -73,8 +73,10 @@ import Testing
         }
         try await store.register(DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"), pipeline: "p", environment: nil, replace: false)
         // An interval of 0 makes every user due now.
-        try await store.syncPollSchedule(pipeline: "p", source: "sources[0]", tokenKind: "device", interval: 0)
-        let claimed = try await store.claimDueChecks(pipeline: "p", source: "sources[0]", interval: 60, limit: 10)
+        let work = store.work(pipeline: "p")
+        try await work.schedule("poll:s", keys: ["1", "2"], every: 0)
+        let claimed = try await work.claimRecurring("poll:s", every: 60, limit: 10)
+        try await store.warmTokens(pipeline: "p", users: claimed)
         #expect(claimed.sorted() == ["1", "2"])
         var prefetched: [TokenCache.Query: [DeviceToken]] = [:]
         for user in claimed {

@@ -207,19 +207,24 @@ extension SQLiteStoreTests {
         }
         try await store.register(DeviceToken(user: "7", kind: "device", value: "ff07"), pipeline: "p", environment: nil, replace: false)
         let start = Date().timeIntervalSince1970
-        try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
+        let work = store.work(pipeline: "p")
+        let registered = { try await store.tokens(pipeline: "p", user: nil, kind: "device").map(\.user) }
+        try await work.schedule("poll:s", keys: try await registered(), every: 30)
         func schedule(orderedBy order: String) async throws -> [String] {
-            try await store.database.read { db in try String.fetchAll(db, sql: "SELECT user_id FROM poll_schedule ORDER BY \(order)") }
+            try await store.database.read { db in try String.fetchAll(db, sql: "SELECT key FROM work WHERE kind = 'poll:s' ORDER BY \(order)") }
         }
         let byDue = try await schedule(orderedBy: "due_at")
         #expect(byDue == (1...60).map { "\($0)" }.sorted(), "once each, in the order of their ids (as text)")
         #expect(try await schedule(orderedBy: "rowid") == byDue)
-        let times = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT due_at FROM poll_schedule ORDER BY due_at") }
+        let times = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT due_at FROM work WHERE kind = 'poll:s' ORDER BY due_at") }
         #expect(abs(times[0] - start) < 1, "the first is due now")
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")
         try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
-        try await store.syncPollSchedule(pipeline: "p", source: "s", tokenKind: "device", interval: 30)
+        try await work.schedule("poll:s", keys: try await registered(), every: 30)
+        #expect(try await schedule(orderedBy: "rowid") == byDue, "synced once per period")
+        try await work.untake("schedule-synced", keys: ["poll:s"])
+        try await work.schedule("poll:s", keys: try await registered(), every: 30)
         #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")
         try await store.close()
     }

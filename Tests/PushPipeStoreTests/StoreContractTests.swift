@@ -254,34 +254,33 @@ import Testing
         #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
     }
 
-    /// A claim takes due users at most `limit` at a time and makes them due again an interval
-    /// later: every registered user is claimed once per interval, whatever the batches.
+    /// A poller's schedule (recurring work): a claim takes due users at most `limit` at a time
+    /// and makes them due again an interval later, so every registered user is claimed once per
+    /// interval, whatever the batches.
     func pollSchedule(_ store: any Store) async throws {
-        for user in 1...7 {
-            try await store.register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "dd%02d", user)), pipeline: "o", environment: nil, replace: false)
-        }
-        try await store.register(DeviceToken(user: "8", kind: "activity", value: "ee08", scope: "game"), pipeline: "o", environment: nil, replace: false)
-        // An interval of 0 makes every user due now; only users with a token of the kind are polled.
-        try await store.syncPollSchedule(pipeline: "o", source: "sources[0]", tokenKind: "device", interval: 0)
+        let work = store.work(pipeline: "o")
+        let kind = WorkItem.pollKind(source: "sources[0]")
+        // An interval of 0 makes every user due now.
+        try await work.schedule(kind, keys: (1...7).map { "\($0)" }, every: 0)
         var claimed: [String] = []
         for limit in [3, 3, 3] {
-            let batch = try await store.claimDueChecks(pipeline: "o", source: "sources[0]", interval: 60, limit: limit)
+            let batch = try await work.claimRecurring(kind, every: 60, limit: limit)
             #expect(batch.count == min(limit, 7 - claimed.count))
             claimed += batch
         }
         #expect(claimed.sorted() == (1...7).map { "\($0)" }, "each due user once")
-        #expect(try await store.claimDueChecks(pipeline: "o", source: "sources[0]", interval: 60, limit: 10).isEmpty, "due again in a minute")
-        #expect(try await store.claimDueChecks(pipeline: "o", source: "other", interval: 60, limit: 10).isEmpty, "schedules are per source")
+        #expect(try await work.claimRecurring(kind, every: 60, limit: 10).isEmpty, "due again in a minute")
+        #expect(try await work.claimRecurring(WorkItem.pollKind(source: "other"), every: 60, limit: 10).isEmpty, "schedules are per source")
+        try await work.schedule(kind, keys: (2...7).map { "\($0)" }, every: 0)
+        #expect(try await work.keys(kind).sorted() == (2...7).map { "\($0)" }, "a user left out is taken off")
 
-        // New users fall due in the order of their ids (as text), whatever order they registered in.
+        // New users fall due in the order of their ids (as text), whatever order they come in.
         let users = ["7", "12", "3", "100", "45", "201", "9", "60"]
-        for (index, user) in users.enumerated() {
-            try await store.register(DeviceToken(user: user, kind: "device", value: String(format: "ab%02d", index)), pipeline: "n", environment: nil, replace: false)
-        }
-        try await store.syncPollSchedule(pipeline: "n", source: "sources[0]", tokenKind: "device", interval: 0.01)
-        // The schedule is in wall-clock time: the last of them falls due 8 ms from now.
+        try await store.work(pipeline: "n").schedule(kind, keys: users, every: 0.01)
+        // The schedule is in wall-clock time: the last of them falls due 7 ms from now.
         try await Task.sleep(for: .milliseconds(20))
-        #expect(try await store.claimDueChecks(pipeline: "n", source: "sources[0]", interval: 60, limit: 10) == users.sorted())
+        let due = try await store.work(pipeline: "n").claim(kind, limit: 10, lease: 60)
+        #expect(due.map(\.key) == users.sorted())
     }
 
     func retention(_ store: any Store) async throws {

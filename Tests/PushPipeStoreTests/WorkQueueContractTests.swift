@@ -130,10 +130,11 @@ import Testing
     func aGroupIsClaimedWhole(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
             let work = store.work(pipeline: "p")
-            try await work.add((1...3).map { Self.item("k\($0)") })
+            try await work.add((1...2).map { Self.item("k\($0)") })
             let first = try await work.claim("job", limit: 2, lease: -1) { fresh in [("g1", fresh.map(\.id))] }
             #expect(first.map(\.key) == ["k1", "k2"] && first.allSatisfy { $0.group == "g1" }, "\(first)")
-            try await work.add([Self.item("k4")])
+            // Due after the lapsed group (a claimed item falls due again when its lease ends).
+            try await work.add([Self.item("k3"), Self.item("k4")])
             let again = try await work.claim("job", limit: 1, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
             #expect(again.map(\.key) == ["k1", "k2"] && again.allSatisfy { $0.group == "g1" }, "the same group, whole though the limit is 1: \(again)")
             let rest = try await work.claim("job", limit: 10, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
@@ -261,7 +262,8 @@ import Testing
                     ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
                     ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL),
                     ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"text":"a\\u0000b"}', 4, 0, 0, 0, 'msg_4')
+                    ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"text":"a\\u0000b"}', 4, 0, 0, 0, 'msg_4');
+                    INSERT INTO poll_schedule (pipeline, source, user_id, due_at) VALUES ('w', 'sources[0]', '1', 0), ('w', 'sources[0]', '2', 9e9);
                     """)
             }
             try queue.close()
@@ -272,6 +274,8 @@ import Testing
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
             #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
             #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
+            let polled = try await store.work(pipeline: "w").claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+            #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
         }, cleanup: { try? await store.close() })
     }
 
@@ -292,6 +296,9 @@ import Testing
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"n":4}', 4, 0, 0, 9e9, 'msg_4')
                 """, logger: Self.logger)
+            _ = try await connection.query("""
+                INSERT INTO poll_schedule (pipeline, source, user_id, due_at) VALUES ('w', 'sources[0]', '1', 0), ('w', 'sources[0]', '2', 9e9)
+                """, logger: Self.logger)
         }
         let store = try await PostgresStore(location: location, logger: Self.logger)
         try await withCleanup({
@@ -299,6 +306,8 @@ import Testing
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
                     "not the one not due yet, nor the one a daemon of the earlier version holds")
             #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
+            let polled = try await store.work(pipeline: "w").claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+            #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
             // That daemon let go of it (its lease ran out): a retention pass takes it over.
             _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
             #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 0, limit: 10) == 0)

@@ -37,7 +37,7 @@ public struct StageContext: Sendable {
     public var deliveries: any DeliveryStore { store }
     public var queuedEvents: any QueuedEventStore { store }
     public var stageState: any StageStateStore { store }
-    public var pollSchedule: any PollScheduleStore { store }
+    public var work: any WorkQueue { store.work(pipeline: pipeline) }
     public var retention: any RetentionStore { store }
 
     /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).

@@ -6,7 +6,7 @@ import Foundation
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
 public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
-    StageStateStore, PollScheduleStore, RetentionStore {
+    StageStateStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
     /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
@@ -44,9 +44,15 @@ public protocol RegistrationStore: Sendable {
     func setting(pipeline: String, user: String, key: String) async throws -> JSON?
     func settings(pipeline: String, user: String) async throws -> [String: JSON]
     func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
+
+    /// Reads the tokens of `users` ahead, where a store caches them: a poller's claimed users,
+    /// each looked up next. A hint; nothing changes.
+    func warmTokens(pipeline: String, users: [String]) async throws
 }
 
 extension RegistrationStore {
+    public func warmTokens(pipeline: String, users: [String]) async throws {}
+
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
         try await register(token, pipeline: pipeline, environment: environment, replace: replace, keepingAtMost: nil)
     }
@@ -113,22 +119,9 @@ public protocol StageStateStore: Sendable {
     func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws
 }
 
-/// When a poller checks each user, shared by every daemon on the store.
-public protocol PollScheduleStore: Sendable {
-    /// Puts every user with a token of `tokenKind` on a poller's schedule (new users due evenly
-    /// over the first 80% of the next `interval` in the order of their ids, so checks spread
-    /// out and the first round ends within the interval) and takes users without one off.
-    func syncPollSchedule(pipeline: String, source: String, tokenKind: String, interval: Double) async throws
-    /// Users due for a check, claimed for this daemon: their next check moves `interval` on, so
-    /// across every daemon on the store each user is checked once per interval, and a daemon
-    /// that dies after claiming leaves its users due again an interval later. In the order
-    /// they fell due, at most `limit`.
-    func claimDueChecks(pipeline: String, source: String, interval: Double, limit: Int) async throws -> [String]
-}
-
 /// Durable work that daemons lease (`WorkQueue`), by pipeline.
 public protocol WorkStore: Sendable {
-    /// The pipeline's durable work: webhook outcomes, holds, and every later kind of leased item.
+    /// The pipeline's durable work: webhook outcomes, holds, poll schedules, and every later kind of leased item.
     func work(pipeline: String) -> any WorkQueue
 }
 

@@ -1,7 +1,7 @@
 /// A pipeline's durable work (`WorkItem`s) in its store, leased to the daemon doing it. An
 /// item is due from a time on the store's clock; a claim takes due items nobody holds (or
-/// whose holder's lease ran out: it died) and holds them for a lease; the holder renews,
-/// completes, retries later or releases them. On PostgreSQL daemons claiming at once split
+/// whose holder's lease ran out: it died) and holds them for a lease, which is also when they
+/// fall due again; the holder renews, completes, retries later or releases them. On PostgreSQL daemons claiming at once split
 /// the due items (`FOR UPDATE SKIP LOCKED`); SQLite's single writer does the same by order.
 ///
 /// Operations on ids act only on items this process was the last to claim (`LeaseOwner`): a
@@ -9,9 +9,9 @@
 /// Ids are unique across pipelines.
 public protocol WorkQueue: Sendable {
     var pipeline: String { get }
-    /// Adds items, due `delay` seconds from now on the store's clock. An item whose key still
-    /// waits in its kind is not added again.
-    func add(_ items: [WorkItem], after delay: Double) async throws
+    /// Adds items, each due its `delays` entry's seconds from now on the store's clock. An item
+    /// whose key still waits in its kind is not added again.
+    func add(_ items: [WorkItem], after delays: [Double]) async throws
     /// At most `limit` due items of `kind` nobody holds, oldest due first, now this process's
     /// for `lease` seconds; returned in the order they were added. With `grouping`, items not
     /// yet in a group get the groups it gives them, and every chosen item's group comes whole.
@@ -22,13 +22,17 @@ public protocol WorkQueue: Sendable {
     func complete(ids: [Int64]) async throws
     /// Not done: due again in `delay` seconds, their attempts counted, held by nobody.
     func retry(ids: [Int64], after delay: Double) async throws
-    /// Let go of without an attempt: due as they were, for whichever daemon claims them next.
+    /// Let go of without an attempt: due at once, for whichever daemon claims them next.
     func release(ids: [Int64]) async throws
     /// Saves how far a held item got (`WorkItem.cursor`).
     func saveProgress(id: Int64, cursor: String?) async throws
     /// Removes at most `limit` items of `kind` added before `cutoff` (UNIX seconds), held or
     /// not: work that waited longer than anyone waits. Returns how many.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+    /// The keys of `kind`'s items, held or not, in no particular order.
+    func keys(_ kind: String) async throws -> [String]
+    /// Removes the items of `kind` under `keys`, whoever holds them (work nobody wants any more).
+    func remove(_ kind: String, keys: [String]) async throws
 
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
     /// process, for `lease` seconds; returns those taken. A lock per key that every daemon on
@@ -49,7 +53,9 @@ public protocol WorkQueue: Sendable {
 public typealias WorkGrouping = @Sendable ([WorkItem]) -> [(group: String, ids: [Int64])]
 
 extension WorkQueue {
-    public func add(_ items: [WorkItem]) async throws { try await add(items, after: 0) }
+    public func add(_ items: [WorkItem], after delay: Double = 0) async throws {
+        try await add(items, after: Array(repeating: delay, count: items.count))
+    }
 
     public func claim(_ kind: String, limit: Int, lease: Double) async throws -> [WorkItem] {
         try await claim(kind, limit: limit, lease: lease, grouping: nil)

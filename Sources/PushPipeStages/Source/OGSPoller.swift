@@ -8,7 +8,7 @@ import Synchronization
 
 /// Polls Online-Go.com for every registered user and emits the games where it is their turn.
 ///
-/// Which user is due when lives in the store (`poll_schedule`): every daemon on a shared
+/// Which user is due when lives in the store (recurring work, `WorkQueue.schedule`): every daemon on a shared
 /// database claims the users that are due, so each user is checked once per interval across
 /// all of them, adding a daemon spreads the load, and a dead daemon's users come due again
 /// for the others. New users come due evenly over the first 80% of their first interval, in
@@ -148,20 +148,22 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     private func cycles(sink: any EventSink, context: StageContext) async {
         let interval = configuration.interval
         let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
-        let schedule = context.pollSchedule
+        let work = context.work
+        let kind = WorkItem.pollKind(source: context.key)
         var nextSync = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !Task.isCancelled {
                 do {
                     if ContinuousClock.now >= nextSync {
-                        try await schedule.syncPollSchedule(pipeline: context.pipeline, source: context.key, tokenKind: configuration.tokenKind,
-                                                            interval: interval)
+                        let tokens = try await context.registrations.tokens(pipeline: context.pipeline, user: nil, kind: configuration.tokenKind)
+                        try await work.schedule(kind, keys: tokens.lazy.map(\.user), every: interval)
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
                     }
                     let limit = configuration.concurrency * 2
-                    let due = try await schedule.claimDueChecks(pipeline: context.pipeline, source: context.key, interval: interval, limit: limit)
+                    let due = try await work.claimRecurring(kind, every: interval, limit: limit)
+                    try await context.registrations.warmTokens(pipeline: context.pipeline, users: due)
                     let now = ContinuousClock.now
                     for user in due where !isBackingOff(user, at: now) && checking.withLock({ $0.insert(user).inserted }) {
                         if running >= configuration.concurrency {

@@ -1,0 +1,37 @@
+import Foundation
+import GRDB
+import PushPipeCore
+
+extension SQLiteStore {
+    /// Reads in the writer: a reader connection's pages are stale after every commit (see
+    /// `StateMirror`), while the writer's are not. One read for a poller's claim instead of one
+    /// per user.
+    public func warmTokens(pipeline: String, users: [String]) async throws {
+        guard !users.isEmpty else { return }
+        let generation = tokenCache.currentGeneration()
+        let list = JSON.array(users.map(JSON.string)).compactText
+        let tokens = try await database.write { db in try Self.tokens(of: list, pipeline: pipeline, in: db) }
+        tokenCache.store(tokens, readAt: generation)
+    }
+
+    /// The tokens of `users` (a JSON array of ids) by user and kind, each list ordered as
+    /// `tokens(pipeline:user:kind:)` orders it. Sorted here, and only lists of two or more: an
+    /// ORDER BY built a temporary b-tree for every claim, while a user rarely has two tokens of
+    /// a kind. CROSS JOIN keeps the claimed list outside: the planner
+    /// otherwise scanned every registration of the pipeline for each claim.
+    static func tokens(of users: String, pipeline: String, in db: Database) throws -> [TokenCache.Query: [DeviceToken]] {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT r.user_id, r.token_kind, r.token, r.scope, r.updated_at FROM json_each(?) AS claimed
+            CROSS JOIN registrations AS r ON r.pipeline = ? AND r.user_id = claimed.value
+            """), arguments: [users, pipeline])
+        var found: [TokenCache.Query: [DeviceToken]] = [:]
+        while let row = try rows.next() {
+            let token = token(row)
+            found[TokenCache.Query(pipeline: pipeline, user: token.user, kind: token.kind), default: []].append(token)
+        }
+        for (query, tokens) in found where tokens.count > 1 {
+            found[query] = tokens.sorted { $0.updatedAt > $1.updatedAt }
+        }
+        return found
+    }
+}
