@@ -69,7 +69,10 @@ struct PluginTransport: Transport, LongRunningStage {
         let token: JSON = ["user": .string(request.token.user), "kind": .string(request.token.kind), "value": .string(request.token.value)]
         do {
             let result = try await process.request("send", ["request": request.json, "token": token])
-            let reason = result["reason"]?.stringValue ?? "plugin \(process.manifest.name)"
+            // The plugin's own code for metrics (`code`), as it gives it; its text for people.
+            let reason = ProviderReason(code: result["code"]?.stringValue ?? ProviderReason.otherCode,
+                                        result["reason"]?.stringValue ?? "plugin \(process.manifest.name)",
+                                        throttlesSender: result["throttled"]?.boolValue ?? false)
             switch result["outcome"]?.stringValue {
             case "delivered": return .delivered(providerID: result["provider_id"]?.stringValue)
             case "drop-token": return .dropToken(reason: reason, since: result["since"]?.doubleValue)
@@ -77,7 +80,7 @@ struct PluginTransport: Transport, LongRunningStage {
             default: return .retryAfter(seconds: result["seconds"]?.doubleValue, reason: reason)
             }
         } catch {
-            return .retryAfter(seconds: nil, reason: "\(error)")
+            return .retryAfter(seconds: nil, reason: .other("\(error)"))
         }
     }
 }

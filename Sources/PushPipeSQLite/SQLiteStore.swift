@@ -118,7 +118,7 @@ public final class SQLiteStore: Store {
             try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
             try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
             try upsert(events, in: db)
-            for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, after: 0, in: db) }
+            for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: Date().timeIntervalSince1970, in: db) }
         case .enqueue(let event):
             try insertQueued(event, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }

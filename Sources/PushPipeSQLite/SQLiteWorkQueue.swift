@@ -11,17 +11,19 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func add(_ items: [WorkItem], after delays: [Double]) async throws {
         guard !items.isEmpty else { return }
+        // One now for all: items spread over an interval keep their spacing exactly.
+        let now = Date().timeIntervalSince1970
         try await database.write { db in
-            for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, after: delay, in: db) }
+            for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, dueAt: now + delay, in: db) }
         }
     }
 
     /// Also in the transaction of another write (webhook outcomes with their deliveries).
-    static func insert(_ item: WorkItem, pipeline: String, after delay: Double, in db: Database) throws {
+    static func insert(_ item: WorkItem, pipeline: String, dueAt due: Double, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (pipeline, kind, key) DO NOTHING
-            """).execute(arguments: .storable([pipeline, item.kind, item.key, Date().timeIntervalSince1970 + delay, item.payload.compactText,
+            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, item.payload.compactText,
                                                item.attempts, item.createdAt, item.group, item.cursor]))
     }
 

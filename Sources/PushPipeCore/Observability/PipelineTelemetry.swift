@@ -101,12 +101,13 @@ public final class PipelineTelemetry: Sendable {
     }
 
     /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error`, `refused` or `dry_run`.
-    func delivery(_ event: Event, _ notification: RenderedNotification, outcome: String, reason: String?, attempts: Int) {
+    func delivery(_ event: Event, _ notification: RenderedNotification, outcome: String, reason providerReason: ProviderReason?, attempts: Int) {
+        let reason = providerReason?.text
         if outcome == "delivered" {
             delivered.increment()
         } else {
             telemetry.increment(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
-                                              ("reason", telemetry.reasonLabel(reason))])
+                                              ("reason", telemetry.reasonLabel(providerReason?.code))])
         }
         let now = Date()
         if outcome != "dry_run" && outcome != "refused" {

@@ -1,19 +1,31 @@
-/// The code of a provider's answer (`BadDeviceToken`, `UNREGISTERED`, `HTTP_503`), taken from
-/// a transport outcome's reason, which is written for people ("BadDeviceToken (check that
-/// ...)", "400 BadTopic", "UNREGISTERED: Requested entity was not found."). Metrics need the
-/// code alone: the rest varies per request and would make a time series of every message.
-public enum ProviderReason {
-    public static func code(_ reason: String) -> String {
-        var words = reason.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "(" || $0 == "," }).makeIterator()
-        guard var word = words.next() else { return "other" }
-        // "400 BadTopic": APNs' status, then its reason.
-        if word.count == 3, word.allSatisfy(\.isNumber), let next = words.next() { word = next }
-        if word == "HTTP", let status = words.next(), status.count == 3, status.allSatisfy(\.isNumber) { return "HTTP_\(status)" }
-        guard word.count >= 4, word.count <= 48, let first = word.first, first.isUppercase,
-              word.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else { return "other" }
-        // APNs codes are CamelCase with lower-case letters; FCM codes are UPPER_SNAKE. "APNs" and
-        // "FCM" start our own messages ("APNs credentials: ..."), which are not provider codes.
-        if word == "APNs" || word == "FCM" { return "other" }
-        return String(word)
+/// Why a provider did not accept a notification (or why it never reached one): a code for
+/// metrics and conditions (`BadDeviceToken`, `UNREGISTERED`, `HTTP_410`, `other`) and a text
+/// for people. The transport that read the answer gives both apart, so nothing parses the text
+/// back into a code, and the core needs to know no provider's way of naming its errors.
+public struct ProviderReason: Sendable, Equatable, CustomStringConvertible {
+    /// Short and from a small set per provider: a metric label's value.
+    public var code: String
+    /// What people read (logs, the status route, dead letters): may vary per request.
+    public var text: String
+    /// The provider asked the whole sender, not one device, to slow down (FCM's
+    /// `QUOTA_EXCEEDED`, an HTTP 429): with a `Retry-After`, every send to it waits.
+    public var throttlesSender: Bool
+
+    public init(code: String, _ text: String, throttlesSender: Bool = false) {
+        self.code = code
+        self.text = text
+        self.throttlesSender = throttlesSender
     }
+
+    /// A failure that is not a provider's answer (no connection, bad credentials, a timeout).
+    public static func other(_ text: String) -> ProviderReason { ProviderReason(code: otherCode, text) }
+
+    /// An HTTP status without a code of the provider's.
+    public static func http(_ status: Int, _ text: String) -> ProviderReason {
+        ProviderReason(code: "HTTP_\(status)", text, throttlesSender: status == 429)
+    }
+
+    public static let otherCode = "other"
+
+    public var description: String { text }
 }

@@ -61,10 +61,9 @@ public final class Telemetry: Sendable {
         }
     }
 
-    /// A provider reason as a label value: its code, or `other` once too many were seen.
-    public func reasonLabel(_ reason: String?) -> String {
-        guard let reason else { return "" }
-        let code = ProviderReason.code(reason)
+    /// A provider reason's code as a label value, or `other` once too many were seen.
+    public func reasonLabel(_ code: String?) -> String {
+        guard let code else { return "" }
         return reasons.withLock { seen in
             if seen.contains(code) { return code }
             guard seen.count < Self.maximumReasons else { return "other" }

@@ -61,11 +61,11 @@ extension EventProcessor {
                     } else {
                         // Replaced by the first attempt's outcome below.
                         sending.append((index, attempts.count))
-                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0, notSentYet: true))
+                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true))
                     }
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
-                    attempts.append(.init(request: nil, outcome: .configError(reason: "\(error)"), count: 0, metricOutcome: "refused"))
+                    attempts.append(.init(request: nil, outcome: .configError(reason: .other("\(error)")), count: 0, metricOutcome: "refused"))
                 }
             }
             deliverings[index].attempts = attempts
@@ -84,7 +84,7 @@ extension EventProcessor {
                     guard let pause = gate.remainingPause(of: scope) else { return false }
                     let seconds = pause / .seconds(1)
                     deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: seconds,
-                                                                                                      reason: "held: \(shownScope(of: request)) asked to wait")
+                                                                                                      reason: .other("held: \(shownScope(of: request)) asked to wait"))
                     // Its retry waits the pause out, or ends it unresolved when it is too long (`waitsTooLong`).
                     deliverings[place.delivering].attempts[place.notification].held = true
                     deliverings[place.delivering].attempts[place.notification].notSentYet = false
@@ -147,7 +147,7 @@ extension EventProcessor {
                 let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
                 if waitsTooLong(delay) { break }
                 telemetry.retry()
-                if let suppressed = repeatedFailures.admit("retry: \(reason)") {
+                if let suppressed = repeatedFailures.admit("retry: \(reason.text)") {
                     logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
                                    metadata: Self.metadata(event, token: token, stage: definition.transport.id))
                 }
@@ -209,7 +209,7 @@ extension EventProcessor {
         reports.reserveCapacity(delivering.notifications.count)
         for (notification, attempt) in zip(delivering.notifications, delivering.attempts) {
             telemetry.delivery(delivering.event, notification, outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
-                               reason: attempt.outcome.reason, attempts: attempt.count)
+                               reason: attempt.outcome.providerReason, attempts: attempt.count)
             await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
             reports.append(report(notification, attempt.outcome, attempts: attempt.count))
         }
@@ -285,7 +285,7 @@ extension EventProcessor {
         case .delivered:
             break
         case .retryAfter(_, let reason):
-            if let suppressed = repeatedFailures.admit("failed: \(reason)") {
+            if let suppressed = repeatedFailures.admit("failed: \(reason.text)") {
                 logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))", metadata: context())
             }
         case .dropToken(let reason, let since):
@@ -301,7 +301,7 @@ extension EventProcessor {
                 logger.error("could not remove dead token \(token.masked): \(error)", metadata: context())
             }
         case .configError(let reason):
-            if reportedConfigErrors.admit(reason) != nil {
+            if reportedConfigErrors.admit(reason.text) != nil {
                 logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)", metadata: context())
             }
         }

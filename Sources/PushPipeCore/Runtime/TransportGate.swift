@@ -98,12 +98,11 @@ final class TransportGate: Sendable {
 }
 
 extension TransportOutcome {
-    /// Seconds the provider asked the whole sender to wait: a throttling answer (FCM's
-    /// `QUOTA_EXCEEDED`, an HTTP 429) that came with `Retry-After`. APNs' `TooManyRequests`
+    /// Seconds the provider asked the whole sender to wait: a throttling answer
+    /// (`ProviderReason.throttlesSender`) that came with `Retry-After`. APNs' `TooManyRequests`
     /// concerns one device (too many to it) and carries no `Retry-After`: it pauses nothing.
     public var providerPause: Double? {
-        guard case .retryAfter(let seconds?, let reason) = self, seconds > 0,
-              reason.hasPrefix("QUOTA_EXCEEDED") || reason.hasPrefix("HTTP 429") || reason.hasPrefix("429") else { return nil }
+        guard case .retryAfter(let seconds?, let reason) = self, seconds > 0, reason.throttlesSender else { return nil }
         return min(seconds, TransportGate.longestPause)
     }
 }

@@ -15,13 +15,18 @@ extension TransportOutcome {
             return .delivered(providerID: providerID.map { Self.sanitize($0, limit: 128) })
         case .retryAfter(let seconds, let reason):
             return .retryAfter(seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint) : nil },
-                               reason: Self.sanitize(reason, limit: Self.longestReason))
+                               reason: Self.sanitize(reason))
         case .dropToken(let reason, let since):
-            return .dropToken(reason: Self.sanitize(reason, limit: Self.longestReason),
+            return .dropToken(reason: Self.sanitize(reason),
                               since: since.flatMap { $0.isFinite && $0 >= 0 && $0 < 32_503_680_000 ? $0 : nil })
         case .configError(let reason):
-            return .configError(reason: Self.sanitize(reason, limit: Self.longestReason))
+            return .configError(reason: Self.sanitize(reason))
         }
+    }
+
+    /// A reason's text as `sanitize(_:limit:)` keeps it, its code too (a plugin's may be anything).
+    static func sanitize(_ reason: ProviderReason) -> ProviderReason {
+        ProviderReason(code: sanitize(reason.code, limit: 48), sanitize(reason.text, limit: longestReason), throttlesSender: reason.throttlesSender)
     }
 
     /// Printable text only: control characters (NUL included) become spaces, and at most

@@ -4,12 +4,12 @@ public enum TransportOutcome: Sendable, Equatable {
     /// Accepted by the provider; `providerID` is its id (`apns-id`, FCM message `name`).
     case delivered(providerID: String?)
     /// Temporary failure; retry, no sooner than `after` seconds when the provider said so.
-    case retryAfter(seconds: Double?, reason: String)
+    case retryAfter(seconds: Double?, reason: ProviderReason)
     /// The token is dead. `since` (UNIX seconds) is when the provider last saw it valid:
     /// a token re-registered after that moment is kept.
-    case dropToken(reason: String, since: Double?)
+    case dropToken(reason: ProviderReason, since: Double?)
     /// The request itself is wrong (credentials, topic, payload): retrying cannot help.
-    case configError(reason: String)
+    case configError(reason: ProviderReason)
 
     public var name: String {
         switch self {
@@ -30,7 +30,10 @@ public enum TransportOutcome: Sendable, Equatable {
         }
     }
 
-    public var reason: String? {
+    /// Why it was not delivered, for people.
+    public var reason: String? { providerReason?.text }
+
+    public var providerReason: ProviderReason? {
         switch self {
         case .delivered: nil
         case .retryAfter(_, let reason), .dropToken(let reason, _), .configError(let reason): reason

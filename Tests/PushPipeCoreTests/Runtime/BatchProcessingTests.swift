@@ -17,7 +17,7 @@ import Testing
     @Test func aBatchsNotificationsAreSentTogetherAndEachEventGetsItsOwnReport() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
-            pipeline.transport.script(token(1), [.dropToken(reason: "Unregistered", since: nil)])
+            pipeline.transport.script(token(1), [.dropToken(reason: ProviderReason(code: "Unregistered", "Unregistered"), since: nil)])
             let events = (0..<3).map { pipeline.event(user: "user\($0)", ["text": .string("hi \($0)")]) }
             let started = await pipeline.processor.start(events)
             #expect(pipeline.transport.batches == [3], "one send for the batch, not one per event")
@@ -37,7 +37,7 @@ import Testing
     @Test func aRetryDelaysOnlyItsOwnEvent() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 10ms}") { pipeline in
             for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
-            pipeline.transport.script(token(1), [.retryAfter(seconds: nil, reason: "ServiceUnavailable")])
+            pipeline.transport.script(token(1), [.retryAfter(seconds: nil, reason: ProviderReason(code: "ServiceUnavailable", "ServiceUnavailable"))])
             let completed = Mutex<[String]>([])
             let events = (0..<3).map { index in
                 var event = pipeline.event(user: "user\(index)", ["text": "hi"])

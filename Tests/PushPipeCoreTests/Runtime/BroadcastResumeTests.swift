@@ -257,7 +257,7 @@ import Testing
             let name = pipeline.definition.name
             let users = 6_000
             try await Self.register(users, in: pipeline.store, pipeline: name)
-            pipeline.transport.answer(.retryAfter(seconds: nil, reason: "503"))
+            pipeline.transport.answer(.retryAfter(seconds: nil, reason: .other("503")))
             let event = pipeline.event(user: nil, ["text": "to everyone"])
             #expect(await pipeline.processor.process(event).status == .failed)
             #expect(pipeline.transport.sends.count == 5_000, "stopped after the page that left 5,000 unresolved")

@@ -21,8 +21,8 @@ struct DeliveringUsersReachedTests {
     }
 
     static let sent = Delivering.Attempt(request: nil, outcome: .delivered(providerID: "ok"), count: 1)
-    static let held = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: 30, reason: "held"), count: 0)
-    static let unsent = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: nil, reason: "not sent yet"), count: 0, notSentYet: true)
+    static let held = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: 30, reason: .other("held")), count: 0)
+    static let unsent = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true)
 
     @Test func aHeldNotificationDoesNotCutThePage() {
         var page = Self.page([("u1", Self.held), ("u2", Self.sent), ("u3", Self.sent), ("u4", Self.unsent)])

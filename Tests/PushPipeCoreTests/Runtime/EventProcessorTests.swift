@@ -1,4 +1,5 @@
 import Foundation
+import PushPipeCore
 import PushPipeTesting
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
     @Test func aCancelledBackoffSendsNoFurtherAttempt() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
             try await pipeline.register("alice", String(repeating: "ab", count: 16))
-            pipeline.transport.answer(.retryAfter(seconds: nil, reason: "ServiceUnavailable"))
+            pipeline.transport.answer(.retryAfter(seconds: nil, reason: ProviderReason(code: "ServiceUnavailable", "ServiceUnavailable")))
             let (logger, messages) = StreamingLogHandler.logger()
             let processor = pipeline.processor(logger: logger)
             let event = pipeline.event(user: "alice", ["text": "hi"])

@@ -13,7 +13,7 @@ import Testing
             let users = 1_500
             for index in 0..<users { try await pipeline.register(String(format: "user-%05d", index), String(format: "%032x", index + 1)) }
             let failing = [1_200, 1_300, 1_400].map { String(format: "%032x", $0 + 1) }
-            for token in failing { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: "500"), .retryAfter(seconds: nil, reason: "500")]) }
+            for token in failing { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: .other("500")), .retryAfter(seconds: nil, reason: .other("500"))]) }
             var event = pipeline.event(user: nil, ["text": "to everyone"])
             event.caller = "token"
             _ = await pipeline.processor.process(event)

@@ -25,7 +25,7 @@ import Tracing
         try await ScriptedPipeline.with(Self.body) { pipeline in
             let token = String(repeating: "ab", count: 16)
             try await pipeline.register("alice", token)
-            pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: "ServiceUnavailable")])
+            pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: ProviderReason(code: "ServiceUnavailable", "ServiceUnavailable"))])
             let tracer = InMemoryTracer()
             let report = await processor(pipeline, tracer: tracer).process(pipeline.event(user: "alice", ["text": "hi"]))
             #expect(report.status == .delivered)

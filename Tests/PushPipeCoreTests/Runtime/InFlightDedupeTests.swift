@@ -46,7 +46,7 @@ import Testing
         try await ScriptedPipeline.with(Self.pipeline) { pipeline in
             try await pipeline.register("alice", String(repeating: "ab", count: 16))
             let processor = pipeline.processor
-            pipeline.transport.answer(.retryAfter(seconds: nil, reason: "ServiceUnavailable"))
+            pipeline.transport.answer(.retryAfter(seconds: nil, reason: ProviderReason(code: "ServiceUnavailable", "ServiceUnavailable")))
             #expect(await processor.process(pipeline.event(user: "alice", Self.games)).status == .failed)
             pipeline.transport.answer(.delivered(providerID: "ok"))
             #expect(await processor.process(pipeline.event(user: "alice", Self.games)).status == .delivered, "the watermark stayed")

@@ -20,7 +20,7 @@ import Testing
 
     static let good = String(repeating: "aa", count: 16)
     static let failing = String(repeating: "bb", count: 16)
-    static let failure = TransportOutcome.retryAfter(seconds: nil, reason: "ServiceUnavailable")
+    static let failure = TransportOutcome.retryAfter(seconds: nil, reason: ProviderReason(code: "ServiceUnavailable", "ServiceUnavailable"))
 
     static func games(_ lastMove: Int64) -> JSON { ["games": [["game_id": 1, "last_move": .int(lastMove)]]] }
 

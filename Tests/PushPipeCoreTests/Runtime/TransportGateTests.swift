@@ -13,8 +13,9 @@ import Testing
 
     /// Event 1 is throttled (1 s); event 2, for someone else and started right after, waits it
     /// out too. A retry that is no throttle pauses nothing.
-    @Test(arguments: [("QUOTA_EXCEEDED: Sending limit exceeded", true), ("UNAVAILABLE: try later", false)])
-    func aThrottleWithRetryAfterPausesEveryEvent(_ reason: String, pauses: Bool) async throws {
+    @Test(arguments: [(ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: Sending limit exceeded", throttlesSender: true), true),
+                      (ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: try later"), false)])
+    func aThrottleWithRetryAfterPausesEveryEvent(_ reason: ProviderReason, pauses: Bool) async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 20ms}") { pipeline in
             let first = String(repeating: "a1", count: 16)
             let second = String(repeating: "b2", count: 16)
@@ -51,7 +52,7 @@ import Testing
             let bystander = String(repeating: "b2", count: 16)
             try await pipeline.register("mallory", hostile)
             try await pipeline.register("bob", bystander)
-            pipeline.transport.script(hostile, [.retryAfter(seconds: 3600, reason: "429"), .retryAfter(seconds: 3600, reason: "429")])
+            pipeline.transport.script(hostile, [.retryAfter(seconds: 3600, reason: .http(429, "429")), .retryAfter(seconds: 3600, reason: .http(429, "429"))])
             let processor = pipeline.processor
             let throttled = Task { await processor.process(pipeline.event(user: "mallory", ["text": "one"])) }
             await pipeline.transport.waitForSends(1)
@@ -81,7 +82,7 @@ import Testing
         #expect(gate.remainingPause(of: "https://fcm.googleapis.com") == nil)
         #expect(TransportGate.scope(of: "https://FCM.googleapis.com/v1/projects/p/messages:send") == "https://fcm.googleapis.com")
         #expect(TransportGate.scope(of: "https://push.example.net:8443/push/abc?x=1") == "https://push.example.net:8443")
-        #expect(TransportOutcome.retryAfter(seconds: 1e300, reason: "429").providerPause == TransportGate.longestPause)
+        #expect(TransportOutcome.retryAfter(seconds: 1e300, reason: .http(429, "429")).providerPause == TransportGate.longestPause)
     }
 
     @Test func maxRatePacesTheSends() async throws {
@@ -98,11 +99,14 @@ import Testing
     }
 
     @Test func onlyASendersThrottleWithRetryAfterPauses() {
-        #expect(TransportOutcome.retryAfter(seconds: 30, reason: "QUOTA_EXCEEDED: limit").providerPause == 30)
-        #expect(TransportOutcome.retryAfter(seconds: 5, reason: "HTTP 429: slow down").providerPause == 5)
-        #expect(TransportOutcome.retryAfter(seconds: nil, reason: "TooManyRequests").providerPause == nil, "APNs: one device, no Retry-After")
-        #expect(TransportOutcome.retryAfter(seconds: 5, reason: "UNAVAILABLE: later").providerPause == nil)
-        #expect(TransportOutcome.retryAfter(seconds: 0, reason: "HTTP 429: now").providerPause == nil)
+        let quota = ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: limit", throttlesSender: true)
+        #expect(TransportOutcome.retryAfter(seconds: 30, reason: quota).providerPause == 30)
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(429, "HTTP 429: slow down")).providerPause == 5)
+        #expect(TransportOutcome.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyRequests", "TooManyRequests")).providerPause == nil,
+                "APNs: one device, no Retry-After")
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: later")).providerPause == nil)
+        #expect(TransportOutcome.retryAfter(seconds: 0, reason: .http(429, "HTTP 429: now")).providerPause == nil)
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(503, "HTTP 503")).providerPause == nil)
     }
 
     @Test func aMaxRateThatIsNoRateIsAConfigurationError() async throws {

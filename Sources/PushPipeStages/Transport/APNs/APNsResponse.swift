@@ -16,15 +16,16 @@ struct APNsResponse: Sendable {
         // Error answers carry JSON (`reason`; 410 also `timestamp`); accepted ones have no body.
         let json = body.isEmpty ? nil : try? JSON.parse(body)
         let apnsReason = json?["reason"]?.stringValue
-        let reason = apnsReason ?? "HTTP \(status)"
+        // APNs' reason is its code (`BadDeviceToken`); a body without one, the status's.
+        let reason = apnsReason.map { ProviderReason(code: $0, $0) } ?? .http(status, "HTTP \(status)")
         switch (status, apnsReason) {
         case (200, _):
             return (.delivered(providerID: apnsID), .keep)
         case (400, "BadChannelId"), (400, "ChannelNotRegistered"):
             // A broadcast to a channel deleted or never created: the channel is the token.
-            return (.dropToken(reason: "\(apnsReason!): the broadcast channel does not exist", since: nil), .keep)
+            return (.dropToken(reason: ProviderReason(code: apnsReason!, "\(apnsReason!): the broadcast channel does not exist"), since: nil), .keep)
         case (400, "BadDeviceToken"):
-            return (.dropToken(reason: "BadDeviceToken (check that the sandbox/production host matches the token)", since: nil), .keep)
+            return (.dropToken(reason: ProviderReason(code: "BadDeviceToken", "BadDeviceToken (check that the sandbox/production host matches the token)"), since: nil), .keep)
         case (410, _):
             // The time APNs last saw the token valid, in milliseconds.
             return (.dropToken(reason: reason, since: json?["timestamp"]?.doubleValue.map { $0 / 1000 }), .keep)
@@ -36,7 +37,7 @@ struct APNsResponse: Sendable {
             return (.retryAfter(seconds: 0, reason: reason), .reconnect)
         case (429, "TooManyProviderTokenUpdates"):
             // The token is valid, only new to APNs too often: keep it and retry with backoff.
-            return (.retryAfter(seconds: nil, reason: "TooManyProviderTokenUpdates: the provider token was rotated too often"), .keep)
+            return (.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyProviderTokenUpdates", "TooManyProviderTokenUpdates: the provider token was rotated too often")), .keep)
         case (429, _):
             return (.retryAfter(seconds: nil, reason: reason), .keep)
         case (500..., "Shutdown"):
@@ -46,7 +47,7 @@ struct APNsResponse: Sendable {
         default:
             // DeviceTokenNotForTopic, TopicDisallowed, BadTopic, InvalidProviderToken,
             // PayloadTooLarge, ...: the request or the credentials are wrong; retrying cannot help.
-            return (.configError(reason: "\(status) \(reason)"), .keep)
+            return (.configError(reason: ProviderReason(code: reason.code, "\(status) \(reason.text)")), .keep)
         }
     }
 }

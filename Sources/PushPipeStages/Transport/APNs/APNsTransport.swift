@@ -237,12 +237,12 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         do {
             resources = try await self.resources()
         } catch {
-            return .failure(Refusal(outcome: .configError(reason: "APNs credentials: \(error)")))
+            return .failure(Refusal(outcome: .configError(reason: .other("APNs credentials: \(error)"))))
         }
         do {
             return .success((resources, "bearer \(try await resources.token.token())"))
         } catch {
-            return .failure(Refusal(outcome: .configError(reason: "APNs provider token: \(error)")))
+            return .failure(Refusal(outcome: .configError(reason: .other("APNs provider token: \(error)"))))
         }
     }
 
@@ -271,7 +271,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     }
 
     private func cannotConnect(_ error: any Error) -> TransportOutcome {
-        .retryAfter(seconds: nil, reason: "cannot connect to \(baseURL.host ?? ""): \(error)")
+        .retryAfter(seconds: nil, reason: .other("cannot connect to \(baseURL.host ?? ""): \(error)"))
     }
 
     private func outcome(of response: APNsResponse, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
@@ -281,7 +281,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         case .reconnect: resources.pool.retire(connection)
         case .refreshToken:
             if !resources.token.invalidate() {
-                return .configError(reason: "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock")
+                return .configError(reason: ProviderReason(code: "ExpiredProviderToken", "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock"))
             }
         }
         return outcome
@@ -289,7 +289,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
 
     private func outcome(of error: any Error, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
         if !connection.isUsable { resources.pool.retire(connection) }
-        return .retryAfter(seconds: nil, reason: "\(error)")
+        return .retryAfter(seconds: nil, reason: .other("\(error)"))
     }
 
     var notReadyReason: String? { credentials.notReadyReason }

@@ -18,20 +18,23 @@ struct FCMResponse: Sendable {
         if status == 200 { return (.delivered(providerID: body?["name"]?.stringValue), .none) }
         switch errorCode {
         case "UNREGISTERED", "SENDER_ID_MISMATCH":
-            return (.dropToken(reason: "\(errorCode!): \(message)", since: nil), .none)
+            return (.dropToken(reason: ProviderReason(code: errorCode!, "\(errorCode!): \(message)"), since: nil), .none)
         case "INVALID_ARGUMENT" where message.lowercased().contains("registration token"):
-            return (.dropToken(reason: "INVALID_ARGUMENT: \(message)", since: nil), .none)
+            return (.dropToken(reason: ProviderReason(code: "INVALID_ARGUMENT", "INVALID_ARGUMENT: \(message)"), since: nil), .none)
         case "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL":
-            return (.retryAfter(seconds: retryAfter, reason: "\(errorCode!): \(message)"), .none)
+            // QUOTA_EXCEEDED: the project's quota, every send waits its Retry-After.
+            let reason = ProviderReason(code: errorCode!, "\(errorCode!): \(message)", throttlesSender: errorCode == "QUOTA_EXCEEDED")
+            return (.retryAfter(seconds: retryAfter, reason: reason), .none)
         case "THIRD_PARTY_AUTH_ERROR":
-            return (.configError(reason: "THIRD_PARTY_AUTH_ERROR: the APNs credentials in Firebase are wrong (\(message))"), .none)
+            return (.configError(reason: ProviderReason(code: "THIRD_PARTY_AUTH_ERROR", "THIRD_PARTY_AUTH_ERROR: the APNs credentials in Firebase are wrong (\(message))")), .none)
         case nil where status == 401:
             // The access token expired or was revoked: a new one, then once more.
-            return (.retryAfter(seconds: 0, reason: "access token rejected (401)"), .refreshAccessToken)
+            return (.retryAfter(seconds: 0, reason: .other("access token rejected (401)")), .refreshAccessToken)
         case nil where status == 429 || status >= 500:
-            return (.retryAfter(seconds: retryAfter, reason: "HTTP \(status): \(message)"), .none)
+            return (.retryAfter(seconds: retryAfter, reason: .http(status, "HTTP \(status): \(message)")), .none)
         default:
-            return (.configError(reason: "\(errorCode ?? "HTTP \(status)"): \(message)"), .none)
+            let text = "\(errorCode ?? "HTTP \(status)"): \(message)"
+            return (.configError(reason: errorCode.map { ProviderReason(code: $0, text) } ?? .http(status, text)), .none)
         }
     }
 }

@@ -85,13 +85,13 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         do {
             resources = try await self.resources()
         } catch {
-            return .configError(reason: "FCM credentials: \(error)")
+            return .configError(reason: .other("FCM credentials: \(error)"))
         }
         let accessToken: String
         do {
             accessToken = try await resources.accessToken.token()
         } catch {
-            return .retryAfter(seconds: nil, reason: "\(error)")
+            return .retryAfter(seconds: nil, reason: .other("\(error)"))
         }
         var http = HTTPClientRequest(url: request.url.replacingOccurrences(of: "{project_id}", with: resources.projectID))
         http.method = .POST
@@ -107,7 +107,7 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
             if action == .refreshAccessToken { resources.accessToken.invalidate(accessToken) }
             return outcome
         } catch {
-            return .retryAfter(seconds: nil, reason: "FCM request failed: \(error)")
+            return .retryAfter(seconds: nil, reason: .other("FCM request failed: \(error)"))
         }
     }
 

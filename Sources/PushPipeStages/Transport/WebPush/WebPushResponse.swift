@@ -18,15 +18,15 @@ struct WebPushResponse: Sendable {
             return .delivered(providerID: location)
         case 404, 410:
             // Expired or unsubscribed: real services answer either.
-            return .dropToken(reason: "\(status) subscription gone\(detail)", since: nil)
+            return .dropToken(reason: .http(status, "\(status) subscription gone\(detail)"), since: nil)
         case 413:
-            return .configError(reason: "413 payload too large for the push service\(detail)")
+            return .configError(reason: .http(status, "413 payload too large for the push service\(detail)"))
         case 429, 500..<600:
-            return .retryAfter(seconds: retryAfter.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }, reason: "\(status)\(detail)")
+            return .retryAfter(seconds: retryAfter.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }, reason: .http(status, "\(status)\(detail)"))
         case 401, 403:
-            return .configError(reason: "\(status) VAPID refused\(detail)")
+            return .configError(reason: .http(status, "\(status) VAPID refused\(detail)"))
         default:
-            return .configError(reason: "\(status)\(detail)")
+            return .configError(reason: .http(status, "\(status)\(detail)"))
         }
     }
 

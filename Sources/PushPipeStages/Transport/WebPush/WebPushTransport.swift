@@ -107,13 +107,13 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         do {
             signer = try await vapidSigner()
         } catch {
-            return .configError(reason: "VAPID key: \(error)")
+            return .configError(reason: .other("VAPID key: \(error)"))
         }
         let http: HTTPClientRequest
         do {
             http = try encrypted(request, signer: signer)
         } catch {
-            return .dropToken(reason: "the subscription's keys are not usable: \(error)", since: nil)
+            return .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)
         }
         do {
             let answer = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
@@ -123,10 +123,10 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         } catch let refusal as EgressRefusal {
             // A name that does not resolve may again; an endpoint inside the operator's network,
             // or one that redirects, is no push service: the subscription goes.
-            if refusal.code == .unresolvable { return .retryAfter(seconds: nil, reason: refusal.description) }
-            return .dropToken(reason: refusal.description, since: nil)
+            if refusal.code == .unresolvable { return .retryAfter(seconds: nil, reason: ProviderReason(code: "\(refusal.code)", refusal.description)) }
+            return .dropToken(reason: ProviderReason(code: "\(refusal.code)", refusal.description), since: nil)
         } catch {
-            return .retryAfter(seconds: nil, reason: "push service request failed: \(WebPushResponse.describe(error))")
+            return .retryAfter(seconds: nil, reason: .other("push service request failed: \(WebPushResponse.describe(error))"))
         }
     }
 
