@@ -6,7 +6,7 @@ extension StoreContractTests {
     /// letters are listed newest first, replayed once (queued with what they replay, in one
     /// transaction) or dropped, and outlive retention.
     func eventRecords(_ store: any Store) async throws {
-        let recipient = EventRecord.Recipient(user: "u", tokenKind: "device", token: "ab12cd34ef", transport: "apns", outcome: "retry-after",
+        let recipient = EventRecord.Recipient(user: "u", tokenKind: "device", token: "ab12cd34ef", transport: "apns", outcome: .retryAfter,
                                               providerID: nil, attempts: 3, reason: "500 InternalServerError", at: 20)
         let processing = EventRecord(pipeline: "r", eventID: "e1", state: .processing, source: "events", caller: "token", user: "u",
                                      recipients: [recipient], acceptedAt: 10, updatedAt: 15)

@@ -12,10 +12,10 @@ struct DeliveryTally {
     mutating func add(_ deliveries: [DeliveryReport]) {
         total += deliveries.count
         for delivery in deliveries {
-            switch delivery.outcome {
-            case "delivered": delivered += 1
-            case "retry-after", "config-error": if unresolvedReason == nil { unresolvedReason = delivery.reason ?? delivery.outcome }
-            default: break
+            if delivery.outcome == .delivered {
+                delivered += 1
+            } else if delivery.outcome.isUnresolved, unresolvedReason == nil {
+                unresolvedReason = delivery.reason ?? delivery.outcome.rawValue
             }
         }
         reports += deliveries.prefix(max(0, Self.reportLimit - reports.count))

@@ -229,9 +229,9 @@ extension EventProcessor {
             var historyUsers: Set<String> = []
             for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) {
                 records.append(DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user,
-                                              tokenKind: notification.token.kind, token: notification.token.value, outcome: delivery.outcome,
+                                              tokenKind: notification.token.kind, token: notification.token.value, outcome: delivery.outcome.rawValue,
                                               reason: delivery.reason, providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now))
-                guard delivery.outcome == "delivered", historyUsers.insert(notification.token.user).inserted else { continue }
+                guard delivery.outcome == .delivered, historyUsers.insert(notification.token.user).inserted else { continue }
                 history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
                                             record: notification.historyRecord ?? notification.payload,
                                             serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
@@ -311,7 +311,7 @@ extension EventProcessor {
         var providerID: String?
         if case .delivered(let id) = outcome { providerID = id }
         return DeliveryReport(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.masked,
-                              outcome: outcome.name, reason: outcome.reason, providerID: providerID, attempts: attempts,
+                              outcome: outcome.outcome, reason: outcome.reason, providerID: providerID, attempts: attempts,
                               payload: notification.payload)
     }
 }

@@ -169,7 +169,7 @@ extension EventProcessor {
             if users.count < Self.usersPerPage, after == last { break }
             guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
             if recipients.unresolved >= RecipientList.unresolvedLimit {
-                return stopped("\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? "retry-after")); replay it once the provider answers")
+                return stopped("\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? DeliveryOutcome.retryAfter.rawValue)); replay it once the provider answers")
             }
         }
         // Every page went out: kept in the record, a run that resumes it (killed before the

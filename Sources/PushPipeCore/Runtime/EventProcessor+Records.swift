@@ -53,7 +53,7 @@ extension EventProcessor {
             var providerID: String?
             if case .delivered(let id) = attempt.outcome { providerID = id }
             return EventRecord.Recipient(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.value,
-                                         transport: definition.transport.type, outcome: attempt.outcome.name, providerID: providerID,
+                                         transport: definition.transport.type, outcome: attempt.outcome.outcome, providerID: providerID,
                                          attempts: attempt.count, reason: attempt.outcome.reason, at: now)
         }
     }
@@ -136,7 +136,7 @@ extension EventProcessor {
         let event = outcome.delivering.event
         guard outcome.state.isEmpty, event.user != nil, event.commitOnDelivery.contains(where: { $0.perDevice != nil }) else { return [] }
         var delivered: Set<String> = []
-        for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) where delivery.outcome == "delivered" {
+        for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) where delivery.outcome == .delivered {
             delivered.insert(DeliveredDevices.address(kind: notification.token.kind, token: notification.token.value))
         }
         guard !delivered.isEmpty else { return [] }

@@ -17,7 +17,7 @@ extension EventProcessor {
     /// Ends an attempt's span with the transport's answer.
     static func end(_ span: (any Span)?, _ outcome: TransportOutcome) {
         guard let span else { return }
-        span.attributes["pushpipe.outcome"] = outcome.name
+        span.attributes["pushpipe.outcome"] = outcome.outcome.rawValue
         if case .delivered(let providerID) = outcome {
             if let providerID { span.attributes["pushpipe.provider_id"] = providerID }
         } else {

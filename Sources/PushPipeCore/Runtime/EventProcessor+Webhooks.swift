@@ -31,7 +31,7 @@ extension EventProcessor {
         }
         if let type { add(type, "\(record.pipeline)/\(record.eventID)/\(type)", ["event": record.statusJSON]) }
         guard record.state != .processing else { return outcomes }
-        for recipient in record.recipients where recipient.outcome == "drop-token" {
+        for recipient in record.recipients where recipient.outcome == .dropToken {
             let token = TokenMask.mask(recipient.token)
             var fields: [String: JSON] = ["event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
                                           "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport)]

@@ -39,13 +39,13 @@ public struct DeliveryReport: Sendable, Codable {
     public var tokenKind: String
     /// Masked: reports end up in HTTP responses and logs.
     public var token: String
-    public var outcome: String
+    public var outcome: DeliveryOutcome
     public var reason: String?
     public var providerID: String?
     public var attempts: Int
     public var payload: JSON
 
-    public init(user: String, tokenKind: String, token: String, outcome: String, reason: String?, providerID: String?, attempts: Int, payload: JSON) {
+    public init(user: String, tokenKind: String, token: String, outcome: DeliveryOutcome, reason: String?, providerID: String?, attempts: Int, payload: JSON) {
         self.user = user
         self.tokenKind = tokenKind
         self.token = token

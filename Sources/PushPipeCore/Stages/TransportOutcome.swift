@@ -11,24 +11,18 @@ public enum TransportOutcome: Sendable, Equatable {
     /// The request itself is wrong (credentials, topic, payload): retrying cannot help.
     case configError(reason: ProviderReason)
 
-    public var name: String {
+    /// The outcome without its details, as reports and records keep it.
+    public var outcome: DeliveryOutcome {
         switch self {
-        case .delivered: "delivered"
-        case .retryAfter: "retry-after"
-        case .dropToken: "drop-token"
-        case .configError: "config-error"
+        case .delivered: .delivered
+        case .retryAfter: .retryAfter
+        case .dropToken: .dropToken
+        case .configError: .configError
         }
     }
 
     /// The outcome as a metric label.
-    public var metricName: String {
-        switch self {
-        case .delivered: "delivered"
-        case .retryAfter: "retry"
-        case .dropToken: "dead_token"
-        case .configError: "config_error"
-        }
-    }
+    public var metricName: String { outcome.metricName }
 
     /// Why it was not delivered, for people.
     public var reason: String? { providerReason?.text }

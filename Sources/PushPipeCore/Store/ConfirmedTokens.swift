@@ -44,7 +44,7 @@ package final class ConfirmedTokens: Sendable {
         state.withLock { state in
             if ContinuousClock.now - state.since > lifetime { state = State() }
             for case .outcome(let deliveries, _, _, _, _, _) in writes {
-                for delivery in deliveries where delivery.outcome == "delivered" && !delivery.tokenKind.isEmpty {
+                for delivery in deliveries where delivery.outcome == DeliveryOutcome.delivered.rawValue && !delivery.tokenKind.isEmpty {
                     let key = Key(pipeline: delivery.pipeline, user: delivery.user, kind: delivery.tokenKind, token: delivery.token)
                     if !state.keys.contains(key), found.insert(key).inserted { keys.append(key) }
                 }

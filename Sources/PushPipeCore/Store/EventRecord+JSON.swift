@@ -23,7 +23,7 @@ extension EventRecord {
                 writer.add("kind", recipient.tokenKind)
                 writer.add("token", recipient.token)
                 writer.add("transport", recipient.transport)
-                writer.add("outcome", recipient.outcome)
+                writer.add("outcome", recipient.outcome.rawValue)
                 writer.add("provider_id", recipient.providerID)
                 writer.add("attempts", recipient.attempts)
                 writer.add("reason", recipient.reason)
@@ -85,7 +85,8 @@ extension EventRecord {
 extension EventRecord.Recipient {
     init(stored: JSON, eventID: String, recordedAt: Double) throws {
         guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
-              let outcome = stored["outcome"]?.stringValue else { throw StoredRecordError(eventID: eventID, field: "recipients") }
+              let outcome = stored["outcome"]?.stringValue.flatMap(DeliveryOutcome.init(rawValue:))
+        else { throw StoredRecordError(eventID: eventID, field: "recipients") }
         self.init(user: user, tokenKind: kind, token: token, transport: stored["transport"]?.stringValue ?? "", outcome: outcome,
                   providerID: stored["provider_id"]?.stringValue, attempts: Int(stored["attempts"]?.intValue ?? 0),
                   reason: stored["reason"]?.stringValue, at: stored["at"]?.doubleValue ?? recordedAt)
@@ -93,7 +94,7 @@ extension EventRecord.Recipient {
 
     var statusJSON: JSON {
         var fields: [String: JSON] = ["user": .string(user), "token": .string(TokenMask.mask(token)), "token_kind": .string(tokenKind),
-                                      "transport": .string(transport), "outcome": .string(outcome), "attempts": .int(Int64(attempts)),
+                                      "transport": .string(transport), "outcome": .string(outcome.rawValue), "attempts": .int(Int64(attempts)),
                                       "at": .string(EventRecord.timestamp(at))]
         fields["provider_id"] = providerID.map(JSON.string)
         fields["reason"] = reason.map(JSON.string)

@@ -63,13 +63,13 @@ public struct EventRecord: Sendable, Equatable {
         public var tokenKind: String
         public var token: String
         public var transport: String
-        public var outcome: String
+        public var outcome: DeliveryOutcome
         public var providerID: String?
         public var attempts: Int
         public var reason: String?
         public var at: Double
 
-        public init(user: String, tokenKind: String, token: String, transport: String, outcome: String, providerID: String?, attempts: Int,
+        public init(user: String, tokenKind: String, token: String, transport: String, outcome: DeliveryOutcome, providerID: String?, attempts: Int,
                     reason: String?, at: Double) {
             self.user = user
             self.tokenKind = tokenKind
@@ -84,7 +84,7 @@ public struct EventRecord: Sendable, Equatable {
 
         /// Worth another attempt: the provider asked for a retry until attempts ran out, or the
         /// notification hit a configuration error. A dead token is not.
-        public var isUnresolved: Bool { outcome == "retry-after" || outcome == "config-error" }
+        public var isUnresolved: Bool { outcome.isUnresolved }
 
         /// The same device: a replay's outcome for it replaces the earlier one.
         var address: String { tokenKind + ":" + token }
@@ -121,7 +121,7 @@ public struct EventRecord: Sendable, Equatable {
     /// The state its recipients' outcomes give: anything left to retry makes a dead letter.
     public static func state(of recipients: [Recipient]) -> State {
         if recipients.contains(where: \.isUnresolved) { return .deadLetter }
-        let delivered = recipients.count { $0.outcome == "delivered" }
+        let delivered = recipients.count { $0.outcome == .delivered }
         return delivered == recipients.count ? .delivered : delivered > 0 ? .partiallyDelivered : .failed
     }
 

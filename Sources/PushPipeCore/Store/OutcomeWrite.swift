@@ -64,7 +64,7 @@ package struct DeliveryRow {
             delivery.reason = StoredText.storable(delivery.reason, limit: StoredText.longestFreeText)
             delivery.providerID = StoredText.storable(delivery.providerID, limit: StoredText.longestFreeText)
             var record: Record?
-            if delivery.outcome == "delivered",
+            if delivery.outcome == DeliveryOutcome.delivered.rawValue,
                let index = history.indices[firstUnattached...].first(where: { !attached[$0] && history[$0].user == delivery.user
                                                                                 && history[$0].eventID == delivery.eventID }) {
                 attached[index] = true

@@ -24,7 +24,7 @@ import Testing
             #expect(started.followUps.isEmpty)
             let byEvent = Dictionary(uniqueKeysWithValues: started.reports.map { ($0.eventID, $0) })
             #expect(byEvent[events[0].id]?.status == .delivered)
-            #expect(byEvent[events[1].id]?.deliveries.first?.outcome == "drop-token")
+            #expect(byEvent[events[1].id]?.deliveries.first?.outcome == .dropToken)
             #expect(byEvent[events[2].id]?.status == .delivered)
             #expect(try await pipeline.store.tokens(pipeline: pipeline.definition.name, user: "user1", kind: "device").isEmpty, "the dead token is removed")
             for index in [0, 2] {

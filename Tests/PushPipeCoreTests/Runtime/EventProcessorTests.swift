@@ -28,7 +28,7 @@ import Testing
             #expect(try await pipeline.store.deadLetterCounts().isEmpty)
             #expect(pipeline.transport.sends.count == 1, "cancelled means no further attempt")
             #expect(report.status == .failed)
-            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.outcome == .retryAfter)
         }
     }
 

@@ -33,7 +33,7 @@ import Testing
             #expect(report.status == .delivered)
             #expect(Array(pipeline.transport.sends[sentBefore...]).sorted() == failing.sorted(), "only the devices that did not get it")
             let after = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: "scripted").records.first)
-            #expect(after.state == .delivered && after.recipients.allSatisfy { $0.outcome == "delivered" })
+            #expect(after.state == .delivered && after.recipients.allSatisfy { $0.outcome == .delivered })
             #expect(after.acceptedAt == dead.acceptedAt)
         }
     }

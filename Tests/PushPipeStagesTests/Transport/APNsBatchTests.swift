@@ -23,7 +23,7 @@ import Testing
             let started = try await harness.run { await $0.start(events) }
             #expect(started.followUps.isEmpty)
             let outcomes = Dictionary(uniqueKeysWithValues: started.reports.map { ($0.eventID, $0.deliveries.first?.outcome) })
-            #expect(events.map { outcomes[$0.id] } == ["delivered", "drop-token", "config-error", "delivered"])
+            #expect(events.map { outcomes[$0.id] } == [.delivered, .dropToken, .configError, .delivered])
             #expect(harness.standIn.requests.count == 4)
             #expect(harness.standIn.connections == 1)
             let accepted = started.reports.filter { $0.status == .delivered }.compactMap { $0.deliveries.first?.providerID }

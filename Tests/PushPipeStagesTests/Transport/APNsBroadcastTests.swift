@@ -50,7 +50,7 @@ import Testing
             try await harness.register("on-call-team", channel, kind: "broadcast-channel")
             harness.standIn.deleteChannel(channel)
             let report = try await harness.run { await $0.process(event(harness)) }
-            #expect(report.deliveries.first?.outcome == "drop-token")
+            #expect(report.deliveries.first?.outcome == .dropToken)
             #expect(report.deliveries.first?.reason?.contains("ChannelNotRegistered") == true)
             let left = try await harness.store.tokens(pipeline: harness.definition.name, user: "on-call-team", kind: "broadcast-channel")
             #expect(left.isEmpty)

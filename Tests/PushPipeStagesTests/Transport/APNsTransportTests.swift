@@ -61,7 +61,7 @@ import Testing
             let later = Int64((Date().timeIntervalSince1970 + 60) * 1000)
             harness.standIn.script(.reject(status: 410, reason: "Unregistered", timestamp: later))
             let first = try await harness.run { await $0.process(harness.event()) }
-            #expect(first.deliveries.first?.outcome == "drop-token")
+            #expect(first.deliveries.first?.outcome == .dropToken)
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
             // Bob registered again after the timestamp APNs reports: kept.
             let earlier = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
@@ -76,7 +76,7 @@ import Testing
         try await withHarness { harness in
             harness.standIn.script(.reject(status: 400, reason: "BadDeviceToken"))
             let report = try await harness.run { await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == "drop-token")
+            #expect(report.deliveries.first?.outcome == .dropToken)
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
         }
     }
@@ -104,7 +104,7 @@ import Testing
                                    .reject(status: 503, reason: "ServiceUnavailable"))
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .failed)
-            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.outcome == .retryAfter)
             #expect(report.deliveries.first?.attempts == 3)
             #expect(harness.standIn.requests.count == 3)
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
@@ -119,7 +119,7 @@ import Testing
         try await withHarness { harness in
             harness.standIn.script(.reject(status: status, reason: reason))
             let report = try await harness.run { await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.outcome == .configError)
             #expect(report.deliveries.first?.reason?.contains(reason) == true)
             #expect(harness.standIn.requests.count == 1)
             #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
@@ -129,7 +129,7 @@ import Testing
     @Test func aKeyAPNsDoesNotKnowIsAConfigurationError() async throws {
         try await withHarness({ harness in
             let report = try await harness.run { await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.outcome == .configError)
             #expect(harness.standIn.requests.first?.rejection == "InvalidProviderToken")
         }, signingKey: P256.Signing.PrivateKey())
     }
@@ -199,7 +199,7 @@ import Testing
     @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
         try await withHarness { harness in
             let report = try await harness.run { await $0.process(harness.event(["title": "Hi", "text": .string(String(repeating: "x", count: 5000)), "n": 1])) }
-            #expect(report.deliveries.first?.outcome == "config-error")
+            #expect(report.deliveries.first?.outcome == .configError)
             #expect(report.deliveries.first?.reason?.contains("4096") == true)
             #expect(harness.standIn.requests.isEmpty)
         }
@@ -254,7 +254,7 @@ import Testing
             try harness.reconfigureTransport { [harness] in $0.caFile = harness.directory.file("other-ca.pem") }
             try await harness.register("alice", APNsHarness.token)
             let report = try await harness.run { [harness] in await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.outcome == .retryAfter)
             #expect(report.deliveries.first?.reason?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(report.deliveries.first?.reason ?? "")")
             #expect(harness.standIn.requests.isEmpty)
         }, cleanup: harness.close)
@@ -274,7 +274,7 @@ import Testing
             }
             try await harness.register("alice", APNsHarness.token)
             let report = try await harness.run { [harness] in await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == "retry-after")
+            #expect(report.deliveries.first?.outcome == .retryAfter)
             #expect(report.deliveries.first?.reason?.contains("SETTINGS") == true, "\(report.deliveries.first?.reason ?? "")")
         }, cleanup: {
             await silent.stop()

@@ -35,7 +35,7 @@ import Testing
         try await H.with { harness in
             harness.standIn.script(.error(status: status, errorCode: code, message: message))
             let report = try await harness.run { await $0.process(harness.event()) }
-            #expect(report.deliveries.first?.outcome == outcome)
+            #expect(report.deliveries.first?.outcome.rawValue == outcome)
             #expect(harness.standIn.sends.count == 1, "not retried")
             let remaining = try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "fcm")
             #expect(remaining.isEmpty == (outcome == "drop-token"))

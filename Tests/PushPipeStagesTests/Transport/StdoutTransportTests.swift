@@ -26,7 +26,7 @@ import Testing
                                        output: OutputSink { line in lines.withLock { $0.append(line) } })
         let report = await processor.process(Event(pipeline: "printed", user: "7", body: ["text": "hello"]))
         let printed = lines.withLock { $0 }
-        #expect(report.deliveries.map(\.outcome) == ["delivered"])
+        #expect(report.deliveries.map(\.outcome) == [.delivered])
         #expect(printed.count == 1)
         #expect(printed.first?.contains(#"{"text":"hello"}"#) == true)
         #expect(printed.first?.contains("abababab…") == true)
