@@ -7,7 +7,7 @@ extension StoreContractTests {
     /// transaction) or dropped, and outlive retention.
     func eventRecords(_ store: any Store) async throws {
         let recipient = EventRecord.Recipient(user: "u", tokenKind: "device", token: "ab12cd34ef", transport: "apns", outcome: .retryAfter,
-                                              providerID: nil, attempts: 3, reason: "500 InternalServerError", at: 20)
+                                              providerID: nil, attempts: 3, reason: "500 InternalServerError", reasonCode: "InternalServerError", at: 20)
         let processing = EventRecord(pipeline: "r", eventID: "e1", state: .processing, source: "events", caller: "token", user: "u",
                                      recipients: [recipient], acceptedAt: 10, updatedAt: 15)
         try await store.recordOutcome(deliveries: [], history: [], state: [], events: [processing], pipeline: "r")

@@ -312,6 +312,6 @@ extension EventProcessor {
         if case .delivered(let id) = outcome { providerID = id }
         return DeliveryReport(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.masked,
                               outcome: outcome.outcome, reason: outcome.reason, providerID: providerID, attempts: attempts,
-                              payload: notification.payload)
+                              payload: notification.payload, reasonCode: outcome.providerReason?.code)
     }
 }

@@ -54,7 +54,8 @@ extension EventProcessor {
             if case .delivered(let id) = attempt.outcome { providerID = id }
             return EventRecord.Recipient(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.value,
                                          transport: definition.transport.type, outcome: attempt.outcome.outcome, providerID: providerID,
-                                         attempts: attempt.count, reason: attempt.outcome.reason, at: now)
+                                         attempts: attempt.count, reason: attempt.outcome.reason,
+                                         reasonCode: attempt.outcome.providerReason?.code, at: now)
         }
     }
 

@@ -36,6 +36,7 @@ extension EventProcessor {
             var fields: [String: JSON] = ["event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
                                           "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport)]
             fields["reason"] = recipient.reason.map(JSON.string)
+            fields["reason_code"] = recipient.reasonCode.map(JSON.string)
             add("dead_token", "\(record.pipeline)/\(record.eventID)/dead_token/\(recipient.tokenKind):\(StableHash.hex(recipient.token))", fields)
         }
         return outcomes

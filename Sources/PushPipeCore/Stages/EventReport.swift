@@ -41,11 +41,14 @@ public struct DeliveryReport: Sendable, Codable {
     public var token: String
     public var outcome: DeliveryOutcome
     public var reason: String?
+    /// The reason's code (`ProviderReason.code`).
+    public var reasonCode: String?
     public var providerID: String?
     public var attempts: Int
     public var payload: JSON
 
-    public init(user: String, tokenKind: String, token: String, outcome: DeliveryOutcome, reason: String?, providerID: String?, attempts: Int, payload: JSON) {
+    public init(user: String, tokenKind: String, token: String, outcome: DeliveryOutcome, reason: String?, providerID: String?, attempts: Int, payload: JSON,
+                reasonCode: String? = nil) {
         self.user = user
         self.tokenKind = tokenKind
         self.token = token
@@ -54,9 +57,10 @@ public struct DeliveryReport: Sendable, Codable {
         self.providerID = providerID
         self.attempts = attempts
         self.payload = payload
+        self.reasonCode = reasonCode
     }
 
     enum CodingKeys: String, CodingKey {
-        case user, tokenKind = "token_kind", token, outcome, reason, providerID = "provider_id", attempts, payload
+        case user, tokenKind = "token_kind", token, outcome, reason, reasonCode = "reason_code", providerID = "provider_id", attempts, payload
     }
 }

@@ -27,6 +27,7 @@ extension EventRecord {
                 writer.add("provider_id", recipient.providerID)
                 writer.add("attempts", recipient.attempts)
                 writer.add("reason", recipient.reason)
+                writer.add("reason_code", recipient.reasonCode)
                 // Most outcomes are as old as the record: their time is left to it.
                 if recipient.at != updatedAt { writer.add("at", recipient.at) }
             }
@@ -89,7 +90,7 @@ extension EventRecord.Recipient {
         else { throw StoredRecordError(eventID: eventID, field: "recipients") }
         self.init(user: user, tokenKind: kind, token: token, transport: stored["transport"]?.stringValue ?? "", outcome: outcome,
                   providerID: stored["provider_id"]?.stringValue, attempts: Int(stored["attempts"]?.intValue ?? 0),
-                  reason: stored["reason"]?.stringValue, at: stored["at"]?.doubleValue ?? recordedAt)
+                  reason: stored["reason"]?.stringValue, reasonCode: stored["reason_code"]?.stringValue, at: stored["at"]?.doubleValue ?? recordedAt)
     }
 
     var statusJSON: JSON {
@@ -98,6 +99,7 @@ extension EventRecord.Recipient {
                                       "at": .string(EventRecord.timestamp(at))]
         fields["provider_id"] = providerID.map(JSON.string)
         fields["reason"] = reason.map(JSON.string)
+        fields["reason_code"] = reasonCode.map(JSON.string)
         return .object(fields)
     }
 }

@@ -67,10 +67,12 @@ public struct EventRecord: Sendable, Equatable {
         public var providerID: String?
         public var attempts: Int
         public var reason: String?
+        /// The reason's code (`ProviderReason.code`): what an app or a webhook receiver decides on.
+        public var reasonCode: String?
         public var at: Double
 
         public init(user: String, tokenKind: String, token: String, transport: String, outcome: DeliveryOutcome, providerID: String?, attempts: Int,
-                    reason: String?, at: Double) {
+                    reason: String?, reasonCode: String? = nil, at: Double) {
             self.user = user
             self.tokenKind = tokenKind
             self.token = token
@@ -79,6 +81,7 @@ public struct EventRecord: Sendable, Equatable {
             self.providerID = providerID
             self.attempts = attempts
             self.reason = reason
+            self.reasonCode = reasonCode
             self.at = at
         }
 

@@ -29,6 +29,7 @@ import Testing
             #expect(pipeline.transport.sends.count == 1, "cancelled means no further attempt")
             #expect(report.status == .failed)
             #expect(report.deliveries.first?.outcome == .retryAfter)
+            #expect(report.deliveries.first?.reasonCode == "ServiceUnavailable", "the report keeps the reason's code")
         }
     }
 
