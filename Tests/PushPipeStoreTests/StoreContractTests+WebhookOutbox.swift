@@ -15,19 +15,19 @@ extension StoreContractTests {
                            createdAt: Double(index))
         }
         try await store.recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes, pipeline: "w")
-        let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 2, lease: 60)
+        let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 2, lease: 60)
         #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "oldest first")
         #expect(claimed.first?.payload == ["n": 1] && claimed.first?.attempts == 0)
-        #expect(try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
+        #expect(try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
                 "claimed ones are held")
-        #expect(try await store.claimWebhookOutcomes(pipeline: "other", limit: 10, lease: 60).isEmpty)
+        #expect(try await store.work(pipeline: "other").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
 
-        try await store.removeWebhookOutcomes(ids: [claimed[0].id])
-        try await store.retryWebhookOutcomes(ids: [claimed[1].id], after: -1)
-        let again = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+        try await store.work(pipeline: "w").complete(ids: [claimed[0].id])
+        try await store.work(pipeline: "w").retry(ids: [claimed[1].id], after: -1)
+        let again = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(again.map(\.outcomeID) == ["w/e2/delivered"] && again.first?.attempts == 1, "put back, its attempt counted")
-        try await store.retryWebhookOutcomes(ids: again.map(\.id), after: 3600)
-        #expect(try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60).isEmpty, "not due before its backoff")
+        try await store.work(pipeline: "w").retry(ids: again.map(\.id), after: 3600)
+        #expect(try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due before its backoff")
 
         #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 2.5, limit: 10) == 1)
         #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 100, limit: 10) == 1)
@@ -50,7 +50,7 @@ extension StoreContractTests {
         _ = try await dispatcher.sendDue()
         #expect(poster.targets.sorted() == targets, "\(poster.targets)")
         #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
-        #expect(try await store.claimWebhookOutcomes(pipeline: "two", limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.work(pipeline: "two").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
     }
 
     static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {
@@ -68,20 +68,20 @@ extension StoreContractTests {
     func webhookBatches(_ store: any Store) async throws {
         try await Self.write(store, [Self.webhookOutcome("b", "e1"), Self.webhookOutcome("b", "e2")])
         // A daemon claims them, and dies: its lease runs out at once.
-        let held = try await store.claimWebhookOutcomes(pipeline: "b", limit: 10, lease: -1)
+        let held = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 10, lease: -1)
         let batch = try #require(held.first?.batch)
         #expect(held.map(\.batch) == [batch, batch] && batch == WebhookOutcome.batchID(outcomeIDs: ["b/e1/delivered", "b/e2/delivered"]))
 
         try await Self.write(store, [Self.webhookOutcome("b", "e3"), Self.webhookOutcome("b", "e4", target: "http://127.0.0.1:2/other")])
-        let again = try await store.claimWebhookOutcomes(pipeline: "b", limit: 1, lease: -1)
+        let again = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 1, lease: -1)
         #expect(again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
                 "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))")
-        let all = try await store.claimWebhookOutcomes(pipeline: "b", limit: 10, lease: 60)
+        let all = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 10, lease: 60)
         let byBatch = Dictionary(grouping: all, by: { $0.batch ?? "" }).mapValues { $0.map(\.outcomeID) }
         #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
                             WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
                 "\(byBatch)")
-        try await store.removeWebhookOutcomes(ids: all.map(\.id))
+        try await store.work(pipeline: "w").complete(ids: all.map(\.id))
     }
 
     /// A batch the receiver refused goes again, by the dispatcher, with the same `webhook-id` and
@@ -100,7 +100,7 @@ extension StoreContractTests {
         #expect(sent[1].id == sent[0].id && Self.events(sent[1]) == ["e1", "e2"] && Self.events(sent[0]) == ["e1", "e2"],
                 "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })")
         #expect(sent[2].id != sent[0].id && Self.events(sent[2]) == ["e3"])
-        #expect(try await store.claimWebhookOutcomes(pipeline: "r", limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.work(pipeline: "r").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
     }
 
     /// A receiver's `Retry-After` of 10 days is cut to `longestRetryAfter`, well before retention
@@ -124,7 +124,7 @@ extension StoreContractTests {
             } else {
                 #expect(wait.isFinite && wait > 0 && wait <= 1.1 + 5, "Retry-After \(seconds) is none: the backoff, not \(wait) s")
             }
-            #expect(try await store.claimWebhookOutcomes(pipeline: pipeline, limit: 10, lease: 60).isEmpty, "not due at once")
+            #expect(try await store.work(pipeline: pipeline).claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due at once")
             #expect(try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: .greatestFiniteMagnitude, limit: 10) == 1)
         }
     }

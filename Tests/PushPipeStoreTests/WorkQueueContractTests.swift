@@ -270,7 +270,7 @@ import Testing
         }
         let store = try SQLiteStore(path: path)
         try await withCleanup({
-            let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
             #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
             #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
@@ -302,7 +302,7 @@ import Testing
         }
         let store = try await PostgresStore(location: location, logger: Self.logger)
         try await withCleanup({
-            let claimed = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
                     "not the one not due yet, nor the one a daemon of the earlier version holds")
             #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
@@ -311,7 +311,7 @@ import Testing
             // That daemon let go of it (its lease ran out): a retention pass takes it over.
             _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
             #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 0, limit: 10) == 0)
-            let adopted = try await store.claimWebhookOutcomes(pipeline: "w", limit: 10, lease: 60)
+            let adopted = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
             // New items get ids after the moved ones.
             try await store.work(pipeline: "w").add([Self.item("after")])

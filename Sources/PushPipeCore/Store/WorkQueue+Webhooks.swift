@@ -23,19 +23,3 @@ extension WorkQueue {
         return claimed.compactMap { $0.group == "unreadable" ? nil : WebhookOutcome(work: $0, pipeline: pipeline) }
     }
 }
-
-extension WorkStore {
-    public func claimWebhookOutcomes(pipeline: String, limit: Int, lease: Double) async throws -> [WebhookOutcome] {
-        try await work(pipeline: pipeline).claimWebhookOutcomes(limit: limit, lease: lease)
-    }
-
-    /// The receiver took them.
-    public func removeWebhookOutcomes(ids: [Int64]) async throws {
-        try await work(pipeline: "").complete(ids: ids)
-    }
-
-    /// The receiver failed: tried again in `delay` seconds, by whichever daemon claims them then.
-    public func retryWebhookOutcomes(ids: [Int64], after delay: Double) async throws {
-        try await work(pipeline: "").retry(ids: ids, after: delay)
-    }
-}
