@@ -224,6 +224,11 @@ let package = Package(
             name: "PushPipeHTTPTests",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ] + testLibraries
         ),
         .testTarget(
