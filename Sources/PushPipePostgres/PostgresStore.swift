@@ -23,7 +23,7 @@ public final class PostgresStore: Store {
     /// of daemons starting together: they wait on an advisory lock). The migration's own
     /// connection fails the start at once with the reason, where the pool would retry. The
     /// store runs its pool until `close`, after the pipelines drained.
-    public init(location: PostgresLocation, logger: Logger) async throws {
+    public init(location: PostgresLocation, logger: Logger, observers: StoreObservers = StoreObservers()) async throws {
         try await location.withConnection(logger: logger) { connection in try await Self.migrate(connection, logger: logger) }
         // The pool tells each failed reconnection at info: during an outage, the store's own
         // two lines say it (one when it begins, one when it ends). Debug shows them all.
@@ -39,6 +39,7 @@ public final class PostgresStore: Store {
         }
         self.connections = connections
         outcomes = Self.groupCommit(connections: connections, confirmations: confirmations, logger: logger)
+        if let commits = observers.commits { observeCommits(commits) }
     }
 
     /// The task that leads a commit carries other tasks' writes: other pipelines' outcomes, other

@@ -22,7 +22,9 @@ public final class SQLiteStore: Store {
     /// - Parameters:
     ///   - stateMirrorCapacity: rows of one stage's state kept in memory at most.
     ///   - checkpointThreshold: WAL pages after which a checkpoint starts (tests lower it).
-    public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold) throws {
+    ///   - observers: told of each commit and checkpoint (the daemon's telemetry).
+    public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
+                observers: StoreObservers = StoreObservers()) throws {
         self.path = path
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
         try Self.makePrivate(path)
@@ -84,6 +86,8 @@ public final class SQLiteStore: Store {
                 })
             }
         }
+        if let commits = observers.commits { observeCommits(commits) }
+        if let checkpoints = observers.checkpoints { observeCheckpoints(checkpoints) }
     }
 
     /// One transaction of the group commit; returns the stage state rows it changed.

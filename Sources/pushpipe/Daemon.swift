@@ -95,9 +95,9 @@ public final class Daemon: Sendable {
         // Held until the store is closed: a second daemon on the same SQLite state stops here.
         let lock = try options.store.lockForDaemon()
         defer { lock?.release() }
-        let store = try await options.store.open(logger: logger)
+        let store = try await options.store.open(logger: logger,
+                                                 observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"))
         logger.info("store: \(options.store)")
-        telemetry.observe(store, named: options.store.isPostgres ? "postgres" : "sqlite")
         let host = HTTPHost(protection: options.protection, identityLookup: identityLookup, logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
                                             telemetry: telemetry, webhookPoster: webhookPoster)
@@ -127,12 +127,12 @@ public final class Daemon: Sendable {
                 logger.notice("admin on http://\(Self.urlHost(admin.host)):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
             })))
         }
-        // The store is no service of the group: it is closed after the group ended, once the
-        // pipelines drained. The trace exporter comes first, so it stops last: the spans of the
+        // The group stops its services in the reverse of this order: the store first, so it
+        // closes last, once the pipelines drained; then the trace exporter, so the spans of the
         // events drained at shutdown are exported too.
         let exporter = tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
         let group = ServiceGroup(configuration: .init(
-            services: exporter + [
+            services: [.init(service: store)] + exporter + [
                 .init(service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
                       successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
@@ -140,13 +140,7 @@ public final class Daemon: Sendable {
             ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
-        do {
-            try await group.run()
-        } catch {
-            try? await store.close()
-            throw error
-        }
-        try await store.close()
+        try await group.run()
         logger.notice("stopped; store closed")
     }
 

@@ -42,12 +42,12 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// Opens (and migrates) the store. The PostgreSQL store runs its pool itself until it is
     /// closed: a daemon closes it after its service group ended, once the pipelines drained.
-    public func open(logger: Logger) async throws -> any Store {
+    public func open(logger: Logger, observers: StoreObservers = StoreObservers()) async throws -> any Store {
         switch self {
         case .sqlite(let path):
-            return try SQLiteStore(path: path)
+            return try SQLiteStore(path: path, observers: observers)
         case .postgres(let location):
-            return try await PostgresStore(location: location, logger: logger)
+            return try await PostgresStore(location: location, logger: logger, observers: observers)
         }
     }
 }

@@ -12,9 +12,9 @@ import Testing
     @Test func aSQLiteStoresCheckpointsAreExported() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: SQLiteCheckpointerTests.threshold)
         let telemetry = Telemetry.prometheus()
-        telemetry.observe(store, named: "sqlite")
+        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: SQLiteCheckpointerTests.threshold,
+                                    observers: telemetry.storeObservers(named: "sqlite"))
         #expect(!telemetry.exposition().contains("pushpipe_store_checkpoint_seconds"))
         // A background pass runs beside the writer; the writer's catch-up comes at a commit
         // after it ended. Writes go on until both were counted (each within a few writes).

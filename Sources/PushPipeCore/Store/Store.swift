@@ -1,19 +1,18 @@
 import Foundation
+import ServiceLifecycle
 
 /// Durable state shared by routes and stages, in one protocol per concern: a stage or a route
 /// asks its context for the part it needs (`context.registrations`, `context.stageState`…), so
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
+///
+/// A `Service`: first in the daemon's service group, it is the last told to stop, so it
+/// closes once the pipelines drained.
+public protocol Store: Service, RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
     StageStateStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
-    /// Calls `observer` with the duration of each group commit (delivery outcomes, history, watermarks).
-    func observeCommits(_ observer: @escaping @Sendable (Duration) -> Void)
-    /// Calls `observer` after each checkpoint of the store's write-ahead log, where the store
-    /// runs them itself (SQLite; PostgreSQL's server checkpoints on its own).
-    func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void)
 
     func close() async throws
 }
@@ -163,7 +162,11 @@ extension DeliveryStore {
 }
 
 extension Store {
-    public func observeCheckpoints(_ observer: @escaping @Sendable (StoreCheckpoint) -> Void) {}
+    /// Waits for the group's shutdown, then closes the store.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await close()
+    }
 }
 
 extension RetentionStore {
