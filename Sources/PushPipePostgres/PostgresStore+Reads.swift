@@ -56,11 +56,16 @@ extension PostgresStore {
                 """, logger: logger).collect().count
             // A user already scheduled under the new key keeps that schedule.
             let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
+            // Inserted, not updated: another daemon may schedule the same user under the new key
+            // meanwhile, and a conflict would abort the whole move.
             try await connection.query("""
-                UPDATE work SET kind = \(new) WHERE pipeline = \(pipeline) AND kind = \(old)
-                AND NOT EXISTS (SELECT 1 FROM work AS moved WHERE moved.pipeline = \(pipeline) AND moved.kind = \(new) AND moved.key = work.key)
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at)
+                SELECT pipeline, \(new), key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at
+                FROM work WHERE pipeline = \(pipeline) AND kind = \(old) ON CONFLICT DO NOTHING
                 """, logger: logger)
-            try await connection.query("DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(old)", logger: logger)
+            try await connection.query("""
+                DELETE FROM work WHERE pipeline = \(pipeline) AND (kind = \(old) OR kind = \(WorkItem.scheduleSyncs) AND key = \(old))
+                """, logger: logger)
             // The old key's clock goes with its last row: until then, its grace protects what is left.
             try await connection.query("""
                 DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(from)

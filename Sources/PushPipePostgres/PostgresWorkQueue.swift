@@ -10,6 +10,7 @@ struct PostgresWorkQueue: WorkQueue {
     let pipeline: String
 
     func add(_ items: [WorkItem], after delays: [Double]) async throws {
+        precondition(items.count == delays.count, "a delay per item")
         guard !items.isEmpty else { return }
         try await connections.transaction { [logger, pipeline] connection in
             try await Self.insert(items, pipeline: pipeline, after: delays, on: connection, logger: logger)

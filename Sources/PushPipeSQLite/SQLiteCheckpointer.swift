@@ -31,7 +31,7 @@ public final class SQLiteCheckpointer: Sendable {
     private let running = Atomic<Bool>(false)
     /// Set when a background pass left frames behind: the writer's next commit copies them.
     private let catchUpDue = Atomic<Bool>(false)
-    /// Told of every checkpoint (`Store.observeCheckpoints`).
+    /// Told of every checkpoint (`StoreObservers.checkpoints`).
     private let observer = Mutex<(@Sendable (StoreCheckpoint) -> Void)?>(nil)
     private let hookTarget = Mutex<Unmanaged<WALHookTarget>?>(nil)
 

@@ -57,7 +57,8 @@ extension SQLiteStore {
             // A user already scheduled under the new key keeps that schedule.
             let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
             try db.execute(sql: "UPDATE OR IGNORE work SET kind = ? WHERE pipeline = ? AND kind = ?", arguments: [new, pipeline, old])
-            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ?", arguments: [pipeline, old])
+            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND (kind = ? OR kind = ? AND key = ?)",
+                           arguments: [pipeline, old, WorkItem.scheduleSyncs, old])
             return moved
         }
     }

@@ -10,6 +10,7 @@ struct SQLiteWorkQueue: WorkQueue {
     let pipeline: String
 
     func add(_ items: [WorkItem], after delays: [Double]) async throws {
+        precondition(items.count == delays.count, "a delay per item")
         guard !items.isEmpty else { return }
         // One now for all: items spread over an interval keep their spacing exactly.
         let now = Date().timeIntervalSince1970
@@ -34,8 +35,11 @@ struct SQLiteWorkQueue: WorkQueue {
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
                 """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
             guard let grouping else {
-                let claim = try db.cachedStatement(sql: Self.claimItem)
-                for item in chosen { try claim.execute(arguments: [LeaseOwner.thisProcess, now + lease, item.id]) }
+                // One statement for the claim, not one per item (a poller claims a hundred at a time).
+                guard !chosen.isEmpty else { return chosen }
+                try db.cachedStatement(sql: """
+                    UPDATE OR FAIL work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id IN (SELECT value FROM json_each(?3))
+                    """).execute(arguments: [LeaseOwner.thisProcess, now + lease, JSON.array(chosen.map { .int($0.id) }).compactText])
                 return chosen.sorted { $0.id < $1.id }
             }
             var groups = Set(chosen.compactMap(\.group))

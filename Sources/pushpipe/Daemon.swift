@@ -98,6 +98,7 @@ public final class Daemon: Sendable {
         let store = try await options.store.open(logger: logger,
                                                  observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"))
         logger.info("store: \(options.store)")
+        let storeService = StoreService(store)
         let host = HTTPHost(protection: options.protection, identityLookup: identityLookup, logger: logger)
         let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
                                             telemetry: telemetry, webhookPoster: webhookPoster)
@@ -132,7 +133,7 @@ public final class Daemon: Sendable {
         // events drained at shutdown are exported too.
         let exporter = tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: store)] + exporter + [
+            services: [.init(service: storeService)] + exporter + [
                 .init(service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
                       successTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: application),
@@ -140,7 +141,13 @@ public final class Daemon: Sendable {
             ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            try? await storeService.closeIfOpen()
+            throw error
+        }
+        try await storeService.closeIfOpen()
         logger.notice("stopped; store closed")
     }
 

@@ -41,7 +41,7 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens (and migrates) the store. The PostgreSQL store runs its pool itself until it is
-    /// closed: a daemon closes it after its service group ended, once the pipelines drained.
+    /// closed: a daemon closes it last, once the pipelines drained (`StoreService`).
     public func open(logger: Logger, observers: StoreObservers = StoreObservers()) async throws -> any Store {
         switch self {
         case .sqlite(let path):

@@ -21,17 +21,22 @@ struct PostgresStorePollScheduleTests {
                                      environment: nil, replace: false)
         }
         let registered = { try await first.tokens(pipeline: "p", user: nil, kind: "device").map(\.user) }
-        try await first.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
+        try await first.work(pipeline: "p").schedule("poll:s", every: 30) { try await registered() }
         let scheduled = { try await first.connections.rows("SELECT count(*) FROM work WHERE kind = 'poll:s'").first?.decode(Int.self) ?? -1 }
         #expect(try await scheduled() == 2)
         try await first.register(DeviceToken(user: "3", kind: "device", value: String(repeating: "cd", count: 32)), pipeline: "p",
                                  environment: nil, replace: false)
         // The second daemon's sync, within the period: already done by the first, so skipped.
-        try await second.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
+        var asked = false
+        let synced = try await second.work(pipeline: "p").schedule("poll:s", every: 30) {
+            asked = true
+            return try await registered()
+        }
+        #expect(!synced && !asked, "the second daemon reads no registration either")
         #expect(try await scheduled() == 2, "synced again by a second daemon within the period")
         // A period later (the last sync moved back in time), one of them syncs.
         _ = try await first.connections.rows("UPDATE work SET lease_until = lease_until - 30 WHERE kind = 'schedule-synced'")
-        try await second.work(pipeline: "p").schedule("poll:s", keys: try await registered(), every: 30)
+        try await second.work(pipeline: "p").schedule("poll:s", every: 30) { try await registered() }
         #expect(try await scheduled() == 3)
         try await first.close()
         try await second.close()

@@ -74,7 +74,7 @@ import Testing
         try await store.register(DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"), pipeline: "p", environment: nil, replace: false)
         // An interval of 0 makes every user due now.
         let work = store.work(pipeline: "p")
-        try await work.schedule("poll:s", keys: ["1", "2"], every: 0)
+        try await work.schedule("poll:s", every: 0) { ["1", "2"] }
         let claimed = try await work.claimRecurring("poll:s", every: 60, limit: 10)
         try await store.warmTokens(pipeline: "p", users: claimed)
         #expect(claimed.sorted() == ["1", "2"])

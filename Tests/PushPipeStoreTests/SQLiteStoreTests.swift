@@ -209,7 +209,7 @@ extension SQLiteStoreTests {
         let start = Date().timeIntervalSince1970
         let work = store.work(pipeline: "p")
         let registered = { try await store.tokens(pipeline: "p", user: nil, kind: "device").map(\.user) }
-        try await work.schedule("poll:s", keys: try await registered(), every: 30)
+        try await work.schedule("poll:s", every: 30) { try await registered() }
         func schedule(orderedBy order: String) async throws -> [String] {
             try await store.database.read { db in try String.fetchAll(db, sql: "SELECT key FROM work WHERE kind = 'poll:s' ORDER BY \(order)") }
         }
@@ -221,10 +221,10 @@ extension SQLiteStoreTests {
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")
         try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
-        try await work.schedule("poll:s", keys: try await registered(), every: 30)
+        try await work.schedule("poll:s", every: 30) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue, "synced once per period")
         try await work.untake("schedule-synced", keys: ["poll:s"])
-        try await work.schedule("poll:s", keys: try await registered(), every: 30)
+        try await work.schedule("poll:s", every: 30) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")
         try await store.close()
     }

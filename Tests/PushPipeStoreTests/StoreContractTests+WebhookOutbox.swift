@@ -51,6 +51,17 @@ extension StoreContractTests {
         #expect(poster.targets.sorted() == targets, "\(poster.targets)")
         #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
         #expect(try await store.work(pipeline: "two").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
+
+        // Each webhook's batch is claimed and retried on its own, though the two share an id.
+        try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e3", target: target)] })
+        let work = store.work(pipeline: "two")
+        let both = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
+        #expect(Set(both.map(\.target)) == Set(targets) && Set(both.map(\.batch)).count == 1)
+        try await work.retry(ids: both.filter { $0.target == targets[0] }.map(\.id), after: -1)
+        try await work.retry(ids: both.filter { $0.target == targets[1] }.map(\.id), after: 3600)
+        let first = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
+        #expect(first.map(\.target) == [targets[0]], "the second webhook's Retry-After holds: \(first.map(\.target))")
+        try await work.complete(ids: first.map(\.id))
     }
 
     static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {
@@ -81,7 +92,7 @@ extension StoreContractTests {
         #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
                             WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
                 "\(byBatch)")
-        try await store.work(pipeline: "w").complete(ids: all.map(\.id))
+        try await store.work(pipeline: "b").complete(ids: all.map(\.id))
     }
 
     /// A batch the receiver refused goes again, by the dispatcher, with the same `webhook-id` and

@@ -261,7 +261,7 @@ import Testing
         let work = store.work(pipeline: "o")
         let kind = WorkItem.pollKind(source: "sources[0]")
         // An interval of 0 makes every user due now.
-        try await work.schedule(kind, keys: (1...7).map { "\($0)" }, every: 0)
+        try await work.schedule(kind, every: 0) { (1...7).map { "\($0)" } }
         var claimed: [String] = []
         for limit in [3, 3, 3] {
             let batch = try await work.claimRecurring(kind, every: 60, limit: limit)
@@ -271,12 +271,12 @@ import Testing
         #expect(claimed.sorted() == (1...7).map { "\($0)" }, "each due user once")
         #expect(try await work.claimRecurring(kind, every: 60, limit: 10).isEmpty, "due again in a minute")
         #expect(try await work.claimRecurring(WorkItem.pollKind(source: "other"), every: 60, limit: 10).isEmpty, "schedules are per source")
-        try await work.schedule(kind, keys: (2...7).map { "\($0)" }, every: 0)
+        try await work.schedule(kind, every: 0) { (2...7).map { "\($0)" } }
         #expect(try await work.keys(kind).sorted() == (2...7).map { "\($0)" }, "a user left out is taken off")
 
         // New users fall due in the order of their ids (as text), whatever order they come in.
         let users = ["7", "12", "3", "100", "45", "201", "9", "60"]
-        try await store.work(pipeline: "n").schedule(kind, keys: users, every: 0.01)
+        try await store.work(pipeline: "n").schedule(kind, every: 0.01) { users }
         // The schedule is in wall-clock time: the last of them falls due 7 ms from now.
         try await Task.sleep(for: .milliseconds(20))
         let due = try await store.work(pipeline: "n").claim(kind, limit: 10, lease: 60)

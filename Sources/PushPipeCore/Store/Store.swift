@@ -1,15 +1,11 @@
 import Foundation
-import ServiceLifecycle
 
 /// Durable state shared by routes and stages, in one protocol per concern: a stage or a route
 /// asks its context for the part it needs (`context.registrations`, `context.stageState`…), so
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-///
-/// A `Service`: first in the daemon's service group, it is the last told to stop, so it
-/// closes once the pipelines drained.
-public protocol Store: Service, RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
+public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
     StageStateStore, RetentionStore {
     /// Answers when the store does (the readiness check).
     func ping() async throws
@@ -161,13 +157,6 @@ extension DeliveryStore {
     }
 }
 
-extension Store {
-    /// Waits for the group's shutdown, then closes the store.
-    public func run() async throws {
-        try? await gracefulShutdown()
-        try await close()
-    }
-}
 
 extension RetentionStore {
     /// Holds kept in memory (one daemon) go with their process.

@@ -30,11 +30,19 @@ public struct WebhookOutcome: Sendable, Equatable {
     /// Outcomes not yet in a batch (`id`, `target`, `outcomeID` are what count), as the batches a
     /// claim gives them: one per webhook, named by its outcomes' ids (`batchID(outcomeIDs:)`).
     /// Every store makes its batches here, so they are the same whichever store holds them.
-    public static func batches(_ fresh: [WebhookOutcome]) -> [(batch: String, ids: [Int64])] {
-        Dictionary(grouping: fresh, by: \.target).sorted { $0.key < $1.key }.map { _, outcomes in
-            (batchID(outcomeIDs: outcomes.map(\.outcomeID)), outcomes.map(\.id).sorted())
+    public static func batches(_ fresh: [WebhookOutcome]) -> [(batch: String, target: String, ids: [Int64])] {
+        Dictionary(grouping: fresh, by: \.target).sorted { $0.key < $1.key }.map { target, outcomes in
+            (batchID(outcomeIDs: outcomes.map(\.outcomeID)), target, outcomes.map(\.id).sorted())
         }
     }
+
+    /// The work group a batch waits in: its id and its webhook's. Two webhooks told of the same
+    /// outcomes have batches of the same id, and each is claimed, sent and retried on its own.
+    static func group(batch: String, target: String) -> String { batch + "@" + StableHash.hex(target) }
+
+    /// The batch of a work group (`group(batch:target:)`, or a batch id alone as earlier
+    /// versions named groups).
+    static func batch(group: String) -> String { String(group.prefix { $0 != "@" }) }
 
     /// A batch's `webhook-id`: it depends only on the outcomes' ids, each stable and unique, so
     /// two batches never share one.
@@ -52,13 +60,13 @@ extension WebhookOutcome {
     public var work: WorkItem {
         WorkItem(id: id, kind: Self.kind, key: target + "\n" + outcomeID,
                  payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
-                 attempts: attempts, createdAt: createdAt, group: batch)
+                 attempts: attempts, createdAt: createdAt, group: batch.map { Self.group(batch: $0, target: target) })
     }
 
     /// Nil for an item that is not an outcome (written by a later version, say).
     public init?(work: WorkItem, pipeline: String) {
         guard let target = work.payload["target"]?.stringValue, let outcomeID = work.payload["outcome_id"]?.stringValue else { return nil }
         self.init(id: work.id, pipeline: pipeline, target: target, outcomeID: outcomeID, payload: work.payload["payload"] ?? .null,
-                  attempts: work.attempts, createdAt: work.createdAt, batch: work.group)
+                  attempts: work.attempts, createdAt: work.createdAt, batch: work.group.map(Self.batch(group:)))
     }
 }

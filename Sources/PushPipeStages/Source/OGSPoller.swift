@@ -154,16 +154,25 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !Task.isCancelled {
-                do {
-                    if ContinuousClock.now >= nextSync {
-                        let tokens = try await context.registrations.tokens(pipeline: context.pipeline, user: nil, kind: configuration.tokenKind)
-                        try await work.schedule(kind, keys: tokens.lazy.map(\.user), every: interval)
+                if ContinuousClock.now >= nextSync {
+                    // Its own failure: the claims go on with the schedule as it is, and the sync
+                    // is tried again a few seconds later, not at every tick.
+                    do {
+                        try await work.schedule(kind, every: interval) {
+                            try await context.registrations.tokens(pipeline: context.pipeline, user: nil, kind: configuration.tokenKind).map(\.user)
+                        }
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
+                    } catch {
+                        nextSync = ContinuousClock.now + .seconds(5)
+                        context.logger.error("poll schedule: \(error)")
                     }
+                }
+                do {
                     let limit = configuration.concurrency * 2
                     let due = try await work.claimRecurring(kind, every: interval, limit: limit)
-                    try await context.registrations.warmTokens(pipeline: context.pipeline, users: due)
+                    // A hint: the claim is committed, so its users are checked whatever it finds.
+                    try? await context.registrations.warmTokens(pipeline: context.pipeline, users: due)
                     let now = ContinuousClock.now
                     for user in due where !isBackingOff(user, at: now) && checking.withLock({ $0.insert(user).inserted }) {
                         if running >= configuration.concurrency {
