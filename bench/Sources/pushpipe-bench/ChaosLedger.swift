@@ -236,7 +236,10 @@ final class ChaosLedger: SoakAccounting {
                     let pageWindow = Self.pageWindow + Self.overlap(of: state.outages, with: delivery.at...(delivery.at + Self.pageWindow))
                     let inFlight = within(page ? pageWindow : self.inFlightWindow)
                     // A send the stand-in read just after its process's SIGKILL was written before it.
-                    if state.killedAt[delivery.instance].map(page ? within(pageWindow, slack: .seconds(1)) : inFlight) ?? false { return true }
+                    if state.killedAt[delivery.instance].map(within(page ? pageWindow : self.inFlightWindow, slack: .seconds(1))) ?? false { return true }
+                    // The database went away right after the send: its outcome (and the watermark
+                    // or lease that would have stopped another daemon) could not be recorded.
+                    if state.outages.contains(where: { within(self.inFlightWindow)($0.lowerBound) }) { return true }
                     if let stopped = state.terminatedAt[delivery.instance] {
                         // A stopping process drains: it goes on sending after the SIGTERM until it exits.
                         let stop = stopped...max(stopped, state.exitedAt[delivery.instance] ?? stopped + .seconds(120))
