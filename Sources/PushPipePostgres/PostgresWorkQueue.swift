@@ -117,7 +117,7 @@ struct PostgresWorkQueue: WorkQueue {
     }
 
     func keys(_ kind: String) async throws -> [String] {
-        try await connections.rows("SELECT key FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)").decode(String.self).map { $0 }
+        try await connections.rows("SELECT key FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)").map { try $0.decode(String.self) }
     }
 
     func remove(_ kind: String, keys: [String]) async throws {

@@ -35,11 +35,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
                 """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
             guard let grouping else {
-                // One statement for the claim, not one per item (a poller claims a hundred at a time).
-                guard !chosen.isEmpty else { return chosen }
-                try db.cachedStatement(sql: """
-                    UPDATE OR FAIL work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id IN (SELECT value FROM json_each(?3))
-                    """).execute(arguments: [LeaseOwner.thisProcess, now + lease, JSON.array(chosen.map { .int($0.id) }).compactText])
+                try Self.hold(chosen, until: now + lease, in: db)
                 return chosen.sorted { $0.id < $1.id }
             }
             var groups = Set(chosen.compactMap(\.group))
@@ -51,14 +47,9 @@ struct SQLiteWorkQueue: WorkQueue {
             let members = try db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND lease_until < ? ORDER BY id
                 """)
-            let claim = try db.cachedStatement(sql: Self.claimItem)
             var claimed: [WorkItem] = []
-            for group in groups {
-                for item in try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) {
-                    try claim.execute(arguments: [LeaseOwner.thisProcess, now + lease, item.id])
-                    claimed.append(item)
-                }
-            }
+            for group in groups { claimed += try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) }
+            try Self.hold(claimed, until: now + lease, in: db)
             return claimed.sorted { $0.id < $1.id }
         }
     }
@@ -166,9 +157,15 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    /// A claimed item falls due again when its lease ends: a claim then looks at due times alone,
-    /// in their index, however many items are held.
-    static let claimItem = "UPDATE work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id = ?3"
+    /// Makes `items` this process's until `until`, in one statement however many (a poller
+    /// claims a hundred at a time). A claimed item falls due again when its lease ends: a claim
+    /// then looks at due times alone, in their index, however many items are held.
+    private static func hold(_ items: [WorkItem], until: Double, in db: Database) throws {
+        guard !items.isEmpty else { return }
+        try db.cachedStatement(sql: """
+            UPDATE OR FAIL work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id IN (SELECT value FROM json_each(?3))
+            """).execute(arguments: [LeaseOwner.thisProcess, until, JSON.array(items.map { .int($0.id) }).compactText])
+    }
 
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 

@@ -27,13 +27,8 @@ extension TransportOutcome {
     /// A reason's text as `sanitize(_:limit:)` keeps it; its code, a metric label, only in the
     /// form codes have (a plugin's may be anything): else `other`.
     static func sanitize(_ reason: ProviderReason) -> ProviderReason {
-        let code = (1...48).contains(reason.code.utf8.count) && reason.code.utf8.allSatisfy(isCodeByte) ? reason.code : ProviderReason.otherCode
-        return ProviderReason(code: code, sanitize(reason.text, limit: longestReason), throttlesSender: reason.throttlesSender)
-    }
-
-    /// Letters, digits, `_`, `-` and `.`.
-    private static func isCodeByte(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D || byte == 0x2E
+        ProviderReason(code: ProviderReason.isCode(reason.code) ? reason.code : ProviderReason.otherCode, sanitize(reason.text, limit: longestReason),
+                       throttlesSender: reason.throttlesSender)
     }
 
     /// Printable text only: control characters (NUL included) become spaces, and at most

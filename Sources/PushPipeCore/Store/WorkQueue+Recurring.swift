@@ -16,7 +16,7 @@ extension WorkQueue {
     @discardableResult
     public func schedule(_ kind: String, every interval: Double, keys wanted: () async throws -> [String]) async throws -> Bool {
         let spacing = min(interval, 60) * 0.9
-        guard try await !take(Self.scheduleSyncs, keys: [kind], lease: spacing).isEmpty else { return false }
+        guard try await !take(WorkItem.scheduleSyncs, keys: [kind], lease: spacing).isEmpty else { return false }
         do {
             let wanted = Set(try await wanted())
             let scheduled = Set(try await keys(kind))
@@ -36,7 +36,7 @@ extension WorkQueue {
             return true
         } catch {
             // Not synced: the next try, here or on another daemon, need not wait a period.
-            try? await untake(Self.scheduleSyncs, keys: [kind])
+            try? await untake(WorkItem.scheduleSyncs, keys: [kind])
             throw error
         }
     }
@@ -48,8 +48,6 @@ extension WorkQueue {
     }
 
     static var scheduleBatch: Int { 10_000 }
-
-    static var scheduleSyncs: String { WorkItem.scheduleSyncs }
 }
 
 extension WorkItem {

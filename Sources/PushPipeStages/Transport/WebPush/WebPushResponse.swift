@@ -35,13 +35,9 @@ struct WebPushResponse: Sendable {
         guard body.first == UInt8(ascii: "{"), let json = try? JSON.parse(body) else { return nil }
         for field in ["reason", "errno", "code", "error"] {
             guard let value = json[field], let text = value.stringValue ?? value.intValue.map({ String($0) }) else { continue }
-            if (1...40).contains(text.utf8.count), text.utf8.allSatisfy({ isCodeByte($0) }) { return text }
+            if ProviderReason.isCode(text, longest: 40) { return text }
         }
         return nil
-    }
-
-    private static func isCodeByte(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
     }
 
     /// A failed request's reason without the server's words: the kind of failure only.
