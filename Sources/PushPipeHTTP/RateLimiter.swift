@@ -14,7 +14,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Takes a token from `key`'s bucket: nil when admitted, else how long until one is there.
-    func admit(_ key: String, _ rate: RouteLimits.Rate, now: ContinuousClock.Instant = .now) -> Duration? {
+    func admit(_ key: String, _ rate: RouteLimits.Rate, now: Duration = SystemClock().elapsed) -> Duration? {
         buckets.withLock { buckets in
             var bucket = buckets[key] ?? TokenBucket(rate, now: now)
             bucket.refill(rate, now: now)
@@ -33,7 +33,7 @@ final class RateLimiter: Sendable {
 
     /// Drops the buckets that would be full by now; if every one is still draining (a flood of
     /// new addresses), all of them: a new bucket admits its burst, no more.
-    private static func forgetRefilled(_ buckets: inout [String: TokenBucket], rate: RouteLimits.Rate, now: ContinuousClock.Instant, capacity: Int) {
+    private static func forgetRefilled(_ buckets: inout [String: TokenBucket], rate: RouteLimits.Rate, now: Duration, capacity: Int) {
         let refill = Duration.seconds(Double(rate.burst) / rate.perSecond)
         buckets = buckets.filter { now - $0.value.updated < refill }
         if buckets.count >= capacity * 9 / 10 { buckets.removeAll(keepingCapacity: true) }

@@ -19,9 +19,8 @@ extension SQLiteStore {
 
     /// Marks the tokens of a commit's deliveries confirmed, in its transaction: a mark is there
     /// exactly when the delivery row that earned it is. A token marked already is left alone.
-    static func markConfirmed(_ keys: [ConfirmedTokens.Key], in db: Database) throws {
+    static func markConfirmed(_ keys: [ConfirmedTokens.Key], at now: Double, in db: Database) throws {
         guard !keys.isEmpty else { return }
-        let now = Date().timeIntervalSince1970
         let statement = try db.cachedStatement(sql: """
             UPDATE registrations SET confirmed_at = ? WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND token = ? AND confirmed_at IS NULL
             """)

@@ -66,12 +66,13 @@ extension SQLiteStore {
     }
 
     public func replayDeadLetter(_ replay: QueuedEvent) async throws -> Bool {
-        try await database.write { db in
+        let now = clock.now
+        return try await database.write { db in
             try db.execute(sql: """
                 UPDATE event_records SET state = 'accepted', updated_at = ? WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'
-                """, arguments: [Date().timeIntervalSince1970, replay.pipeline, replay.eventID])
+                """, arguments: [now, replay.pipeline, replay.eventID])
             guard db.changesCount > 0 else { return false }
-            try Self.insertQueued(replay, in: db)
+            try Self.insertQueued(replay, at: now, in: db)
             return true
         }
     }

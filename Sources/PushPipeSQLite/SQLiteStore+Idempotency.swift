@@ -4,7 +4,7 @@ import PushPipeCore
 
 extension SQLiteStore {
     public func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         let arguments: StatementArguments = [key.pipeline, key.scope, key.key]
         return try await database.write { db in
             try db.execute(sql: "DELETE FROM idempotency_keys WHERE pipeline = ? AND scope = ? AND key = ? AND expires_at < ?", arguments: arguments + [now])
@@ -47,7 +47,7 @@ extension SQLiteStore {
     }
 
     public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         return try await database.write { db in
             try db.execute(sql: """
                 DELETE FROM idempotency_keys WHERE rowid IN (

@@ -13,7 +13,7 @@ extension SQLiteStore {
 
     public func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
         let instance = QueuedEvent.thisProcess
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         let rows = try await database.write { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT id, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
@@ -30,7 +30,7 @@ extension SQLiteStore {
 
     public func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws {
         guard !eventIDs.isEmpty else { return }
-        let until = Date().timeIntervalSince1970 + lease
+        let until = clock.now + lease
         try await database.write { db in
             let statement = try db.cachedStatement(sql: """
                 UPDATE queued_events SET lease_until = ? WHERE pipeline = ? AND source = ? AND instance = ? AND event_id = ?
@@ -49,7 +49,7 @@ extension SQLiteStore {
     /// Moves what a claim here would take (another process's events, or this one's whose lease
     /// ran out): this process keeps what it holds under the old key, as a claim leaves it.
     public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         return try await database.write { db in
             try db.execute(sql: "UPDATE queued_events SET source = ? WHERE pipeline = ? AND source = ? AND (instance <> ? OR lease_until < ?)",
                            arguments: [to, pipeline, from, QueuedEvent.thisProcess, now])
@@ -63,12 +63,12 @@ extension SQLiteStore {
         }
     }
 
-    static func insertQueued(_ event: QueuedEvent, in db: Database) throws {
+    static func insertQueued(_ event: QueuedEvent, at now: Double, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: .storable([event.pipeline, event.source, event.instance, event.eventID, event.user, event.time,
-                                               event.body.compactText, Date().timeIntervalSince1970 + event.lease, event.caller,
+                                               event.body.compactText, now + event.lease, event.caller,
                                                event.replayOf.map(QueuedEvent.storedReplay), event.traceParent]))
     }
 

@@ -17,15 +17,19 @@ public final class SQLiteStore: Store {
     /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
     let stateMirror: StateMirror
     private let checkpointer: SQLiteCheckpointer
+    /// The store's clock: leases, due times and expiries (this process is the file's only writer).
+    let clock: any DaemonClock
 
     /// Opens (creating folders and the file as needed) and migrates to the latest version.
     /// - Parameters:
     ///   - stateMirrorCapacity: rows of one stage's state kept in memory at most.
     ///   - checkpointThreshold: WAL pages after which a checkpoint starts (tests lower it).
     ///   - observers: told of each commit and checkpoint (the daemon's telemetry).
+    ///   - clock: what leases, due times and expiries are measured on.
     public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
-                observers: StoreObservers = StoreObservers()) throws {
+                observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system) throws {
         self.path = path
+        self.clock = clock
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
         try Self.makePrivate(path)
         var configuration = Configuration()
@@ -73,8 +77,9 @@ public final class SQLiteStore: Store {
                         mirror.invalidate()
                         tokens.invalidate()
                     }
-                    try Self.markConfirmed(marks, in: db)
-                    return try Self.commit(writes, in: db, indexing: indexing)
+                    let time = clock.now
+                    try Self.markConfirmed(marks, at: time, in: db)
+                    return try Self.commit(writes, in: db, indexing: indexing, at: time)
                 }, completion: { _, result in
                     // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
                     if case .success(let changes) = result {
@@ -92,18 +97,17 @@ public final class SQLiteStore: Store {
 
     /// One transaction of the group commit; returns the stage state rows it changed.
     @discardableResult
-    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule,
+    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule, at time: Double = SystemClock().now,
                        now: ContinuousClock.Instant = .now) throws -> [StateMirror.Change] {
         var changes: [StateMirror.Change] = []
-        for write in writes { try apply(write, in: db, changes: &changes) }
+        for write in writes { try apply(write, at: time, in: db, changes: &changes) }
         try indexUserDeliveries(in: db) { tailRows in schedule.isDue(tailRows: tailRows, now: now) }
         return changes
     }
 
-    static func apply(_ write: OutcomeWrite, in db: Database, changes: inout [StateMirror.Change]) throws {
+    static func apply(_ write: OutcomeWrite, at now: Double, in db: Database, changes: inout [StateMirror.Change]) throws {
         switch write {
         case .state(let writes, let pipeline):
-            let now = Date().timeIntervalSince1970
             for write in writes {
                 let text = write.value.compactText
                 try db.cachedStatement(sql: """
@@ -120,11 +124,11 @@ public final class SQLiteStore: Store {
             }
         case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
             try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
-            try apply(.state(state, pipeline: pipeline), in: db, changes: &changes)
+            try apply(.state(state, pipeline: pipeline), at: now, in: db, changes: &changes)
             try upsert(events, in: db)
-            for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: Date().timeIntervalSince1970, in: db) }
+            for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
         case .enqueue(let event):
-            try insertQueued(event, in: db)
+            try insertQueued(event, at: now, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }
         case .dequeue(let pipeline, let eventID):
             try deleteQueued(pipeline: pipeline, eventID: eventID, in: db)
@@ -178,7 +182,7 @@ public final class SQLiteStore: Store {
     public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
         defer { tokenCache.invalidate() }
         confirmations.forget(token, pipeline: pipeline)
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         try await database.write { db in
             if replace {
                 try db.execute(
@@ -294,7 +298,7 @@ public final class SQLiteStore: Store {
     }
 
     public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         try await database.write { db in
             for (key, value) in values {
                 try db.execute(sql: """

@@ -8,12 +8,13 @@ import PushPipeCore
 struct SQLiteWorkQueue: WorkQueue {
     let database: DatabasePool
     let pipeline: String
+    let clock: any DaemonClock
 
     func add(_ items: [WorkItem], after delays: [Double]) async throws {
         precondition(items.count == delays.count, "a delay per item")
         guard !items.isEmpty else { return }
         // One now for all: items spread over an interval keep their spacing exactly.
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         try await database.write { db in
             for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, dueAt: now + delay, in: db) }
         }
@@ -29,7 +30,7 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         return try await database.write { [pipeline] db in
             let chosen = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
@@ -55,7 +56,7 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func renew(ids: [Int64], lease: Double) async throws {
-        try await update("lease_until = ?1, due_at = ?1", [(Date().timeIntervalSince1970 + lease).databaseValue], ids: ids)
+        try await update("lease_until = ?1, due_at = ?1", [(clock.now + lease).databaseValue], ids: ids)
     }
 
     func complete(ids: [Int64]) async throws {
@@ -67,11 +68,11 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func retry(ids: [Int64], after delay: Double) async throws {
-        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(Date().timeIntervalSince1970 + delay).databaseValue], ids: ids)
+        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], ids: ids)
     }
 
     func release(ids: [Int64]) async throws {
-        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [Date().timeIntervalSince1970.databaseValue], ids: ids)
+        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], ids: ids)
     }
 
     func saveProgress(id: Int64, cursor: String?) async throws {
@@ -103,7 +104,7 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         return try await database.write { [pipeline] db in
             // Taken when nobody has the key or its holder's lease ran out: the update's WHERE
             // decides, and a key it skipped changed no row.
@@ -123,7 +124,7 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
         guard !keys.isEmpty else { return }
-        let until = Date().timeIntervalSince1970 + lease
+        let until = clock.now + lease
         try await database.write { [pipeline] db in
             let statement = try db.cachedStatement(sql: "UPDATE work SET lease_until = ? WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
             for key in keys { try statement.execute(arguments: .storable([until, pipeline, kind, key, LeaseOwner.thisProcess])) }
@@ -139,7 +140,7 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         return try await database.write { [pipeline] db in
             try db.execute(sql: """
                 DELETE FROM work WHERE pipeline = ? AND substr(kind, 1, length(?)) = ? AND due_at >= ? AND lease_until < ?
@@ -176,7 +177,7 @@ struct SQLiteWorkQueue: WorkQueue {
 }
 
 extension SQLiteStore {
-    public func work(pipeline: String) -> any WorkQueue { SQLiteWorkQueue(database: database, pipeline: pipeline) }
+    public func work(pipeline: String) -> any WorkQueue { SQLiteWorkQueue(database: database, pipeline: pipeline, clock: clock) }
 
     public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
         try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)

@@ -25,7 +25,8 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let now = Date()
+        let clock = ManualClock()
+        let now = Date(timeIntervalSince1970: clock.now)
         // alice: 10 rows 200 days old, then 20 recent ones; bob: 5 recent; another pipeline's old row stays.
         for number in 0..<10 { try await deliver(store, user: "alice", age: 200 * day, now: now, number: number) }
         for number in 10..<30 { try await deliver(store, user: "alice", age: day - Double(number), now: now, number: number) }
@@ -39,9 +40,9 @@ import Testing
         #expect(firstPage.map { $0.record["n"] } == [29, 28, 27, 26, 25])
 
         let pruner = RetentionPruner(pipeline: "p", policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600), store: store,
-                                     logger: .init(label: "retention"))
-        #expect(await pruner.pruneOnce(now: now) == 15, "10 by age, 5 beyond alice's newest 15")
-        #expect(await pruner.pruneOnce(now: now) == 0, "nothing left to prune")
+                                     logger: .init(label: "retention"), clock: clock)
+        #expect(await pruner.pruneOnce() == 15, "10 by age, 5 beyond alice's newest 15")
+        #expect(await pruner.pruneOnce() == 0, "nothing left to prune")
 
         // The cursor of the page read before pruning still works.
         let secondPage = try await store.history(pipeline: "p", user: "alice", limit: 100, before: firstPage.last?.id)

@@ -3,16 +3,17 @@
 package struct TokenBucket: Sendable {
     /// Below zero: taken ahead of the rate (a gate lets sends go and makes the next one wait).
     package var tokens: Double
-    package var updated: ContinuousClock.Instant
+    /// When it was last refilled, on a `DaemonClock`'s `elapsed`.
+    package var updated: Duration
 
     /// A full bucket: a newcomer gets its burst.
-    package init(_ rate: RouteLimits.Rate, now: ContinuousClock.Instant = .now) {
+    package init(_ rate: RouteLimits.Rate, now: Duration) {
         tokens = Double(rate.burst)
         updated = now
     }
 
     /// Adds what the rate gave since the last look, up to the burst.
-    package mutating func refill(_ rate: RouteLimits.Rate, now: ContinuousClock.Instant) {
+    package mutating func refill(_ rate: RouteLimits.Rate, now: Duration) {
         tokens = min(Double(rate.burst), tokens + max(0, (now - updated) / .seconds(1)) * rate.perSecond)
         updated = now
     }

@@ -152,7 +152,7 @@ extension EventProcessor {
                                    metadata: Self.metadata(event, token: token, stage: definition.transport.id))
                 }
                 // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
-                do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+                do { try await clock.sleep(seconds: delay) } catch { break }
             }
             // A pause longer than a destination a user chose may hold the notification (it can
             // be extended by the next answer): it ends unresolved instead.
@@ -220,7 +220,7 @@ extension EventProcessor {
     /// those fully delivered and the devices reached of those delivered in part; a broadcast
     /// writes its watermarks separately once the whole event is known to be delivered.
     func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         var history: [HistoryEntry] = []
         var records: [DeliveryRecord] = []
         var state: [StateWrite] = []

@@ -62,7 +62,7 @@ extension EventProcessor {
         var tallies: [DeliveryTally] = []
         var outcomes: [Outcome] = []
         var finished: [Finished] = []
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         for delivering in deliverings {
             let deliveries = await settle(delivering)
             var tally = DeliveryTally()
@@ -152,7 +152,7 @@ extension EventProcessor {
                     }
                     let deliveries = await settle(page[0])
                     tally.add(deliveries)
-                    recipients.add(self.recipients(of: page[0], at: Date().timeIntervalSince1970), keeping: audience.retrying)
+                    recipients.add(self.recipients(of: page[0], at: clock.now), keeping: audience.retrying)
                     progress.advance(past: reached, earlier: earlier, tally)
                     if mode == .live {
                         // The page's deliveries and the progress past it, in one transaction.
@@ -209,7 +209,7 @@ extension EventProcessor {
     private func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
         EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller, user: event.user,
                     recipients: recipients.kept, omittedRecipients: recipients.omitted, traceID: event.trace?.traceID,
-                    acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: Date().timeIntervalSince1970,
+                    acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: clock.now,
                     broadcast: progress)
     }
 

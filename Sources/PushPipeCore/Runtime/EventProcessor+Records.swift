@@ -61,7 +61,8 @@ extension EventProcessor {
 
     /// What the store keeps of a finished event; nil for a drop of an event nobody posted (a
     /// poll that found nothing new is no notification, and there would be one per check).
-    func eventRecord(_ finished: Finished, now: Double = Date().timeIntervalSince1970) -> EventRecord? {
+    func eventRecord(_ finished: Finished, now: Double? = nil) -> EventRecord? {
+        let now = now ?? clock.now
         let event = finished.event
         let report = finished.report
         var recipients = finished.recipients.kept
@@ -106,7 +107,7 @@ extension EventProcessor {
     /// Events whose first attempts are made and whose retries begin: their status says so.
     /// Told on a best-effort basis: the final record follows in any case.
     func recordProcessing(_ deliverings: [Delivering]) async {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         let records = deliverings.map { delivering in
             let event = delivering.event
             return EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller,

@@ -12,6 +12,8 @@ public struct EventProcessor: Sendable {
     public let mode: RunMode
     public let output: OutputSink
     public let telemetry: PipelineTelemetry
+    /// What backoff waits on and records are stamped with.
+    public let clock: any DaemonClock
     /// nil: tracing is off, and no span is made.
     let tracer: EventTracer?
     let spanNames: SpanNames?
@@ -31,8 +33,9 @@ public struct EventProcessor: Sendable {
     let transportContext: StageContext
 
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                telemetry: Telemetry = .unobserved) {
+                telemetry: Telemetry = .unobserved, clock: any DaemonClock = .system) {
         self.definition = definition
+        self.clock = clock
         self.store = store
         self.logger = logger
         self.mode = mode
@@ -40,9 +43,9 @@ public struct EventProcessor: Sendable {
         self.telemetry = PipelineTelemetry(telemetry: telemetry, definition: definition)
         tracer = telemetry.tracer
         spanNames = telemetry.tracer == nil ? nil : SpanNames(definition)
-        gate = TransportGate(rate: try? definition.delivery.sendRate())
+        gate = TransportGate(rate: try? definition.delivery.sendRate(), clock: clock)
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
-                                   output: output)
+                                   output: output, clock: clock)
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
         rendererContext = context.forStage(definition.renderer.id, key: definition.renderer.key)
         transportContext = context.forStage(definition.transport.id, key: definition.transport.key)

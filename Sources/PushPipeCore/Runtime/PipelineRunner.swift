@@ -29,7 +29,7 @@ public final class PipelineRunner: EventSink, Sendable {
     let webhooks: WebhookDispatcher?
 
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil,
+                telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil, clock: any DaemonClock = .system,
                 onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
         self.definition = definition
         self.onEventCompleted = onEventCompleted
@@ -37,10 +37,11 @@ public final class PipelineRunner: EventSink, Sendable {
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
         queue = EventQueue(capacity: definition.delivery.concurrency)
-        var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry)
+        var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
+                                       clock: clock)
         if mode == .live, !definition.webhooks.isEmpty, let webhookPoster {
             let dispatcher = WebhookDispatcher(pipeline: definition.name, targets: definition.webhooks, store: store, poster: webhookPoster,
-                                               telemetry: telemetry, logger: logger)
+                                               telemetry: telemetry, logger: logger, clock: clock)
             processor.onWebhookOutcomes = dispatcher.nudge
             webhooks = dispatcher
         } else {
@@ -97,7 +98,7 @@ public final class PipelineRunner: EventSink, Sendable {
         // The same output as the processor's stages: what a source or a long-running stage prints
         // goes where the runner's caller asked, like the stdout transport's lines.
         let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
-                                   telemetry: telemetry.telemetry, output: processor.output)
+                                   telemetry: telemetry.telemetry, output: processor.output, clock: processor.clock)
         await withTaskGroup(of: Void.self) { stages in
             for (id, key, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
@@ -105,7 +106,8 @@ public final class PipelineRunner: EventSink, Sendable {
             let replays = QueuedEventIntake(lease: QueuedEventIntake.replayLease)
             let replayContext = context.forStage(QueuedEventIntake.replayKey, key: QueuedEventIntake.replayKey)
             if mode == .live {
-                var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger)
+                var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger,
+                                             clock: processor.clock)
                 pruner.telemetry = telemetry.telemetry
                 stages.addTask { await pruner.run() }
                 stages.addTask { await replays.renewWhileRunning(context: replayContext) }

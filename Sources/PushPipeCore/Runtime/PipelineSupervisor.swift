@@ -12,6 +12,7 @@ public final class PipelineSupervisor: Service, Sendable {
     let output: OutputSink
     public let telemetry: Telemetry
     let webhookPoster: (any WebhookPoster)?
+    let clock: any DaemonClock
     /// Set once the first set of pipelines was applied (readiness waits for it).
     private let appliedOnce = Atomic<Bool>(false)
     private let commands: AsyncStream<Command>
@@ -31,8 +32,10 @@ public final class PipelineSupervisor: Service, Sendable {
 
     /// - Parameter initial: the pipelines started as soon as `run` begins.
     public init(initial: [PipelineDefinition], store: any Store, host: any RouteServing, logger: Logger, mode: RunMode,
-                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil) {
+                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil,
+                clock: any DaemonClock = .system) {
         self.store = store
+        self.clock = clock
         self.webhookPoster = webhookPoster
         self.telemetry = telemetry
         self.host = host
@@ -98,7 +101,7 @@ public final class PipelineSupervisor: Service, Sendable {
         var starting: [Running] = []
         for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
             let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
-                                        webhookPoster: webhookPoster)
+                                        webhookPoster: webhookPoster, clock: clock)
             let (finished, finish) = AsyncStream<Void>.makeStream()
             let entry = Running(runner: runner, finished: finished, finish: finish)
             running.withLock { $0[definition.name] = entry }

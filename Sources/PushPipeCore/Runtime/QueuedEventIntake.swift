@@ -38,7 +38,7 @@ public struct QueuedEventIntake: Sendable {
                 if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
             // More may be waiting: look again as soon as there is room.
-            do { try await Task.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
+            do { try await context.clock.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
         }
     }
 
@@ -87,7 +87,7 @@ public struct QueuedEventIntake: Sendable {
                     context.logger.error("queued events: leases not renewed, the store failed (logged again when it answers): \(error)")
                 }
             }
-            do { try await Task.sleep(for: .milliseconds(Int64(lease * 1000 / 3))) } catch { return }
+            do { try await context.clock.sleep(for: .milliseconds(Int64(lease * 1000 / 3))) } catch { return }
         }
     }
 

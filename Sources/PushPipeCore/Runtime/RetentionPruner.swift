@@ -9,6 +9,7 @@ struct RetentionPruner: Sendable {
     let policy: RetentionPolicy
     let store: any RetentionStore
     let logger: Logger
+    let clock: any DaemonClock
     var telemetry: Telemetry = .unobserved
 
     static var rowsPerBatch: Int { 500 }
@@ -17,16 +18,17 @@ struct RetentionPruner: Sendable {
     func run() async {
         while !Task.isCancelled {
             await pruneOnce()
-            do { try await Task.sleep(for: .seconds(policy.interval)) } catch { return }
+            do { try await clock.sleep(seconds: policy.interval) } catch { return }
         }
     }
 
     /// One pass over the pipeline's rows; returns how many were pruned.
     @discardableResult
-    func pruneOnce(now: Date = Date()) async -> Int {
+    func pruneOnce() async -> Int {
         var pruned = 0
+        let now = clock.now
         do {
-            let cutoff = now.timeIntervalSince1970 - policy.maxAge
+            let cutoff = now - policy.maxAge
             pruned += try await Self.inBatches { try await store.pruneDeliveries(pipeline: pipeline, createdBefore: cutoff, limit: $0) }
             if policy.perUser > 0 {
                 var after: String?
@@ -41,7 +43,7 @@ struct RetentionPruner: Sendable {
             // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
             let records = try await Self.inBatches { try await store.pruneEventRecords(pipeline: pipeline, unchangedSince: cutoff, limit: $0) }
             if records > 0 { logger.info("retention: removed \(records) event records") }
-            let webhookCutoff = now.timeIntervalSince1970 - WebhookDispatcher.longestWait
+            let webhookCutoff = now - WebhookDispatcher.longestWait
             let expired = try await Self.inBatches { try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: webhookCutoff, limit: $0) }
             if expired > 0 {
                 logger.error("retention: \(expired) webhook outcomes removed unsent: their receiver did not take them within 3 days")

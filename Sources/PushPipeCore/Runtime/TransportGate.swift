@@ -15,16 +15,17 @@ final class TransportGate: Sendable {
     let rate: RouteLimits.Rate?
     /// Below zero: sends already admitted ahead of the rate, which the next one waits for.
     private let bucket: Mutex<TokenBucket?>
-    /// When each paused origin may be sent to again.
-    private let pauses = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// Nanoseconds since `origin` until which some pause holds; 0 when none does, so the
+    /// When each paused origin may be sent to again, on `clock.elapsed`.
+    private let pauses = Mutex<[String: Duration]>([:])
+    /// Nanoseconds of `clock.elapsed` until which some pause holds; 0 when none does, so the
     /// common case is one atomic load per batch.
     private let anyPauseUntil = Atomic<Int64>(0)
-    private let origin = ContinuousClock.now
+    private let clock: any DaemonClock
 
-    init(rate: RouteLimits.Rate?) {
+    init(rate: RouteLimits.Rate?, clock: any DaemonClock = .system) {
         self.rate = rate
-        bucket = Mutex(rate.map { TokenBucket($0) })
+        self.clock = clock
+        bucket = Mutex(rate.map { TokenBucket($0, now: clock.elapsed) })
     }
 
     /// Waits until `count` sends may go at the rate. A cancelled wait (the drain timeout) lets
@@ -33,18 +34,18 @@ final class TransportGate: Sendable {
         guard let rate else { return }
         let wait = bucket.withLock { bucket -> Duration? in
             guard var taken = bucket else { return nil }
-            taken.refill(rate, now: .now)
+            taken.refill(rate, now: clock.elapsed)
             taken.tokens -= Double(count)
             bucket = taken
             return taken.tokens >= 0 ? nil : taken.wait(until: 0, rate)
         }
-        if let wait { try? await Task.sleep(for: wait) }
+        if let wait { try? await clock.sleep(for: wait) }
     }
 
     /// Waits while `scope` is paused (cancelled: returns at once).
     func waitOutPause(of scope: String) async {
         while let pause = remainingPause(of: scope) {
-            do { try await Task.sleep(for: pause) } catch { return }
+            do { try await clock.sleep(for: pause) } catch { return }
         }
     }
 
@@ -52,7 +53,7 @@ final class TransportGate: Sendable {
     /// extends it, an earlier one does not shorten it). Returns whether it was paused already.
     @discardableResult
     func pause(_ scope: String, seconds: Double) -> Bool {
-        let now = ContinuousClock.now
+        let now = clock.elapsed
         let until = now + .seconds(min(max(seconds, 0), Self.longestPause))
         let wasPaused = pauses.withLock { pauses in
             let current = pauses[scope]
@@ -63,7 +64,7 @@ final class TransportGate: Sendable {
             }
             return current.map { $0 > now } ?? false
         }
-        let nanoseconds = Int64((until - origin) / .nanoseconds(1))
+        let nanoseconds = Int64(until / .nanoseconds(1))
         var latest = anyPauseUntil.load(ordering: .relaxed)
         while latest < nanoseconds {
             let (exchanged, original) = anyPauseUntil.compareExchange(expected: latest, desired: nanoseconds, ordering: .relaxed)
@@ -76,13 +77,13 @@ final class TransportGate: Sendable {
     /// Whether any origin may still be paused: one atomic load, for the common case of none.
     func anyPause() -> Bool {
         let latest = anyPauseUntil.load(ordering: .relaxed)
-        return latest > 0 && origin + .nanoseconds(latest) > .now
+        return latest > 0 && .nanoseconds(latest) > clock.elapsed
     }
 
     /// How long the pause of `scope` still holds, nil when there is none.
     func remainingPause(of scope: String) -> Duration? {
         guard anyPause() else { return nil }
-        let now = ContinuousClock.now
+        let now = clock.elapsed
         guard let until = pauses.withLock({ $0[scope] }), until > now else { return nil }
         return until - now
     }

@@ -11,12 +11,15 @@ struct WebhookDispatcher: Sendable {
     let poster: any WebhookPoster
     let telemetry: Telemetry
     let logger: Logger
+    let clock: any DaemonClock
     /// Signals outcomes just written here, so they go out at once rather than at the next look.
     let written = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let failures = RepeatedMessages(window: .seconds(60))
 
-    init(pipeline: String, targets: [WebhookTarget], store: any WorkStore, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger) {
+    init(pipeline: String, targets: [WebhookTarget], store: any WorkStore, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger,
+         clock: any DaemonClock = .system) {
         self.pipeline = pipeline
+        self.clock = clock
         self.targets = targets
         work = store.work(pipeline: pipeline)
         self.poster = poster
@@ -57,7 +60,7 @@ struct WebhookDispatcher: Sendable {
             // Whichever comes first: an outcome written here, or the time for the next look.
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in written.stream { return } }
-                group.addTask { try? await Task.sleep(for: Self.idleLook) }
+                group.addTask { try? await clock.sleep(for: Self.idleLook) }
                 await group.next()
                 group.cancelAll()
             }
@@ -76,7 +79,7 @@ struct WebhookDispatcher: Sendable {
                 try await work.complete(ids: outcomes.map(\.id))
                 continue
             }
-            let message = Self.message(outcomes, pipeline: pipeline)
+            let message = Self.message(outcomes, pipeline: pipeline, now: Date(timeIntervalSince1970: clock.now))
             switch await poster.post(message, to: target) {
             case .taken:
                 try await work.complete(ids: outcomes.map(\.id))

@@ -19,9 +19,12 @@ public struct StageContext: Sendable {
     /// Where a stage that prints (the stdout transport) writes: the runner's output, so a test
     /// or a benchmark can capture or discard it like the dry run's.
     public var output: OutputSink
+    /// What the stage reads the time from and waits on (a poller's interval, a watermark's hold).
+    public var clock: any DaemonClock
 
     public init(pipeline: String, stage: String, key: String? = nil, store: any Store, logger: Logger, mode: RunMode,
-                telemetry: Telemetry = .unobserved, output: OutputSink = .standardOutput) {
+                telemetry: Telemetry = .unobserved, output: OutputSink = .standardOutput, clock: any DaemonClock = .system) {
+        self.clock = clock
         self.pipeline = pipeline
         self.stage = stage
         self.key = key ?? stage

@@ -140,16 +140,17 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
     func run(context: StageContext) async throws {
         guard context.mode == .live else { return await untilCancelled() }
         let every = Duration.milliseconds(Int64(max(configuration.hold, 1) * 1000 / 3))
-        var nextForget: ContinuousClock.Instant? = configuration.forgetAfter > 0 ? .now + .seconds(60) : nil
+        let clock = context.clock
+        var nextForget: Duration? = configuration.forgetAfter > 0 ? clock.elapsed + .seconds(60) : nil
         while !Task.isCancelled {
             if !holdsTaken.isEmpty {
                 await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
             }
-            if let due = nextForget, ContinuousClock.now >= due {
-                await forgetOldWatermarks(context: context, now: Date())
-                nextForget = .now + .seconds(3600)
+            if let due = nextForget, clock.elapsed >= due {
+                await forgetOldWatermarks(context: context, now: Date(timeIntervalSince1970: clock.now))
+                nextForget = clock.elapsed + .seconds(3600)
             }
-            do { try await Task.sleep(for: every) } catch { break }
+            do { try await clock.sleep(for: every) } catch { break }
         }
         // Stopping: the last chance this process has to give its holds back.
         let kept = await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)

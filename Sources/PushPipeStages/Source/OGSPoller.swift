@@ -192,7 +192,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 } catch {
                     context.logger.error("poll schedule: \(error)")
                 }
-                try? await Task.sleep(for: tick)
+                try? await context.clock.sleep(for: tick)
             }
         }
     }

@@ -135,8 +135,8 @@ struct ScriptedPipeline {
 
     var processor: EventProcessor { processor(logger: Logger(label: "scripted")) }
 
-    func processor(logger: Logger) -> EventProcessor {
-        EventProcessor(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
+    func processor(logger: Logger = Logger(label: "scripted"), clock: any DaemonClock = .system) -> EventProcessor {
+        EventProcessor(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in }, clock: clock)
     }
 
     func register(_ user: String, _ token: String) async throws {

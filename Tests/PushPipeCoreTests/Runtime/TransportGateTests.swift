@@ -11,8 +11,8 @@ import Testing
         renderer: {type: json.template, payload: {text: "{{text}}"}}
         """
 
-    /// Event 1 is throttled (1 s); event 2, for someone else and started right after, waits it
-    /// out too. A retry that is no throttle pauses nothing.
+    /// Event 1 is throttled (60 s on the test's clock); event 2, for someone else and started
+    /// right after, waits it out too. A retry that is no throttle pauses nothing.
     @Test(arguments: [(ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: Sending limit exceeded", throttlesSender: true), true),
                       (ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: try later"), false)])
     func aThrottleWithRetryAfterPausesEveryEvent(_ reason: ProviderReason, pauses: Bool) async throws {
@@ -21,9 +21,10 @@ import Testing
             let second = String(repeating: "b2", count: 16)
             try await pipeline.register("alice", first)
             try await pipeline.register("bob", second)
-            pipeline.transport.script(first, [.retryAfter(seconds: 1, reason: reason)])
+            pipeline.transport.script(first, [.retryAfter(seconds: 60, reason: reason)])
             let (logger, messages) = StreamingLogHandler.logger()
-            let processor = pipeline.processor(logger: logger)
+            let clock = ManualClock()
+            let processor = pipeline.processor(logger: logger, clock: clock)
             let throttled = Task { await processor.process(pipeline.event(user: "alice", ["text": "one"])) }
             // Its retry is scheduled: the first answer is in, and acted on.
             var told: [String] = []
@@ -32,14 +33,23 @@ import Testing
                 if message.contains("will be retried") { break }
             }
             #expect(told.contains { $0.contains("the provider throttled") } == pauses, "\(told)")
-            let other = await processor.process(pipeline.event(user: "bob", ["text": "two"]))
-            #expect(other.status == .delivered)
+            let other = Task { await processor.process(pipeline.event(user: "bob", ["text": "two"])) }
+            if pauses {
+                // Alice's retry and bob's event both wait for the clock.
+                await clock.sleepers(atLeast: 2)
+                clock.advance(by: .milliseconds(59_999))
+                #expect(!pipeline.transport.sends.contains(second), "bob's event waited out alice's throttle")
+                clock.advance(by: .milliseconds(1))
+                #expect(await other.value.status == .delivered)
+            } else {
+                #expect(await other.value.status == .delivered)
+                #expect(clock.elapsed == .zero, "bob's event was sent at once")
+                await clock.sleepers(atLeast: 1)
+                clock.advance(by: .seconds(60))
+            }
             #expect(await throttled.value.status == .delivered)
-            let times = pipeline.transport.sendTimes
-            let sends = pipeline.transport.sends
-            let secondAt = try #require(sends.firstIndex(of: second))
-            let waited = (times[secondAt] - times[0]) / .seconds(1)
-            if pauses { #expect(waited >= 0.9, "bob's event waited out alice's throttle: \(waited) s") }
+            // Paused, bob's send and alice's retry go at the same instant, in either order.
+            #expect(pipeline.transport.sends.sorted() == [first, first, second])
         }
     }
 
@@ -88,12 +98,14 @@ import Testing
     @Test func maxRatePacesTheSends() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {max_rate: 20/s}") { pipeline in
             for index in 0..<40 { try await pipeline.register("user\(index)", String(format: "%032x", index + 1)) }
-            let processor = pipeline.processor
-            let started = ContinuousClock.now
-            for index in 0..<40 { _ = await processor.process(pipeline.event(user: "user\(index)", ["text": "paced"])) }
-            let elapsed = (.now - started) / .seconds(1)
-            // A bucket of one second (20 sends), then 20 more at 20/s.
-            #expect(elapsed >= 0.9, "40 sends at 20/s with a burst of 20 take a second at least: \(elapsed) s")
+            let clock = ManualClock()
+            let processor = pipeline.processor(clock: clock)
+            let elapsed = await clock.advancing(by: .milliseconds(10)) {
+                for index in 0..<40 { _ = await processor.process(pipeline.event(user: "user\(index)", ["text": "paced"])) }
+                return clock.elapsed
+            }
+            // A bucket of one second (20 sends), then 20 more at 20/s, in steps of 10 ms.
+            #expect(elapsed >= .milliseconds(1000) && elapsed <= .milliseconds(1010), "40 sends at 20/s with a burst of 20: \(elapsed)")
             #expect(pipeline.transport.sends.count == 40)
         }
     }
