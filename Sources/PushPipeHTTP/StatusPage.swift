@@ -48,7 +48,7 @@ public struct StatusPage: Sendable {
                 "problems": activity.problems.reversed().map { ["time": formatter.string(from: $0.time), "stage": $0.stage, "message": $0.message] },
                 "deliveries": activity.deliveries.reversed().map { delivery -> [String: Any] in
                     ["time": formatter.string(from: delivery.time), "user": delivery.user, "token": delivery.token,
-                     "outcome": delivery.outcome, "reason": delivery.reason ?? "", "ok": delivery.outcome == "delivered" || delivery.outcome == "dry_run"]
+                     "outcome": delivery.outcome, "reason": delivery.reason ?? "", "ok": delivery.outcome == "delivered"]
                 },
             ]
         }

@@ -12,7 +12,7 @@ struct Delivering: Sendable {
         var outcome: TransportOutcome
         /// Attempts made (0 when nothing was sent: refused, or a dry run).
         var count: Int
-        /// The delivery metric's outcome when it is not the transport's (`refused`, `dry_run`).
+        /// The delivery metric's outcome when it is not the transport's (`refused`).
         var metricOutcome: String?
         /// Not sent because its origin asked this sender to wait: the retry waits that out
         /// without spending an attempt.
@@ -55,14 +55,9 @@ extension EventProcessor {
                     let request = try definition.transport.stage.prepare(notification, context: transportContext)
                     onRequest?(request)
                     telemetry.request(event, request)
-                    if mode == .dryRun {
-                        output.print("[\(definition.name)] would send:\n\(request.printable)\n")
-                        attempts.append(.init(request: request, outcome: .delivered(providerID: "dry-run"), count: 0, metricOutcome: "dry_run"))
-                    } else {
-                        // Replaced by the first attempt's outcome below.
-                        sending.append((index, attempts.count))
-                        attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true))
-                    }
+                    // Replaced by the first attempt's outcome below.
+                    sending.append((index, attempts.count))
+                    attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true))
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
                     attempts.append(.init(request: nil, outcome: .configError(reason: .other("\(error)")), count: 0, metricOutcome: "refused"))

@@ -75,9 +75,9 @@ extension EventProcessor {
             recipients.add(self.recipients(of: delivering, at: now))
             finished.append(Finished(event: delivering.event, report: EventReport(eventID: delivering.event.id, pipeline: definition.name, user: nil,
                                                                                    status: tally.status, reason: tally.unresolvedReason),
-                                     recipients: recipients, recorded: mode == .live))
+                                     recipients: recipients, recorded: true))
         }
-        if mode == .live { await record(outcomes, events: finished.compactMap { eventRecord($0, now: now) }) }
+        await record(outcomes, events: finished.compactMap { eventRecord($0, now: now) })
         // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
         // has its outcome and watermarks in the store.
         for index in finished.indices { finished[index].report = finalReport(finished[index].event, tallies[index]) }
@@ -95,21 +95,19 @@ extension EventProcessor {
     func broadcast(_ event: Event, recipients: inout RecipientList) async -> EventReport {
         var audience = BroadcastAudience(of: event)
         var progress = BroadcastProgress(reached: audience.reached, reachedAll: audience.reachedAll)
-        if mode == .live {
-            do {
-                if let earlier = try await waitingForTheStore(event, { try await broadcastProgress(of: event) }) {
-                    progress = earlier.broadcast ?? progress
-                    audience.reached = progress.reached
-                    audience.reachedAll = progress.reachedAll
-                    recipients = RecipientList(resuming: earlier)
-                    logger.notice("broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
-                                  metadata: Self.metadata(event))
-                }
-            } catch {
-                return failed(event, "broadcast progress: \(error)", stage: definition.renderer.id)
+        do {
+            if let earlier = try await waitingForTheStore(event, { try await broadcastProgress(of: event) }) {
+                progress = earlier.broadcast ?? progress
+                audience.reached = progress.reached
+                audience.reachedAll = progress.reachedAll
+                recipients = RecipientList(resuming: earlier)
+                logger.notice("broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
+                              metadata: Self.metadata(event))
             }
-            await recordProgress(event, progress, recipients)
+        } catch {
+            return failed(event, "broadcast progress: \(error)", stage: definition.renderer.id)
         }
+        await recordProgress(event, progress, recipients)
         let earlier = progress
         var tally = DeliveryTally()
         var after = progress.after ?? audience.start
@@ -154,11 +152,9 @@ extension EventProcessor {
                     tally.add(deliveries)
                     recipients.add(self.recipients(of: page[0], at: clock.now), keeping: audience.retrying)
                     progress.advance(past: reached, earlier: earlier, tally)
-                    if mode == .live {
-                        // The page's deliveries and the progress past it, in one transaction.
-                        await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])],
-                                     events: [progressRecord(event, progress, recipients)])
-                    }
+                    // The page's deliveries and the progress past it, in one transaction.
+                    await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])],
+                                 events: [progressRecord(event, progress, recipients)])
                 } else {
                     progress.advance(past: last, earlier: earlier, tally)
                 }
@@ -181,7 +177,7 @@ extension EventProcessor {
         let delivered = earlier.delivered + tally.delivered
         let unresolvedReason = earlier.unresolvedReason ?? tally.unresolvedReason
         let status: EventReport.Status = delivered == 0 ? .failed : unresolvedReason == nil ? .delivered : .partial
-        if mode == .live, status == .delivered {
+        if status == .delivered {
             do {
                 try await store.setState(event.commitOnDelivery, pipeline: definition.name)
             } catch {

@@ -34,6 +34,9 @@ public struct EventProcessor: Sendable {
 
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
                 telemetry: Telemetry = .unobserved, clock: any DaemonClock = .system) {
+        // A dry run is a printing transport and a store that keeps nothing sent: the one place it differs.
+        let definition = mode.pipeline(definition)
+        let store = mode.store(store)
         self.definition = definition
         self.clock = clock
         self.store = store
@@ -121,7 +124,7 @@ public struct EventProcessor: Sendable {
     func finish(_ followUp: FollowUp) async -> [EventReport] {
         switch followUp {
         case .retries(var deliverings):
-            if mode == .live { await recordProcessing(deliverings) }
+            await recordProcessing(deliverings)
             await retry(&deliverings)
             return await complete(await finishForUsers(deliverings))
         case .broadcast(let event):
@@ -136,10 +139,8 @@ public struct EventProcessor: Sendable {
     /// sharing one. Filters may have chained their own completion (the dedupe filter releases
     /// what it holds in flight). Returns the reports.
     private func complete(_ finished: [Finished]) async -> [EventReport] {
-        if mode == .live {
-            let records = finished.compactMap { $0.recorded ? nil : eventRecord($0) }
-            if !records.isEmpty { await record([], events: records) }
-        }
+        let records = finished.compactMap { $0.recorded ? nil : eventRecord($0) }
+        if !records.isEmpty { await record([], events: records) }
         if tracer != nil {
             for event in finished { event.event.trace?.end(event.report) }
         }
@@ -168,7 +169,7 @@ public struct EventProcessor: Sendable {
 
     private func filter(_ incoming: Event) async -> Filtered {
         var event = incoming
-        if !definition.filters.isEmpty, mode == .live { event.receivedBody = incoming.body }
+        if !definition.filters.isEmpty { event.receivedBody = incoming.body }
         for (index, (filter, filterContext)) in zip(definition.filters, filterContexts).enumerated() {
             let span = event.trace?.child(spanNames?.filters[index] ?? filter.id)
             span?.attributes["pushpipe.stage.type"] = filter.type

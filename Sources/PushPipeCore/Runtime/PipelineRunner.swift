@@ -31,7 +31,7 @@ public final class PipelineRunner: EventSink, Sendable {
     public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
                 telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil, clock: any DaemonClock = .system,
                 onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
-        self.definition = definition
+        self.definition = mode.pipeline(definition)
         self.onEventCompleted = onEventCompleted
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
@@ -39,7 +39,7 @@ public final class PipelineRunner: EventSink, Sendable {
         queue = EventQueue(capacity: definition.delivery.concurrency)
         var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
                                        clock: clock)
-        if mode == .live, !definition.webhooks.isEmpty, let webhookPoster {
+        if !definition.webhooks.isEmpty, let webhookPoster = mode.webhookPoster(webhookPoster) {
             let dispatcher = WebhookDispatcher(pipeline: definition.name, targets: definition.webhooks, store: store, poster: webhookPoster,
                                                telemetry: telemetry, logger: logger, clock: clock)
             processor.onWebhookOutcomes = dispatcher.nudge
@@ -94,10 +94,11 @@ public final class PipelineRunner: EventSink, Sendable {
     /// Whether its sources started and it has not begun to stop.
     public var isRunning: Bool { started.load(ordering: .relaxed) }
 
-    public func run(store: any Store, mode: RunMode) async {
+    public func run() async {
+        let store = processor.store
         // The same output as the processor's stages: what a source or a long-running stage prints
         // goes where the runner's caller asked, like the stdout transport's lines.
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode,
+        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: processor.mode,
                                    telemetry: telemetry.telemetry, output: processor.output, clock: processor.clock)
         await withTaskGroup(of: Void.self) { stages in
             for (id, key, stage) in definition.longRunningStages {
@@ -105,15 +106,13 @@ public final class PipelineRunner: EventSink, Sendable {
             }
             let replays = QueuedEventIntake(lease: QueuedEventIntake.replayLease)
             let replayContext = context.forStage(QueuedEventIntake.replayKey, key: QueuedEventIntake.replayKey)
-            if mode == .live {
-                var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger,
-                                             clock: processor.clock)
-                pruner.telemetry = telemetry.telemetry
-                stages.addTask { await pruner.run() }
-                stages.addTask { await replays.renewWhileRunning(context: replayContext) }
-                // Outcomes go on while the pipeline drains: those of its last events too.
-                if let webhooks { stages.addTask { await webhooks.run() } }
-            }
+            var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger,
+                                         clock: processor.clock)
+            pruner.telemetry = telemetry.telemetry
+            stages.addTask { await pruner.run() }
+            stages.addTask { await replays.renewWhileRunning(context: replayContext) }
+            // Outcomes go on while the pipeline drains: those of its last events too.
+            if let webhooks { stages.addTask { await webhooks.run() } }
             var stoppedAt = ContinuousClock.now
             await withTaskGroup(of: Bool.self) { workers in
                 let workerCount = Self.workerCount(concurrency: definition.delivery.concurrency)
@@ -136,11 +135,9 @@ public final class PipelineRunner: EventSink, Sendable {
                             }
                         }
                     }
-                    if mode == .live {
-                        // Dead letters replayed with `pushpipe dead-letters replay`, on whichever daemon claims them first.
-                        sources.addTask {
-                            await replays.claimWhileRunning(into: self, context: replayContext, announcing: "replayed dead letters")
-                        }
+                    // Dead letters replayed with `pushpipe dead-letters replay`, on whichever daemon claims them first.
+                    sources.addTask {
+                        await replays.claimWhileRunning(into: self, context: replayContext, announcing: "replayed dead letters")
                     }
                     logger.info("pipeline started", metadata: ["file": .string(definition.file)])
                     started.store(true, ordering: .relaxed)

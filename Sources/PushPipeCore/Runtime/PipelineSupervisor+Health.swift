@@ -14,7 +14,7 @@ extension PipelineSupervisor {
         for runner in runners {
             let name = runner.definition.name
             if !runner.isRunning { problems["pipeline \(name)"] = "not running (starting or stopping)" }
-            if mode == .live, let transport = runner.definition.transport.stage as? any ReadinessReporting, let reason = transport.notReadyReason {
+            if let transport = runner.definition.transport.stage as? any ReadinessReporting, let reason = transport.notReadyReason {
                 problems["pipeline \(name) transport"] = reason
             }
         }

@@ -17,7 +17,7 @@ extension PipelineSupervisor {
         let moves = PositionKeyMove.moves(for: runner.definition, store: store, logger: logger).filter(\.repeats)
         await withDiscardingTaskGroup { group in
             for move in moves { group.addTask { await move.repeatWhileRunning() } }
-            await runner.run(store: store, mode: mode)
+            await runner.run()
             group.cancelAll()
         }
     }

@@ -34,7 +34,8 @@ public final class PipelineSupervisor: Service, Sendable {
     public init(initial: [PipelineDefinition], store: any Store, host: any RouteServing, logger: Logger, mode: RunMode,
                 output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil,
                 clock: any DaemonClock = .system) {
-        self.store = store
+        // Routes and pipelines alike: a dry run's accepted events are kept nowhere.
+        self.store = mode.store(store)
         self.clock = clock
         self.webhookPoster = webhookPoster
         self.telemetry = telemetry

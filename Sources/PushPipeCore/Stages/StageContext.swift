@@ -65,10 +65,3 @@ public struct StageContext: Sendable {
         return try await registrations.tokens(pipeline: pipeline, user: event.user, kind: kind)
     }
 }
-
-public enum RunMode: Sendable, Equatable {
-    /// Sends for real.
-    case live
-    /// Prints instead of sending; records nothing as delivered.
-    case dryRun
-}

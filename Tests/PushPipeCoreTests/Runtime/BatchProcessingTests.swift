@@ -99,7 +99,7 @@ import Testing
             pipeline.transport.hold(next: 4)
             var reports: [EventReport] = []
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await runner.run(store: pipeline.store, mode: .live) }
+                group.addTask { await runner.run() }
                 await withTaskGroup(of: Void.self) { submitters in
                     for index in 0..<9 {
                         submitters.addTask { try? await runner.submit(pipeline.event(user: "user\(index)", ["text": "hi"])) }

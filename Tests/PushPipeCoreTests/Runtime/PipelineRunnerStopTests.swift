@@ -18,7 +18,7 @@ import Testing
             let (logger, messages) = StreamingLogHandler.logger()
             let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: logger, mode: .live, output: OutputSink { _ in })
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await runner.run(store: pipeline.store, mode: .live) }
+                group.addTask { await runner.run() }
                 while !runner.isRunning { await Task.yield() }
                 try await runner.submit(pipeline.event(user: "u", ["n": 1]))
                 await pipeline.transport.waitForSends(1)

@@ -135,8 +135,9 @@ struct ScriptedPipeline {
 
     var processor: EventProcessor { processor(logger: Logger(label: "scripted")) }
 
-    func processor(logger: Logger = Logger(label: "scripted"), clock: any DaemonClock = .system) -> EventProcessor {
-        EventProcessor(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in }, clock: clock)
+    func processor(logger: Logger = Logger(label: "scripted"), mode: RunMode = .live, output: OutputSink = OutputSink { _ in },
+                   clock: any DaemonClock = .system) -> EventProcessor {
+        EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, clock: clock)
     }
 
     func register(_ user: String, _ token: String) async throws {

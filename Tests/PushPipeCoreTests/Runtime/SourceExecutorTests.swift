@@ -100,7 +100,7 @@ private final class WhereTransport: Transport, Sendable {
         let runner = PipelineRunner(definition: definition, store: store, logger: Logger(label: "where"), mode: .live, output: OutputSink { _ in })
         var onExecutor: Bool?
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await runner.run(store: store, mode: .live) }
+            group.addTask { await runner.run() }
             for await sent in transport.sends.stream {
                 onExecutor = sent
                 break

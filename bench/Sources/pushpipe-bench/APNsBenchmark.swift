@@ -99,7 +99,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         let cpuBefore = ProcessUsage.cpuSeconds()
         let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await runner.run(store: store, mode: .live) }
+            group.addTask { await runner.run() }
             await withTaskGroup(of: Void.self) { producers in
                 let producerCount = submitters
                 for producer in 0..<producerCount {

@@ -57,7 +57,7 @@ struct OGSBenchmark: AsyncParsableCommand {
         let cpuBefore = ProcessUsage.cpuSeconds()
         let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await runner.run(store: store, mode: .live) }
+            group.addTask { await runner.run() }
             await outcomes.wait(for: users)
             runner.stop()
         }

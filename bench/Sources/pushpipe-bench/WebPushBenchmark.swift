@@ -69,7 +69,7 @@ struct WebPushBenchmark: AsyncParsableCommand {
         cpuBefore = ProcessUsage.cpuSeconds()
         start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await runner.run(store: store, mode: .live) }
+            group.addTask { await runner.run() }
             for n in 0..<count {
                 var event = Event(pipeline: "bench", user: "user\(n % subscriptions)", body: ["title": "Your order shipped", "text": "It arrives Friday", "n": .int(Int64(n))])
                 event.onComplete = { report in outcomes.add(report) }

@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+@testable import PushPipeCore
+import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// Issue 46: a dry run is a printing transport and a store that keeps nothing sent, not mode
+/// checks through the runtime. The runtime runs as it does live; what differs is decorated.
+@Suite struct DryRunDecoratorTests {
+    static let renderer = """
+        renderer: {type: json.template, payload: {text: "{{text}}"}}
+        """
+
+    @Test func aDryRunPrintsTheRequestSendsNothingAndRecordsNothing() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            let token = String(repeating: "ab", count: 16)
+            try await pipeline.register("alice", token)
+            let printed = Mutex<[String]>([])
+            let processor = pipeline.processor(mode: .dryRun, output: OutputSink { line in printed.withLock { $0.append(line) } })
+            let event = pipeline.event(user: "alice", ["text": "hello"])
+            let report = await processor.process(event)
+            #expect(report.status == .delivered)
+            #expect(pipeline.transport.sends.isEmpty, "the provider was not called")
+            let lines = printed.withLock { $0 }
+            #expect(lines.count == 1 && lines[0].contains("[scripted] would send:") && lines[0].contains("hello"), "\(lines)")
+            #expect(try await pipeline.store.lastDelivery(pipeline: "scripted", user: "alice") == nil, "no delivery recorded")
+            #expect(try await pipeline.store.history(pipeline: "scripted", user: "alice", limit: 10, before: nil).isEmpty)
+            #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: "scripted").records.isEmpty, "no event record")
+
+            // The same processor live sends and records: the decorators alone made the difference.
+            let live = await pipeline.processor().process(pipeline.event(user: "alice", ["text": "live"]))
+            #expect(live.status == .delivered && pipeline.transport.sends == [token])
+            #expect(try await pipeline.store.lastDelivery(pipeline: "scripted", user: "alice") != nil)
+        }
+    }
+
+    /// A daemon started with `--dry-run` on a live daemon's state printed what that daemon left
+    /// queued and removed it from the queue: those notifications were never sent.
+    @Test func aDryRunLeavesALiveDaemonsQueuedEventsAlone() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            var left = QueuedEvent(pipeline: "scripted", source: "http.event", eventID: "left-behind", user: "alice", time: Date().timeIntervalSince1970,
+                                   body: ["text": "unsent"], lease: -1)
+            left.instance = "a-live-daemon-that-died"
+            try await pipeline.store.enqueue(left)
+            let dryRun = RunMode.dryRun.store(pipeline.store)
+            #expect(try await dryRun.claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10).isEmpty)
+            try await dryRun.dequeue(pipeline: "scripted", eventID: "left-behind")
+            let claimed = try await RunMode.live.store(pipeline.store).claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10)
+            #expect(claimed.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
+        }
+    }
+
+    /// What people put in is kept in a dry run: a registration made through it is there after it.
+    @Test func aDryRunKeepsRegistrationsAndSettings() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            let dryRun = RunMode.dryRun.store(pipeline.store)
+            try await dryRun.register(DeviceToken(user: "bob", kind: "device", value: "cd34"), pipeline: "scripted", environment: nil, replace: false)
+            try await dryRun.setSettings(["muted": true], pipeline: "scripted", user: "bob")
+            try await dryRun.setState([StateWrite(stage: "filters[0]", key: "bob", value: 42)], pipeline: "scripted")
+            #expect(try await pipeline.store.tokens(pipeline: "scripted", user: "bob", kind: "device").map(\.value) == ["cd34"])
+            #expect(try await pipeline.store.setting(pipeline: "scripted", user: "bob", key: "muted") == true)
+            #expect(try await pipeline.store.state(pipeline: "scripted", stage: "filters[0]", key: "bob") == nil, "a watermark is output: not moved")
+        }
+    }
+}
