@@ -11,22 +11,11 @@ import Testing
 /// The leased-work primitive (`WorkQueue`, issue 46), the same contract on each backend: what
 /// is due, who holds it, what a retry, a release, a lapsed lease and a saved cursor leave.
 @Suite struct WorkQueueContractTests {
-    enum Backend: String, CaseIterable, Sendable {
-        case sqlite, postgres
-        /// PostgreSQL when there is a server to test against (`.ci/run` starts one).
-        static var available: [Backend] { TestStores.postgresURL == nil ? [.sqlite] : allCases }
-    }
-
-    static let logger = Logger(label: "work-contract")
+    typealias Backend = StoreBackend
+    static let logger = StoreBackend.logger
 
     static func withStore(_ backend: Backend, _ body: (any Store) async throws -> Void) async throws {
-        let directory = try TemporaryDirectory("work")
-        defer { directory.remove() }
-        let store: any Store = switch backend {
-        case .sqlite: try SQLiteStore(path: directory.file("state.sqlite"))
-        case .postgres: try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: logger)
-        }
-        try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
+        try await backend.withStore(body)
     }
 
     static func item(_ key: String, kind: String = "job", _ n: Int64 = 0) -> WorkItem {
