@@ -44,7 +44,9 @@ import Testing
                                         directory: directory.path) { daemon in
                 let port = try await daemon.port()
                 // The listener comes up before the routes: a request before them gets 503 "starting".
-                try await daemon.waitForLine(containing: "pipeline started", timeout: 60)
+                try await eventually("the pipelines to be ready", timeout: .seconds(60)) {
+                    try await HTTPTestClient(port: port).request("GET", "/readyz").status == 200
+                }
                 try await body(HTTPTestClient(port: port), ogs, broken)
             }
         }, cleanup: {

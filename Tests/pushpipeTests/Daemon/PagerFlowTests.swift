@@ -84,7 +84,10 @@ import Testing
         apns.script(.reject(status: 410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 * 1000) + 60_000))
         try await page("carol", "FIRST")
         #expect(try await apns.waitForRequests(4)[3].token == carolStart)
-        try await daemon.waitForLine(containing: "removed dead push-to-start token \(carolStart.prefix(8))")
+        try await eventually("carol's dead push-to-start token to be removed") {
+            let metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: try await daemon.adminPort()))
+            return metrics.filter { $0.key.hasPrefix("pushpipe_tokens_pruned_total{") }.values.reduce(0, +) == 1
+        }
         try await page("carol", "SECOND")
         let afterwards = try await apns.waitForRequests(5)[4]
         #expect(afterwards.token == carolDevice)

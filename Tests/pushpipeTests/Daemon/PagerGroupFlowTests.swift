@@ -82,7 +82,9 @@ import Testing
         apns.deleteChannel(channel.channelID)
         #expect(try await client.request("POST", "/api/groups/pages", json: ["group": "ops", "sender": "ALICE", "message": "GONE?"],
                                          headers: backend).status == 202)
-        try await daemon.waitForLine(containing: "removed dead broadcast-channel token \(channel.channelID.prefix(8))")
+        try await eventually("the deleted channel to be pruned") {
+            try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))[#"pushpipe_tokens_pruned_total{pipeline="pager-live-activity"}"#] == 1
+        }
         #expect(try await client.request("GET", "/api/groups/channels/ops", headers: backend).status == 404)
         metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))
         #expect(metrics[#"pushpipe_deliveries_total{\#(labels),outcome="dead_token",reason="ChannelNotRegistered"}"#] == 1)

@@ -25,7 +25,9 @@ import Testing
                                                     headers: ["authorization": "Bearer dev-events-token"])
             #expect(accepted.status == 202, "\(accepted.text)")
             let id = try #require(accepted.body?["id"]?.stringValue)
-            try await daemon.waitForLine(containing: "event \(id) processed")
+            try await eventually("event \(id)'s record") {
+                try StateFile(path: directory.file("state.sqlite")).eventState(id).map { $0 != "accepted" && $0 != "processing" } ?? false
+            }
             try await body(daemon, client)
         }
     }

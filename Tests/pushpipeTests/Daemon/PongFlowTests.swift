@@ -44,10 +44,11 @@ import _CryptoExtras
             let upvoteID = try #require(upvote.body?["id"]?.stringValue)
             #expect(upvote.headers["location"] == "/api/notifications/events/\(upvoteID)")
             let sent = try #require(try await fcm.waitForSends(1).first)
-            try await daemon.waitForLine(containing: "event delivered")
             // Its status, for the backend that posted it, with FCM's message name.
-            let status = try await client.request("GET", "/api/notifications/events/\(upvoteID)", headers: backend)
-            #expect(status.body?["state"] == "delivered")
+            let status = try await eventually("the upvote's status to be delivered") {
+                let status = try await client.request("GET", "/api/notifications/events/\(upvoteID)", headers: backend)
+                return status.body?["state"] == "delivered" ? status : nil
+            }
             #expect(status.body?["recipients"]?[0]?["transport"] == "fcm")
             #expect(status.body?["recipients"]?[0]?["provider_id"]?.stringValue?.hasPrefix("projects/pong-app/messages/") == true, "\(sent)")
             #expect(try await client.request("GET", "/api/notifications/events/\(upvoteID)", headers: user).status == 401, "a user's JWT is no backend token")
@@ -63,7 +64,9 @@ import _CryptoExtras
             #expect(try await client.request("POST", "/api/notifications/events", json: ["user": .string(Self.user), "type": "generic", "title": "No link", "body": "b"],
                                              headers: backend).status == 202)
             try await fcm.waitForSends(3)
-            try await daemon.waitForLine(containing: "event delivered", after: 1)
+            try await eventually("the third notification in the history") {
+                try await client.request("GET", "/api/notifications/history?limit=10", headers: user).body?["history"]?.arrayValue?.count == 3
+            }
 
             // History: newest first, null url kept, pages with ?limit=&before=.
             let page = try await client.request("GET", "/api/notifications/history?limit=2", headers: user)

@@ -84,7 +84,7 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: directory.file("var/state.sqlite.lock")))
 
             FileManager.default.createFile(atPath: directory.file("release"), contents: nil)
-            try await first.waitForLine(containing: "event \(held) processed; removed from the queue")
+            try await eventually("event \(held) to leave the queue") { try StateFile(path: directory.file("var/state.sqlite")).queuedEvents == 0 }
             first.signal(SIGTERM)
             #expect(try await first.waitForExit() == 0)
         }

@@ -52,8 +52,7 @@ import Testing
             #expect(request.headers["apns-priority"] == "10")
             #expect(request.body == ["aps": ["alert": ["title": "Sven", "body": .string(String(text.prefix(100)) + "...")], "sound": "default", "badge": 1],
                                      "message_id": "m-1"])
-            try await daemon.waitForLine(containing: "reply r1.json delivered; moved to sent/")
-            #expect(FileManager.default.fileExists(atPath: directory.file("replies/sent/r1.json")))
+            try await eventually("r1.json to be moved to sent/") { FileManager.default.fileExists(atPath: directory.file("replies/sent/r1.json")) }
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
         }
@@ -61,7 +60,7 @@ import Testing
         // While the daemon is down a second reply arrives; it is sent at start, the first is not.
         try directory.write("replies/r2.json", #"{"message_id": "m-2", "text": "short"}"#)
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-            try await daemon.waitForLine(containing: "reply r2.json delivered; moved to sent/")
+            try await eventually("r2.json to be moved to sent/") { FileManager.default.fileExists(atPath: directory.file("replies/sent/r2.json")) }
             let requests = standIn.requests
             #expect(requests.count == 2)
             #expect(requests.last?.body?["message_id"] == "m-2")

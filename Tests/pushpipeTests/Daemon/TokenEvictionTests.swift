@@ -27,7 +27,7 @@ import Testing
                                     directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             // The listener comes up before the routes: a request before them gets 503 "starting".
-            try await daemon.waitForLine(containing: "pipeline started", timeout: 60)
+            try await eventually("the pipelines to be ready", timeout: .seconds(60)) { try await client.request("GET", "/readyz").status == 200 }
             func register(_ token: String) async throws {
                 let answer = try await client.request("POST", "/register", json: ["user_id": 1783478, "device_token": .string(token)])
                 #expect(answer.status == 200, "\(answer.text)")
