@@ -28,7 +28,7 @@ public struct StatusPage: Sendable {
                 + definition.filters.map { ["id": $0.id, "type": $0.type, "kind": "filter"] }
                 + [["id": definition.renderer.id, "type": definition.renderer.type, "kind": "renderer"],
                    ["id": definition.transport.id, "type": definition.transport.type, "kind": "transport"]]
-            let connections = (definition.transport.stage as? any ConnectionReporting)?.openConnections
+            let connections = (definition.configuredTransport as? any ConnectionReporting)?.openConnections
             let letters = deadLetters.filter { $0.pipeline == definition.name }.prefix(5)
             return [
                 "name": definition.name, "file": definition.file, "running": runner.isRunning,
@@ -48,7 +48,7 @@ public struct StatusPage: Sendable {
                 "problems": activity.problems.reversed().map { ["time": formatter.string(from: $0.time), "stage": $0.stage, "message": $0.message] },
                 "deliveries": activity.deliveries.reversed().map { delivery -> [String: Any] in
                     ["time": formatter.string(from: delivery.time), "user": delivery.user, "token": delivery.token,
-                     "outcome": delivery.outcome, "reason": delivery.reason ?? "", "ok": delivery.outcome == "delivered"]
+                     "outcome": delivery.outcome, "reason": delivery.reason ?? "", "ok": delivery.outcome == "delivered" || delivery.outcome == "dry_run"]
                 },
             ]
         }

@@ -97,7 +97,7 @@ public final class SQLiteStore: Store {
 
     /// One transaction of the group commit; returns the stage state rows it changed.
     @discardableResult
-    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule, at time: Double = SystemClock().now,
+    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule, at time: Double,
                        now: ContinuousClock.Instant = .now) throws -> [StateMirror.Change] {
         var changes: [StateMirror.Change] = []
         for write in writes { try apply(write, at: time, in: db, changes: &changes) }

@@ -7,6 +7,8 @@ import Synchronization
 public final class ManualClock: DaemonClock {
     private struct Sleeper {
         var until: Duration
+        /// Which sleep it is, counted from the clock's start (`State.sleeps` when it began).
+        var order: Int
         var continuation: CheckedContinuation<Void, any Error>
     }
 
@@ -14,15 +16,29 @@ public final class ManualClock: DaemonClock {
         var now: Double
         var elapsed: Duration = .zero
         var sleepers: [UInt64: Sleeper] = [:]
+        /// Sleeps begun so far, woken or not: `advancing` steps only after a new one.
+        var sleeps = 0
         var nextID: UInt64 = 0
-        var watchers: [(id: UInt64, count: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+        var watchers: [Watcher] = []
 
-        /// The watchers whose count of sleepers is reached, taken.
+        /// The watchers whose wait is over, taken.
         mutating func reachedWatchers() -> [CheckedContinuation<Bool, Never>] {
-            let reached = watchers.filter { sleepers.count >= $0.count }.map(\.continuation)
-            watchers.removeAll { sleepers.count >= $0.count }
+            let reached = watchers.filter(isReached).map(\.continuation)
+            watchers.removeAll(where: isReached)
             return reached
         }
+
+        func isReached(_ watcher: Watcher) -> Bool {
+            sleepers.count >= watcher.sleepers && (watcher.newerThan.map { order in sleepers.values.contains { $0.order > order } } ?? true)
+        }
+    }
+
+    private struct Watcher {
+        var id: UInt64
+        /// Tasks asleep at least, one of them begun after sleep number `newerThan` if given.
+        var sleepers: Int
+        var newerThan: Int?
+        var continuation: CheckedContinuation<Bool, Never>
     }
 
     private let state: Mutex<State>
@@ -48,7 +64,8 @@ public final class ManualClock: DaemonClock {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let watchers = state.withLock { state -> [CheckedContinuation<Bool, Never>]? in
                     guard !Task.isCancelled else { return nil }
-                    state.sleepers[id] = Sleeper(until: state.elapsed + duration, continuation: continuation)
+                    state.sleeps += 1
+                    state.sleepers[id] = Sleeper(until: state.elapsed + duration, order: state.sleeps, continuation: continuation)
                     return state.reachedWatchers()
                 }
                 guard let watchers else { return continuation.resume(throwing: CancellationError()) }
@@ -76,9 +93,16 @@ public final class ManualClock: DaemonClock {
     }
 
     /// Returns once at least `count` tasks sleep on this clock: the code under test reached its
-    /// wait. Returns false instead when the waiting task is cancelled.
-    @discardableResult
-    public func sleepers(atLeast count: Int) async -> Bool {
+    /// wait. Throws when that takes longer than `timeout` of real time: a test whose code never
+    /// waits fails instead of hanging.
+    public func sleepers(atLeast count: Int, within timeout: Duration = .seconds(30)) async throws {
+        let reached = await finished(within: timeout) { await self.until(sleepers: count) } ?? false
+        guard reached else { throw EventuallyTimeout(what: "\(count) tasks asleep on the test clock (\(sleeping) are)", timeout: timeout) }
+    }
+
+    /// Returns true once `count` tasks are asleep, one of them begun after sleep number
+    /// `newerThan` if given; false when cancelled.
+    private func until(sleepers count: Int, newerThan: Int? = nil) async -> Bool {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -87,8 +111,9 @@ public final class ManualClock: DaemonClock {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let reached = state.withLock { state -> Bool? in
                     if Task.isCancelled { return false }
-                    if state.sleepers.count >= count { return true }
-                    state.watchers.append((id, count, continuation))
+                    let watcher = Watcher(id: id, sleepers: count, newerThan: newerThan, continuation: continuation)
+                    if state.isReached(watcher) { return true }
+                    state.watchers.append(watcher)
                     return nil
                 }
                 if let reached { continuation.resume(returning: reached) }
@@ -101,14 +126,16 @@ public final class ManualClock: DaemonClock {
         }
     }
 
-    /// Runs `operation`, moving the clock on by `step` each time a task sleeps on it, until the
-    /// operation returns: a wait of minutes (a rate, a backoff, a pause) passes in steps, and
-    /// the test reads where the clock ended up.
+    /// Runs `operation`, moving the clock on by `step` while a sleep begun since it started is
+    /// asleep on the clock, until the operation returns: a wait of minutes (a rate, a backoff, a
+    /// pause) passes in steps, and the test reads where the clock ended up. A task that was
+    /// asleep before (a background loop) moves nothing on while the operation is busy.
     public func advancing<Result: Sendable>(by step: Duration, _ operation: @escaping @Sendable () async -> Result) async -> Result {
-        await withTaskGroup(of: AdvancingEnd<Result>.self) { group in
+        let before = state.withLock { $0.sleeps }
+        return await withTaskGroup(of: AdvancingEnd<Result>.self) { group in
             group.addTask { .operation(await operation()) }
             group.addTask {
-                while await self.sleepers(atLeast: 1) { self.advance(by: step) }
+                while await self.until(sleepers: 1, newerThan: before) { self.advance(by: step) }
                 return .advancing
             }
             var result: Result?

@@ -86,14 +86,14 @@ import Testing
             let pruner = RetentionPruner(pipeline: "p", policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600), store: store,
                                          logger: Logger(label: "retention"), clock: clock)
             let running = Task { await pruner.run() }
-            await clock.sleepers(atLeast: 1)
+            try await clock.sleepers(atLeast: 1)
             try await store.recordOutcome(
                 deliveries: [DeliveryRecord(pipeline: "p", eventID: "e", user: "u", tokenKind: "device", token: "ab", outcome: "delivered",
                                             reason: nil, providerID: nil, attempts: 1, createdAt: clock.now)],
                 history: [], state: [], pipeline: "p")
             clock.advance(by: .seconds(86_401))
             // The pass that ran when the clock passed the interval (it slept once more after it).
-            await clock.sleepers(atLeast: 1)
+            try await clock.sleepers(atLeast: 1)
             #expect(try await store.pruneDeliveries(pipeline: "p", createdBefore: clock.now, limit: 10) == 0, "the pass removed the day-old row")
             running.cancel()
             await running.value

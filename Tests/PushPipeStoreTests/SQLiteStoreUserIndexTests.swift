@@ -41,7 +41,7 @@ import Testing
         let schedule = UserIndexSchedule()
         let start = ContinuousClock.now
         func commit(_ writes: [OutcomeWrite], after seconds: Double) async throws {
-            try await store.database.write { db in try SQLiteStore.commit(writes, in: db, indexing: schedule, now: start + .seconds(seconds)) }
+            try await store.database.write { db in try SQLiteStore.commit(writes, in: db, indexing: schedule, at: Date().timeIntervalSince1970, now: start + .seconds(seconds)) }
         }
         // Light traffic: a row waits in the tail...
         try await commit([outcome(1)], after: 0)
@@ -73,13 +73,13 @@ import Testing
         let schedule = UserIndexSchedule()
         let now = ContinuousClock.now
         try await store.database.write { db in
-            try SQLiteStore.commit((1...3).map { outcome($0) }, in: db, indexing: schedule, now: now)
+            try SQLiteStore.commit((1...3).map { outcome($0) }, in: db, indexing: schedule, at: Date().timeIntervalSince1970, now: now)
             try SQLiteStore.indexUserDeliveries(in: db)
         }
         // Rows 4-7 stay in the tail, with another user's rows and a failed delivery between them.
         try await store.database.write { db in
             try SQLiteStore.commit([outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)], in: db, indexing: schedule,
-                                   now: now)
+                                   at: Date().timeIntervalSince1970, now: now)
         }
         #expect(try await counts(store) == (3, 3))
         let first = try await store.history(pipeline: "p", user: "u", limit: 2, before: nil)

@@ -54,7 +54,7 @@ public struct PipelineDefinition: Sendable {
         for source in sources { if let stage = source.stage as? any LongRunningStage { stages.append((source.id, source.key, stage)) } }
         for filter in filters { if let stage = filter.stage as? any LongRunningStage { stages.append((filter.id, filter.key, stage)) } }
         if let stage = renderer.stage as? any LongRunningStage { stages.append((renderer.id, renderer.key, stage)) }
-        if let stage = transport.stage as? any LongRunningStage { stages.append((transport.id, transport.key, stage)) }
+        if let stage = configuredTransport as? any LongRunningStage { stages.append((transport.id, transport.key, stage)) }
         return stages
     }
 

@@ -47,9 +47,8 @@ struct DryRunStore: Store {
     }
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? { try await base.lastDelivery(pipeline: pipeline, user: user) }
 
-    func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {
-        try await base.eventRecords(eventID: eventID, pipeline: pipeline)
-    }
+    /// None: a dry run keeps no record, and resumes no broadcast from a live daemon's.
+    func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) { ([], []) }
     func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {
         try await base.deadLetters(pipeline: pipeline, since: since, limit: limit)
     }

@@ -25,4 +25,5 @@ struct PrintingTransport: Transport {
 
     var preferredExecutor: (any TaskExecutor)? { base.preferredExecutor }
     var destinationsAreUserChosen: Bool { base.destinationsAreUserChosen }
+    var sendsNothing: Bool { true }
 }

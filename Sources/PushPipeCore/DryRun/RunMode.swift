@@ -26,3 +26,11 @@ public enum RunMode: Sendable, Equatable {
         return printing
     }
 }
+
+extension PipelineDefinition {
+    /// The transport as configured, under a dry run's printing decorator: what validates tokens
+    /// for the routes and runs beside the pipeline (a plugin's process) in either mode.
+    public var configuredTransport: any Transport {
+        (transport.stage as? PrintingTransport)?.base ?? transport.stage
+    }
+}

@@ -100,7 +100,7 @@ public final class PipelineTelemetry: Sendable {
         activity.update { $0.tokensPruned += 1 }
     }
 
-    /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error` or `refused`.
+    /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error`, `refused` or `dry_run`.
     func delivery(_ event: Event, _ notification: RenderedNotification, outcome: String, reason providerReason: ProviderReason?, attempts: Int) {
         let reason = providerReason?.text
         if outcome == "delivered" {
@@ -110,7 +110,7 @@ public final class PipelineTelemetry: Sendable {
                                               ("reason", telemetry.reasonLabel(providerReason?.code))])
         }
         let now = Date()
-        if outcome != "refused" {
+        if outcome != "dry_run" && outcome != "refused" {
             latency.recordNanoseconds(Int64(max(0, now.timeIntervalSince(event.time)) * 1e9))
         }
         let token = notification.token

@@ -66,12 +66,13 @@ extension EventProcessor {
             deliverings[index].attempts = attempts
         }
         var start = 0
+        let sendsNothing = definition.transport.stage.sendsNothing
         // Stopped (the drain timeout): what is not sent yet stays so, and its event is let go
         // of; sending the rest, `together` at a time, would make a stop wait on a slow provider.
         while start < sending.count, !Task.isCancelled {
             var chunk = Array(sending[start..<min(sending.count, start + max(1, together))])
             start += chunk.count
-            if gate.anyPause() {
+            if !sendsNothing, gate.anyPause() {
                 // Requests to an origin that asked to wait are held for the retry, the rest go.
                 chunk.removeAll { place in
                     let request = deliverings[place.delivering].attempts[place.notification].request!
@@ -88,14 +89,15 @@ extension EventProcessor {
                 if chunk.isEmpty { continue }
             }
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
-            await gate.admit(requests.count)
+            if !sendsNothing { await gate.admit(requests.count) }
             if Task.isCancelled { break }
             let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext).map(\.sanitized)
             pauseIfAsked(requests, outcomes)
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
-                deliverings[place.delivering].attempts[place.notification].count = 1
+                deliverings[place.delivering].attempts[place.notification].count = sendsNothing ? 0 : 1
+                if sendsNothing { deliverings[place.delivering].attempts[place.notification].metricOutcome = "dry_run" }
                 deliverings[place.delivering].attempts[place.notification].notSentYet = false
                 if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }

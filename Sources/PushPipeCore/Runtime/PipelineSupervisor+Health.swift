@@ -80,7 +80,7 @@ extension PipelineSupervisor {
             let pipeline = runner.definition.name
             telemetry.set(.eventsQueued, [("pipeline", pipeline)], to: runner.queued)
             telemetry.set(.eventsInFlight, [("pipeline", pipeline)], to: runner.processing)
-            if let transport = runner.definition.transport.stage as? any ConnectionReporting {
+            if let transport = runner.definition.configuredTransport as? any ConnectionReporting {
                 telemetry.set(.providerConnections, [("pipeline", pipeline), ("transport", runner.definition.transport.type)],
                               to: transport.openConnections)
             }

@@ -126,7 +126,7 @@ public final class PipelineSupervisor: Service, Sendable {
         for entry in running.withLock({ $0.values.sorted { $0.runner.definition.name < $1.runner.definition.name } }) {
             let definition = entry.runner.definition
             let stages: [any Sendable] = definition.sources.map(\.stage) + definition.filters.map(\.stage)
-                + [definition.renderer.stage, definition.transport.stage]
+                + [definition.renderer.stage, definition.configuredTransport]
             var context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
                                        registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
                                        diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)

@@ -18,11 +18,15 @@ public protocol Transport: Sendable {
     /// wait longer than `max_backoff` is not waited out: the notification ends unresolved at
     /// once, so a party anyone can be holds none of the pipeline's room.
     var destinationsAreUserChosen: Bool { get }
+    /// Whether it reaches no provider at all (a dry run's `PrintingTransport`): its deliveries
+    /// count as `dry_run` with no attempt made, and neither `max_rate` nor a pause holds them.
+    var sendsNothing: Bool { get }
 }
 
 extension Transport {
     public var preferredExecutor: (any TaskExecutor)? { nil }
     public var destinationsAreUserChosen: Bool { false }
+    public var sendsNothing: Bool { false }
 
     public func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
         await sendConcurrently(requests, context: context)

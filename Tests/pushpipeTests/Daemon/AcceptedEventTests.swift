@@ -128,6 +128,7 @@ import Testing
             try await daemon.waitForLine(containing: "sending 8")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
+            #expect(daemon.standardError.contains { $0.contains("drain timeout") }, "it waited for the drain, which ran out")
         }
         #expect(try await queued(directory) == [#"{"n":8,"user":"u"}"#])
     }

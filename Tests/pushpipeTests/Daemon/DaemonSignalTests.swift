@@ -46,10 +46,10 @@ import Testing
         let extra = "  - {action: users-by-token, path: /users/:device_token}"
         try Self.pipeline(extraRoute: extra).write(toFile: file, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        // The changed pipeline serves its new route, and kept its data.
-        try await eventually("the reloaded pipeline's new route") {
-            try await client.request("GET", "/users/\(String(repeating: "0f", count: 32))").body?["user_ids"] == ["u"]
-        }
+        // Which pipelines restarted is what the log tells an operator: the lines are under test.
+        try await daemon.waitForLine(containing: "reloaded: signals")
+        let users = try await client.request("GET", "/users/\(String(repeating: "0f", count: 32))")
+        #expect(users.body?["user_ids"] == ["u"], "the changed pipeline serves its new route and kept its data")
         #expect(daemon.standardError.contains { $0.contains("stopping pipeline signals (changed)") })
         #expect(!daemon.standardError.contains { $0.contains("stopping pipeline steady") }, "only changed pipelines restart")
         }

@@ -54,6 +54,8 @@ import Testing
             #expect(retry.body == first.body, "the same answer, with the same event id")
             #expect(retry.headers["idempotent-replayed"] == "true")
             try await daemon.waitForLine(containing: #"of u: {"n":7}"#)
+            // On either store: the daemon's word that the event left its queue (no route shows it).
+            try await daemon.waitForLine(containing: "removed from the queue")
             // Once more after the delivery: still the first answer, still nothing sent.
             #expect(try await client.request("POST", "/events", json: ["user": "u", "n": 7], headers: Self.key).body == first.body)
             #expect(daemon.standardOutput.filter { $0.contains(#"{"n":7}"#) }.count == 1)

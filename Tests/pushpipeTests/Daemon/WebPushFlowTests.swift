@@ -40,6 +40,19 @@ import Testing
             #expect(dryRun.1.contains("result: delivered"))
             #expect(service.messages.count == 3, "a dry run sends nothing")
             try expectNoKeyMaterial(dryRun.1.joined(separator: "\n"), of: [laptop, phone])
+
+            // A dry-run daemon checks what apps register as the live one does: its printing
+            // transport once hid the Web Push transport's checks, and a subscription pointing into
+            // the operator's network was stored in the real state.
+            try await DaemonProcess.run(arguments: arguments + ["--dry-run"], directory: directory.path, environment: environment) { daemon in
+                let client = HTTPTestClient(port: try await daemon.port())
+                try await eventually("the dry-run daemon to be ready") { try await client.request("GET", "/readyz").status == 200 }
+                var pointed = try #require(laptop.objectValue)
+                pointed["endpoint"] = "https://10.0.0.5/push/x"
+                let answer = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(pointed)],
+                                                      headers: try await HTTPHostTests.bearer("ann"))
+                #expect(answer.status == 400 && answer.body?["field"] == "subscription.endpoint", "\(answer.status) \(answer.text)")
+            }
         }, cleanup: service.stop)
     }
 
