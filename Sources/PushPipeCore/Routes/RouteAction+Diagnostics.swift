@@ -17,10 +17,10 @@ extension RouteAction {
         let kind = configuration["token_kind"]?.stringValue ?? "device"
         return { request, context in
             let user = try users.user(in: request)
-            guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
-            let tokens = try await context.registrations.tokens(pipeline: context.pipeline, user: user, kind: kind)
-            let last = try await context.deliveries.lastDelivery(pipeline: context.pipeline, user: user)
-            let settings = try await context.registrations.settings(pipeline: context.pipeline, user: user)
+            guard try await context.registrations.isRegistered(user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
+            let tokens = try await context.registrations.tokens(user: user, kind: kind)
+            let last = try await context.deliveries.lastDelivery(user: user)
+            let settings = try await context.registrations.settings(user: user)
             var view: [String: JSON] = [:]
             for provider in context.diagnosticsProviders {
                 view.merge(await provider.diagnostics(for: user)) { _, new in new }

@@ -39,7 +39,7 @@ extension RouteAction {
                 guard let value = Int64(text), value > 0 else { throw RouteError.badRequest("before must be a positive cursor", field: "before") }
                 before = value
             }
-            let entries = try await context.deliveries.history(pipeline: context.pipeline, user: user, limit: limit + 1, before: before)
+            let entries = try await context.deliveries.history(user: user, limit: limit + 1, before: before)
             let page = entries.prefix(limit)
             let next: JSON = entries.count > limit ? (page.last?.id).map(JSON.int) ?? .null : .null
             return RouteResponse(["history": .array(page.map(\.record)), "next_before": next])

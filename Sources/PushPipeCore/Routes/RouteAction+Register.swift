@@ -59,7 +59,7 @@ extension RouteAction {
                 }
             }
             try await context.registrations.register(registered,
-                                             pipeline: context.pipeline, environment: environment, replace: replace, keepingAtMost: keep)
+                                             environment: environment, replace: replace, keepingAtMost: keep)
             for observer in context.registrationObservers { await observer.userRegistered(user) }
             return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
                                   "token_preview": .string(TokenMask.mask(token))])

@@ -35,8 +35,8 @@ extension RouteAction {
             guard !values.isEmpty else {
                 throw RouteError.badRequest("no setting given; known: \(keys.keys.sorted().joined(separator: ", "))", field: keys.keys.sorted().first)
             }
-            try await context.registrations.setSettings(values, pipeline: context.pipeline, user: user)
-            let all = try await context.registrations.settings(pipeline: context.pipeline, user: user)
+            try await context.registrations.setSettings(values, user: user)
+            let all = try await context.registrations.settings(user: user)
             return RouteResponse(["user_id": .string(user), "settings": .object(all)])
         }
     }

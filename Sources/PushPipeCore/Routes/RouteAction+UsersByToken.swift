@@ -21,7 +21,7 @@ extension RouteAction {
         return { request, context in
             guard let raw = request.parameters[parameter] else { throw RouteError.badRequest("missing token", field: parameter) }
             let token = try format.normalize(.string(raw), field: parameter)
-            let users = try await context.registrations.users(pipeline: context.pipeline, token: token, kind: kind)
+            let users = try await context.registrations.users(token: token, kind: kind)
             // The caller sent this token: echoing it back reveals nothing new.
             return RouteResponse([parameter: .string(token), "user_ids": .array(users.map(JSON.string))])
         }

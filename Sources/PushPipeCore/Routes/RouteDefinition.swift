@@ -112,11 +112,11 @@ public struct RouteContext: Sendable {
     /// A dry run's routes store what apps register but reach no provider.
     public var mode: RunMode = .live
 
-    /// The store by concern, as a stage's context offers it.
-    public var registrations: any RegistrationStore { store }
-    public var deliveries: any DeliveryStore { store }
-    public var queuedEvents: any QueuedEventStore { store }
-    public var eventRecords: any EventRecordStore { store }
+    /// The pipeline's part of the store, named by concern as a stage's context offers it.
+    public var registrations: PipelineStore { store.pipeline(pipeline) }
+    public var deliveries: PipelineStore { store.pipeline(pipeline) }
+    public var queuedEvents: PipelineStore { store.pipeline(pipeline) }
+    public var eventRecords: PipelineStore { store.pipeline(pipeline) }
     public var idempotencyKeys: any IdempotencyStore { store }
 
     public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],

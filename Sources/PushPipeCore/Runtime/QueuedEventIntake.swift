@@ -45,7 +45,7 @@ public struct QueuedEventIntake: Sendable {
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could
     /// not be submitted (the pipeline is stopping) is let go of at once.
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext, announcing what: String) async throws -> Int {
-        let returned = try await context.queuedEvents.claimQueuedEvents(pipeline: context.pipeline, source: context.key, lease: lease, limit: limit)
+        let returned = try await context.queuedEvents.claimQueuedEvents(source: context.key, lease: lease, limit: limit)
         // What this process holds already is in flight here: the claim only renewed its lease.
         let taken = leases.holdUnlessHeld(returned.map(\.eventID))
         let claimed = zip(returned, taken).filter(\.1).map(\.0)
@@ -57,12 +57,11 @@ public struct QueuedEventIntake: Sendable {
         context.count(.eventsRecovered, by: claimed.count)
         for (index, queued) in claimed.enumerated() {
             var event = queued.event
-            event.onComplete = completion(of: queued.eventID, store: context.queuedEvents, pipeline: context.pipeline, source: context.key,
-                                          logger: context.logger)
+            event.onComplete = completion(of: queued.eventID, store: context.queuedEvents, source: context.key, logger: context.logger)
             do {
                 try await sink.submit(event)
             } catch {
-                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, pipeline: context.pipeline, source: context.key)
+                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, source: context.key)
                 throw error
             }
         }
@@ -74,9 +73,9 @@ public struct QueuedEventIntake: Sendable {
     public func renewWhileRunning(context: StageContext) async {
         while !Task.isCancelled {
             do {
-                try await context.queuedEvents.renewLeases(pipeline: context.pipeline, source: context.key, eventIDs: leases.heldIDs, lease: lease)
+                try await context.queuedEvents.renewLeases(source: context.key, eventIDs: leases.heldIDs, lease: lease)
                 for id in leases.finishedIDs {
-                    try await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
+                    try await context.queuedEvents.dequeue(eventID: id)
                     leases.forget(id)
                 }
                 if leases.answered() { context.logger.notice("queued events: leases renewed again") }
@@ -94,12 +93,11 @@ public struct QueuedEventIntake: Sendable {
     /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
     /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
     /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
-    public func completion(of eventID: String, store: any QueuedEventStore, pipeline: String, source: String,
-                           logger: Logger) -> @Sendable (EventReport) async -> Void {
+    public func completion(of eventID: String, store: PipelineStore, source: String, logger: Logger) -> @Sendable (EventReport) async -> Void {
         { [leases] _ in
-            guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, pipeline: pipeline, source: source) }
+            guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, source: source) }
             do {
-                try await store.dequeue(pipeline: pipeline, eventID: eventID)
+                try await store.dequeue(eventID: eventID)
                 leases.forget(eventID)
                 logger.debug("event \(eventID) processed; removed from the queue")
             } catch {

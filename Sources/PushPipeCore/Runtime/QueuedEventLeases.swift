@@ -57,9 +57,9 @@ public final class QueuedEventLeases: Sendable {
     /// Lets go of events this process will not finish (cancelled, or not submitted while the
     /// pipeline stops): their leases end now, so the next claim anywhere takes them. In a task
     /// of its own: a cancelled task cannot reach a pooled connection.
-    public func letGo(_ ids: [String], store: any QueuedEventStore, pipeline: String, source: String) async {
+    public func letGo(_ ids: [String], store: PipelineStore, source: String) async {
         ids.forEach(forget)
-        _ = try? await uncancelled { try await store.releaseLeases(pipeline: pipeline, source: source, eventIDs: ids) }
+        _ = try? await uncancelled { try await store.releaseLeases(source: source, eventIDs: ids) }
     }
 
     public var heldIDs: [String] { state.withLock { Array($0.held.keys) } }

@@ -36,12 +36,13 @@ public struct StageContext: Sendable {
     }
 
     /// The store by concern: a stage uses the part it needs, so what it may touch shows.
-    public var registrations: any RegistrationStore { store }
-    public var deliveries: any DeliveryStore { store }
-    public var queuedEvents: any QueuedEventStore { store }
-    public var stageState: any StageStateStore { store }
+    /// One handle on the pipeline's part (`PipelineStore`), named by concern at the call site.
+    public var registrations: PipelineStore { store.pipeline(pipeline) }
+    public var deliveries: PipelineStore { store.pipeline(pipeline) }
+    public var queuedEvents: PipelineStore { store.pipeline(pipeline) }
+    public var stageState: PipelineStore { store.pipeline(pipeline) }
     public var work: any WorkQueue { store.work(pipeline: pipeline) }
-    public var retention: any RetentionStore { store }
+    public var retention: PipelineStore { store.pipeline(pipeline) }
 
     /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).
     public func count(_ metric: Metric, _ labels: [(String, String)] = [], by amount: Int = 1) {
@@ -60,8 +61,8 @@ public struct StageContext: Sendable {
     /// user, those of the broadcast's current page of users.
     public func tokens(for event: Event, kind: String) async throws -> [DeviceToken] {
         if event.user == nil, let broadcastUsers {
-            return try await registrations.tokens(pipeline: pipeline, kind: kind, users: broadcastUsers)
+            return try await registrations.tokens(kind: kind, users: broadcastUsers)
         }
-        return try await registrations.tokens(pipeline: pipeline, user: event.user, kind: kind)
+        return try await registrations.tokens(user: event.user, kind: kind)
     }
 }

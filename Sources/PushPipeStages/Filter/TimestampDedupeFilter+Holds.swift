@@ -31,11 +31,11 @@ final class DedupeHolds: Sendable {
 
     /// Releases `keys`, even for an event cancelled at the drain timeout; what the store refused
     /// is kept for `maintain`.
-    func release(_ keys: Set<String>, store: any StageStateStore, pipeline: String, stage: String) async {
+    func release(_ keys: Set<String>, store: PipelineStore, stage: String) async {
         guard !keys.isEmpty else { return }
         state.withLock { $0.live.subtract(keys) }
         do {
-            try await uncancelled { try await store.release(keys: keys, pipeline: pipeline, stage: stage) }
+            try await uncancelled { try await store.release(keys: keys, stage: stage) }
         } catch {
             state.withLock { $0.unreleased.formUnion(keys) }
         }
@@ -44,14 +44,14 @@ final class DedupeHolds: Sendable {
     /// Renews the live holds and retries the refused releases; returns how many releases are
     /// still refused.
     @discardableResult
-    func maintain(store: any StageStateStore, pipeline: String, stage: String, lease: Double) async -> Int {
+    func maintain(store: PipelineStore, stage: String, lease: Double) async -> Int {
         let (live, unreleased) = state.withLock { state in
             defer { state.unreleased.removeAll() }
             return (state.live, state.unreleased)
         }
         // A renewal that fails is tried again at the next round, well within the lease.
-        try? await store.renewHolds(keys: live, pipeline: pipeline, stage: stage, lease: lease)
-        await release(unreleased, store: store, pipeline: pipeline, stage: stage)
+        try? await store.renewHolds(keys: live, stage: stage, lease: lease)
+        await release(unreleased, store: store, stage: stage)
         return unreleasedCount
     }
 }

@@ -66,10 +66,9 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         // Held before reading the watermarks: a delivery that ended before has committed its
         // watermark already, and none can move it while the hold lasts.
         let store = context.stageState
-        let pipeline = context.pipeline
         let holds = configuration.state
         let candidates = holdsTaken.notHeldHere(Set(keys))
-        let claimed = candidates.isEmpty ? [] : try await store.hold(keys: candidates, pipeline: pipeline, stage: holds, lease: configuration.hold)
+        let claimed = candidates.isEmpty ? [] : try await store.hold(keys: candidates, stage: holds, lease: configuration.hold)
         holdsTaken.took(claimed)
         guard !claimed.isEmpty else { return .drop(reason: "a notification for these items is still being delivered", code: "in_flight") }
         var kept: [(item: JSON, key: String, timestamp: JSON, seconds: Double)] = []
@@ -83,14 +82,14 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
                 read.append(key)
                 read.append(DeliveredDevices.key(of: key))
             }
-            watermarks = try await store.states(pipeline: pipeline, stage: holds, keys: read)
+            watermarks = try await store.states(stage: holds, keys: read)
             for (item, key) in zip(items, keys) where claimed.contains(key) {
                 guard let timestamp = item.value(at: timestampPath), let seconds = timestamp.doubleValue else { continue }
                 if let mark = watermarks[key]?.doubleValue, seconds <= mark { continue }
                 kept.append((item, key, timestamp, seconds))
             }
         } catch {
-            await holdsTaken.release(claimed, store: store, pipeline: pipeline, stage: holds)
+            await holdsTaken.release(claimed, store: store, stage: holds)
             throw error
         }
         var newest: [String: (timestamp: JSON, seconds: Double)] = [:]
@@ -98,7 +97,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             newest[key] = (timestamp, seconds)
         }
         let held = Set(newest.keys)
-        await holdsTaken.release(claimed.subtracting(held), store: store, pipeline: pipeline, stage: holds)
+        await holdsTaken.release(claimed.subtracting(held), store: store, stage: holds)
         guard !kept.isEmpty else { return .drop(reason: "nothing newer than what \(owner) was already notified about", code: "not_newer") }
         if configuration.newestFirst { kept.sort { $0.seconds > $1.seconds } }
         var passed = event
@@ -121,9 +120,9 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             // the watermark moves as a delivery's would, instead of the items coming back at
             // every check with nobody to send them to.
             if skipped, live, report.status == .noRecipients {
-                try? await uncancelled { try await store.setState(writes, pipeline: pipeline) }
+                try? await uncancelled { try await store.setState(writes) }
             }
-            await holdsTaken.release(held, store: store, pipeline: pipeline, stage: holds)
+            await holdsTaken.release(held, store: store, stage: holds)
             await previous?(report)
         }
         return .pass(passed)
@@ -144,7 +143,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         var nextForget: Duration? = configuration.forgetAfter > 0 ? clock.elapsed + .seconds(60) : nil
         while !Task.isCancelled {
             if !holdsTaken.isEmpty {
-                await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
+                await holdsTaken.maintain(store: context.stageState, stage: configuration.state, lease: configuration.hold)
             }
             if let due = nextForget, clock.elapsed >= due {
                 await forgetOldWatermarks(context: context, now: Date(timeIntervalSince1970: clock.now))
@@ -153,7 +152,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             do { try await clock.sleep(for: every) } catch { break }
         }
         // Stopping: the last chance this process has to give its holds back.
-        let kept = await holdsTaken.maintain(store: context.stageState, pipeline: context.pipeline, stage: configuration.state, lease: configuration.hold)
+        let kept = await holdsTaken.maintain(store: context.stageState, stage: configuration.state, lease: configuration.hold)
         if kept > 0 { context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold)) s") }
     }
 
@@ -163,7 +162,7 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         var removed = 0
         do {
             while !Task.isCancelled {
-                let batch = try await context.retention.pruneStates(pipeline: context.pipeline, stage: configuration.state, unchangedSince: cutoff, limit: 1000)
+                let batch = try await context.retention.pruneStates(stage: configuration.state, unchangedSince: cutoff, limit: 1000)
                 removed += batch
                 guard batch == 1000 else { break }
             }

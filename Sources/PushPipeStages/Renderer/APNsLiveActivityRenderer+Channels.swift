@@ -7,7 +7,7 @@ extension APNsLiveActivityRenderer {
     /// recipient is not sent to every group's channel: a broadcast names its group.
     func broadcastChannel(of event: Event, context: StageContext) async throws -> DeviceToken? {
         guard configuration.event != "start", !configuration.broadcastTokenKind.isEmpty, let user = event.user else { return nil }
-        return try await context.registrations.tokens(pipeline: context.pipeline, user: user, kind: configuration.broadcastTokenKind).first
+        return try await context.registrations.tokens(user: user, kind: configuration.broadcastTokenKind).first
     }
 
     /// The channel a start joins: `input_push_channel_of` names its owner. A group without a
@@ -17,7 +17,7 @@ extension APNsLiveActivityRenderer {
               let owner = inputPushChannelOf?.render(templates)?.textValue, !owner.isEmpty,
               // A group paged without a channel yet: nothing to join, and no member to start.
               owner != event.user else { return nil }
-        let channel = try await context.registrations.tokens(pipeline: context.pipeline, user: owner, kind: configuration.broadcastTokenKind).first
+        let channel = try await context.registrations.tokens(user: owner, kind: configuration.broadcastTokenKind).first
         if channel == nil {
             context.logger.notice("\(owner) has no broadcast channel: the Live Activity for user \(event.user ?? "-") starts without joining one")
         }

@@ -105,7 +105,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
     /// found, so ids cannot be probed.
     static func status(_ request: RouteRequest, _ context: RouteContext) async throws -> RouteResponse {
         let id = request.parameters["id"] ?? ""
-        let records = try await context.eventRecords.eventStatus(eventID: id, pipeline: context.pipeline)
+        let records = try await context.eventRecords.eventStatus(eventID: id)
         guard let record = records.first, record.caller == request.principal else {
             throw RouteError.notFound("no event \(id) posted with these credentials", field: "id")
         }
@@ -197,7 +197,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             throw error
         }
         var event = queued.event
-        event.onComplete = intake.completion(of: id, store: context.queuedEvents, pipeline: context.pipeline, source: source, logger: context.logger)
+        event.onComplete = intake.completion(of: id, store: context.queuedEvents, source: source, logger: context.logger)
         do {
             try await context.sink.submit(event)
         } catch {
@@ -206,7 +206,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             // too, though it holds the 202 stored with the event: given again, it would answer
             // for an event that is gone.
             leases.forget(id)
-            try? await context.queuedEvents.dequeue(pipeline: context.pipeline, eventID: id)
+            try? await context.queuedEvents.dequeue(eventID: id)
             if let idempotencyKey { try? await context.idempotencyKeys.withdrawIdempotencyKey(idempotencyKey) }
             throw error
         }

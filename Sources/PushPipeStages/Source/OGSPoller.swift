@@ -108,7 +108,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         return [RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app, contract: contract) { [self] request, context in
             guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
             let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
-            guard try await context.registrations.isRegistered(pipeline: context.pipeline, user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }
+            guard try await context.registrations.isRegistered(user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }
             return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
         }]
     }
@@ -159,7 +159,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                     // is tried again a few seconds later, not at every tick.
                     do {
                         try await work.schedule(kind, every: interval) {
-                            try await context.registrations.tokens(pipeline: context.pipeline, user: nil, kind: configuration.tokenKind).map(\.user)
+                            try await context.registrations.tokens(user: nil, kind: configuration.tokenKind).map(\.user)
                         }
                         nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
@@ -172,7 +172,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                     let limit = configuration.concurrency * 2
                     let due = try await work.claimRecurring(kind, every: interval, limit: limit)
                     // A hint: the claim is committed, so its users are checked whatever it finds.
-                    try? await context.registrations.warmTokens(pipeline: context.pipeline, users: due)
+                    try? await context.registrations.warmTokens(users: due)
                     let now = ContinuousClock.now
                     for user in due where !isBackingOff(user, at: now) && checking.withLock({ $0.insert(user).inserted }) {
                         if running >= configuration.concurrency {
@@ -297,7 +297,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// One check of every registered user, returning the events instead of submitting them.
     func eventsOnce(context: StageContext) async throws -> [Event] {
         var events: [Event] = []
-        for user in try await context.registrations.users(pipeline: context.pipeline) {
+        for user in try await context.registrations.users() {
             let (yourTurn, all) = try OGSPlayerDocument.games(in: try await fetch(user), user: user, minTimePerMove: configuration.minTimePerMove)
             guard !yourTurn.isEmpty else { continue }
             events.append(Self.turnEvent(user: user, pipeline: context.pipeline, yourTurn: yourTurn, all: all))

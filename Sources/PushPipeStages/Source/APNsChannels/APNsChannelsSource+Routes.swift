@@ -23,7 +23,7 @@ extension APNsChannelsSource {
         // One channel per group: a backend that asks again (a retry, a restart, two at once)
         // gets the same one, and APNs' 10,000 channels per app are not spent on duplicates.
         let (channel, created) = try await holder.once(owner) {
-            if let existing = try await context.registrations.tokens(pipeline: context.pipeline, user: owner, kind: configuration.tokenKind).first {
+            if let existing = try await context.registrations.tokens(user: owner, kind: configuration.tokenKind).first {
                 return (existing.value, false)
             }
             guard context.mode == .live else { throw RouteError(409, "a dry run creates no channel on APNs", field: nil) }
@@ -34,7 +34,7 @@ extension APNsChannelsSource {
                 throw RouteError(502, "APNs refused to create a channel: \(failure.reason)", field: nil)
             }
             try await context.registrations.register(DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
-                                                     pipeline: context.pipeline, environment: nil, replace: false)
+                                                     environment: nil, replace: false)
             return (channel, true)
         }
         return RouteResponse(status: created ? 201 : 200,
@@ -44,7 +44,7 @@ extension APNsChannelsSource {
     static func read(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration) async throws -> RouteResponse {
         let group = try Self.group(request)
         let owner = configuration.owner(of: group)
-        guard let channel = try await context.registrations.tokens(pipeline: context.pipeline, user: owner, kind: configuration.tokenKind).first else {
+        guard let channel = try await context.registrations.tokens(user: owner, kind: configuration.tokenKind).first else {
             throw RouteError.notFound("group '\(group)' has no broadcast channel", field: "group")
         }
         return RouteResponse(["group": .string(group), "channel_id": .string(channel.value)])
@@ -53,7 +53,7 @@ extension APNsChannelsSource {
     static func delete(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration,
                        _ holder: ChannelManagerHolder) async throws -> RouteResponse {
         let group = try Self.group(request)
-        let channels = try await context.registrations.tokens(pipeline: context.pipeline, user: configuration.owner(of: group), kind: configuration.tokenKind)
+        let channels = try await context.registrations.tokens(user: configuration.owner(of: group), kind: configuration.tokenKind)
         guard channels.isEmpty || context.mode == .live else { throw RouteError(409, "a dry run deletes no channel on APNs", field: nil) }
         for channel in channels {
             do {
@@ -63,7 +63,7 @@ extension APNsChannelsSource {
             } catch let failure as APNsChannelManager.Failure {
                 throw RouteError(502, "APNs refused to delete a channel: \(failure.reason)", field: nil)
             }
-            _ = try await context.registrations.removeToken(pipeline: context.pipeline, kind: configuration.tokenKind, token: channel.value,
+            _ = try await context.registrations.removeToken(kind: configuration.tokenKind, token: channel.value,
                                                             unlessUpdatedAfter: nil)
         }
         return RouteResponse(["status": "deleted", "group": .string(group), "channels": .int(Int64(channels.count))])
