@@ -56,7 +56,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// is not started again beside itself, so an id OGS has no player for is asked once before
     /// its backoff is known, not once per interval the first answer takes.
     private let checking = Mutex<Set<String>>([])
-    private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    /// Until when OGS asked every check to wait, on `clock.elapsed`.
+    private let pausedUntil = Mutex<Duration?>(nil)
     /// Where checks are counted: the running pipeline's context, once `run` started.
     private let runContext = Mutex<StageContext?>(nil)
     private let registrations = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1000))
@@ -70,7 +71,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         var lastErrorAt: Date?
         var consecutiveFailures = 0
         /// Regular cycles skip the user until then (exponential backoff after failures).
-        var retryAt: ContinuousClock.Instant?
+        var retryAt: Duration?
 
         mutating func checked(at time: Date, games: [OGSPlayerDocument.MonitoredGame]) {
             lastCheck = time
@@ -128,7 +129,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 for await user in self.registrations.stream {
                     // Registering again costs OGS nothing for an id backing off (one OGS has no
                     // player for: made-up ids registered over and over) or being checked now.
-                    guard !self.isBackingOff(user, at: .now), self.checking.withLock({ $0.insert(user).inserted }) else { continue }
+                    guard !self.isBackingOff(user, at: self.clock.elapsed), self.checking.withLock({ $0.insert(user).inserted }) else { continue }
                     _ = await self.check(user, pipeline: context.pipeline, sink: sink, logger: context.logger, wait: false)
                     _ = self.checking.withLock { $0.remove(user) }
                 }
@@ -150,21 +151,22 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
         let work = context.work
         let kind = WorkItem.pollKind(source: context.key)
-        var nextSync = ContinuousClock.now
+        let clock = context.clock
+        var nextSync = clock.elapsed
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !Task.isCancelled {
-                if ContinuousClock.now >= nextSync {
+                if clock.elapsed >= nextSync {
                     // Its own failure: the claims go on with the schedule as it is, and the sync
                     // is tried again a few seconds later, not at every tick.
                     do {
                         try await work.schedule(kind, every: interval) {
                             try await context.registrations.tokens(user: nil, kind: configuration.tokenKind).map(\.user)
                         }
-                        nextSync = ContinuousClock.now + .milliseconds(Int64(min(interval, 60) * 1000))
+                        nextSync = clock.elapsed + .milliseconds(Int64(min(interval, 60) * 1000))
                         forgetStaleStatuses()
                     } catch {
-                        nextSync = ContinuousClock.now + .seconds(5)
+                        nextSync = clock.elapsed + .seconds(5)
                         context.logger.error("poll schedule: \(error)")
                     }
                 }
@@ -173,7 +175,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                     let due = try await work.claimRecurring(kind, every: interval, limit: limit)
                     // A hint: the claim is committed, so its users are checked whatever it finds.
                     try? await context.registrations.warmTokens(users: due)
-                    let now = ContinuousClock.now
+                    let now = clock.elapsed
                     for user in due where !isBackingOff(user, at: now) && checking.withLock({ $0.insert(user).inserted }) {
                         if running >= configuration.concurrency {
                             await group.next()
@@ -200,8 +202,9 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// Forgets the users this daemon has not checked for three intervals (at least ten
     /// minutes) and is not backing off from: unregistered, or checked by another daemon on the
     /// database. The map holds the users this daemon checks, not every user it ever checked.
-    func forgetStaleStatuses(now: Date = Date(), monotonicNow: ContinuousClock.Instant = .now) {
-        let cutoff = now.addingTimeInterval(-max(3 * configuration.interval, 600))
+    func forgetStaleStatuses(now: Date? = nil, elapsed: Duration? = nil) {
+        let cutoff = (now ?? Date(timeIntervalSince1970: clock.now)).addingTimeInterval(-max(3 * configuration.interval, 600))
+        let monotonicNow = elapsed ?? clock.elapsed
         status.withLock { status in
             status = status.filter { _, entry in
                 (entry.lastCheck ?? .distantPast) >= cutoff || (entry.retryAt.map { $0 > monotonicNow } ?? false)
@@ -211,7 +214,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     var statusCount: Int { status.withLock { $0.count } }
 
-    private func isBackingOff(_ user: String, at now: ContinuousClock.Instant) -> Bool {
+    /// The running pipeline's clock (the system's before `run`, for a route called that early).
+    var clock: any DaemonClock { runContext.withLock { $0?.clock } ?? SystemClock() }
+
+    private func isBackingOff(_ user: String, at now: Duration) -> Bool {
         status.withLock { $0[user]?.retryAt.map { $0 > now } ?? false }
     }
 
@@ -223,7 +229,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         do {
             let document = try await fetch(user)
             let (yourTurn, all) = try OGSPlayerDocument.games(in: document, user: user, minTimePerMove: configuration.minTimePerMove)
-            let now = Date()
+            let now = Date(timeIntervalSince1970: clock.now)
             status.withLock { status in
                 // One lookup of the user: every check of every user passes here.
                 status[user, default: UserStatus()].checked(at: now, games: all)
@@ -242,13 +248,14 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             }
         } catch {
             let message = "\(error)"
+            let (now, elapsed) = (Date(timeIntervalSince1970: clock.now), clock.elapsed)
             status.withLock { status in
-                status[user, default: UserStatus()].lastCheck = Date()
+                status[user, default: UserStatus()].lastCheck = now
                 status[user]!.lastError = message
-                status[user]!.lastErrorAt = Date()
+                status[user]!.lastErrorAt = now
                 status[user]!.consecutiveFailures += 1
                 let skip = retryDelay(after: error, failures: status[user]!.consecutiveFailures)
-                status[user]!.retryAt = .now + .milliseconds(Int64(skip * 1000))
+                status[user]!.retryAt = elapsed + .milliseconds(Int64(skip * 1000))
             }
             logger.warning("OGS check of user \(user) failed: \(message)")
             count(.pollerFailures, [("reason", Self.failureReason(error))])
@@ -307,9 +314,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     private func fetch(_ user: String) async throws -> JSON {
         guard !user.isEmpty, user.count <= 20, user.allSatisfy(\.isNumber) else { throw OGSError.notAPlayerID(user) }
-        if let until = pausedUntil.withLock({ $0 }), until > .now {
+        let clock = self.clock
+        if let until = pausedUntil.withLock({ $0 }), until > clock.elapsed {
             count(.pollerRateLimitWaits)
-            try await Task.sleep(until: until)
+            try await clock.sleep(for: until - clock.elapsed)
         }
         // The futures API: the async one starts an unstructured task per request (its cancel
         // handler's registration), which woke a thread of Swift's pool for every check.
@@ -326,7 +334,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         if code == 429 {
             // Throttling is about us, not this user: everyone waits, as long as OGS asked.
             let pause = max(retryAfter ?? 5, 1)
-            pausedUntil.withLock { $0 = max($0 ?? .now, .now + .milliseconds(Int64(pause * 1000))) }
+            let now = clock.elapsed
+            pausedUntil.withLock { $0 = max($0 ?? now, now + .milliseconds(Int64(pause * 1000))) }
             throw OGSError.status(code, retryAfter: pause)
         }
         if code == 404 { throw OGSError.noSuchPlayer(user, checkedAgainIn: max(configuration.unknownPlayerInterval, configuration.interval)) }

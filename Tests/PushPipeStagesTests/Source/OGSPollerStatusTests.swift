@@ -27,7 +27,7 @@ import Testing
             #expect(poller.statusCount == 1)
             #expect(await poller.diagnostics(for: "3")["last_error"] != .null)
             // Once its backoff is over too, it goes.
-            poller.forgetStaleStatuses(now: Date().addingTimeInterval(601), monotonicNow: .now + .seconds(3600))
+            poller.forgetStaleStatuses(now: Date().addingTimeInterval(601), elapsed: poller.clock.elapsed + .seconds(3600))
             #expect(poller.statusCount == 0)
             try await store.close()
         }, cleanup: ogs.stop)

@@ -37,11 +37,7 @@ enum PollerHarness {
 
     /// Waits (bounded, generously: a loaded machine) until `condition` holds.
     static func waitUntil(_ what: String, timeout: Duration = .seconds(120), _ condition: @escaping @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw WaitTimedOut(what) }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually(what, timeout: timeout) { condition() }
     }
 
     /// Takes the events the poller emits and completes them (none is expected: no game is the user's turn).
