@@ -51,6 +51,38 @@ import Testing
         }
     }
 
+    /// The loss where it happened: a runner's claim loop. Live, the event a dead daemon left is
+    /// claimed and sent; in a dry run every loop makes its first pass (and then sleeps on the
+    /// test's clock) and the event is neither sent nor taken from the queue.
+    @Test(arguments: [RunMode.live, .dryRun])
+    func aRunnerTakesOverALiveDaemonsEventOnlyWhenLive(_ mode: RunMode) async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            let token = String(repeating: "cd", count: 16)
+            try await pipeline.register("alice", token)
+            var left = QueuedEvent(pipeline: "scripted", source: "http.event", eventID: "left-behind", user: "alice", time: Date().timeIntervalSince1970,
+                                   body: ["text": "unsent"], lease: -1)
+            left.instance = "a-live-daemon-that-died"
+            try await pipeline.store.enqueue(left)
+            let clock = ManualClock()
+            let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: .init(label: "dry-run"), mode: mode,
+                                        output: OutputSink { _ in }, clock: clock)
+            let running = Task { await runner.run() }
+            if mode == .live {
+                await pipeline.transport.waitForSends(1)
+                #expect(pipeline.transport.sends == [token], "a live runner sends what the dead daemon left")
+            } else {
+                // Retention, the replays' renewal and claims, and the source's claims: each made
+                // its first pass, and sleeps until the clock moves.
+                try await clock.sleepers(atLeast: 4)
+                #expect(pipeline.transport.sends.isEmpty)
+                let waiting = try await pipeline.store.claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10)
+                #expect(waiting.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
+            }
+            runner.stop()
+            await running.value
+        }
+    }
+
     /// What people put in is kept in a dry run: a registration made through it is there after it.
     @Test func aDryRunKeepsRegistrationsAndSettings() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
