@@ -56,10 +56,7 @@ public final class ManualClock: DaemonClock {
 
     public func sleep(for duration: Duration) async throws {
         guard duration > .zero else { return try Task.checkCancellation() }
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
+        let id = nextIdentifier()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let watchers = state.withLock { state -> [CheckedContinuation<Bool, Never>]? in
@@ -73,6 +70,14 @@ public final class ManualClock: DaemonClock {
             }
         } onCancel: {
             state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// A sleeper's or a watcher's handle, for its cancellation to find it.
+    private func nextIdentifier() -> UInt64 {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
         }
     }
 
@@ -103,10 +108,7 @@ public final class ManualClock: DaemonClock {
     /// Returns true once `count` tasks are asleep, one of them begun after sleep number
     /// `newerThan` if given; false when cancelled.
     private func until(sleepers count: Int, newerThan: Int? = nil) async -> Bool {
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
+        let id = nextIdentifier()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let reached = state.withLock { state -> Bool? in

@@ -11,20 +11,15 @@ import Testing
 /// The leased-work primitive (`WorkQueue`, issue 46), the same contract on each backend: what
 /// is due, who holds it, what a retry, a release, a lapsed lease and a saved cursor leave.
 @Suite struct WorkQueueContractTests {
-    typealias Backend = StoreBackend
     static let logger = StoreBackend.logger
-
-    static func withStore(_ backend: Backend, _ body: (any Store) async throws -> Void) async throws {
-        try await backend.withStore(body)
-    }
 
     static func item(_ key: String, kind: String = "job", _ n: Int64 = 0) -> WorkItem {
         WorkItem(kind: kind, key: key, payload: ["n": .int(n)], createdAt: Date().timeIntervalSince1970)
     }
 
-    @Test(arguments: Backend.available)
-    func aClaimTakesDueItemsNobodyHoldsOldestFirst(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func aClaimTakesDueItemsNobodyHoldsOldestFirst(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("a", 1), Self.item("b", 2)])
             try await work.add([Self.item("later")], after: 3600)
@@ -41,9 +36,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.available)
-    func aLapsedLeaseIsClaimedAgainAndARenewedOneIsNot(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func aLapsedLeaseIsClaimedAgainAndARenewedOneIsNot(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("lapses"), Self.item("renewed")])
             // Its daemon died: the lease ran out at once.
@@ -54,9 +49,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.available)
-    func aRetryCountsAnAttemptAndWaitsAReleaseDoesNeither(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func aRetryCountsAnAttemptAndWaitsAReleaseDoesNeither(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("x")])
             var claimed = try await work.claim("job", limit: 10, lease: 60)
@@ -78,9 +73,9 @@ import Testing
     }
 
     /// A daemon whose lease ran out, and whose item another daemon took, changes nothing of it.
-    @Test(arguments: Backend.available)
-    func onlyTheHolderChangesAnItem(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func onlyTheHolderChangesAnItem(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("taken")])
             let mine = try await work.claim("job", limit: 10, lease: -1)
@@ -100,9 +95,9 @@ import Testing
     }
 
     /// A long item's progress outlives its daemon: the next claim goes on from the saved cursor.
-    @Test(arguments: Backend.available)
-    func theCursorOutlivesTheLease(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func theCursorOutlivesTheLease(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("broadcast")])
             let claimed = try #require(try await work.claim("job", limit: 1, lease: -1).first)
@@ -115,9 +110,9 @@ import Testing
 
     /// The items a claim chose get their groups then, and keep them; a group comes whole
     /// whatever the limit, never joined by items added later.
-    @Test(arguments: Backend.available)
-    func aGroupIsClaimedWhole(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func aGroupIsClaimedWhole(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add((1...2).map { Self.item("k\($0)") })
             let first = try await work.claim("job", limit: 2, lease: -1) { fresh in [("g1", fresh.map(\.id))] }
@@ -131,9 +126,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.available)
-    func pruningRemovesWhatWaitedTooLong(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func pruningRemovesWhatWaitedTooLong(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([WorkItem(kind: "job", key: "old", payload: [:], createdAt: 1), WorkItem(kind: "job", key: "new", payload: [:], createdAt: 3)])
             try await work.add([WorkItem(kind: "digest", key: "old", payload: [:], createdAt: 1)])
@@ -146,9 +141,9 @@ import Testing
     /// Taken keys are locks every daemon respects until their lease runs out; only their holder
     /// renews or lets go of them; they are never claimed as work, and forgetting lapsed ones
     /// leaves live ones.
-    @Test(arguments: Backend.available)
-    func takenKeysAreLocksThatLapse(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func takenKeysAreLocksThatLapse(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             #expect(try await work.take("hold:s", keys: ["a", "b"], lease: 60) == ["a", "b"])
             #expect(try await work.take("hold:s", keys: ["a", "c"], lease: 60) == ["c"], "a is held")
@@ -174,9 +169,9 @@ import Testing
     }
 
     /// A payload the database refuses as text (NUL) is stored as the other writes store it.
-    @Test(arguments: Backend.available)
-    func aPayloadWithANulIsKept(_ backend: Backend) async throws {
-        try await Self.withStore(backend) { store in
+    @Test(arguments: StoreBackend.available)
+    func aPayloadWithANulIsKept(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let work = store.work(pipeline: "p")
             try await work.add([WorkItem(kind: "job", key: "nul\u{0}key", payload: ["text": "a\u{0}b"], createdAt: 1)])
             let claimed = try await work.claim("job", limit: 10, lease: 60)

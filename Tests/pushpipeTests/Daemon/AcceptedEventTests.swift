@@ -22,9 +22,7 @@ import Testing
     static let arguments = ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"]
 
     func queued(_ directory: TemporaryDirectory) async throws -> [String] {
-        let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
-        defer { try? queue.close() }
-        return try await queue.read { db in try String.fetchAll(db, sql: "SELECT body FROM queued_events ORDER BY id") }
+        try StateFile(path: directory.file("state.sqlite")).values("SELECT body FROM queued_events ORDER BY id")
     }
 
     /// A transport that never answers: it holds the delivery until the daemon is gone.

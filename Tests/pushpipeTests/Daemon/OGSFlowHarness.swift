@@ -61,8 +61,6 @@ struct OGSFlowHarness: Sendable {
     static var nowMilliseconds: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     func watermarks() async throws -> Int {
-        let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
-        defer { try? queue.close() }
-        return try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stage_state") ?? 0 }
+        try StateFile(path: directory.file("state.sqlite")).count("stage_state")
     }
 }

@@ -7,9 +7,18 @@ struct StateFile {
 
     /// The single value `sql` selects (a count, a state), nil when no row matches.
     func value<Value: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = []) throws -> Value? {
+        try read { db in try Value.fetchOne(db, sql: sql, arguments: arguments) }
+    }
+
+    /// Every value `sql` selects, in its order.
+    func values<Value: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = []) throws -> [Value] {
+        try read { db in try Value.fetchAll(db, sql: sql, arguments: arguments) }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
-        return try queue.read { db in try Value.fetchOne(db, sql: sql, arguments: arguments) }
+        return try queue.read(body)
     }
 
     func count(_ table: String, where condition: String = "1", _ arguments: StatementArguments = []) throws -> Int {
