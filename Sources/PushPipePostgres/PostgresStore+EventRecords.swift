@@ -8,15 +8,7 @@ extension PostgresStore {
             SELECT pipeline, event_id, state, updated_at, record FROM event_records
             WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
             """)
-        let queued = try await connections.rows("""
-            SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
-            WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline)) ORDER BY id
-            """)
-        return (try Self.eventRecords(records),
-                try queued.decode((String, String, String, String, String?, Double, String, String?, String?, String?).self).map { row in
-                    try Self.queuedEvent(pipeline: row.0, source: row.1, instance: row.2, eventID: row.3, user: row.4, time: row.5, body: row.6,
-                                         caller: row.7, replayOf: row.8, traceParent: row.9, lease: 0)
-                })
+        return (try Self.eventRecords(records), try await queuedEvents(eventID: eventID, pipeline: pipeline))
     }
 
     public func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {
@@ -39,12 +31,8 @@ extension PostgresStore {
                 WHERE pipeline = \(replay.pipeline) AND event_id = \(replay.eventID) AND state = 'dead_letter' RETURNING event_id
                 """, logger: logger).collect()
             guard !marked.isEmpty else { return false }
-            try await connection.query("""
-                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of)
-                VALUES (\(replay.pipeline), \(replay.source), \(replay.instance), \(replay.eventID), \(replay.user), \(replay.time),
-                    \(replay.body.compactText), \(unescaped: Self.databaseNow) + \(replay.lease), \(replay.caller),
-                    \(replay.replayOf.map(QueuedEvent.storedReplay)))
-                """, logger: logger)
+            try await PostgresWorkQueue.insert([replay.work], pipeline: replay.pipeline, after: [replay.lease], heldBy: [replay.instance],
+                                               on: connection, logger: logger)
             return true
         }
     }
@@ -62,16 +50,6 @@ extension PostgresStore {
                 AND state <> 'dead_letter' LIMIT \(limit))
             RETURNING event_id
             """).count
-    }
-
-    static func queuedEvent(pipeline: String, source: String, instance: String, eventID: String, user: String?, time: Double, body: String,
-                            caller: String?, replayOf: String?, traceParent: String?, lease: Double) throws -> QueuedEvent {
-        var event = QueuedEvent(pipeline: pipeline, source: source, instance: instance, eventID: eventID, user: user, time: time,
-                                body: try JSON.parse(body), lease: lease)
-        event.caller = caller
-        event.traceParent = traceParent
-        event.replayOf = try replayOf.map { try QueuedEvent.replay(stored: $0, pipeline: pipeline, eventID: eventID) }
-        return event
     }
 
     private static func eventRecords(_ rows: [PostgresRow]) throws -> [EventRecord] {

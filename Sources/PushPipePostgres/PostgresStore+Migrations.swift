@@ -151,6 +151,13 @@ extension PostgresStore {
             ON CONFLICT DO NOTHING
             """,
         ]),
+        // Accepted events become work items (`QueuedEvent+Work`), one kind per source; a partial
+        // index finds an event's items by id (the status route), its keys compared as bytes.
+        // `queued_events` stays for daemons of an earlier version: what they let lapse moves
+        // over at each claim (`adoptEarlierQueuedEvents`).
+        ("v15-queued-work", [
+            "CREATE INDEX work_events ON work ((key COLLATE \"C\")) WHERE \(unescaped: isQueuedEvent)",
+        ]),
     ]
 
     public static var migrationNames: [String] { migrations.map(\.name) }

@@ -9,7 +9,7 @@ extension PostgresStore {
     }
 
     public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
-        try await work(pipeline: pipeline).untake(PostgresWorkQueue.holdKind(stage: stage), keys: keys)
+        try await work(pipeline: pipeline).complete(PostgresWorkQueue.holdKind(stage: stage), keys: keys)
     }
 
     public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {

@@ -10,9 +10,9 @@ extension PostgresStore {
     /// where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var deliveries: [JSON] = []
-        var enqueued: [JSON] = []
+        var enqueued: [String: [QueuedEvent]] = [:]
         var states: [(writes: [StateWrite], pipeline: String)] = []
-        var dequeued: [(pipeline: String, eventID: String)] = []
+        var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
         var events: [String: JSON] = [:]
         var webhooks: [String: [WebhookOutcome]] = [:]
@@ -25,16 +25,12 @@ extension PostgresStore {
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
                 for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = json(record) }
             case .enqueue(let event):
-                enqueued.append(["pipeline": .string(event.pipeline), "source": .string(event.source), "instance": .string(event.instance),
-                                 "event_id": .string(event.eventID), "user_id": event.user.map(JSON.string) ?? .null, "time": .double(event.time),
-                                 "body": .string(event.body.compactText), "lease": .double(event.lease), "caller": event.caller.map(JSON.string) ?? .null,
-                                 "replay_of": event.replayOf.map { .string(QueuedEvent.storedReplay($0)) } ?? .null,
-                                 "trace_parent": event.traceParent.map(JSON.string) ?? .null])
+                enqueued[event.pipeline, default: []].append(event)
                 if let answer = event.answer { answers.append(answer) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
-            case .dequeue(let pipeline, let eventID):
-                dequeued.append((pipeline, eventID))
+            case .dequeue(let pipeline, let kind, let key):
+                dequeued.append((pipeline, kind, key))
             }
         }
         if !deliveries.isEmpty {
@@ -46,14 +42,9 @@ extension PostgresStore {
                     provider_id text, attempts bigint, created_at double precision, record text)
                 """, logger: logger)
         }
-        if !enqueued.isEmpty {
-            try await connection.query("""
-                INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
-                SELECT pipeline, source, instance, event_id, user_id, time, body, \(unescaped: databaseNow) + lease, caller, replay_of, trace_parent
-                FROM jsonb_to_recordset(\(jsonb: enqueued)::jsonb) AS q(
-                    pipeline text, source text, instance text, event_id text, user_id text, time double precision, body text,
-                    lease double precision, caller text, replay_of text, trace_parent text)
-                """, logger: logger)
+        for (pipeline, events) in enqueued {
+            try await PostgresWorkQueue.insert(events.map(\.work), pipeline: pipeline, after: events.map(\.lease), heldBy: events.map(\.instance),
+                                               on: connection, logger: logger)
         }
         if !events.isEmpty {
             // A record replaces the event's earlier one; `created_at` stays as first written.
@@ -81,10 +72,10 @@ extension PostgresStore {
                     """, logger: logger)
             }
         }
-        for (pipeline, eventID) in dequeued {
-            // One row: a backend that reuses an event id keeps its other events queued.
+        if !dequeued.isEmpty {
             try await connection.query("""
-                DELETE FROM queued_events WHERE id = (SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND event_id = \(eventID) ORDER BY id LIMIT 1)
+                DELETE FROM work WHERE (owner = \(LeaseOwner.thisProcess) OR owner IS NULL) AND (pipeline, kind, key) IN (
+                    SELECT * FROM unnest(\(dequeued.map(\.pipeline))::text[], \(dequeued.map(\.kind))::text[], \(dequeued.map(\.key))::text[]))
                 """, logger: logger)
         }
     }

@@ -221,12 +221,4 @@ public final class PostgresStore: Store {
         try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
                                                       pipeline: pipeline))
     }
-
-    public func enqueue(_ event: QueuedEvent) async throws {
-        try await outcomes.submit(.enqueue(event))
-    }
-
-    public func dequeue(pipeline: String, eventID: String) async throws {
-        try await outcomes.submit(.dequeue(pipeline: pipeline, eventID: eventID))
-    }
 }

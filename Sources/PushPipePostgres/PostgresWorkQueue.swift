@@ -17,34 +17,42 @@ struct PostgresWorkQueue: WorkQueue {
         }
     }
 
-    /// Also in the transaction of another write (webhook outcomes with their deliveries).
-    static func insert(_ items: [WorkItem], pipeline: String, after delays: [Double], on connection: PostgresConnection, logger: Logger) async throws {
+    /// Also in the transaction of another write (webhook outcomes with their deliveries, accepted
+    /// events with their answers). An item with an owner (`owners`, by position) is held by it
+    /// until it is due.
+    static func insert(_ items: [WorkItem], pipeline: String, after delays: [Double], heldBy owners: [String?]? = nil, on connection: PostgresConnection,
+                       logger: Logger) async throws {
         // In the order of their keys: two transactions inserting the same keys wait for each
         // other in one order, never in a cycle (a deadlock would abort a whole group commit).
-        let rows: [JSON] = zip(items, delays).sorted { ($0.0.kind, $0.0.key) < ($1.0.kind, $1.0.key) }.map { item, delay in
-            ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
-             "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null,
-             "delay": .double(delay)]
+        let rows: [JSON] = items.indices.sorted { (items[$0].kind, items[$0].key) < (items[$1].kind, items[$1].key) }.map { index in
+            let item = items[index]
+            return ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
+                    "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null,
+                    "delay": .double(delays[index]), "owner": owners?[index].map(JSON.string) ?? .null]
         }
         try await connection.query("""
-            INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor)
-            SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + delay, payload, attempts, created_at, work_group, cursor
+            INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
+            SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + delay, owner,
+                   CASE WHEN owner IS NULL THEN 0 ELSE \(unescaped: PostgresStore.databaseNow) + delay END, payload, attempts, created_at, work_group, cursor
             FROM jsonb_to_recordset(\(jsonb: rows)::jsonb) AS w(kind text, key text, payload text, attempts integer, created_at double precision,
-                                                               work_group text, cursor text, delay double precision)
+                                                               work_group text, cursor text, delay double precision, owner text)
             ON CONFLICT (pipeline, kind, key) DO NOTHING
             """, logger: logger)
     }
 
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let owner = LeaseOwner.thisProcess
+        if let source = QueuedEvent.source(ofKind: kind) {
+            try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: source, lease: lease, connections: connections)
+        }
         guard let grouping else {
             // SKIP LOCKED: daemons claiming at the same moment split the due items between them.
             // Chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the planner may run
             // the subquery again and take more than the limit.
             return try Self.items(try await connections.rows("""
-                WITH due AS MATERIALIZED (
+                WITH \(startGrace: pipeline, kind: kind, lease: lease), due AS MATERIALIZED (
                     SELECT id AS due_id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND due_at <= \(unescaped: PostgresStore.databaseNow)
-                    AND lease_until < \(unescaped: PostgresStore.databaseNow) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
                     due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
                 FROM due WHERE work.id = due.due_id
@@ -56,8 +64,9 @@ struct PostgresWorkQueue: WorkQueue {
         return try await connections.transaction { [logger, pipeline] connection in
             try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("pushpipe.work/\(pipeline)/\(kind)"), 0))", logger: logger)
             let chosen = try Self.items(try await connection.query("""
+                WITH \(startGrace: pipeline, kind: kind, lease: lease)
                 SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)
-                AND due_at <= \(unescaped: PostgresStore.databaseNow) AND lease_until < \(unescaped: PostgresStore.databaseNow)
+                AND due_at <= \(unescaped: PostgresStore.databaseNow) AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true)
                 ORDER BY due_at, id LIMIT \(limit)
                 """, logger: logger).collect())
             var groups = Set(chosen.compactMap(\.group))
@@ -69,43 +78,64 @@ struct PostgresWorkQueue: WorkQueue {
                 UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
                     due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
                 WHERE pipeline = \(pipeline) AND kind = \(kind) AND work_group = ANY(\(Array(groups)))
-                AND lease_until < \(unescaped: PostgresStore.databaseNow)
+                AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: false)
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger).collect())
         }
     }
 
-    func renew(ids: [Int64], lease: Double) async throws {
-        guard !ids.isEmpty else { return }
+    /// Also beats the kind's lease clock (`lease_clocks`), whose gaps claims respect
+    /// (`appendInterpolation(lapsedIn:…)`).
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        try await connections.transaction { [logger, pipeline] connection in
+            // A lease that ends at once is a holder letting go, not renewing.
+            if lease > 0 {
+                try await connection.query("""
+                INSERT INTO lease_clocks AS clock (pipeline, source, renewed_at, resumed_at, gap)
+                VALUES (\(pipeline), \(kind), \(unescaped: PostgresStore.databaseNow), 0, 0)
+                ON CONFLICT (pipeline, source) DO UPDATE SET
+                    resumed_at = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at ELSE clock.resumed_at END,
+                    gap = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at - clock.renewed_at ELSE clock.gap END,
+                    renewed_at = greatest(clock.renewed_at, excluded.renewed_at)
+                """, logger: logger)
+            }
+            guard !keys.isEmpty else { return }
+            // A claimed item falls due again when its lease ends; a taken key never does.
+            try await connection.query("""
+                UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
+                    due_at = CASE WHEN due_at < \(takenKeysFallDue) THEN \(unescaped: PostgresStore.databaseNow) + \(lease) ELSE due_at END
+                WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
+                """, logger: logger)
+        }
+    }
+
+    func complete(_ kind: String, keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
         _ = try await connections.rows("""
-            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease), due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
-            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
+            DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
-    func complete(ids: [Int64]) async throws {
-        guard !ids.isEmpty else { return }
-        _ = try await connections.rows("DELETE FROM work WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)")
-    }
-
-    func retry(ids: [Int64], after delay: Double) async throws {
-        guard !ids.isEmpty else { return }
+    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+        guard !keys.isEmpty else { return }
         _ = try await connections.rows("""
             UPDATE work SET attempts = attempts + 1, due_at = \(unescaped: PostgresStore.databaseNow) + \(delay), owner = NULL, lease_until = 0
-            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
-    func release(ids: [Int64]) async throws {
-        guard !ids.isEmpty else { return }
+    func release(_ kind: String, keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
         _ = try await connections.rows("""
             UPDATE work SET owner = NULL, lease_until = 0, due_at = least(due_at, \(unescaped: PostgresStore.databaseNow))
-            WHERE id = ANY(\(ids)) AND owner = \(LeaseOwner.thisProcess)
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
 
-    func saveProgress(id: Int64, cursor: String?) async throws {
-        _ = try await connections.rows("UPDATE work SET cursor = \(cursor) WHERE id = \(id) AND owner = \(LeaseOwner.thisProcess)")
+    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
+        _ = try await connections.rows("""
+            UPDATE work SET cursor = \(cursor) WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = \(key) AND owner = \(LeaseOwner.thisProcess)
+            """)
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
@@ -138,21 +168,6 @@ struct PostgresWorkQueue: WorkQueue {
             RETURNING key
             """)
         return Set(try taken.map { try $0.decode(String.self) })
-    }
-
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
-        guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
-            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
-            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
-    }
-
-    func untake(_ kind: String, keys: Set<String>) async throws {
-        guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
-            DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
     }
 
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {

@@ -37,13 +37,7 @@ extension SQLiteStore {
             let records = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT pipeline, event_id, state, updated_at, record FROM event_records WHERE event_id = ? AND (? IS NULL OR pipeline = ?)
                 """), arguments: [eventID, pipeline, pipeline]).map(Self.eventRecord)
-            let queued = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT pipeline, source, instance, event_id, user_id, time, body, caller, replay_of, trace_parent FROM queued_events
-                WHERE event_id = ? AND (? IS NULL OR pipeline = ?) ORDER BY id
-                """), arguments: [eventID, pipeline, pipeline]).map { row in
-                try Self.queuedEvent(row, pipeline: row["pipeline"], source: row["source"], instance: row["instance"], lease: 0)
-            }
-            return (records, queued)
+            return (records, try Self.queuedEvents(eventID: eventID, pipeline: pipeline, in: db))
         }
     }
 
@@ -72,7 +66,7 @@ extension SQLiteStore {
                 UPDATE event_records SET state = 'accepted', updated_at = ? WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'
                 """, arguments: [now, replay.pipeline, replay.eventID])
             guard db.changesCount > 0 else { return false }
-            try Self.insertQueued(replay, at: now, in: db)
+            try SQLiteWorkQueue.insert(replay.work, pipeline: replay.pipeline, dueAt: now + replay.lease, heldBy: replay.instance, in: db)
             return true
         }
     }

@@ -27,7 +27,7 @@ public final class SQLiteStore: Store {
     ///   - observers: told of each commit and checkpoint (the daemon's telemetry).
     ///   - clock: what leases, due times and expiries are measured on.
     public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
-                observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system) throws {
+                observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system, takingOverQueuedEvents: Bool = false) throws {
         self.path = path
         self.clock = clock
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
@@ -93,6 +93,7 @@ public final class SQLiteStore: Store {
         }
         if let commits = observers.commits { observeCommits(commits) }
         if let checkpoints = observers.checkpoints { observeCheckpoints(checkpoints) }
+        if takingOverQueuedEvents { try takeOverQueuedEvents() }
     }
 
     /// One transaction of the group commit; returns the stage state rows it changed.
@@ -128,10 +129,11 @@ public final class SQLiteStore: Store {
             try upsert(events, in: db)
             for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
         case .enqueue(let event):
-            try insertQueued(event, at: now, in: db)
+            try SQLiteWorkQueue.insert(event.work, pipeline: event.pipeline, dueAt: now + event.lease, heldBy: event.instance, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }
-        case .dequeue(let pipeline, let eventID):
-            try deleteQueued(pipeline: pipeline, eventID: eventID, in: db)
+        case .dequeue(let pipeline, let kind, let key):
+            try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND (owner = ? OR owner IS NULL)")
+                .execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess]))
         }
     }
 

@@ -20,12 +20,13 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    /// Also in the transaction of another write (webhook outcomes with their deliveries).
-    static func insert(_ item: WorkItem, pipeline: String, dueAt due: Double, in db: Database) throws {
+    /// Also in the transaction of another write (webhook outcomes with their deliveries, an
+    /// accepted event with its answer). Held by `owner` until it is due, if given.
+    static func insert(_ item: WorkItem, pipeline: String, dueAt due: Double, heldBy owner: String? = nil, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO work (pipeline, kind, key, due_at, payload, attempts, created_at, work_group, cursor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (pipeline, kind, key) DO NOTHING
-            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, item.payload.compactText,
+            INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO NOTHING
+            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, item.payload.compactText,
                                                item.attempts, item.createdAt, item.group, item.cursor]))
     }
 
@@ -55,28 +56,30 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    func renew(ids: [Int64], lease: Double) async throws {
-        try await update("lease_until = ?1, due_at = ?1", [(clock.now + lease).databaseValue], ids: ids)
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        // A claimed item falls due again when its lease ends; a taken key never does.
+        try await update("lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
+                         [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue], kind, keys)
     }
 
-    func complete(ids: [Int64]) async throws {
-        guard !ids.isEmpty else { return }
-        try await database.write { db in
-            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE id = ? AND owner = ?")
-            for id in ids { try statement.execute(arguments: [id, LeaseOwner.thisProcess]) }
+    func complete(_ kind: String, keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
+        try await database.write { [pipeline] db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
+            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess])) }
         }
     }
 
-    func retry(ids: [Int64], after delay: Double) async throws {
-        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], ids: ids)
+    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], kind, keys)
     }
 
-    func release(ids: [Int64]) async throws {
-        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], ids: ids)
+    func release(_ kind: String, keys: Set<String>) async throws {
+        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], kind, keys)
     }
 
-    func saveProgress(id: Int64, cursor: String?) async throws {
-        try await update("cursor = ?", [cursor.databaseValue], ids: [id])
+    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
+        try await update("cursor = ?", [cursor.databaseValue], kind, [key])
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
@@ -122,23 +125,6 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
-        guard !keys.isEmpty else { return }
-        let until = clock.now + lease
-        try await database.write { [pipeline] db in
-            let statement = try db.cachedStatement(sql: "UPDATE work SET lease_until = ? WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
-            for key in keys { try statement.execute(arguments: .storable([until, pipeline, kind, key, LeaseOwner.thisProcess])) }
-        }
-    }
-
-    func untake(_ kind: String, keys: Set<String>) async throws {
-        guard !keys.isEmpty else { return }
-        try await database.write { [pipeline] db in
-            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
-            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess])) }
-        }
-    }
-
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
         let now = clock.now
         return try await database.write { [pipeline] db in
@@ -149,12 +135,14 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    /// Sets `assignments` on those of `ids` this process holds.
-    private func update(_ assignments: String, _ values: [DatabaseValue], ids: [Int64]) async throws {
-        guard !ids.isEmpty else { return }
-        try await database.write { db in
-            let statement = try db.cachedStatement(sql: "UPDATE work SET \(assignments) WHERE id = ? AND owner = ?")
-            for id in ids { try statement.execute(arguments: StatementArguments(values + [id.databaseValue, LeaseOwner.thisProcess.databaseValue])) }
+    /// Sets `assignments` on this process's items of `kind` under `keys`.
+    private func update(_ assignments: String, _ values: [DatabaseValue], _ kind: String, _ keys: Set<String>) async throws {
+        guard !keys.isEmpty else { return }
+        try await database.write { [pipeline] db in
+            let statement = try db.cachedStatement(sql: "UPDATE work SET \(assignments) WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
+            for key in keys {
+                try statement.execute(arguments: StatementArguments(values) + .storable([pipeline, kind, key, LeaseOwner.thisProcess]))
+            }
         }
     }
 

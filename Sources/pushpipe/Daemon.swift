@@ -96,7 +96,7 @@ public final class Daemon: Sendable {
         let lock = try options.store.lockForDaemon()
         defer { lock?.release() }
         let store = try await options.store.open(logger: logger,
-                                                 observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"))
+                                                 observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"), lock: lock)
         logger.info("store: \(options.store)")
         let storeService = StoreService(store)
         let host = HTTPHost(protection: options.protection, identityLookup: identityLookup, logger: logger)

@@ -42,10 +42,11 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// Opens (and migrates) the store. The PostgreSQL store runs its pool itself until it is
     /// closed: a daemon closes it last, once the pipelines drained (`StoreService`).
-    public func open(logger: Logger, observers: StoreObservers = StoreObservers()) async throws -> any Store {
+    /// With the daemon's `lock`, a SQLite store takes over what an earlier process left queued.
+    public func open(logger: Logger, observers: StoreObservers = StoreObservers(), lock: SQLiteStateLock? = nil) async throws -> any Store {
         switch self {
         case .sqlite(let path):
-            return try SQLiteStore(path: path, observers: observers)
+            return try SQLiteStore(path: path, observers: observers, takingOverQueuedEvents: lock != nil)
         case .postgres(let location):
             return try await PostgresStore(location: location, logger: logger, observers: observers)
         }

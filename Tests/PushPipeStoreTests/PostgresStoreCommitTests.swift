@@ -29,7 +29,7 @@ import Testing
             let unlock = Gate()
             group.addTask {
                 try await locker.withTransaction(logger: logger) { connection in
-                    try await connection.query("LOCK TABLE queued_events IN ACCESS EXCLUSIVE MODE", logger: logger)
+                    try await connection.query("LOCK TABLE work IN ACCESS EXCLUSIVE MODE", logger: logger)
                     locked.update { $0 = true }
                     await unlock.wait()
                 }
@@ -51,7 +51,7 @@ import Testing
                 }
             }
             _ = try? await cancelled.value
-            let rows = try await locker.query("SELECT event_id FROM queued_events ORDER BY event_id", logger: logger).collect()
+            let rows = try await locker.query("SELECT payload::json->>'event_id' FROM work ORDER BY 1", logger: logger).collect()
             let ids = try rows.map { try $0.decode(String.self) }
             #expect(Set(["e0", "e2", "e3"]).isSubset(of: Set(ids)), "stored: \(ids)")
             group.cancelAll()

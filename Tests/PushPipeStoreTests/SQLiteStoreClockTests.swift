@@ -28,7 +28,7 @@ import Testing
             let again = try await work.claim("job", limit: 10, lease: 300)
             #expect(again.map(\.key) == ["a"] && again.first?.attempts == 0, "its holder died: taken again, no attempt counted")
 
-            try await work.retry(ids: again.map(\.id), after: 3600)
+            try await work.retry("job", keys: Set(again.map(\.key)), after: 3600)
             clock.advance(by: .seconds(3599))
             #expect(try await work.claim("job", limit: 10, lease: 300).isEmpty, "not due before its backoff ends")
             clock.advance(by: .seconds(2))
@@ -68,14 +68,14 @@ import Testing
             var event = QueuedEvent(pipeline: "p", source: "events", eventID: "e1", user: "alice", time: clock.now, body: [:], lease: 30)
             event.instance = QueuedEvent.thisProcess
             try await store.enqueue(event)
-            #expect(try await store.claimQueuedEvents(pipeline: "p", source: "events", lease: 30, limit: 10).isEmpty,
+            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
                     "this process works on it under a running lease")
             clock.advance(by: .seconds(29))
-            try await store.renewLeases(pipeline: "p", source: "events", eventIDs: ["e1"], lease: 30)
+            try await store.pipeline("p").renewLeases(source: "events", keys: [event.key], lease: 30)
             clock.advance(by: .seconds(29))
-            #expect(try await store.claimQueuedEvents(pipeline: "p", source: "events", lease: 30, limit: 10).isEmpty, "renewed at 29 s")
+            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "renewed at 29 s")
             clock.advance(by: .seconds(2))
-            #expect(try await store.claimQueuedEvents(pipeline: "p", source: "events", lease: 30, limit: 10).map(\.eventID) == ["e1"],
+            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).map(\.eventID) == ["e1"],
                     "not renewed for a lease: taken back")
         }
     }

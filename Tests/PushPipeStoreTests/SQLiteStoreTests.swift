@@ -177,20 +177,42 @@ extension SQLiteStoreTests {
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
 
         let beforeClaim = Date().timeIntervalSince1970
-        let claimed = try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15, limit: 10)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
-        #expect(claimed.first.map { claimed in var event = claimed; event.lease = 0; return event } == queued("e1", instance: QueuedEvent.thisProcess))
+        #expect(claimed.first.map { claimed in var event = claimed; event.lease = 0; event.key = ""; return event }
+                    == { var event = queued("e1", instance: QueuedEvent.thisProcess); event.key = ""; return event }())
         #expect(claimed.first?.lease == 15, "claimed with a lease")
-        let leases = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT lease_until FROM queued_events WHERE event_id = 'e1'") }
+        let leases = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT lease_until FROM work WHERE key = ?", arguments: [claimed[0].key]) }
         #expect(leases.allSatisfy { $0 >= beforeClaim + 15 }, "stored with the lease: \(leases)")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
-        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 15, limit: 10).isEmpty, "claimed once")
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).isEmpty, "claimed once")
 
-        try await store.enqueue(queued("e2", instance: QueuedEvent.thisProcess))
-        try await store.dequeue(pipeline: "p", eventID: "e1")
-        try await store.dequeue(pipeline: "p", eventID: "e2")
-        let left = try await store.database.read { db in try String.fetchAll(db, sql: "SELECT event_id FROM queued_events ORDER BY id") }
-        #expect(left == ["own", "other-source", "e2"], "one row per dequeue, even when a backend reuses an id")
+        var again = queued("e2", instance: QueuedEvent.thisProcess)
+        again.lease = 600
+        try await store.enqueue(again)
+        for event in claimed { try await store.pipeline("p").dequeue(source: "sources[0]", key: event.key) }
+        let left = try await store.database.read { db in try String.fetchAll(db, sql: "SELECT json_extract(payload, '$.event_id') FROM work ORDER BY id") }
+        #expect(left == ["own", "other-source", "e2"], "one item per dequeue, even when a backend reuses an id")
+        try await store.close()
+    }
+
+    /// A SQLite state has one daemon: the one that opens it with its lock takes over at once
+    /// what an earlier process left held, instead of waiting out a lease whose holder is gone.
+    @Test func theDaemonOpeningTheFileTakesOverWhatAnEarlierProcessHeld() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var store = try SQLiteStore(path: directory.file("state.sqlite"))
+        var held = QueuedEvent(pipeline: "p", source: "events", instance: "a-killed-daemon", eventID: "e1", user: "u", time: 1, body: [:], lease: 600)
+        held.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        try await store.enqueue(held)
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "under its holder's lease")
+        try await store.close()
+        store = try SQLiteStore(path: directory.file("state.sqlite"))
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "a command opens it without taking over")
+        try await store.close()
+        store = try SQLiteStore(path: directory.file("state.sqlite"), takingOverQueuedEvents: true)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10)
+        #expect(claimed.map(\.eventID) == ["e1"] && claimed.first?.traceParent == held.traceParent)
         try await store.close()
     }
 
@@ -223,7 +245,7 @@ extension SQLiteStoreTests {
         try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
         try await work.schedule("poll:s", every: 30) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue, "synced once per period")
-        try await work.untake("schedule-synced", keys: ["poll:s"])
+        try await work.complete("schedule-synced", keys: ["poll:s"])
         try await work.schedule("poll:s", every: 30) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")
         try await store.close()

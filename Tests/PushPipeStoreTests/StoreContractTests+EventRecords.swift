@@ -44,7 +44,7 @@ extension StoreContractTests {
         #expect(try await store.replayDeadLetter(replay) == false, "no longer a dead letter")
         let status = try await store.eventStatus(eventID: "e1", pipeline: "r")
         #expect(status.map(\.state) == [.accepted] && status.first?.recipients == [recipient])
-        let claimed = try await store.claimQueuedEvents(pipeline: "r", source: QueuedEventIntake.replayKey, lease: 60, limit: 10)
+        let claimed = try await store.pipeline("r").claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: 60, limit: 10)
         #expect(claimed.count == 1)
         #expect(claimed.first?.replayOf == dead && claimed.first?.caller == "token" && claimed.first?.body == ["text": "hi"])
         #expect(claimed.first?.event.source == "events", "a replay counts under the source that accepted it")

@@ -22,11 +22,11 @@ extension StoreContractTests {
                 "claimed ones are held")
         #expect(try await store.work(pipeline: "other").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
 
-        try await store.work(pipeline: "w").complete(ids: [claimed[0].id])
-        try await store.work(pipeline: "w").retry(ids: [claimed[1].id], after: -1)
+        try await store.work(pipeline: "w").complete(WebhookOutcome.kind, keys: [claimed[0].key])
+        try await store.work(pipeline: "w").retry(WebhookOutcome.kind, keys: [claimed[1].key], after: -1)
         let again = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(again.map(\.outcomeID) == ["w/e2/delivered"] && again.first?.attempts == 1, "put back, its attempt counted")
-        try await store.work(pipeline: "w").retry(ids: again.map(\.id), after: 3600)
+        try await store.work(pipeline: "w").retry(WebhookOutcome.kind, keys: Set(again.map(\.key)), after: 3600)
         #expect(try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due before its backoff")
 
         #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 2.5, limit: 10) == 1)
@@ -57,11 +57,11 @@ extension StoreContractTests {
         let work = store.work(pipeline: "two")
         let both = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(Set(both.map(\.target)) == Set(targets) && Set(both.map(\.batch)).count == 1)
-        try await work.retry(ids: both.filter { $0.target == targets[0] }.map(\.id), after: -1)
-        try await work.retry(ids: both.filter { $0.target == targets[1] }.map(\.id), after: 3600)
+        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[0] }.map(\.key)), after: -1)
+        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[1] }.map(\.key)), after: 3600)
         let first = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(first.map(\.target) == [targets[0]], "the second webhook's Retry-After holds: \(first.map(\.target))")
-        try await work.complete(ids: first.map(\.id))
+        try await work.complete(WebhookOutcome.kind, keys: Set(first.map(\.key)))
     }
 
     static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {
@@ -92,7 +92,7 @@ extension StoreContractTests {
         #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
                             WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
                 "\(byBatch)")
-        try await store.work(pipeline: "b").complete(ids: all.map(\.id))
+        try await store.work(pipeline: "b").complete(WebhookOutcome.kind, keys: Set(all.map(\.key)))
     }
 
     /// A batch the receiver refused goes again, by the dispatcher, with the same `webhook-id` and

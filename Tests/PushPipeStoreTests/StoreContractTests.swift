@@ -50,7 +50,7 @@ import Testing
                                                 time: 1, body: [:], lease: lease))
         }
         _ = try await store.connections.rows("""
-            INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', 'sources[0]', \(now - 100), 0, 0)
+            INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', \(QueuedEvent.kind(source: "sources[0]")), \(now - 100), 0, 0)
             """)
         #expect(try await store.renameSource(pipeline: "old", from: "sources[0]", to: "http.event", lease: 15) == 0,
                 "nobody renewed for 100 s: the holder may still be sending it")
@@ -62,6 +62,26 @@ import Testing
         #expect(try await store.queuedEventCounts().filter { $0.pipeline == "old" } == [
             QueuedEventCount(pipeline: "old", source: "http.event", count: 1), QueuedEventCount(pipeline: "old", source: "sources[0]", count: 1),
         ])
+        try await postgresEarlierVersionsEvents(store, now: now)
+    }
+
+    /// A group upgraded one daemon at a time: daemons of the earlier version keep their accepted
+    /// events in `queued_events`. What they hold stays theirs; what they let lapse (they died)
+    /// moves onto the work queue at a claim of its source, and is claimed whole.
+    func postgresEarlierVersionsEvents(_ store: PostgresStore, now: Double) async throws {
+        _ = try await store.connections.rows("""
+            INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent) VALUES
+            ('up', 'http.event', 'an-old-daemon', 'sending', 'u', 1, '{"n":1}', \(now + 3600), NULL, NULL, NULL),
+            ('up', 'http.event', 'an-old-daemon-that-died', 'left', 'alice', 2.5, '{"text":"nul\\u0000"}', \(now - 1), 'token',
+             NULL, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')
+            """)
+        let claimed = try await store.pipeline("up").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
+        #expect(claimed.map(\.eventID) == ["left"])
+        #expect(claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
+                    && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        let left = try await store.connections.rows("SELECT event_id FROM queued_events WHERE pipeline = 'up'").map { try $0.decode(String.self) }
+        #expect(left == ["sending"], "an earlier daemon's event under a running lease stays with it")
+        #expect(try await store.eventRecords(eventID: "left", pipeline: "up").queued.count == 1)
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
@@ -189,7 +209,9 @@ import Testing
                                   body: ["text": "left over"])
         earlier.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         try await store.enqueue(earlier)
-        try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 15))
+        // In flight here for the whole test, however slowly a loaded machine runs it.
+        let mine = QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 600)
+        try await store.enqueue(mine)
         for number in 0..<3 {
             try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "more-\(number)",
                                                 user: nil, time: 3, body: [:]))
@@ -201,22 +223,24 @@ import Testing
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
                                                         QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1)])
         #expect(try await store.renameSource(pipeline: "q", from: "http.event", to: "sources[0]", lease: 15) == 4)
-        let claimed = try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 2)
+        let claimed = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
         #expect(claimed.first?.event.traceParent == earlier.traceParent, "a restarted event still continues its caller's trace")
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1", "more-2"],
-                "claimed once")
+        let more = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10)
+        #expect(more.map(\.eventID) == ["more-1", "more-2"], "claimed once")
         // Renewed, a lease runs from the store's now: a lease of -1 s has lapsed already.
-        try await store.renewLeases(pipeline: "q", source: "sources[0]", eventIDs: ["left", "more-0"], lease: 15)
-        try await store.renewLeases(pipeline: "q", source: "sources[0]", eventIDs: ["mine"], lease: -1)
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
+        let queue = store.pipeline("q")
+        try await queue.renewLeases(source: "sources[0]", keys: Set(claimed.map(\.key)), lease: 15)
+        try await queue.renewLeases(source: "sources[0]", keys: [mine.key], lease: -1)
+        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
                 "an event this process let lapse is claimed again; the renewed ones are not")
-        try await store.releaseLeases(pipeline: "q", source: "sources[0]", eventIDs: ["more-1"])
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
+        try await queue.releaseLeases(source: "sources[0]", keys: [more[0].key])
+        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
                 "a released event is claimed at once")
-        for id in ["left", "mine", "more-0", "more-1", "more-2"] { try await store.dequeue(pipeline: "q", eventID: id) }
-        #expect(try await store.claimQueuedEvents(pipeline: "q", source: "sources[0]", lease: -1, limit: 10).isEmpty)
+        for event in claimed + more + [mine] { try await queue.dequeue(source: "sources[0]", key: event.key) }
+        #expect(try await store.queuedEventCounts().filter { $0.pipeline == "q" }.isEmpty, "each dequeued once")
+        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: -1, limit: 10).isEmpty)
     }
 
     /// Issue 45, finding 15a: the move of rows queued under a source's position (`sources[0]`)
@@ -229,7 +253,9 @@ import Testing
         func waiting() async throws -> [QueuedEventCount] { try await store.queuedEventCounts().filter { $0.pipeline == "m" } }
         try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "held", user: "u",
                                             time: 1, body: [:], lease: -1))
-        #expect(try await store.claimQueuedEvents(pipeline: "m", source: "sources[0]", lease: 3600, limit: 10).map(\.eventID) == ["held"])
+        let queue = store.pipeline("m")
+        let held = try await queue.claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
+        #expect(held.map(\.eventID) == ["held"])
         #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Accepted under the position after that move, and let go of: the next move takes it.
@@ -239,15 +265,16 @@ import Testing
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
                                         QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Its holder lets go of the held one (a drain timeout, or its lease lapses): the next move takes it too.
-        try await store.renewLeases(pipeline: "m", source: "sources[0]", eventIDs: ["held"], lease: 3600)
+        try await queue.renewLeases(source: "sources[0]", keys: Set(held.map(\.key)), lease: 3600)
         #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
-        try await store.releaseLeases(pipeline: "m", source: "sources[0]", eventIDs: ["held"])
+        try await queue.releaseLeases(source: "sources[0]", keys: Set(held.map(\.key)))
         #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 1)
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 2)])
         #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0)
-        #expect(try await store.claimQueuedEvents(pipeline: "m", source: "http.event", lease: 15, limit: 10).map(\.eventID) == ["held", "later"],
-                "claimed under the key")
-        for id in ["held", "later"] { try await store.dequeue(pipeline: "m", eventID: id) }
+        let moved = try await queue.claimQueuedEvents(source: "http.event", lease: 15, limit: 10)
+        #expect(moved.map(\.eventID) == ["held", "later"], "claimed under the key")
+        for event in moved { try await queue.dequeue(source: "http.event", key: event.key) }
+        #expect(try await waiting().isEmpty)
     }
 
     func holds(_ store: any Store) async throws {

@@ -44,7 +44,7 @@ import Testing
             // Its daemon died: the lease ran out at once.
             let held = try await work.claim("job", limit: 10, lease: -1)
             #expect(held.count == 2)
-            try await work.renew(ids: held.filter { $0.key == "renewed" }.map(\.id), lease: 60)
+            try await work.renew("job", keys: Set(held.filter { $0.key == "renewed" }.map(\.key)), lease: 60)
             #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["lapses"])
         }
     }
@@ -55,19 +55,19 @@ import Testing
             let work = store.work(pipeline: "p")
             try await work.add([Self.item("x")])
             var claimed = try await work.claim("job", limit: 10, lease: 60)
-            try await work.retry(ids: claimed.map(\.id), after: -1)
+            try await work.retry("job", keys: Set(claimed.map(\.key)), after: -1)
             claimed = try await work.claim("job", limit: 10, lease: 60)
             #expect(claimed.map(\.attempts) == [1], "due again at once, its attempt counted")
-            try await work.retry(ids: claimed.map(\.id), after: 3600)
+            try await work.retry("job", keys: Set(claimed.map(\.key)), after: 3600)
             #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "not due before its backoff")
 
             try await work.add([Self.item("y")])
             claimed = try await work.claim("job", limit: 10, lease: 3600)
-            try await work.release(ids: claimed.map(\.id))
+            try await work.release("job", keys: Set(claimed.map(\.key)))
             claimed = try await work.claim("job", limit: 10, lease: 60)
             #expect(claimed.map(\.key) == ["y"] && claimed.first?.attempts == 0, "let go of: due as it was, no attempt counted")
-            try await work.complete(ids: claimed.map(\.id))
-            try await work.release(ids: claimed.map(\.id))
+            try await work.complete("job", keys: Set(claimed.map(\.key)))
+            try await work.release("job", keys: Set(claimed.map(\.key)))
             #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "completed: gone")
         }
     }
@@ -80,16 +80,16 @@ import Testing
             try await work.add([Self.item("taken")])
             let mine = try await work.claim("job", limit: 10, lease: -1)
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
-            try await work.complete(ids: mine.map(\.id))
-            try await work.retry(ids: mine.map(\.id), after: 3600)
-            try await work.saveProgress(id: try #require(mine.first?.id), cursor: "mine")
+            try await work.complete("job", keys: Set(mine.map(\.key)))
+            try await work.retry("job", keys: Set(mine.map(\.key)), after: 3600)
+            try await work.saveProgress("job", key: try #require(mine.first?.key), cursor: "mine")
             let again = try await work.claim("job", limit: 10, lease: 60)
             #expect(again.map(\.key) == ["taken"] && again.first?.attempts == 0 && again.first?.cursor == nil,
                     "neither completed, retried nor moved by a daemon that no longer holds it")
             // Held by the other daemon now: this one neither lets it go nor shortens its lease.
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
-            try await work.release(ids: again.map(\.id))
-            try await work.renew(ids: again.map(\.id), lease: -1)
+            try await work.release("job", keys: Set(again.map(\.key)))
+            try await work.renew("job", keys: Set(again.map(\.key)), lease: -1)
             #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty, "still the other daemon's, under its lease")
         }
     }
@@ -102,7 +102,7 @@ import Testing
             try await work.add([Self.item("broadcast")])
             let claimed = try #require(try await work.claim("job", limit: 1, lease: -1).first)
             #expect(claimed.cursor == nil)
-            try await work.saveProgress(id: claimed.id, cursor: "user-00042")
+            try await work.saveProgress("job", key: claimed.key, cursor: "user-00042")
             let resumed = try #require(try await work.claim("job", limit: 1, lease: 60).first)
             #expect(resumed.id == claimed.id && resumed.cursor == "user-00042")
         }
@@ -148,13 +148,13 @@ import Testing
             #expect(try await work.take("hold:s", keys: ["a", "b"], lease: 60) == ["a", "b"])
             #expect(try await work.take("hold:s", keys: ["a", "c"], lease: 60) == ["c"], "a is held")
             #expect(try await work.take("hold:t", keys: ["a"], lease: 60) == ["a"], "another kind's key")
-            try await work.untake("hold:s", keys: ["a"])
+            try await work.complete("hold:s", keys: ["a"])
             #expect(try await work.take("hold:s", keys: ["a"], lease: -1) == ["a"], "let go of, then taken again with a lease that lapses")
             #expect(try await work.take("hold:s", keys: ["a"], lease: 60) == ["a"], "its holder died: taken over")
             #expect(try await work.claim("hold:s", limit: 10, lease: 60).isEmpty, "never claimed as work")
 
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE kind = 'hold:s' AND key = 'b'", on: store)
-            try await work.untake("hold:s", keys: ["b"])
+            try await work.complete("hold:s", keys: ["b"])
             try await work.renew("hold:s", keys: ["b"], lease: -1)
             #expect(try await work.take("hold:s", keys: ["b"], lease: 60).isEmpty, "another daemon's: neither let go of nor renewed by this one")
 

@@ -60,9 +60,7 @@ struct DryRunStore: Store {
     func enqueue(_ event: QueuedEvent) async throws {
         if let answer = event.answer { try await base.recordIdempotentAnswer(answer) }
     }
-    func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] { [] }
-    func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws {}
-    func dequeue(pipeline: String, eventID: String) async throws {}
+    func dequeue(pipeline: String, source: String, key: String) async throws {}
     func queuedEventCounts() async throws -> [QueuedEventCount] { [] }
     func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int { 0 }
 
@@ -74,7 +72,7 @@ struct DryRunStore: Store {
     func withdrawIdempotencyKey(_ key: IdempotencyKey) async throws { try await base.withdrawIdempotencyKey(key) }
 
     /// Shared work (a poller's schedule) goes on as it would: which users are due is no output.
-    func work(pipeline: String) -> any WorkQueue { base.work(pipeline: pipeline) }
+    func work(pipeline: String) -> any WorkQueue { DryRunWorkQueue(base: base.work(pipeline: pipeline)) }
 
     // Watermarks are read, never moved; holds are the stages' own (a dry run's filter takes none).
     func state(pipeline: String, stage: String, key: String) async throws -> JSON? { try await base.state(pipeline: pipeline, stage: stage, key: key) }

@@ -47,7 +47,7 @@ public struct QueuedEventIntake: Sendable {
     private func claim(upTo limit: Int, into sink: any EventSink, context: StageContext, announcing what: String) async throws -> Int {
         let returned = try await context.queuedEvents.claimQueuedEvents(source: context.key, lease: lease, limit: limit)
         // What this process holds already is in flight here: the claim only renewed its lease.
-        let taken = leases.holdUnlessHeld(returned.map(\.eventID))
+        let taken = leases.holdUnlessHeld(returned.map(\.key))
         let claimed = zip(returned, taken).filter(\.1).map(\.0)
         if claimed.count < returned.count {
             context.logger.debug("queued events: \(returned.count - claimed.count) claimed are in flight here already; not started again")
@@ -57,11 +57,11 @@ public struct QueuedEventIntake: Sendable {
         context.count(.eventsRecovered, by: claimed.count)
         for (index, queued) in claimed.enumerated() {
             var event = queued.event
-            event.onComplete = completion(of: queued.eventID, store: context.queuedEvents, source: context.key, logger: context.logger)
+            event.onComplete = completion(of: queued, store: context.queuedEvents, logger: context.logger)
             do {
                 try await sink.submit(event)
             } catch {
-                await leases.letGo(claimed[index...].map(\.eventID), store: context.queuedEvents, source: context.key)
+                await leases.letGo(claimed[index...].map(\.key), store: context.queuedEvents, source: context.key)
                 throw error
             }
         }
@@ -73,10 +73,10 @@ public struct QueuedEventIntake: Sendable {
     public func renewWhileRunning(context: StageContext) async {
         while !Task.isCancelled {
             do {
-                try await context.queuedEvents.renewLeases(source: context.key, eventIDs: leases.heldIDs, lease: lease)
-                for id in leases.finishedIDs {
-                    try await context.queuedEvents.dequeue(eventID: id)
-                    leases.forget(id)
+                try await context.queuedEvents.renewLeases(source: context.key, keys: leases.heldKeys, lease: lease)
+                for key in leases.finished {
+                    try await context.queuedEvents.dequeue(source: context.key, key: key)
+                    leases.forget(key)
                 }
                 if leases.answered() { context.logger.notice("queued events: leases renewed again") }
             } catch is CancellationError {
@@ -93,15 +93,16 @@ public struct QueuedEventIntake: Sendable {
     /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
     /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
     /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
-    public func completion(of eventID: String, store: PipelineStore, source: String, logger: Logger) -> @Sendable (EventReport) async -> Void {
-        { [leases] _ in
-            guard !Task.isCancelled else { return await leases.letGo([eventID], store: store, source: source) }
+    public func completion(of queued: QueuedEvent, store: PipelineStore, logger: Logger) -> @Sendable (EventReport) async -> Void {
+        let (eventID, key, source) = (queued.eventID, queued.key, queued.source)
+        return { [leases] _ in
+            guard !Task.isCancelled else { return await leases.letGo([key], store: store, source: source) }
             do {
-                try await store.dequeue(eventID: eventID)
-                leases.forget(eventID)
+                try await store.dequeue(source: source, key: key)
+                leases.forget(key)
                 logger.debug("event \(eventID) processed; removed from the queue")
             } catch {
-                leases.finishLater(eventID)
+                leases.finishLater(key)
                 // An unavailable store logged that itself, once.
                 let level: Logger.Level = StoreAvailability.meansAway(error) ? .debug : .warning
                 logger.log(level: level, "event \(eventID) processed but not yet removed from the queue (retried with the lease renewals): \(error)")

@@ -11,8 +11,8 @@ import Synchronization
 /// pipeline, a graceful stop's drain or a slow claim never hold it up.
 public final class QueuedEventLeases: Sendable {
     private struct State {
-        /// Event ids in flight here, with how many times (a backend may reuse an id).
-        var held: [String: Int] = [:]
+        /// The keys (`QueuedEvent.key`) of the events in flight here.
+        var held: Set<String> = []
         /// Events processed whose removal from the queue failed: still held, retried each round.
         var finished: Set<String> = []
         /// The last time a store operation failed: claims wait a lease after it, so that after an
@@ -27,43 +27,35 @@ public final class QueuedEventLeases: Sendable {
 
     public init() {}
 
-    public func hold(_ id: String) { state.withLock { $0.held[id, default: 0] += 1 } }
+    public func hold(_ key: String) { state.withLock { _ = $0.held.insert(key) } }
 
-    /// Holds those of `ids` this process does not hold yet and returns whether each was taken.
+    /// Holds those of `keys` this process does not hold yet and returns whether each was taken.
     /// A claim can return an event that is in flight here (its lease lapsed while the store was
     /// slow, or this process's renewal came late): it must not be started a second time.
-    public func holdUnlessHeld(_ ids: [String]) -> [Bool] {
-        state.withLock { state in
-            let heldBefore = state.held
-            return ids.map { id in
-                guard heldBefore[id] == nil else { return false }
-                state.held[id, default: 0] += 1
-                return true
-            }
-        }
+    public func holdUnlessHeld(_ keys: [String]) -> [Bool] {
+        state.withLock { state in keys.map { state.held.insert($0).inserted } }
     }
 
     /// The event is no longer this process's concern (removed from the queue, or let go of).
-    public func forget(_ id: String) {
+    public func forget(_ key: String) {
         state.withLock { state in
-            state.finished.remove(id)
-            guard let count = state.held[id] else { return }
-            state.held[id] = count > 1 ? count - 1 : nil
+            state.finished.remove(key)
+            state.held.remove(key)
         }
     }
 
-    public func finishLater(_ id: String) { state.withLock { _ = $0.finished.insert(id) } }
+    public func finishLater(_ key: String) { state.withLock { _ = $0.finished.insert(key) } }
 
     /// Lets go of events this process will not finish (cancelled, or not submitted while the
     /// pipeline stops): their leases end now, so the next claim anywhere takes them. In a task
     /// of its own: a cancelled task cannot reach a pooled connection.
-    public func letGo(_ ids: [String], store: PipelineStore, source: String) async {
-        ids.forEach(forget)
-        _ = try? await uncancelled { try await store.releaseLeases(source: source, eventIDs: ids) }
+    public func letGo(_ keys: [String], store: PipelineStore, source: String) async {
+        keys.forEach(forget)
+        _ = try? await uncancelled { try await store.releaseLeases(source: source, keys: Set(keys)) }
     }
 
-    public var heldIDs: [String] { state.withLock { Array($0.held.keys) } }
-    public var finishedIDs: [String] { state.withLock { Array($0.finished) } }
+    public var heldKeys: Set<String> { state.withLock { $0.held } }
+    public var finished: Set<String> { state.withLock { $0.finished } }
 
     /// Notes a failed store operation; returns whether to log it: the first failure since the
     /// store last answered, unless the store reports it itself (it logs an outage once).

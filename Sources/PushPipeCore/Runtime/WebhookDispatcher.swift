@@ -76,18 +76,18 @@ struct WebhookDispatcher: Sendable {
             guard let target = targets.first(where: { $0.url == url }) else {
                 // The webhook left the pipeline: nobody waits for these.
                 logger.notice("webhooks: \(outcomes.count) outcomes for \(url), no longer a webhook of this pipeline, dropped")
-                try await work.complete(ids: outcomes.map(\.id))
+                try await work.complete(WebhookOutcome.kind, keys: Set(outcomes.map(\.key)))
                 continue
             }
             let message = Self.message(outcomes, pipeline: pipeline, now: Date(timeIntervalSince1970: clock.now))
             switch await poster.post(message, to: target) {
             case .taken:
-                try await work.complete(ids: outcomes.map(\.id))
+                try await work.complete(WebhookOutcome.kind, keys: Set(outcomes.map(\.key)))
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "taken")], by: outcomes.count)
             case .retry(let seconds, let reason):
                 let attempts = outcomes.map(\.attempts).max() ?? 0
                 let delay = Self.delay(retryAfter: seconds, afterAttempts: attempts + 1)
-                try await work.retry(ids: outcomes.map(\.id), after: delay)
+                try await work.retry(WebhookOutcome.kind, keys: Set(outcomes.map(\.key)), after: delay)
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
                     logger.warning("webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))")

@@ -7,7 +7,7 @@ package enum OutcomeWrite: Sendable {
     case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome],
                  pipeline: String)
     case enqueue(QueuedEvent)
-    case dequeue(pipeline: String, eventID: String)
+    case dequeue(pipeline: String, kind: String, key: String)
 
     /// Writes nothing: not worth a place in a transaction.
     package var isEmpty: Bool {

@@ -65,17 +65,25 @@ public struct PipelineStore: Sendable {
     // MARK: Accepted events
 
     public func enqueue(_ event: QueuedEvent) async throws { try await store.enqueue(event) }
+    /// At most `limit` of the source's events nobody works on (their lease lapsed: their daemon
+    /// died, or let go of them), in the order they were accepted, now this process's for `lease`
+    /// seconds. This process's events under a running lease are not returned: its sources hold
+    /// them already. An item this version cannot read stays where it is.
     public func claimQueuedEvents(source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
-        try await store.claimQueuedEvents(pipeline: name, source: source, lease: lease, limit: limit)
+        try await work.claim(QueuedEvent.kind(source: source), limit: limit, lease: lease).compactMap { item in
+            try? QueuedEvent(work: item, pipeline: name, owner: LeaseOwner.thisProcess, lease: lease)
+        }
     }
-    public func renewLeases(source: String, eventIDs: [String], lease: Double) async throws {
-        try await store.renewLeases(pipeline: name, source: source, eventIDs: eventIDs, lease: lease)
+    /// Extends the leases of this process's events among `keys` (`QueuedEvent.key`); the others lapse.
+    public func renewLeases(source: String, keys: Set<String>, lease: Double) async throws {
+        try await work.renew(QueuedEvent.kind(source: source), keys: keys, lease: lease)
     }
-    /// Ends this process's leases of `eventIDs` at once: the next claim, anywhere, takes them.
-    public func releaseLeases(source: String, eventIDs: [String]) async throws {
-        try await store.releaseLeases(pipeline: name, source: source, eventIDs: eventIDs)
+    /// Ends this process's leases of `keys` at once: the next claim, anywhere, takes them.
+    public func releaseLeases(source: String, keys: Set<String>) async throws {
+        try await work.release(QueuedEvent.kind(source: source), keys: keys)
     }
-    public func dequeue(eventID: String) async throws { try await store.dequeue(pipeline: name, eventID: eventID) }
+    /// The event under `key` (`QueuedEvent.key`) was processed: its item goes.
+    public func dequeue(source: String, key: String) async throws { try await store.dequeue(pipeline: name, source: source, key: key) }
 }
 
 extension Store {

@@ -2,7 +2,7 @@ import Foundation
 
 /// An event a source accepted and answered for (HTTP 202) but that is not processed yet.
 /// It stays in the store until its processing ends, so a daemon killed in between sends it
-/// after the restart instead of losing it.
+/// after the restart instead of losing it: a work item (`QueuedEvent+Work`), leased like any.
 public struct QueuedEvent: Sendable, Equatable {
     public var pipeline: String
     /// The source's key (its `key`, or its type): the source that accepted it sends it again.
@@ -11,6 +11,9 @@ public struct QueuedEvent: Sendable, Equatable {
     /// it and renews the lease; once the lease lapses, any process may claim it.
     public var instance: String
     public var eventID: String
+    /// Its work item's key: the event id and a nonce, since a backend may reuse an id (against
+    /// `id_field`'s rule) and each event it sent must still wait on its own.
+    public var key: String
     public var user: String?
     /// When it was accepted (UNIX seconds): templates see the original time after a restart.
     public var time: Double
@@ -37,6 +40,7 @@ public struct QueuedEvent: Sendable, Equatable {
         self.source = source
         self.instance = instance
         self.eventID = eventID
+        self.key = Self.key(eventID: eventID)
         self.user = user
         self.time = time
         self.body = body

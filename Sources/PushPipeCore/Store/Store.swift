@@ -65,24 +65,16 @@ public protocol DeliveryStore: Sendable {
     func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
 }
 
-/// Accepted events kept until processed, leased to the daemon working on them.
+/// Accepted events kept until processed: work items of the pipeline's `WorkQueue`
+/// (`QueuedEvent+Work`), leased to the daemon working on them, written in the group commit
+/// with the answers and outcomes around them.
 public protocol QueuedEventStore: Sendable {
-    /// Keeps an accepted event until `dequeue`: committed before the source answers for it,
-    /// leased to its `instance` for `event.lease` seconds of the store's clock.
+    /// Keeps an accepted event until `dequeue`, with its answer: committed before the source
+    /// answers for it, leased to its `instance` for `event.lease` seconds of the store's clock.
     func enqueue(_ event: QueuedEvent) async throws
-    /// At most `limit` of the source's events that nobody works on, in the order they were
-    /// accepted, now this process's for `lease` seconds: those whose lease ran out on the
-    /// store's clock (their daemon died, or let go of them), each taken by one daemon
-    /// (`FOR UPDATE SKIP LOCKED` on PostgreSQL). This process's events under a running lease
-    /// are not returned: its sources hold them already and renew their leases. On SQLite,
-    /// another process's events are taken at once, lease or not: a daemon that starts on a
-    /// file takes over what the file's previous daemon left.
-    func claimQueuedEvents(pipeline: String, source: String, lease: Double, limit: Int) async throws -> [QueuedEvent]
-    /// Extends, to `lease` seconds from now on the store's clock, the leases of this process's
-    /// events among `eventIDs`: those it is working on. The others lapse and are claimed again.
-    func renewLeases(pipeline: String, source: String, eventIDs: [String], lease: Double) async throws
-    /// The event's processing ended (whatever its outcome): it is not sent again.
-    func dequeue(pipeline: String, eventID: String) async throws
+    /// The event's processing ended (whatever its outcome): it is not sent again. Only if this
+    /// process still holds it, or nobody does: one whose lease another daemon took is that daemon's now.
+    func dequeue(pipeline: String, source: String, key: String) async throws
     /// How many events wait, by pipeline and source key: the start's check for events that
     /// no running source will ever claim (a pipeline or source renamed).
     func queuedEventCounts() async throws -> [QueuedEventCount]
@@ -161,14 +153,6 @@ extension DeliveryStore {
 extension RetentionStore {
     /// Holds kept in memory (one daemon) go with their process.
     public func pruneLapsedHolds(pipeline: String) async throws -> Int { 0 }
-}
-
-extension QueuedEventStore {
-    /// Ends this process's leases of `eventIDs` at once (their processing was cancelled): a
-    /// lease that ran out a second ago, so the next claim, here or on another daemon, takes them.
-    public func releaseLeases(pipeline: String, source: String, eventIDs: [String]) async throws {
-        try await renewLeases(pipeline: pipeline, source: source, eventIDs: eventIDs, lease: -1)
-    }
 }
 
 public struct HistoryEntry: Sendable, Equatable {

@@ -58,10 +58,13 @@ extension WebhookOutcome {
     /// As the outbox keeps it: one item per outcome and webhook (a newline between them, which
     /// no URL holds), so the same outcome written twice while it waits is sent once.
     public var work: WorkItem {
-        WorkItem(id: id, kind: Self.kind, key: target + "\n" + outcomeID,
+        WorkItem(id: id, kind: Self.kind, key: key,
                  payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
                  attempts: attempts, createdAt: createdAt, group: batch.map { Self.group(batch: $0, target: target) })
     }
+
+    /// Its work item's key.
+    public var key: String { target + "\n" + outcomeID }
 
     /// Nil for an item that is not an outcome (written by a later version, say).
     public init?(work: WorkItem, pipeline: String) {

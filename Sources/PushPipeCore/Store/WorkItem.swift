@@ -3,8 +3,7 @@
 /// held the same way (`WorkQueue`), so leases, due times and retries are written once per
 /// store instead of once per mechanism.
 public struct WorkItem: Sendable, Equatable {
-    /// Assigned by the store when the item is added (0 before); unique across pipelines. The
-    /// handle by which the daemon that claimed it completes, retries or releases it.
+    /// Assigned by the store when the item is added (0 before), in the order of addition.
     public var id: Int64
     /// What the item is for (`webhook`, …): each mechanism claims its own kind.
     public var kind: String

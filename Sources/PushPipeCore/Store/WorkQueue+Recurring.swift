@@ -36,7 +36,7 @@ extension WorkQueue {
             return true
         } catch {
             // Not synced: the next try, here or on another daemon, need not wait a period.
-            try? await untake(WorkItem.scheduleSyncs, keys: [kind])
+            try? await complete(WorkItem.scheduleSyncs, keys: [kind])
             throw error
         }
     }

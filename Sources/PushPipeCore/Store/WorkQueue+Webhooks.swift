@@ -19,7 +19,7 @@ extension WorkQueue {
             return WebhookOutcome.batches(outcomes).map { (group: WebhookOutcome.group(batch: $0.batch, target: $0.target), ids: $0.ids) } + (unreadable.isEmpty ? [] : [("unreadable", unreadable)])
         }
         let unreadable = claimed.filter { $0.group == "unreadable" }
-        try await complete(ids: unreadable.map(\.id))
+        try await complete(WebhookOutcome.kind, keys: Set(unreadable.map(\.key)))
         return claimed.compactMap { $0.group == "unreadable" ? nil : WebhookOutcome(work: $0, pipeline: pipeline) }
     }
 }

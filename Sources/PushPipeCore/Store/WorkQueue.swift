@@ -4,9 +4,9 @@
 /// fall due again; the holder renews, completes, retries later or releases them. On PostgreSQL daemons claiming at once split
 /// the due items (`FOR UPDATE SKIP LOCKED`); SQLite's single writer does the same by order.
 ///
-/// Operations on ids act only on items this process was the last to claim (`LeaseOwner`): a
-/// daemon whose lease ran out, and whose items another daemon took, changes nothing of theirs.
-/// Ids are unique across pipelines.
+/// An item is named by its kind and key. Operations on keys act only on items this process was
+/// the last to claim (`LeaseOwner`): a daemon whose lease ran out, and whose items another
+/// daemon took, changes nothing of theirs.
 public protocol WorkQueue: Sendable {
     var pipeline: String { get }
     /// Adds items, each due its `delays` entry's seconds from now on the store's clock. An item
@@ -16,16 +16,20 @@ public protocol WorkQueue: Sendable {
     /// for `lease` seconds; returned in the order they were added. With `grouping`, items not
     /// yet in a group get the groups it gives them, and every chosen item's group comes whole.
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem]
-    /// Extends this process's leases of `ids` to `lease` seconds from now.
-    func renew(ids: [Int64], lease: Double) async throws
-    /// Done: the items are gone.
-    func complete(ids: [Int64]) async throws
+    /// Extends this process's leases of the items or taken keys of `kind` under `keys` to
+    /// `lease` seconds from now. On a shared database it also tells other daemons' claims that
+    /// this kind's holders are renewing: after a gap in every holder's renewals (the database
+    /// was away), claims of lapsed items wait until the holders have renewed again, instead of
+    /// taking back what is still being worked on. So a holder renews even with no key.
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws
+    /// Done: this process's items (or taken keys) of `kind` under `keys` are gone.
+    func complete(_ kind: String, keys: Set<String>) async throws
     /// Not done: due again in `delay` seconds, their attempts counted, held by nobody.
-    func retry(ids: [Int64], after delay: Double) async throws
+    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws
     /// Let go of without an attempt: due at once, for whichever daemon claims them next.
-    func release(ids: [Int64]) async throws
+    func release(_ kind: String, keys: Set<String>) async throws
     /// Saves how far a held item got (`WorkItem.cursor`).
-    func saveProgress(id: Int64, cursor: String?) async throws
+    func saveProgress(_ kind: String, key: String, cursor: String?) async throws
     /// Removes at most `limit` items of `kind` added before `cutoff` (UNIX seconds), held or
     /// not: work that waited longer than anyone waits. Returns how many.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
@@ -37,12 +41,8 @@ public protocol WorkQueue: Sendable {
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
     /// process, for `lease` seconds; returns those taken. A lock per key that every daemon on
     /// the store respects, for work done outside the queue (a stage's hold on an item whose
-    /// notification is on its way). Taken keys are never claimed as work.
+    /// notification is on its way). Taken keys are never claimed as work; `complete` lets go of them.
     func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String>
-    /// Extends this process's leases of the taken `keys`.
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws
-    /// Lets go of this process's taken `keys`.
-    func untake(_ kind: String, keys: Set<String>) async throws
     /// Removes taken keys whose lease ran out, of the kinds starting with `prefix` (their
     /// daemons died holding them: a lapsed key is free to take, so this changes nothing but the
     /// table's size). Returns how many.

@@ -188,16 +188,16 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         queued.traceParent = request.traceParent
         queued.answer = idempotencyKey.map { IdempotentAnswer(key: $0, status: accepted.status, body: accepted.body) }
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
-        leases.hold(id)
+        leases.hold(queued.key)
         do {
             try await context.queuedEvents.enqueue(queued)
         } catch {
-            leases.forget(id)
+            leases.forget(queued.key)
             if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey, holder: holder) }
             throw error
         }
         var event = queued.event
-        event.onComplete = intake.completion(of: id, store: context.queuedEvents, source: source, logger: context.logger)
+        event.onComplete = intake.completion(of: queued, store: context.queuedEvents, logger: context.logger)
         do {
             try await context.sink.submit(event)
         } catch {
@@ -205,8 +205,8 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             // its waiting requests here): taken back, and the caller sends it again. Its key goes
             // too, though it holds the 202 stored with the event: given again, it would answer
             // for an event that is gone.
-            leases.forget(id)
-            try? await context.queuedEvents.dequeue(eventID: id)
+            leases.forget(queued.key)
+            try? await context.queuedEvents.dequeue(source: source, key: queued.key)
             if let idempotencyKey { try? await context.idempotencyKeys.withdrawIdempotencyKey(idempotencyKey) }
             throw error
         }

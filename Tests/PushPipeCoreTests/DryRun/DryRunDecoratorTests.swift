@@ -44,9 +44,10 @@ import Testing
             left.instance = "a-live-daemon-that-died"
             try await pipeline.store.enqueue(left)
             let dryRun = RunMode.dryRun.store(pipeline.store)
-            #expect(try await dryRun.claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10).isEmpty)
-            try await dryRun.dequeue(pipeline: "scripted", eventID: "left-behind")
-            let claimed = try await RunMode.live.store(pipeline.store).claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10)
+            #expect(try await dryRun.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10).isEmpty)
+            try await dryRun.pipeline("scripted").dequeue(source: "http.event", key: left.key)
+            try await dryRun.pipeline("scripted").releaseLeases(source: "http.event", keys: [left.key])
+            let claimed = try await RunMode.live.store(pipeline.store).pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10)
             #expect(claimed.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
         }
     }
@@ -75,7 +76,7 @@ import Testing
                 // its first pass, and sleeps until the clock moves.
                 try await clock.sleepers(atLeast: 4)
                 #expect(pipeline.transport.sends.isEmpty)
-                let waiting = try await pipeline.store.claimQueuedEvents(pipeline: "scripted", source: "http.event", lease: 30, limit: 10)
+                let waiting = try await pipeline.store.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10)
                 #expect(waiting.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
             }
             runner.stop()

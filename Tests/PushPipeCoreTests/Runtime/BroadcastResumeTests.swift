@@ -33,7 +33,7 @@ import Testing
         queued.caller = letter.caller
         queued.replayOf = letter
         #expect(try await store.replayDeadLetter(queued))
-        let claimed = try await store.claimQueuedEvents(pipeline: letter.pipeline, source: QueuedEventIntake.replayKey, lease: 15, limit: 10)
+        let claimed = try await store.pipeline(letter.pipeline).claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: 15, limit: 10)
         return try #require(claimed.first).event
     }
 

@@ -42,7 +42,8 @@ import Testing
             }
             // One event the earlier daemon is sending (its lease runs), one a daemon that died left.
             try await store.enqueue(queued("held"))
-            #expect(try await store.claimQueuedEvents(pipeline: "moves", source: "sources[0]", lease: 3600, limit: 10).map(\.eventID) == ["held"])
+            let held = try await store.pipeline("moves").claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
+            #expect(held.map(\.eventID) == ["held"])
             try await store.enqueue(queued("left"))
 
             let (logger, messages) = StreamingLogHandler.logger()
@@ -67,7 +68,7 @@ import Testing
                 try await waitForMoves(2, "a later pass moves what was accepted after the start")
                 #expect(try await waitingUnderThePosition() == 1, "the held event stays with its holder")
                 // Its holder lets go of it: a later pass moves it too.
-                try await store.releaseLeases(pipeline: "moves", source: "sources[0]", eventIDs: ["held"])
+                try await store.pipeline("moves").releaseLeases(source: "sources[0]", keys: Set(held.map(\.key)))
                 try await waitForMoves(3, "a later pass moves what its holder let go of")
                 #expect(try await waitingUnderThePosition() == 0)
                 #expect(moves.value.allSatisfy { $0.contains("1 of pipeline moves") }, "each moved once: \(moves.value)")

@@ -22,7 +22,7 @@ import Testing
     static let arguments = ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"]
 
     func queued(_ directory: TemporaryDirectory) async throws -> [String] {
-        try StateFile(path: directory.file("state.sqlite")).values("SELECT body FROM queued_events ORDER BY id")
+        try StateFile(path: directory.file("state.sqlite")).values("SELECT json_extract(payload, '$.body') FROM work WHERE kind LIKE 'event:%' ORDER BY id")
     }
 
     /// A transport that never answers: it holds the delivery until the daemon is gone.
@@ -91,9 +91,9 @@ import Testing
         try await queue.write { db in
             for (pipeline, source, n) in [("accepted", "sources[1]", 8), ("renamed-away", "http.event", 9)] {
                 try db.execute(sql: """
-                    INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until)
-                    VALUES (?, ?, 'a-process-long-gone', ?, 'u', 0, ?, 0)
-                    """, arguments: [pipeline, source, "e\(n)", #"{"n":\#(n),"user":"u"}"#])
+                    INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
+                    VALUES (?, ?, ?, 0, 'a-process-long-gone', 0, ?, 0)
+                    """, arguments: [pipeline, QueuedEvent.kind(source: source), "e\(n)\nq", #"{"event_id":"e\#(n)","user":"u","time":0,"body":{"n":\#(n),"user":"u"}}"#])
             }
         }
         try queue.close()

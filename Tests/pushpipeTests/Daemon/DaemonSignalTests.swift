@@ -99,7 +99,7 @@ import Testing
         let delivered = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM deliveries WHERE outcome = 'delivered'") }
         #expect(accepted >= 1)
         #expect(delivered == accepted, "every accepted event was delivered before exit")
-        #expect(try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queued_events") } == 0, "and none is left to send again")
+        #expect(try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM work WHERE kind LIKE 'event:%'") } == 0, "and none is left to send again")
     }
 }
 
@@ -156,7 +156,7 @@ extension DaemonSignalTests {
             #expect(statuses.contains(503), "those still waiting for room were refused: \(statuses)")
             // What was answered 202 is kept for the next start; what was refused was taken back.
             let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
-            let left = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queued_events") }
+            let left = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM work WHERE kind LIKE 'event:%'") }
             #expect(left == statuses.filter { $0 == 202 }.count, "\(left ?? -1) queued for \(statuses)")
             #expect(daemon.standardError.contains { $0.contains("store closed") })
         }

@@ -133,7 +133,7 @@ struct PostgresStoreOutageTests {
         let store = opened!
         var queued = -1
         while ContinuousClock.now < deadline {
-            queued = (try? await store.connections.rows("SELECT count(*) FROM queued_events").first?.decode(Int.self)) ?? -1
+            queued = (try? await store.connections.rows("SELECT count(*) FROM work WHERE kind LIKE 'event:%'").first?.decode(Int.self)) ?? -1
             if queued == 0 { break }
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -150,20 +150,21 @@ struct PostgresStoreOutageTests {
         let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,
                                 body: ["id": "e1"], lease: 2)
         try await store.enqueue(event)
-        try await store.renewLeases(pipeline: "p", source: "sources[0]", eventIDs: [], lease: 2)
+        let queue = store.pipeline("p")
+        try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2)
         // Nobody renewed for 100 s (the database was away), and the event's lease lapsed in it.
         try await store.connections.transaction { connection in
             try await connection.query("UPDATE lease_clocks SET renewed_at = renewed_at - 100", logger: logger)
-            try await connection.query("UPDATE queued_events SET lease_until = lease_until - 100", logger: logger)
+            try await connection.query("UPDATE work SET lease_until = lease_until - 100, due_at = due_at - 100", logger: logger)
         }
-        try await store.renewLeases(pipeline: "p", source: "sources[0]", eventIDs: [], lease: 2)
-        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 2, limit: 10).isEmpty,
+        try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2)
+        #expect(try await queue.claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).isEmpty,
                 "claimed right after the gap: its holder had no time to renew")
         // The grace (the gap's length, at most 90 s) has passed.
         try await store.connections.transaction { connection in
             try await connection.query("UPDATE lease_clocks SET resumed_at = resumed_at - 91", logger: logger)
         }
-        #expect(try await store.claimQueuedEvents(pipeline: "p", source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
         try await store.close()
     }
 }

@@ -26,7 +26,7 @@ struct StateFile {
     }
 
     /// Events accepted and not yet processed.
-    var queuedEvents: Int { get throws { try count("queued_events") } }
+    var queuedEvents: Int { get throws { try count("work", where: "kind LIKE 'event:%'") } }
 
     /// An event's state in its record (`delivered`, `dead_letter`…), nil before it is written.
     func eventState(_ eventID: String) throws -> String? {

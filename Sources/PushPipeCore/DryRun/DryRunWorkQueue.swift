@@ -1,0 +1,57 @@
+/// A dry run's work queue: a live daemon's accepted events (`QueuedEvent+Work`) are not a dry
+/// run's to claim, renew or remove, since it would print them and they would never be sent;
+/// every other kind passes through (a dry-run poller checks the users it claims).
+struct DryRunWorkQueue: WorkQueue {
+    let base: any WorkQueue
+
+    var pipeline: String { base.pipeline }
+
+    private func passes(_ kind: String) -> Bool { !kind.hasPrefix(QueuedEvent.kinds) }
+
+    func add(_ items: [WorkItem], after delays: [Double]) async throws {
+        let passing = items.indices.filter { passes(items[$0].kind) }
+        try await base.add(passing.map { items[$0] }, after: passing.map { delays[$0] })
+    }
+
+    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+        passes(kind) ? try await base.claim(kind, limit: limit, lease: lease, grouping: grouping) : []
+    }
+
+    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        if passes(kind) { try await base.renew(kind, keys: keys, lease: lease) }
+    }
+
+    func complete(_ kind: String, keys: Set<String>) async throws {
+        if passes(kind) { try await base.complete(kind, keys: keys) }
+    }
+
+    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+        if passes(kind) { try await base.retry(kind, keys: keys, after: delay) }
+    }
+
+    func release(_ kind: String, keys: Set<String>) async throws {
+        if passes(kind) { try await base.release(kind, keys: keys) }
+    }
+
+    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
+        if passes(kind) { try await base.saveProgress(kind, key: key, cursor: cursor) }
+    }
+
+    func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        passes(kind) ? try await base.prune(kind, createdBefore: cutoff, limit: limit) : 0
+    }
+
+    func keys(_ kind: String) async throws -> [String] { try await base.keys(kind) }
+
+    func remove(_ kind: String, keys: [String]) async throws {
+        if passes(kind) { try await base.remove(kind, keys: keys) }
+    }
+
+    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+        try await base.take(kind, keys: keys, lease: lease)
+    }
+
+    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
+        try await base.forgetLapsedTakes(kindsStartingWith: prefix)
+    }
+}

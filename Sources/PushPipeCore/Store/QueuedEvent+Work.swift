@@ -1,0 +1,56 @@
+/// Accepted events wait as work items (`WorkQueue`), one kind per source: claimed when their
+/// lease lapses (a daemon that died, or one that let go of them), renewed while processed,
+/// completed once their processing ended.
+extension QueuedEvent {
+    /// The kinds of queued events start with it (`queuedEventCounts`, the status lookup).
+    public static let kinds = "event:"
+
+    public static func kind(source: String) -> String { kinds + source }
+
+    /// The source whose kind `kind` is, if it is one.
+    public static func source(ofKind kind: String) -> String? {
+        kind.hasPrefix(kinds) ? String(kind.dropFirst(kinds.count)) : nil
+    }
+
+    /// The event id, a newline and a nonce. A lookup by event id reads the keys that start with
+    /// the id and a newline, and keeps those whose payload names the id (another id may hold a newline).
+    static func key(eventID: String) -> String { eventID + "\n" + String(UInt64.random(in: .min ... .max), radix: 36) }
+
+    public static func keyPrefix(eventID: String) -> String { eventID + "\n" }
+
+    public var kind: String { Self.kind(source: source) }
+
+    /// As the store keeps it, held by `instance` for `lease` seconds from when it is stored.
+    public var work: WorkItem {
+        var payload: [String: JSON] = ["event_id": .string(eventID), "time": .double(time), "body": body]
+        payload["user"] = user.map(JSON.string)
+        payload["caller"] = caller.map(JSON.string)
+        payload["replay_of"] = replayOf.map { (try? JSON.parse(QueuedEvent.storedReplay($0))) ?? .null }
+        payload["trace_parent"] = traceParent.map(JSON.string)
+        return WorkItem(kind: kind, key: key, payload: .object(payload), createdAt: time)
+    }
+
+    /// The event an item of `kind(source:)` holds; throws for an item it cannot read.
+    public init(work: WorkItem, pipeline: String, owner: String?, lease: Double) throws {
+        let payload = work.payload
+        guard let source = Self.source(ofKind: work.kind), let eventID = payload["event_id"]?.stringValue, let time = payload["time"]?.doubleValue else {
+            throw UnreadableQueuedEvent(kind: work.kind, key: work.key)
+        }
+        self.init(pipeline: pipeline, source: source, instance: owner ?? "", eventID: eventID, user: payload["user"]?.stringValue, time: time,
+                  body: payload["body"] ?? .object([:]), lease: lease)
+        key = work.key
+        caller = payload["caller"]?.stringValue
+        traceParent = payload["trace_parent"]?.stringValue
+        if let replay = payload["replay_of"], replay.objectValue != nil {
+            replayOf = try QueuedEvent.replay(stored: replay.compactText, pipeline: pipeline, eventID: eventID)
+        }
+    }
+}
+
+/// A queued event's item this version cannot read (a later version's): left where it is.
+public struct UnreadableQueuedEvent: Error, CustomStringConvertible {
+    public var kind: String
+    public var key: String
+
+    public var description: String { "a queued event of kind '\(kind)' that this version cannot read" }
+}
