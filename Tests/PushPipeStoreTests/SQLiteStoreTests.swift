@@ -95,6 +95,35 @@ import Testing
         try await store.close()
     }
 
+    /// Events an earlier version left queued become work items with every field, one each even
+    /// when a backend reused an id, and keep their holder and lease.
+    @Test func queuedEventsOfAnEarlierVersionMoveOntoTheWorkQueue() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("old.sqlite")
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteStore.migrator.migrate(queue, upTo: "v17-poll-work")
+            try await queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
+                    VALUES ('p', 'http.event', 'gone', 'e1', 'alice', 2.5, '{"text":"nul\\u0000"}', 0, 'token', NULL, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
+                           ('p', 'http.event', 'gone', 'e1', NULL, 3, '{}', 0, NULL, NULL, NULL),
+                           ('p', 'http.event', 'alive', 'e2', NULL, 4, '{}', 1e12, NULL, NULL, NULL)
+                    """)
+            }
+            try queue.close()
+        }
+        let store = try SQLiteStore(path: path)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
+        #expect(claimed.map(\.eventID) == ["e1", "e1"], "both of a reused id; the one under a running lease stays with its holder")
+        #expect(claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
+                    && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        #expect(try await store.eventRecords(eventID: "e2", pipeline: nil).queued.map(\.instance) == ["alive"])
+        #expect(try await store.database.read { db in try db.tableExists("queued_events") } == false)
+        try await store.close()
+    }
+
     @Test func historyOfAnEarlierVersionSurvivesTheMoveIntoDeliveries() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
