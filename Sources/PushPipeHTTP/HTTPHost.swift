@@ -198,7 +198,7 @@ public final class HTTPHost: RouteServing {
         }
         let json: JSON
         do {
-            json = try JSON.parse(Data(buffer.readableBytesView))
+            json = try JSON.parse(Data(buffer.readableBytesView), maximumDepth: JSON.acceptedDepth)
         } catch {
             throw RouteError.badRequest("\(error)", field: "body")
         }

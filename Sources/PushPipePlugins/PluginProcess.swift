@@ -147,7 +147,7 @@ public final class PluginProcess: Sendable {
 
     private func receive(_ line: String, logger: Logger) async {
         guard !line.isEmpty else { return }
-        guard let message = try? JSON.parse(line), case .object = message else {
+        guard let message = try? JSON.parse(Data(line.utf8), maximumDepth: JSON.acceptedDepth), case .object = message else {
             logger.warning("plugin wrote a line that is not a JSON object; ignored", metadata: ["line": .string(String(line.prefix(200)))])
             return
         }

@@ -62,8 +62,8 @@ extension PostgresStore {
             AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline)) ORDER BY id
             """)
         return try rows.decode((String, String?, Int64, String, String, String, Int, Double, String?, String?).self).compactMap { row in
-            let item = WorkItem(id: row.2, kind: row.3, key: row.4, payload: try JSON.parse(row.5), attempts: row.6, createdAt: row.7, group: row.8,
-                                cursor: row.9)
+            guard let payload = try? JSON.parse(row.5) else { return nil }
+            let item = WorkItem(id: row.2, kind: row.3, key: row.4, payload: payload, attempts: row.6, createdAt: row.7, group: row.8, cursor: row.9)
             return try? QueuedEvent(work: item, pipeline: row.0, owner: row.1, lease: 0)
         }.filter { StoredText.storable($0.eventID) == StoredText.storable(eventID) }
     }
@@ -74,14 +74,18 @@ extension PostgresStore {
     /// Moves into the work queue the events that daemons of an earlier version (which keep them
     /// in `queued_events`) accepted and let lapse: such daemons may run beside this one while a
     /// group is upgraded one daemon at a time, and go on sending what they hold. Before each
-    /// claim of the source's events, and each move of its key.
+    /// claim of the source's events, and each move of its key, with a move's rule: nobody of this
+    /// version renews the old clock, so a claim's grace would start again at every pass.
     static func adoptEarlierQueuedEvents(pipeline: String, source: String, lease: Double, connections: PostgresConnections) async throws {
+        // Locked and skipped as a claim is: an earlier daemon's claim or renewal of a row
+        // between the choice and the delete would otherwise not be seen.
         _ = try await connections.rows("""
-            WITH moved AS (
-                DELETE FROM queued_events WHERE id IN (
-                    SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source)
-                    AND \(lapsedIn: pipeline, kind: source, lease: lease, claiming: false, holder: "instance"))
-                RETURNING pipeline, source, id, event_id, user_id, time, body, caller, replay_of, trace_parent)
+            WITH lapsed AS MATERIALIZED (
+                SELECT id FROM queued_events WHERE pipeline = \(pipeline) AND source = \(source)
+                AND \(lapsedIn: pipeline, kind: source, lease: lease, claiming: false, holder: "instance") FOR UPDATE SKIP LOCKED),
+            moved AS (
+                DELETE FROM queued_events USING lapsed WHERE queued_events.id = lapsed.id
+                RETURNING pipeline, source, queued_events.id, event_id, user_id, time, body, caller, replay_of, trace_parent)
             INSERT INTO work (pipeline, kind, key, due_at, payload, created_at)
             SELECT pipeline, \(QueuedEvent.kinds) || source, event_id || E'\\n' || 'q-' || id, \(unescaped: databaseNow),
                    json_build_object('event_id', event_id, 'user', user_id, 'time', time, 'body', body::json, 'caller', caller,

@@ -13,7 +13,8 @@ extension PostgresStore {
     }
 
     public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {
-        try await work(pipeline: pipeline).renew(PostgresWorkQueue.holdKind(stage: stage), keys: keys, lease: lease)
+        try await PostgresWorkQueue(connections: connections, logger: logger, pipeline: pipeline)
+            .renewTaken(PostgresWorkQueue.holdKind(stage: stage), keys: keys, lease: lease)
     }
 
     public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {

@@ -43,7 +43,12 @@ struct PostgresWorkQueue: WorkQueue {
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let owner = LeaseOwner.thisProcess
         if let source = QueuedEvent.source(ofKind: kind) {
-            try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: source, lease: lease, connections: connections)
+            // What cannot move now waits in the earlier table: this version's events are still claimed.
+            do {
+                try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: source, lease: lease, connections: connections)
+            } catch where !(error is CancellationError) && !StoreAvailability.meansAway(error) {
+                logger.warning("queued events: could not move what daemons of an earlier version left under \(source): \(error)")
+            }
         }
         guard let grouping else {
             // SKIP LOCKED: daemons claiming at the same moment split the due items between them.
@@ -107,6 +112,15 @@ struct PostgresWorkQueue: WorkQueue {
                 WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
                 """, logger: logger)
         }
+    }
+
+    /// `renew` of taken keys nobody claims (stage holds): one statement, no clock to beat.
+    func renewTaken(_ kind: String, keys: Set<String>, lease: Double) async throws {
+        guard !keys.isEmpty else { return }
+        _ = try await connections.rows("""
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
+            """)
     }
 
     func complete(_ kind: String, keys: Set<String>) async throws {

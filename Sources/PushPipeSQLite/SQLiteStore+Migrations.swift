@@ -209,13 +209,13 @@ extension SQLiteStore {
         }
         migrator.registerMigration("v18-queued-work") { db in
             // Accepted events become work items (`QueuedEvent+Work`), one kind per source, held
-            // as they were; a partial index finds an event's items by id (the status route).
+            // as they were.
             try db.execute(sql: """
-                CREATE INDEX work_events ON work (key) WHERE \(SQLiteStore.isQueuedEvent);
                 INSERT OR IGNORE INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
                     SELECT pipeline, '\(QueuedEvent.kinds)' || source, event_id || char(10) || 'q-' || id, lease_until, instance, lease_until,
-                           json_object('event_id', event_id, 'user', user_id, 'time', time, 'body', json(body), 'caller', caller,
-                                       'replay_of', json(replay_of), 'trace_parent', trace_parent), time
+                           json_object('event_id', event_id, 'user', user_id, 'time', time,
+                                       'body', CASE WHEN json_valid(body) THEN json(body) ELSE json_object() END, 'caller', caller,
+                                       'replay_of', CASE WHEN json_valid(replay_of) THEN json(replay_of) END, 'trace_parent', trace_parent), time
                     FROM queued_events ORDER BY id;
                 DROP TABLE queued_events;
                 """)

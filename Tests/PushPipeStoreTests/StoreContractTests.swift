@@ -240,6 +240,12 @@ import Testing
                 "a released event is claimed at once")
         for event in claimed + more + [mine] { try await queue.dequeue(source: "sources[0]", key: event.key) }
         #expect(try await store.queuedEventCounts().filter { $0.pipeline == "q" }.isEmpty, "each dequeued once")
+        // As deep as a request body may nest: the item that keeps it nests deeper, and must be read back.
+        var deep = JSON.int(1)
+        for _ in 1..<JSON.acceptedDepth { deep = .array([deep]) }
+        try await store.enqueue(QueuedEvent(pipeline: "q", source: "deep", instance: "an-earlier-process", eventID: "deep", user: nil, time: 4,
+                                            body: ["nested": deep]))
+        #expect(try await queue.claimQueuedEvents(source: "deep", lease: 15, limit: 10).map(\.body) == [["nested": deep]])
         #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: -1, limit: 10).isEmpty)
     }
 

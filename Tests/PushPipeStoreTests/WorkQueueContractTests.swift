@@ -258,6 +258,9 @@ import Testing
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
             #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
             #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
+            // Taken by the receiver: gone, under the key the move gave them.
+            try await store.work(pipeline: "w").complete(WebhookOutcome.kind, keys: Set(claimed.map(\.key)))
+            #expect(try await store.work(pipeline: "w").keys(WebhookOutcome.kind).count == 1, "only the one not due yet is left")
             let polled = try await store.work(pipeline: "w").claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
             #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
         }, cleanup: { try? await store.close() })

@@ -33,16 +33,28 @@ extension JSON: Codable {
         }
     }
 
-    /// Parses JSON text; throws `JSONParseError` with a readable reason and position.
-    public static func parse(_ data: some DataProtocol) throws -> JSON {
-        try parse(data, selecting: .everything)
+    /// How deep a document from outside may nest (a request body, a reply file, a plugin's
+    /// message): bounded so hostile input cannot exhaust the stack, and shallower than what the
+    /// store reads back, so everything accepted can be kept inside the daemon's own documents.
+    public static let acceptedDepth = 256
+    /// How deep what the daemon stores may nest: deeper than anything it accepts, since it
+    /// keeps an accepted document inside its own (a queued event's item, an event record's
+    /// input) and must read it back.
+    public static let storedDepth = 512
+
+    /// Parses JSON text; throws `JSONParseError` with a readable reason and position. Nesting is
+    /// bounded by `maximumDepth`: `acceptedDepth` for what comes from outside.
+    public static func parse(_ data: some DataProtocol, maximumDepth: Int = JSON.storedDepth) throws -> JSON {
+        try parse(data, selecting: .everything, maximumDepth: maximumDepth)
     }
 
     /// Parses only the selected parts; the rest is checked for structure and skipped.
-    public static func parse(_ data: some DataProtocol, selecting selection: JSONSelection) throws -> JSON {
+    public static func parse(_ data: some DataProtocol, selecting selection: JSONSelection, maximumDepth: Int = JSON.storedDepth) throws -> JSON {
         // A contiguous buffer (an HTTP body, `Data`) is read where it lies; anything else is copied once.
-        if let value = try data.withContiguousStorageIfAvailable({ try JSONParser.parse($0, selecting: selection) }) { return value }
-        return try Array(data).withUnsafeBufferPointer { try JSONParser.parse($0, selecting: selection) }
+        if let value = try data.withContiguousStorageIfAvailable({ try JSONParser.parse($0, selecting: selection, maximumDepth: maximumDepth) }) {
+            return value
+        }
+        return try Array(data).withUnsafeBufferPointer { try JSONParser.parse($0, selecting: selection, maximumDepth: maximumDepth) }
     }
 
     public static func parse(_ text: String) throws -> JSON {

@@ -21,8 +21,9 @@ public struct JSONSelection: Sendable {
 }
 
 extension JSONParser {
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, selecting selection: JSONSelection) throws -> JSON {
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, selecting selection: JSONSelection, maximumDepth: Int = JSON.storedDepth) throws -> JSON {
         var parser = JSONParser(bytes)
+        parser.maximumDepth = maximumDepth
         let value = try parser.selectedValue(selection)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.failure("unexpected data after the JSON value") }

@@ -3,7 +3,8 @@
 /// keeps integers exact, reports the byte offset of a problem, and bounds nesting so hostile
 /// input cannot exhaust the stack.
 struct JSONParser {
-    static let maximumDepth = 256
+    /// Nesting allowed in this parse.
+    var maximumDepth = JSON.storedDepth
 
     /// The document, valid only during `parse`: reading through a pointer leaves out the bounds
     /// checks an array repeats at every byte (each read is guarded by `index < bytes.count`).
@@ -49,7 +50,7 @@ struct JSONParser {
 
     mutating func nest() throws {
         depth += 1
-        guard depth <= Self.maximumDepth else { throw failure("nested deeper than \(Self.maximumDepth) levels") }
+        guard depth <= maximumDepth else { throw failure("nested deeper than \(maximumDepth) levels") }
     }
 
     private mutating func object() throws -> JSON {

@@ -14,7 +14,9 @@ extension QueuedEvent {
 
     /// The event id, a newline and a nonce. A lookup by event id reads the keys that start with
     /// the id and a newline, and keeps those whose payload names the id (another id may hold a newline).
-    static func key(eventID: String) -> String { eventID + "\n" + String(UInt64.random(in: .min ... .max), radix: 36) }
+    /// The id as stored (a NUL replaced): a claim returns the key the store kept, which must be
+    /// the one the intake holds.
+    static func key(eventID: String) -> String { StoredText.storable(eventID) + "\n" + String(UInt64.random(in: .min ... .max), radix: 36) }
 
     public static func keyPrefix(eventID: String) -> String { eventID + "\n" }
 

@@ -14,6 +14,10 @@ public struct WebhookOutcome: Sendable, Equatable {
     public var createdAt: Double
     /// The `webhook-id` it is sent under, kept by the store from its first claim (nil before).
     public var batch: String?
+    /// Its work item's key: the webhook and the outcome id, a newline between them (which no URL
+    /// holds), so the same outcome written twice while it waits is sent once. As stored: an item
+    /// an earlier version moved in keeps the key it was given then.
+    public var key: String
 
     public init(id: Int64 = 0, pipeline: String, target: String, outcomeID: String, payload: JSON, attempts: Int = 0, createdAt: Double,
                 batch: String? = nil) {
@@ -25,6 +29,7 @@ public struct WebhookOutcome: Sendable, Equatable {
         self.attempts = attempts
         self.createdAt = createdAt
         self.batch = batch
+        key = target + "\n" + outcomeID
     }
 
     /// Outcomes not yet in a batch (`id`, `target`, `outcomeID` are what count), as the batches a
@@ -55,21 +60,18 @@ extension WebhookOutcome {
     /// The kind of work item an outcome waits as.
     public static let kind = "webhook"
 
-    /// As the outbox keeps it: one item per outcome and webhook (a newline between them, which
-    /// no URL holds), so the same outcome written twice while it waits is sent once.
+    /// As the outbox keeps it: one item per outcome and webhook.
     public var work: WorkItem {
         WorkItem(id: id, kind: Self.kind, key: key,
                  payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
                  attempts: attempts, createdAt: createdAt, group: batch.map { Self.group(batch: $0, target: target) })
     }
 
-    /// Its work item's key.
-    public var key: String { target + "\n" + outcomeID }
-
     /// Nil for an item that is not an outcome (written by a later version, say).
     public init?(work: WorkItem, pipeline: String) {
         guard let target = work.payload["target"]?.stringValue, let outcomeID = work.payload["outcome_id"]?.stringValue else { return nil }
         self.init(id: work.id, pipeline: pipeline, target: target, outcomeID: outcomeID, payload: work.payload["payload"] ?? .null,
                   attempts: work.attempts, createdAt: work.createdAt, batch: work.group.map(Self.batch(group:)))
+        key = work.key
     }
 }

@@ -341,7 +341,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         if code == 404 { throw OGSError.noSuchPlayer(user, checkedAgainIn: max(configuration.unknownPlayerInterval, configuration.interval)) }
         guard code == 200 else { throw OGSError.status(code, retryAfter: nil) }
         do {
-            return try JSON.parse(body.readableBytesView, selecting: OGSPlayerDocument.selection)
+            return try JSON.parse(body.readableBytesView, selecting: OGSPlayerDocument.selection, maximumDepth: JSON.acceptedDepth)
         } catch {
             throw OGSError.malformed("\(error)")
         }

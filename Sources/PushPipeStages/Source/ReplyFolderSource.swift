@@ -193,7 +193,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
 
     func parse(_ path: String) throws -> JSON {
         guard let data = FileManager.default.contents(atPath: path) else { throw StageError(.invalidEvent, stage: "source", "unreadable") }
-        let json = try JSON.parse(data)
+        let json = try JSON.parse(data, maximumDepth: JSON.acceptedDepth)
         guard case .object = json else { throw StageError(.invalidEvent, stage: "source", "a reply must be a JSON object") }
         for field in configuration.requiredFields where json[field]?.stringValue == nil {
             throw StageError(.invalidEvent, stage: "source", "missing string field '\(field)'")
