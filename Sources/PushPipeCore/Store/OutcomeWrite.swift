@@ -6,7 +6,9 @@ package enum OutcomeWrite: Sendable {
     case state([StateWrite], pipeline: String)
     case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome],
                  pipeline: String)
-    case enqueue(QueuedEvent)
+    /// Boxed: an event is many times the size of every other case, and each write is moved
+    /// through the group commit's queue several times.
+    indirect case enqueue(QueuedEvent)
     case dequeue(pipeline: String, kind: String, key: String)
 
     /// Writes nothing: not worth a place in a transaction.
