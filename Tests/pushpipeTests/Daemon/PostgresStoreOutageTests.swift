@@ -167,4 +167,30 @@ struct PostgresStoreOutageTests {
         #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
         try await store.close()
     }
+
+    /// The first statement after the gap is another daemon's claim, not a renewal: it starts
+    /// the grace itself, and takes nothing held.
+    @Test func aClaimFirstAfterAGapInRenewalsWaitsToo() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let logger = Logger(label: "test")
+        let store = try await PostgresStore(location: location, logger: logger)
+        let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,
+                                body: ["id": "e1"], lease: 2)
+        try await store.enqueue(event)
+        let queue = store.pipeline("p")
+        try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2)
+        // Nobody renewed for 100 s (the database was away), and the event's lease lapsed in it.
+        try await store.connections.transaction { connection in
+            try await connection.query("UPDATE lease_clocks SET renewed_at = renewed_at - 100", logger: logger)
+            try await connection.query("UPDATE work SET lease_until = lease_until - 100, due_at = due_at - 100", logger: logger)
+        }
+        #expect(try await queue.claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).isEmpty,
+                "claimed right after the gap: its holder had no time to renew")
+        // The grace (the gap's length, at most 90 s) has passed.
+        try await store.connections.transaction { connection in
+            try await connection.query("UPDATE lease_clocks SET resumed_at = resumed_at - 91", logger: logger)
+        }
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
+        try await store.close()
+    }
 }

@@ -226,7 +226,7 @@ struct ChaosCommand: AsyncParsableCommand {
         let faults = summary.faults.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         return """
             chaos soak: \(Int(seconds)) s of faults across \(daemons) daemons (\(faults))
-            | accepted | delivered | lost | duplicates explained (SIGKILL, GOAWAY) | unexplained duplicates | queued_events left | live holds left |
+            | accepted | delivered | lost | duplicates explained (SIGKILL, GOAWAY) | unexplained duplicates | queued events left | live holds left |
             |---|---|---|---|---|---|---|
             | \(summary.accepted) | \(summary.delivered) | \(summary.lost) | \(summary.explained) | \(summary.unexplained) | \(queued) | \(holds) |
             """ + summary.unexplainedAccounts.prefix(20).map { "\nunexplained \($0)" }.joined()
