@@ -62,6 +62,9 @@ public final class PostgresStore: Store {
     /// Now, in UNIX seconds, on the database's clock: leases, holds and due checks are shared
     /// by daemons whose own clocks may disagree, so they are all measured on this one.
     static let databaseNow = "extract(epoch from now())::double precision"
+    /// The database's time as a row is written, for a lease's end: `now()` is when the
+    /// transaction began, however long its statements then waited for locks.
+    static let databaseClock = "extract(epoch from clock_timestamp())::double precision"
 
     public func ping() async throws {
         _ = try await connections.rows("SELECT 1")

@@ -90,28 +90,29 @@ struct PostgresWorkQueue: WorkQueue {
     }
 
     /// Also beats the kind's lease clock (`lease_clocks`), whose gaps claims respect
-    /// (`appendInterpolation(lapsedIn:…)`).
+    /// (`appendInterpolation(lapsedIn:…)`). Two statements, not one transaction: every holder
+    /// of the kind beats the same row, and a renewal that waited for it inside a transaction
+    /// wrote leases counted from the transaction's start, lapsed already if the wait was longer.
+    /// The leases are counted from when each row is written.
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
-        try await connections.transaction { [logger, pipeline] connection in
-            // A lease that ends at once is a holder letting go, not renewing.
-            if lease > 0 {
-                try await connection.query("""
+        // A lease that ends at once is a holder letting go, not renewing.
+        if lease > 0 {
+            _ = try await connections.rows("""
                 INSERT INTO lease_clocks AS clock (pipeline, source, renewed_at, resumed_at, gap)
                 VALUES (\(pipeline), \(kind), \(unescaped: PostgresStore.databaseNow), 0, 0)
                 ON CONFLICT (pipeline, source) DO UPDATE SET
                     resumed_at = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at ELSE clock.resumed_at END,
                     gap = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at - clock.renewed_at ELSE clock.gap END,
                     renewed_at = greatest(clock.renewed_at, excluded.renewed_at)
-                """, logger: logger)
-            }
-            guard !keys.isEmpty else { return }
-            // A claimed item falls due again when its lease ends; a taken key never does.
-            try await connection.query("""
-                UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
-                    due_at = CASE WHEN due_at < \(takenKeysFallDue) THEN \(unescaped: PostgresStore.databaseNow) + \(lease) ELSE due_at END
-                WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-                """, logger: logger)
+                """)
         }
+        guard !keys.isEmpty else { return }
+        // A claimed item falls due again when its lease ends; a taken key never does.
+        _ = try await connections.rows("""
+            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseClock) + \(lease),
+                due_at = CASE WHEN due_at < \(takenKeysFallDue) THEN \(unescaped: PostgresStore.databaseClock) + \(lease) ELSE due_at END
+            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
+            """)
     }
 
     /// `renew` of taken keys nobody claims (stage holds): one statement, no clock to beat.

@@ -54,7 +54,8 @@ struct RetentionPruner: Sendable {
             let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: $0) }
             if keys > 0 { logger.info("retention: removed \(keys) idempotency keys past their time to live") }
         } catch {
-            logger.error("retention: pruning stopped: \(error)")
+            // An unavailable store logged that itself, once; the next pass tries again.
+            logger.log(level: StoreAvailability.meansAway(error) ? .debug : .error, "retention: pruning stopped: \(error)")
         }
         if pruned > 0 { logger.info("retention: pruned \(pruned) delivery rows") }
         return pruned

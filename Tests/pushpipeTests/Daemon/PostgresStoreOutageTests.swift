@@ -193,4 +193,47 @@ struct PostgresStoreOutageTests {
         #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
         try await store.close()
     }
+
+    /// Every holder of a kind beats one clock row. A renewal that waited for it inside one
+    /// transaction wrote leases counted from the transaction's start: after a wait longer than
+    /// the lease they had lapsed already, and another daemon took over what was still being
+    /// sent. A lease runs from when its row is written.
+    @Test func aRenewalThatWaitedForTheClockCountsItsLeaseFromTheWrite() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let logger = Logger(label: "test")
+        let store = try await PostgresStore(location: location, logger: logger)
+        let event = QueuedEvent(pipeline: "p", source: "s", eventID: "e1", user: "alice", time: 1, body: [:], lease: 30)
+        try await store.enqueue(event)
+        let queue = store.pipeline("p")
+        try await queue.renewLeases(source: "s", keys: [], lease: 30)
+        let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await locker.run() }
+            let locked = ObservedState(false)
+            let unlock = Gate()
+            let released = ObservedState<Double?>(nil)
+            group.addTask {
+                try await locker.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT 1 FROM lease_clocks FOR UPDATE", logger: logger)
+                    locked.update { $0 = true }
+                    await unlock.wait()
+                    let now = try await connection.query("SELECT extract(epoch from clock_timestamp())::double precision", logger: logger)
+                        .collect().first?.decode(Double.self)
+                    released.update { $0 = now }
+                }
+            }
+            try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the clock row's lock") })
+            let renewal = Task { try await queue.renewLeases(source: "s", keys: [event.key], lease: 30) }
+            try await eventually("the renewal waits for the clock row") {
+                try await locker.query("SELECT count(*) FROM pg_locks WHERE NOT granted", logger: logger).collect().first?.decode(Int.self) ?? 0 > 0
+            }
+            unlock.open()
+            try await renewal.value
+            let release = try #require(released.value)
+            let until = try await locker.query("SELECT lease_until FROM work WHERE kind = 'event:s'", logger: logger).collect().first?.decode(Double.self)
+            #expect(try #require(until) >= release + 30, "the lease runs from the write, after the wait: \(until ?? 0) against \(release + 30)")
+            group.cancelAll()
+        }
+        try await store.close()
+    }
 }
