@@ -1,8 +1,8 @@
 import PostgresNIO
 
 /// Which items of a kind nobody works on, one expression for the claim and for the move of
-/// queued events to a source's key: a move that took rows a claim would leave took events still
-/// being sent (issue 45, finding 15a).
+/// queued events to a source's key: a move that took rows a claim would leave would take events
+/// still being sent.
 extension PostgresQuery.StringInterpolation {
     /// The row's lease ran out on the database's clock, and, if somebody held it, no grace after
     /// a gap in the kind's renewals is running (`PostgresWorkQueue.renew`): nobody renewed for

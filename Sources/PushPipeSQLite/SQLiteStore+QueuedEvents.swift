@@ -50,8 +50,8 @@ extension SQLiteStore {
     /// The events of `eventID` still waiting, oldest first. In a pipeline, a range of the work
     /// table's key index: its event kinds, each read for keys that start with the id (the
     /// entries of the few events in flight, not the rows). Without one, every pipeline's
-    /// (`pushpipe events`). No index of its own: one on every accepted event's key cost an
-    /// eighth of the ingestion rate.
+    /// (`pushpipe events`). No index of its own: every accepted event would write one more
+    /// entry, for a lookup that reads a few.
     static func queuedEvents(eventID: String, pipeline: String?, in db: Database) throws -> [QueuedEvent] {
         let prefix = StoredText.storable(QueuedEvent.keyPrefix(eventID: eventID))
         let kinds = (QueuedEvent.kinds, String(QueuedEvent.kinds.dropLast()) + ";")
