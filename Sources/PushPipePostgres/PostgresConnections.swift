@@ -118,11 +118,6 @@ extension PostgresStore {
         /// it the connection is taken for half-open and closed, which fails its query, instead
         /// of stalling the commit leader while TCP never notices.
         public var answer: Duration = .seconds(35)
-
-        public init(connection: Duration = .seconds(5), answer: Duration = .seconds(35)) {
-            self.connection = connection
-            self.answer = answer
-        }
     }
 }
 

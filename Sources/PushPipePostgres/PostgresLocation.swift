@@ -4,16 +4,6 @@ import PushPipeCore
 /// Where a PostgreSQL store is: `postgres://user:password@host:port/database?sslmode=...`,
 /// with libpq's meaning for each part, so a URL that works with `psql` works here.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
-    public init(host: String, hostAddress: String?, port: Int, user: String, password: String?, database: String, tls: PostgresTLSMode) {
-        self.host = host
-        self.hostAddress = hostAddress
-        self.port = port
-        self.user = user
-        self.password = password
-        self.database = database
-        self.tls = tls
-    }
-
     public var host: String
     /// libpq's `hostaddr`: the address to connect to, while `host` stays the name the
     /// server's certificate is verified against (`verify-full`).
@@ -43,7 +33,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "postgres://\(user)\(password == nil ? "" : ":•••")@\(host):\(port)/\(database)?\(tls)"
     }
+}
 
+// In an extension, so that the struct keeps its synthesized memberwise initializer.
+extension PostgresLocation {
     /// - Throws: `InvalidLocation` naming what is wrong.
     public init(parsing text: String) throws {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text), let host = url.host,

@@ -37,24 +37,26 @@ extension PostgresStore {
         }
     }
 
-    public func dropDeadLetter(pipeline: String, eventID: String) async throws -> Bool {
-        try await !connections.rows("""
+    private static func eventRecords(_ rows: [PostgresRow]) throws -> [EventRecord] {
+        try rows.decode((String, String, String, Double, String).self).map { row in
+            try EventRecord(pipeline: row.0, eventID: row.1, state: row.2, updatedAt: row.3, stored: try JSON.parse(row.4))
+        }
+    }
+}
+
+extension PostgresPipelineStore {
+    func dropDeadLetter(eventID: String) async throws -> Bool {
+        try await !store.connections.rows("""
             DELETE FROM event_records WHERE pipeline = \(pipeline) AND event_id = \(eventID) AND state = 'dead_letter' RETURNING event_id
             """).isEmpty
     }
 
-    public func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
-        try await connections.rows("""
+    func pruneEventRecords(unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        try await store.connections.rows("""
             DELETE FROM event_records WHERE ctid IN (
                 SELECT ctid FROM event_records WHERE created_at < \(cutoff) AND pipeline = \(pipeline) AND updated_at < \(cutoff)
                 AND state <> 'dead_letter' LIMIT \(limit))
             RETURNING event_id
             """).count
-    }
-
-    private static func eventRecords(_ rows: [PostgresRow]) throws -> [EventRecord] {
-        try rows.decode((String, String, String, Double, String).self).map { row in
-            try EventRecord(pipeline: row.0, eventID: row.1, state: row.2, updatedAt: row.3, stored: try JSON.parse(row.4))
-        }
     }
 }

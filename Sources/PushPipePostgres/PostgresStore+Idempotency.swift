@@ -61,10 +61,13 @@ extension PostgresStore {
             """)
     }
 
-    public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
-        try await connections.rows("""
+}
+
+extension PostgresPipelineStore {
+    func pruneExpiredIdempotencyKeys(limit: Int) async throws -> Int {
+        try await store.connections.rows("""
             DELETE FROM idempotency_keys WHERE ctid IN (
-                SELECT ctid FROM idempotency_keys WHERE pipeline = \(pipeline) AND expires_at < \(unescaped: Self.databaseNow) LIMIT \(limit))
+                SELECT ctid FROM idempotency_keys WHERE pipeline = \(pipeline) AND expires_at < \(unescaped: PostgresStore.databaseNow) LIMIT \(limit))
             RETURNING key
             """).count
     }

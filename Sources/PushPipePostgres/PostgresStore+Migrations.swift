@@ -200,8 +200,8 @@ extension PostgresStore {
     /// The migrations applied, in order (for tests and diagnostics). Those of one transaction
     /// share a time, so they are in the order of their version number (v9 before v10).
     public func appliedMigrations() async throws -> [String] {
-        try await strings(connections.rows("""
+        try await connections.rows("""
             SELECT name FROM pushpipe_migrations ORDER BY applied_at, substring(name from '^v([0-9]+)-')::int, name
-            """))
+            """).decode(String.self)
     }
 }

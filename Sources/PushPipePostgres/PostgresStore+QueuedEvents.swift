@@ -8,48 +8,10 @@ extension PostgresStore {
         try await outcomes.submit(.enqueue(event))
     }
 
-    public func dequeue(pipeline: String, source: String, key: String) async throws {
-        try await outcomes.submit(.dequeue(pipeline: pipeline, kind: QueuedEvent.kind(source: source), key: key))
-    }
-
     public func queuedEventCounts() async throws -> [QueuedEventCount] {
         try await connections.rows("""
             SELECT pipeline, kind, count(*) FROM work WHERE \(unescaped: Self.isQueuedEvent) GROUP BY pipeline, kind ORDER BY pipeline, kind
             """).decode((String, String, Int).self).map { QueuedEventCount(pipeline: $0.0, source: QueuedEvent.source(ofKind: $0.1) ?? "", count: $0.2) }
-    }
-
-    /// Every daemon of a group may do it, at its start and then every lease: an event moves
-    /// once, when a claim could take it (the same lapse, and the same grace after a gap in the
-    /// old key's renewals), so a daemon of an earlier version keeps what it is sending.
-    public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
-        let (oldKind, newKind) = (QueuedEvent.kind(source: from), QueuedEvent.kind(source: to))
-        try await Self.adoptEarlierQueuedEvents(pipeline: pipeline, source: from, lease: lease, connections: connections)
-        return try await connections.transaction { [logger] connection in
-            let moved = try await connection.query("""
-                WITH lapsed AS MATERIALIZED (
-                    SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(oldKind)
-                    AND \(lapsedIn: pipeline, kind: oldKind, lease: lease, claiming: false) FOR UPDATE SKIP LOCKED)
-                UPDATE work SET kind = \(newKind) FROM lapsed WHERE work.id = lapsed.id RETURNING work.id
-                """, logger: logger).collect().count
-            // A user already scheduled under the new key keeps that schedule.
-            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
-            // Inserted, not updated: another daemon may schedule the same user under the new key
-            // meanwhile, and a conflict would abort the whole move.
-            try await connection.query("""
-                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at)
-                SELECT pipeline, \(new), key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at
-                FROM work WHERE pipeline = \(pipeline) AND kind = \(old) ON CONFLICT DO NOTHING
-                """, logger: logger)
-            try await connection.query("""
-                DELETE FROM work WHERE pipeline = \(pipeline) AND (kind = \(old) OR kind = \(WorkItem.scheduleSyncs) AND key = \(old))
-                """, logger: logger)
-            // The old key's clock goes with its last item: until then, its grace protects what is left.
-            try await connection.query("""
-                DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(oldKind)
-                AND NOT EXISTS (SELECT 1 FROM work WHERE pipeline = \(pipeline) AND kind = \(oldKind))
-                """, logger: logger)
-            return moved
-        }
     }
 
     /// The events of `eventID` still waiting, oldest first, in one look at the queued events'
@@ -92,5 +54,41 @@ extension PostgresStore {
                                      'replay_of', replay_of::json, 'trace_parent', trace_parent)::text, time
             FROM moved ORDER BY id ON CONFLICT DO NOTHING
             """)
+    }
+}
+
+extension PostgresPipelineStore {
+    /// Every daemon of a group may do it, at its start and then every lease: an event moves
+    /// once, when a claim could take it (the same lapse, and the same grace after a gap in the
+    /// old key's renewals), so a daemon of an earlier version keeps what it is sending.
+    func renameSource(from: String, to: String, lease: Double) async throws -> Int {
+        let (oldKind, newKind) = (QueuedEvent.kind(source: from), QueuedEvent.kind(source: to))
+        try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: from, lease: lease, connections: store.connections)
+        return try await store.connections.transaction { connection in
+            let moved = try await connection.query("""
+                WITH lapsed AS MATERIALIZED (
+                    SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(oldKind)
+                    AND \(lapsedIn: pipeline, kind: oldKind, lease: lease, claiming: false) FOR UPDATE SKIP LOCKED)
+                UPDATE work SET kind = \(newKind) FROM lapsed WHERE work.id = lapsed.id RETURNING work.id
+                """, logger: store.logger).collect().count
+            // A user already scheduled under the new key keeps that schedule.
+            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
+            // Inserted, not updated: another daemon may schedule the same user under the new key
+            // meanwhile, and a conflict would abort the whole move.
+            try await connection.query("""
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at)
+                SELECT pipeline, \(new), key, due_at, owner, lease_until, attempts, payload, cursor, work_group, created_at
+                FROM work WHERE pipeline = \(pipeline) AND kind = \(old) ON CONFLICT DO NOTHING
+                """, logger: store.logger)
+            try await connection.query("""
+                DELETE FROM work WHERE pipeline = \(pipeline) AND (kind = \(old) OR kind = \(WorkItem.scheduleSyncs) AND key = \(old))
+                """, logger: store.logger)
+            // The old key's clock goes with its last item: until then, its grace protects what is left.
+            try await connection.query("""
+                DELETE FROM lease_clocks WHERE pipeline = \(pipeline) AND source = \(oldKind)
+                AND NOT EXISTS (SELECT 1 FROM work WHERE pipeline = \(pipeline) AND kind = \(oldKind))
+                """, logger: store.logger)
+            return moved
+        }
     }
 }

@@ -4,60 +4,55 @@ import PostgresNIO
 import PushPipeCore
 
 extension PostgresStore {
-    public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
-        let rows = try await connections.rows("""
+    /// The longest claims wait after a gap in renewals: a pool reconnects at least once a
+    /// minute (PostgresNIO's longest backoff), and its daemon renews within a third of a lease.
+    static let longestResumeGrace = 90.0
+}
+
+extension PostgresPipelineStore {
+    func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
+        let rows = try await store.connections.rows("""
             SELECT id, event_id, created_at, record FROM deliveries
             WHERE pipeline = \(pipeline) AND user_id = \(user) AND id < \(before ?? Int64.max) AND record IS NOT NULL
             ORDER BY id DESC LIMIT \(limit)
             """)
-        var entries: [HistoryEntry] = []
-        for (id, eventID, createdAt, record) in try rows.decode((Int64, String, Double, String).self) {
-            entries.append(HistoryEntry(id: id, pipeline: pipeline, user: user, eventID: eventID, createdAt: createdAt, record: try JSON.parse(record)))
+        return try rows.decode((Int64, String, Double, String).self).map { id, eventID, createdAt, record in
+            HistoryEntry(id: id, pipeline: pipeline, user: user, eventID: eventID, createdAt: createdAt, record: try JSON.parse(record))
         }
-        return entries
     }
 
-    public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {
-        let rows = try await connections.rows("""
+    func lastDelivery(user: String) async throws -> DeliveryRecord? {
+        try await store.connections.rows("""
             SELECT event_id, token_kind, token, outcome, reason, provider_id, attempts, created_at FROM deliveries
             WHERE pipeline = \(pipeline) AND user_id = \(user) AND outcome = 'delivered' ORDER BY id DESC LIMIT 1
-            """)
-        for (eventID, kind, token, outcome, reason, providerID, attempts, createdAt)
-            in try rows.decode((String, String, String, String, String?, String?, Int64, Double).self) {
-            return DeliveryRecord(pipeline: pipeline, eventID: eventID, user: user, tokenKind: kind, token: token, outcome: outcome, reason: reason,
-                                  providerID: providerID, attempts: Int(attempts), createdAt: createdAt)
+            """).decode((String, String, String, String, String?, String?, Int64, Double).self).first.map { eventID, kind, token, outcome, reason, providerID, attempts, createdAt in
+            DeliveryRecord(pipeline: pipeline, eventID: eventID, user: user, tokenKind: kind, token: token, outcome: outcome, reason: reason,
+                           providerID: providerID, attempts: Int(attempts), createdAt: createdAt)
         }
-        return nil
     }
 
-    /// The longest claims wait after a gap in renewals: a pool reconnects at least once a
-    /// minute (PostgresNIO's longest backoff), and its daemon renews within a third of a lease.
-    static let longestResumeGrace = 90.0
-
-    public func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        try await count(connections.rows("""
+    func pruneDeliveries(createdBefore cutoff: Double, limit: Int) async throws -> Int {
+        try await store.connections.rows("""
             DELETE FROM deliveries WHERE id IN (
                 SELECT id FROM deliveries WHERE pipeline = \(pipeline) AND created_at < \(cutoff) ORDER BY id LIMIT \(limit))
             RETURNING id
-            """))
+            """).count
     }
 
-    public func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
+    func pruneDeliveries(keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
         -> (deleted: Int, lastUser: String?)
     {
-        let page = try await strings(connections.rows("""
+        let page = try await store.connections.rows("""
             SELECT DISTINCT user_id FROM deliveries WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(users)
-            """))
+            """).decode(String.self)
         var deleted = 0
         for user in page {
-            deleted += try await count(connections.rows("""
+            deleted += try await store.connections.rows("""
                 DELETE FROM deliveries WHERE id IN (
                     SELECT id FROM deliveries WHERE pipeline = \(pipeline) AND user_id = \(user) ORDER BY id DESC OFFSET \(keep) LIMIT 1000)
                 RETURNING id
-                """))
+                """).count
         }
         return (deleted, page.count < users ? nil : page.last)
     }
-
-    private func count(_ rows: [PostgresRow]) -> Int { rows.count }
 }

@@ -15,7 +15,7 @@ public final class PostgresStore: Store {
     let outcomes: GroupCommit<OutcomeWrite>
     /// Recipients are read once per event: cached for a second, which is how soon another
     /// daemon's registration is used here (this daemon's own changes clear it at once).
-    private let tokenCache = TokenCache(lifetime: .seconds(1))
+    let tokenCache = TokenCache(lifetime: .seconds(1))
     /// Tokens marked confirmed already: their deliveries write nothing more (`ConfirmedTokens`).
     let confirmations = ConfirmedTokens()
 
@@ -78,150 +78,115 @@ public final class PostgresStore: Store {
         await connections.pool.shutdown()
     }
 
-    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
-        defer { tokenCache.invalidate() }
-        confirmations.forget(token, pipeline: pipeline)
+    static func tokens(_ rows: [PostgresRow]) throws -> [DeviceToken] {
+        try rows.decode((String, String, String, String, Double).self).map { user, kind, value, scope, updatedAt in
+            DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt)
+        }
+    }
+}
+
+extension PostgresPipelineStore {
+    func register(_ token: DeviceToken, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
+        defer { store.tokenCache.invalidate() }
+        store.confirmations.forget(token, pipeline: pipeline)
         let now = Date().timeIntervalSince1970
-        try await connections.transaction { [logger] connection in
+        try await store.connections.transaction { connection in
             if replace {
                 try await connection.query("""
                     DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
                     AND scope = \(token.scope) AND token <> \(token.value)
-                    """, logger: logger)
+                    """, logger: store.logger)
             }
             try await connection.query("""
                 INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
                 VALUES (\(pipeline), \(token.user), \(token.kind), \(token.value), \(token.scope), \(environment), \(now), \(now))
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
-                """, logger: logger)
-            if let keepingAtMost { try await Self.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, on: connection, logger: logger) }
+                """, logger: store.logger)
+            if let keepingAtMost { try await PostgresStore.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, on: connection, logger: store.logger) }
         }
     }
 
-    public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
-            try await readTokens(pipeline: pipeline, user: user, kind: kind)
-        }
-    }
-
-    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
+    func readTokens(user: String?, kind: String) async throws -> [DeviceToken] {
         let rows = if let user {
-            try await connections.rows("""
+            try await store.connections.rows("""
                 SELECT user_id, token_kind, token, scope, updated_at FROM registrations
                 WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
                 """)
         } else {
-            try await connections.rows("""
+            try await store.connections.rows("""
                 SELECT user_id, token_kind, token, scope, updated_at FROM registrations
                 WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
                 """)
         }
-        return try await Self.tokens(rows)
+        return try await PostgresStore.tokens(rows)
     }
 
-    public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
-        try await Self.tokens(connections.rows("""
+    func tokens(kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
+        try await PostgresStore.tokens(store.connections.rows("""
             SELECT user_id, token_kind, token, scope, updated_at FROM registrations
             WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
             ORDER BY user_id, updated_at DESC
             """))
     }
 
-    private static func tokens(_ rows: [PostgresRow]) throws -> [DeviceToken] {
-        var tokens: [DeviceToken] = []
-        for (user, kind, value, scope, updatedAt) in try rows.decode((String, String, String, String, Double).self) {
-            tokens.append(DeviceToken(user: user, kind: kind, value: value, scope: scope, updatedAt: updatedAt))
-        }
-        return tokens
-    }
-
-    public func isRegistered(pipeline: String, user: String) async throws -> Bool {
-        try await connections.rows("SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(user))")
+    func isRegistered(user: String) async throws -> Bool {
+        try await store.connections.rows("SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(user))")
             .first?.decode(Bool.self) ?? false
     }
 
-    public func users(pipeline: String) async throws -> [String] {
-        try await strings(connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id"))
+    func users() async throws -> [String] {
+        try await store.connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id").decode(String.self)
     }
 
-    public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
-        try await strings(connections.rows("""
+    func users(after: String?, limit: Int) async throws -> [String] {
+        try await store.connections.rows("""
             SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(limit)
-            """))
+            """).decode(String.self)
     }
 
-    public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
-        if let kind {
-            return try await strings(connections.rows("""
-                SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) AND token_kind = \(kind) ORDER BY user_id
-                """))
-        }
-        return try await strings(connections.rows("""
-            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token) ORDER BY user_id
-            """))
+    func users(token: String, kind: String?) async throws -> [String] {
+        try await store.connections.rows("""
+            SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token)
+            AND (\(kind)::text IS NULL OR token_kind = \(kind)) ORDER BY user_id
+            """).decode(String.self)
     }
 
-    func strings(_ rows: [PostgresRow]) throws -> [String] {
-        try rows.map { try $0.decode(String.self) }
-    }
-
-    public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
-        defer { tokenCache.invalidate() }
-        let rows = try await connections.rows("""
+    func removeToken(kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
+        defer { store.tokenCache.invalidate() }
+        return try await !store.connections.rows("""
             DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
             AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id
-            """)
-        return try await !strings(rows).isEmpty
+            """).isEmpty
     }
 
-    public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
-        let rows = try await connections.rows("""
-            SELECT value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user) AND key = \(key)
-            """)
-        return try await strings(rows).first.map { try JSON.parse($0) }
+    func setting(user: String, key: String) async throws -> JSON? {
+        try await store.connections.rows("SELECT value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user) AND key = \(key)")
+            .first.map { try JSON.parse($0.decode(String.self)) }
     }
 
-    public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
-        let rows = try await connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
-        var result: [String: JSON] = [:]
-        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
-        return result
+    func settings(user: String) async throws -> [String: JSON] {
+        try await [String: JSON](parsing: store.connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
+            .decode((String, String).self))
     }
 
-    public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
+    func setSettings(_ values: [String: JSON], user: String) async throws {
         let now = Date().timeIntervalSince1970
-        try await connections.transaction { [logger] connection in
+        try await store.connections.transaction { connection in
             for (key, value) in values {
                 try await connection.query("""
                     INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText), \(now))
                     ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """, logger: logger)
+                    """, logger: store.logger)
             }
         }
     }
 
-    public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
-        try await states(pipeline: pipeline, stage: stage, keys: [key])[key]
-    }
-
-    public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
+    func states(stage: String, keys: [String]) async throws -> [String: JSON] {
         guard !keys.isEmpty else { return [:] }
-        let rows = try await connections.rows("""
+        let rows = try await store.connections.rows("""
             SELECT key, value FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(keys))
             """)
-        var result: [String: JSON] = [:]
-        for (key, value) in try rows.decode((String, String).self) { result[key] = try JSON.parse(value) }
-        return result
-    }
-
-    public func setState(_ writes: [StateWrite], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
-    }
-
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                              webhooks: [WebhookOutcome], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
-                                                      pipeline: pipeline))
+        return try [String: JSON](parsing: rows.decode((String, String).self))
     }
 }

@@ -153,8 +153,11 @@ struct PostgresWorkQueue: WorkQueue {
             """)
     }
 
+    /// Webhook outcomes first take over what daemons of an earlier version left in their outbox
+    /// (`adoptEarlierOutcomes`).
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        try await connections.rows("""
+        if kind == WebhookOutcome.kind { _ = try await connections.rows(PostgresStore.adoptEarlierOutcomes(pipeline: pipeline)) }
+        return try await connections.rows("""
             DELETE FROM work WHERE id IN (
                 SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND created_at < \(cutoff) ORDER BY id LIMIT \(limit))
             RETURNING id
@@ -203,14 +206,6 @@ struct PostgresWorkQueue: WorkQueue {
 }
 
 extension PostgresStore {
-    public func work(pipeline: String) -> any WorkQueue { PostgresWorkQueue(connections: connections, logger: logger, pipeline: pipeline) }
-
-    /// Also takes over what daemons of an earlier version left in their outbox (`adoptEarlierOutcomes`).
-    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        _ = try await connections.rows(Self.adoptEarlierOutcomes(pipeline: pipeline))
-        return try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
-    }
-
     /// Moves into the work queue the outcomes that daemons of an earlier version (which keep
     /// them in `webhook_outbox`) wrote and nobody holds. Such daemons may run beside this one
     /// while a group is upgraded one daemon at a time: they go on sending what they hold, and

@@ -17,15 +17,10 @@ import Darwin
 /// read (or snapshot) the state, and `dead-letters replay`, which a running daemon is meant to
 /// pick up, do not take it.
 public final class SQLiteStateLock: Sendable {
-    /// The lock file of the database at `path`.
-    public static func lockPath(forDatabaseAt path: String) -> String { path + ".lock" }
-
-    public let path: String
     private let descriptor: Int32
     private let released = Atomic(false)
 
-    private init(path: String, descriptor: Int32) {
-        self.path = path
+    private init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
@@ -36,7 +31,7 @@ public final class SQLiteStateLock: Sendable {
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        let path = lockPath(forDatabaseAt: databasePath)
+        let path = databasePath + ".lock"
         // O_CLOEXEC: a plugin the daemon starts must not keep the state locked after the daemon is gone.
         let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -57,7 +52,7 @@ public final class SQLiteStateLock: Sendable {
         let pid = Array("\(getpid())\n".utf8)
         _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         _ = ftruncate(descriptor, off_t(pid.count))
-        return SQLiteStateLock(path: path, descriptor: descriptor)
+        return SQLiteStateLock(descriptor: descriptor)
     }
 
     /// The pid the holder wrote into the lock file. It writes it just after taking the lock, so

@@ -14,8 +14,7 @@ extension SQLiteStore {
     /// outcome); `created_at` stays, so rows stay in the order of their events. Several per
     /// statement, as deliveries are.
     static func upsert(_ records: [EventRecord], in db: Database) throws {
-        var start = 0
-        while start < records.count {
+        for start in stride(from: 0, to: records.count, by: rowsPerInsert) {
             let chunk = records[start..<min(records.count, start + rowsPerInsert)]
             try db.cachedStatement(sql: upsertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * 512) { values in
                 for (position, record) in chunk.enumerated() {
@@ -28,7 +27,6 @@ extension SQLiteStore {
                     values.bindText(record.storedText, at: first + 6)
                 }
             }
-            start += chunk.count
         }
     }
 
@@ -71,16 +69,23 @@ extension SQLiteStore {
         }
     }
 
-    public func dropDeadLetter(pipeline: String, eventID: String) async throws -> Bool {
-        try await database.write { db in
+    static func eventRecord(_ row: Row) throws -> EventRecord {
+        try EventRecord(pipeline: row["pipeline"], eventID: row["event_id"], state: row["state"], updatedAt: row["updated_at"],
+                        stored: try JSON.parse(row["record"] as String))
+    }
+}
+
+extension SQLitePipelineStore {
+    func dropDeadLetter(eventID: String) async throws -> Bool {
+        try await store.database.write { db in
             try db.execute(sql: "DELETE FROM event_records WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'", arguments: [pipeline, eventID])
             return db.changesCount > 0
         }
     }
 
-    public func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
-        try await database.write { db in
-            let boundary = try Self.lastRow(createdBefore: cutoff, of: .eventRecords, in: db)
+    func pruneEventRecords(unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        try await store.database.write { db in
+            let boundary = try SQLiteStore.lastRow(createdBefore: cutoff, of: .eventRecords, in: db)
             guard boundary > 0 else { return 0 }
             try db.cachedStatement(sql: """
                 DELETE FROM event_records WHERE rowid IN (
@@ -88,10 +93,5 @@ extension SQLiteStore {
                 """).execute(arguments: [boundary, pipeline, cutoff, limit])
             return db.changesCount
         }
-    }
-
-    static func eventRecord(_ row: Row) throws -> EventRecord {
-        try EventRecord(pipeline: row["pipeline"], eventID: row["event_id"], state: row["state"], updatedAt: row["updated_at"],
-                        stored: try JSON.parse(row["record"] as String))
     }
 }

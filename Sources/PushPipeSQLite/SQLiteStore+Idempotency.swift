@@ -46,20 +46,22 @@ extension SQLiteStore {
         }
     }
 
-    public func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int {
-        let now = clock.now
-        return try await database.write { db in
+    /// In the transaction that stores the answer's event, when it has one.
+    static func recordAnswer(_ answer: IdempotentAnswer, in db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE idempotency_keys SET status = ?, body = ? WHERE pipeline = ? AND scope = ? AND key = ?")
+            .execute(arguments: [answer.status, answer.body.compactText, answer.key.pipeline, answer.key.scope, answer.key.key])
+    }
+}
+
+extension SQLitePipelineStore {
+    func pruneExpiredIdempotencyKeys(limit: Int) async throws -> Int {
+        let now = store.clock.now
+        return try await store.database.write { db in
             try db.execute(sql: """
                 DELETE FROM idempotency_keys WHERE rowid IN (
                     SELECT rowid FROM idempotency_keys WHERE pipeline = ? AND expires_at < ? LIMIT ?)
                 """, arguments: [pipeline, now, limit])
             return db.changesCount
         }
-    }
-
-    /// In the transaction that stores the answer's event, when it has one.
-    static func recordAnswer(_ answer: IdempotentAnswer, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE idempotency_keys SET status = ?, body = ? WHERE pipeline = ? AND scope = ? AND key = ?")
-            .execute(arguments: [answer.status, answer.body.compactText, answer.key.pipeline, answer.key.scope, answer.key.key])
     }
 }

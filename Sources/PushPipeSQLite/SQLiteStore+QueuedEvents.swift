@@ -8,32 +8,11 @@ extension SQLiteStore {
         try await outcomes.submit(.enqueue(event))
     }
 
-    public func dequeue(pipeline: String, source: String, key: String) async throws {
-        try await outcomes.submit(.dequeue(pipeline: pipeline, kind: QueuedEvent.kind(source: source), key: key))
-    }
-
     public func queuedEventCounts() async throws -> [QueuedEventCount] {
         try await database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT pipeline, kind, count(*) AS count FROM work WHERE \(Self.isQueuedEvent) GROUP BY pipeline, kind ORDER BY pipeline, kind
                 """).map { QueuedEventCount(pipeline: $0["pipeline"], source: QueuedEvent.source(ofKind: $0["kind"]) ?? "", count: $0["count"]) }
-        }
-    }
-
-    /// Moves what a claim here would take (another process's events, or this one's whose lease
-    /// ran out): this process keeps what it holds under the old key, as a claim leaves it.
-    public func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int {
-        let now = clock.now
-        return try await database.write { db in
-            try db.execute(sql: "UPDATE work SET kind = ? WHERE pipeline = ? AND kind = ? AND (owner IS NOT ? OR lease_until < ?)",
-                           arguments: [QueuedEvent.kind(source: to), pipeline, QueuedEvent.kind(source: from), LeaseOwner.thisProcess, now])
-            let moved = db.changesCount
-            // A user already scheduled under the new key keeps that schedule.
-            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
-            try db.execute(sql: "UPDATE OR IGNORE work SET kind = ? WHERE pipeline = ? AND kind = ?", arguments: [new, pipeline, old])
-            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND (kind = ? OR kind = ? AND key = ?)",
-                           arguments: [pipeline, old, WorkItem.scheduleSyncs, old])
-            return moved
         }
     }
 
@@ -54,8 +33,8 @@ extension SQLiteStore {
     /// entry, for a lookup that reads a few.
     static func queuedEvents(eventID: String, pipeline: String?, in db: Database) throws -> [QueuedEvent] {
         let prefix = StoredText.storable(QueuedEvent.keyPrefix(eventID: eventID))
-        let kinds = (QueuedEvent.kinds, String(QueuedEvent.kinds.dropLast()) + ";")
-        let range: StatementArguments = [kinds.0, kinds.1, prefix, StoredText.storable(eventID) + "\u{0B}"]
+        let kinds = SQLiteWorkQueue.kinds(startingWith: QueuedEvent.kinds)
+        let range: StatementArguments = [kinds.from, kinds.upTo, prefix, StoredText.storable(eventID) + "\u{0B}"]
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT pipeline, owner, \(SQLiteWorkQueue.columns) FROM work \(pipeline == nil ? "WHERE " : "INDEXED BY work_by_key WHERE pipeline = ? AND ")kind >= ? AND kind < ?
             AND key >= ? AND key < ? ORDER BY id
@@ -66,4 +45,23 @@ extension SQLiteStore {
 
     /// Whether a row of `work` is a queued event.
     static let isQueuedEvent = "substr(kind, 1, \(QueuedEvent.kinds.utf8.count)) = '\(QueuedEvent.kinds)'"
+}
+
+extension SQLitePipelineStore {
+    /// Moves what a claim here would take (another process's events, or this one's whose lease
+    /// ran out): this process keeps what it holds under the old key, as a claim leaves it.
+    func renameSource(from: String, to: String, lease: Double) async throws -> Int {
+        let now = store.clock.now
+        return try await store.database.write { db in
+            try db.execute(sql: "UPDATE work SET kind = ? WHERE pipeline = ? AND kind = ? AND (owner IS NOT ? OR lease_until < ?)",
+                           arguments: [QueuedEvent.kind(source: to), pipeline, QueuedEvent.kind(source: from), LeaseOwner.thisProcess, now])
+            let moved = db.changesCount
+            // A user already scheduled under the new key keeps that schedule.
+            let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
+            try db.execute(sql: "UPDATE OR IGNORE work SET kind = ? WHERE pipeline = ? AND kind = ?", arguments: [new, pipeline, old])
+            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND (kind = ? OR kind = ? AND key = ?)",
+                           arguments: [pipeline, old, WorkItem.scheduleSyncs, old])
+            return moved
+        }
+    }
 }

@@ -3,17 +3,6 @@ import GRDB
 import PushPipeCore
 
 extension SQLiteStore {
-    /// Reads in the writer: a reader connection's pages are stale after every commit (see
-    /// `StateMirror`), while the writer's are not. One read for a poller's claim instead of one
-    /// per user.
-    public func warmTokens(pipeline: String, users: [String]) async throws {
-        guard !users.isEmpty else { return }
-        let generation = tokenCache.currentGeneration()
-        let list = JSON.array(users.map(JSON.string)).compactText
-        let tokens = try await database.write { db in try Self.tokens(of: list, pipeline: pipeline, in: db) }
-        tokenCache.store(tokens, readAt: generation)
-    }
-
     /// The tokens of `users` (a JSON array of ids) by user and kind, each list ordered as
     /// `tokens(pipeline:user:kind:)` orders it. Sorted here, and only lists of two or more: an
     /// ORDER BY built a temporary b-tree for every claim, while a user rarely has two tokens of
@@ -33,5 +22,18 @@ extension SQLiteStore {
             found[query] = tokens.sorted { $0.updatedAt > $1.updatedAt }
         }
         return found
+    }
+}
+
+extension SQLitePipelineStore {
+    /// Reads in the writer: a reader connection's pages are stale after every commit (see
+    /// `StateMirror`), while the writer's are not. One read for a poller's claim instead of one
+    /// per user.
+    func warmTokens(users: [String]) async throws {
+        guard !users.isEmpty else { return }
+        let generation = store.tokenCache.currentGeneration()
+        let list = JSON.array(users.map(JSON.string)).compactText
+        let tokens = try await store.database.write { db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
+        store.tokenCache.store(tokens, readAt: generation)
     }
 }

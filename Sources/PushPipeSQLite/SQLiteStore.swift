@@ -7,13 +7,12 @@ import PushPipeCore
 /// The embedded store: one SQLite file in WAL mode, written through GRDB.
 public final class SQLiteStore: Store {
     let database: DatabasePool
-    public let path: String
     /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
     let outcomes: GroupCommit<OutcomeWrite>
     let tokenCache = TokenCache()
     /// Tokens marked confirmed already: their deliveries write nothing more (`ConfirmedTokens`).
     let confirmations: ConfirmedTokens
-    private let held = HeldKeys()
+    let held = HeldKeys()
     /// Watermarks in memory (see `StateMirror`); this store is its file's only writer.
     let stateMirror: StateMirror
     private let checkpointer: SQLiteCheckpointer
@@ -28,7 +27,6 @@ public final class SQLiteStore: Store {
     ///   - clock: what leases, due times and expiries are measured on.
     public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
                 observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system, takingOverQueuedEvents: Bool = false) throws {
-        self.path = path
         self.clock = clock
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
         try Self.makePrivate(path)
@@ -148,8 +146,7 @@ public final class SQLiteStore: Store {
     }
 
     private static func insert(_ rows: [DeliveryRow], in db: Database) throws {
-        var start = 0
-        while start < rows.count {
+        for start in stride(from: 0, to: rows.count, by: rowsPerInsert) {
             let chunk = rows[start..<min(rows.count, start + rowsPerInsert)]
             // Cached statements: parsed once per connection and size, not once per write.
             try db.cachedStatement(sql: insertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) { values in
@@ -173,7 +170,6 @@ public final class SQLiteStore: Store {
                     }
                 }
             }
-            start += chunk.count
         }
     }
 
@@ -181,236 +177,8 @@ public final class SQLiteStore: Store {
         try database.read { db in try Self.migrator.appliedMigrations(db) }
     }
 
-    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws {
-        defer { tokenCache.invalidate() }
-        confirmations.forget(token, pipeline: pipeline)
-        let now = clock.now
-        try await database.write { db in
-            if replace {
-                try db.execute(
-                    sql: "DELETE FROM registrations WHERE pipeline = ? AND user_id = ? AND token_kind = ? AND scope = ? AND token <> ?",
-                    arguments: .storable([pipeline, token.user, token.kind, token.scope, token.value]))
-            }
-            try db.execute(sql: """
-                INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (pipeline, user_id, token_kind, token)
-                DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
-                """, arguments: .storable([pipeline, token.user, token.kind, token.value, token.scope, environment, now, now]))
-            if let keepingAtMost { try Self.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, in: db) }
-        }
-    }
-
-    public func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        try await tokenCache.tokens(for: TokenCache.Query(pipeline: pipeline, user: user, kind: kind)) {
-            try await readTokens(pipeline: pipeline, user: user, kind: kind)
-        }
-    }
-
-    private func readTokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken] {
-        try await read { db in
-            let rows: [Row]
-            if let user {
-                rows = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                    WHERE pipeline = ? AND user_id = ? AND token_kind = ? ORDER BY updated_at DESC
-                    """), arguments: [pipeline, user, kind])
-            } else {
-                rows = try Row.fetchAll(db, sql: """
-                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                    WHERE pipeline = ? AND token_kind = ? ORDER BY user_id, updated_at DESC
-                    """, arguments: [pipeline, kind])
-            }
-            return rows.map(Self.token)
-        }
-    }
-
     static func token(_ row: Row) -> DeviceToken {
         DeviceToken(user: row["user_id"], kind: row["token_kind"], value: row["token"], scope: row["scope"], updatedAt: row["updated_at"])
-    }
-
-    public func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
-        try await database.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                WHERE pipeline = ? AND user_id >= ? AND user_id <= ? AND token_kind = ? ORDER BY user_id, updated_at DESC
-                """), arguments: [pipeline, users.lowerBound, users.upperBound, kind]).map(Self.token)
-        }
-    }
-
-    public func users(pipeline: String, after: String?, limit: Int) async throws -> [String] {
-        try await database.read { db in
-            try String.fetchAll(db.cachedStatement(sql: """
-                SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND user_id > ? ORDER BY user_id LIMIT ?
-                """), arguments: [pipeline, after ?? "", limit])
-        }
-    }
-
-    public func isRegistered(pipeline: String, user: String) async throws -> Bool {
-        try await database.read { db in
-            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM registrations WHERE pipeline = ? AND user_id = ?)"),
-                              arguments: [pipeline, user]) ?? false
-        }
-    }
-
-    public func users(pipeline: String) async throws -> [String] {
-        try await database.read { db in
-            try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? ORDER BY user_id", arguments: [pipeline])
-        }
-    }
-
-    public func users(pipeline: String, token: String, kind: String?) async throws -> [String] {
-        try await database.read { db in
-            if let kind {
-                return try String.fetchAll(db, sql: """
-                    SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND token = ? AND token_kind = ? ORDER BY user_id
-                    """, arguments: [pipeline, token, kind])
-            }
-            return try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM registrations WHERE pipeline = ? AND token = ? ORDER BY user_id",
-                                       arguments: [pipeline, token])
-        }
-    }
-
-    public func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
-        defer { tokenCache.invalidate() }
-        return try await database.write { db in
-            try db.execute(sql: """
-                DELETE FROM registrations WHERE pipeline = ? AND token_kind = ? AND token = ? AND updated_at <= ?
-                """, arguments: [pipeline, kind, token, unlessUpdatedAfter ?? Double.greatestFiniteMagnitude])
-            return db.changesCount > 0
-        }
-    }
-
-    public func setting(pipeline: String, user: String, key: String) async throws -> JSON? {
-        let text = try await read { db in
-            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM settings WHERE pipeline = ? AND user_id = ? AND key = ?"),
-                                arguments: [pipeline, user, key])
-        }
-        return try text.map { try JSON.parse($0) }
-    }
-
-    public func settings(pipeline: String, user: String) async throws -> [String: JSON] {
-        let rows: [(String, String)] = try await read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM settings WHERE pipeline = ? AND user_id = ?"), arguments: [pipeline, user])
-                .map { ($0["key"], $0["value"]) }
-        }
-        var result: [String: JSON] = [:]
-        for (key, value) in rows { result[key] = try JSON.parse(value) }
-        return result
-    }
-
-    public func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws {
-        let now = clock.now
-        try await database.write { db in
-            for (key, value) in values {
-                try db.execute(sql: """
-                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """, arguments: .storable([pipeline, user, key, value.compactText, now]))
-            }
-        }
-    }
-
-    public func state(pipeline: String, stage: String, key: String) async throws -> JSON? {
-        try await states(pipeline: pipeline, stage: stage, keys: [key])[key]
-    }
-
-    public func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
-        guard !keys.isEmpty else { return [:] }
-        // A key is looked up as its write stored it (`StoredText`), and answered as asked.
-        let stored = keys.map { key -> String in StoredText.storable(key) }
-        guard stored == keys else {
-            let values = try await storedStates(pipeline: pipeline, stage: stage, keys: stored)
-            return Dictionary(zip(keys, stored).compactMap { key, storedKey in values[storedKey].map { (key, $0) } },
-                              uniquingKeysWith: { first, _ in first })
-        }
-        return try await storedStates(pipeline: pipeline, stage: stage, keys: keys)
-    }
-
-    private func storedStates(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
-        let mirrored = StateMirror.Stage(pipeline: pipeline, stage: stage)
-        switch stateMirror.values(of: keys, in: mirrored) {
-        case .found(let values): return values
-        case .tooLarge: return try await readStates(pipeline: pipeline, stage: stage, keys: keys)
-        case .notLoaded:
-            try await loadMirror(of: mirrored)
-            return try await storedStates(pipeline: pipeline, stage: stage, keys: keys)
-        }
-    }
-
-    /// Reads a stage's rows into the mirror on the writer's queue, where committed changes are
-    /// applied: no commit can land between the read and the install.
-    private func loadMirror(of stage: StateMirror.Stage) async throws {
-        let mirror = stateMirror
-        try await database.writeWithoutTransaction { db in
-            guard !mirror.isLoaded(stage) else { return }
-            var values: [String: JSON] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ?",
-                                           arguments: [stage.pipeline, stage.stage])
-            while let row = try rows.next() {
-                guard values.count < mirror.capacity else { return mirror.install(nil, for: stage) }
-                values[row["key"]] = try JSON.parse(row["value"] as String)
-            }
-            mirror.install(values, for: stage)
-        }
-    }
-
-    private func readStates(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON] {
-        let rows: [(String, String)] = try await read { db in
-            // One statement per number of keys, parsed once per connection.
-            let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ",")
-            let statement = try db.cachedStatement(sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ? AND key IN (\(placeholders))")
-            // Existentials, not `[String]`: the generic initializer makes a key path at run time per call.
-            let arguments = StatementArguments(([pipeline, stage] + keys).map { $0 as (any DatabaseValueConvertible)? })
-            return try Row.fetchAll(statement, arguments: arguments).map { ($0["key"], $0["value"]) }
-        }
-        var result: [String: JSON] = [:]
-        for (key, value) in rows { result[key] = try JSON.parse(value) }
-        return result
-    }
-
-    /// The mirror's copy of the stage is dropped in the same write, on the writer's queue: the
-    /// next read loads what is left.
-    public func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
-        let mirror = stateMirror
-        return try await database.write { db in
-            try db.execute(sql: """
-                DELETE FROM stage_state WHERE rowid IN (
-                    SELECT rowid FROM stage_state WHERE pipeline = ? AND stage = ? AND updated_at < ? LIMIT ?)
-                """, arguments: [pipeline, stage, cutoff, limit])
-            let removed = db.changesCount
-            if removed > 0 { mirror.forget(StateMirror.Stage(pipeline: pipeline, stage: stage)) }
-            return removed
-        }
-    }
-
-    public func setState(_ writes: [StateWrite], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.state(writes, pipeline: pipeline))
-    }
-
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                              webhooks: [WebhookOutcome], pipeline: String) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
-                                                      pipeline: pipeline))
-    }
-
-    public func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
-        let rows = try await database.read { db in
-            try Self.userRows(.history, pipeline: pipeline, user: user, before: before ?? Int64.max, limit: limit, in: db)
-        }
-        return try rows.map { row in
-            HistoryEntry(id: row["id"], pipeline: pipeline, user: user, eventID: row["event_id"], createdAt: row["created_at"],
-                         record: try JSON.parse(row["record"] as String))
-        }
-    }
-
-    public func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord? {
-        try await database.read { db in
-            guard let row = try Self.userRows(.delivered, pipeline: pipeline, user: user, before: Int64.max, limit: 1, in: db).first else { return nil }
-            return DeliveryRecord(pipeline: pipeline, eventID: row["event_id"], user: user, tokenKind: row["token_kind"], token: row["token"],
-                                  outcome: row["outcome"], reason: row["reason"], providerID: row["provider_id"], attempts: row["attempts"],
-                                  createdAt: row["created_at"])
-        }
     }
 
     /// The state holds device tokens, Web Push keys and event bodies: a folder it creates is
@@ -440,17 +208,6 @@ public final class SQLiteStore: Store {
         try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [path]) }
         try queue.close()
     }
-
-    public func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String> {
-        held.claim(keys, pipeline: pipeline, stage: stage)
-    }
-
-    public func release(keys: Set<String>, pipeline: String, stage: String) async throws {
-        held.release(keys, pipeline: pipeline, stage: stage)
-    }
-
-    /// Held in memory until released: a daemon that dies takes its holds with it.
-    public func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws {}
 
     /// A short read: on the calling thread, except on one of the server's event loops (route
     /// handlers, the workers of pipelines fed over HTTP), where it goes to a reader's queue. A

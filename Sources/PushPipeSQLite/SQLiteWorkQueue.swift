@@ -58,28 +58,25 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
         // A claimed item falls due again when its lease ends; a taken key never does.
-        try await update("lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
-                         [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue], kind, keys)
+        // The WHERE's bare `?`s follow `?2`, so they are ?3... and take the values after these two.
+        try await forOwnKeys("UPDATE work SET lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
+                             [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue], kind, keys)
     }
 
     func complete(_ kind: String, keys: Set<String>) async throws {
-        guard !keys.isEmpty else { return }
-        try await database.write { [pipeline] db in
-            let statement = try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
-            for key in keys { try statement.execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess])) }
-        }
+        try await forOwnKeys("DELETE FROM work", [], kind, keys)
     }
 
     func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
-        try await update("attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], kind, keys)
+        try await forOwnKeys("UPDATE work SET attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], kind, keys)
     }
 
     func release(_ kind: String, keys: Set<String>) async throws {
-        try await update("owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], kind, keys)
+        try await forOwnKeys("UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], kind, keys)
     }
 
     func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
-        try await update("cursor = ?", [cursor.databaseValue], kind, [key])
+        try await forOwnKeys("UPDATE work SET cursor = ?", [cursor.databaseValue], kind, [key])
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
@@ -127,19 +124,21 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
         let now = clock.now
+        let kinds = Self.kinds(startingWith: prefix)
         return try await database.write { [pipeline] db in
             try db.execute(sql: """
-                DELETE FROM work WHERE pipeline = ? AND substr(kind, 1, length(?)) = ? AND due_at >= ? AND lease_until < ?
-                """, arguments: .storable([pipeline, prefix, prefix, takenKeysFallDue, now]))
+                DELETE FROM work WHERE pipeline = ? AND kind >= ? AND kind < ? AND due_at >= ? AND lease_until < ?
+                """, arguments: .storable([pipeline, kinds.from, kinds.upTo, takenKeysFallDue, now]))
             return db.changesCount
         }
     }
 
-    /// Sets `assignments` on this process's items of `kind` under `keys`.
-    private func update(_ assignments: String, _ values: [DatabaseValue], _ kind: String, _ keys: Set<String>) async throws {
+    /// Runs `head` (an UPDATE or DELETE of `work`, its own `values` bound first) on this
+    /// process's items of `kind` under `keys`.
+    private func forOwnKeys(_ head: String, _ values: [DatabaseValue], _ kind: String, _ keys: Set<String>) async throws {
         guard !keys.isEmpty else { return }
         try await database.write { [pipeline] db in
-            let statement = try db.cachedStatement(sql: "UPDATE work SET \(assignments) WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
+            let statement = try db.cachedStatement(sql: "\(head) WHERE pipeline = ? AND kind = ? AND key = ? AND owner = ?")
             for key in keys {
                 try statement.execute(arguments: StatementArguments(values) + .storable([pipeline, kind, key, LeaseOwner.thisProcess]))
             }
@@ -156,18 +155,17 @@ struct SQLiteWorkQueue: WorkQueue {
             """).execute(arguments: [LeaseOwner.thisProcess, until, JSON.array(items.map { .int($0.id) }).compactText])
     }
 
+    /// The kinds of a family (`hold:`, `event:`: a prefix ending in ':') as a range, which the
+    /// (pipeline, kind, key) index reads, where a test of the prefix would scan the pipeline's work.
+    static func kinds(startingWith prefix: String) -> (from: String, upTo: String) {
+        precondition(prefix.hasSuffix(":"), "a family of kinds ends in ':'")
+        return (prefix, prefix.dropLast() + ";")
+    }
+
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 
     static func item(_ row: Row) throws -> WorkItem {
         WorkItem(id: row["id"], kind: row["kind"], key: row["key"], payload: try JSON.parse(row["payload"] as String), attempts: row["attempts"],
                  createdAt: row["created_at"], group: row["work_group"], cursor: row["cursor"])
-    }
-}
-
-extension SQLiteStore {
-    public func work(pipeline: String) -> any WorkQueue { SQLiteWorkQueue(database: database, pipeline: pipeline, clock: clock) }
-
-    public func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        try await work(pipeline: pipeline).prune(WebhookOutcome.kind, createdBefore: cutoff, limit: limit)
     }
 }

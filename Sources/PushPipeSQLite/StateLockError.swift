@@ -19,14 +19,6 @@ public struct StateLockError: Error, CustomStringConvertible {
     public var holder: pid_t?
     public var reason: String?
 
-    public init(code: Code, database: String, lockFile: String, holder: pid_t? = nil, reason: String? = nil) {
-        self.code = code
-        self.database = database
-        self.lockFile = lockFile
-        self.holder = holder
-        self.reason = reason
-    }
-
     public var description: String {
         switch code {
         case .inUse:

@@ -7,8 +7,7 @@ extension StatementArguments {
     static func storable(_ values: [(any DatabaseValueConvertible)?]) -> StatementArguments {
         StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
             guard let text = value as? String else { return value }
-            let storable: String = StoredText.storable(text)
-            return storable
+            return StoredText.storable(text) as String
         })
     }
 }

@@ -134,7 +134,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await selection.forEachDeadLetter(ids) { record, store in
-                guard try await store.dropDeadLetter(pipeline: record.pipeline, eventID: record.eventID) else { throw DeadLetterError.changed(record.eventID) }
+                guard try await store.pipeline(record.pipeline).dropDeadLetter(eventID: record.eventID) else { throw DeadLetterError.changed(record.eventID) }
                 print("dropped \(record.eventID) (pipeline \(record.pipeline))")
             }
         }

@@ -142,10 +142,10 @@ import Testing
         try await withHost { _, store, client in
             let token = String(repeating: "ab", count: 32)
             #expect(try await send(client, .post, "/register", json: ["user_id": "ann", "token": .string(token.uppercased())]).status == 200)
-            #expect(try await store.tokens(pipeline: "app", user: "ann", kind: "device").map(\.value) == [token], "stored lower-case")
+            #expect(try await store.pipeline("app").tokens(user: "ann", kind: "device").map(\.value) == [token], "stored lower-case")
             let bad = try await send(client, .post, "/register", json: ["user_id": "bob", "token": "not-hex"])
             #expect(bad.status == 400 && bad.body?["field"] == "token")
-            #expect(try await store.tokens(pipeline: "app", user: "bob", kind: "device").isEmpty)
+            #expect(try await store.pipeline("app").tokens(user: "bob", kind: "device").isEmpty)
         }
     }
 }

@@ -14,11 +14,11 @@ import Testing
     func deliver(_ store: SQLiteStore, user: String, age: Double, now: Date, number: Int) async throws {
         let createdAt = now.timeIntervalSince1970 - age
         let event = "e-\(user)-\(number)"
-        try await store.recordOutcome(
+        try await store.pipeline("p").recordOutcome(
             deliveries: [DeliveryRecord(pipeline: "p", eventID: event, user: user, tokenKind: "device", token: "ab", outcome: "delivered",
                                         reason: nil, providerID: nil, attempts: 1, createdAt: createdAt)],
             history: [HistoryEntry(pipeline: "p", user: user, eventID: event, createdAt: createdAt, record: ["n": .int(Int64(number))])],
-            state: [], pipeline: "p")
+            state: [])
     }
 
     @Test func oldRowsGoAndEachUserKeepsItsNewestAndHistoryPagesAcrossPruning() async throws {
@@ -31,23 +31,23 @@ import Testing
         for number in 0..<10 { try await deliver(store, user: "alice", age: 200 * day, now: now, number: number) }
         for number in 10..<30 { try await deliver(store, user: "alice", age: day - Double(number), now: now, number: number) }
         for number in 0..<5 { try await deliver(store, user: "bob", age: day, now: now, number: number) }
-        try await store.recordOutcome(deliveries: [DeliveryRecord(pipeline: "other", eventID: "x", user: "alice", tokenKind: "device", token: "ab",
+        try await store.pipeline("other").recordOutcome(deliveries: [DeliveryRecord(pipeline: "other", eventID: "x", user: "alice", tokenKind: "device", token: "ab",
                                                                   outcome: "delivered", reason: nil, providerID: nil, attempts: 1,
                                                                   createdAt: now.timeIntervalSince1970 - 300 * day)],
-                                      history: [], state: [], pipeline: "other")
+                                      history: [], state: [])
 
-        let firstPage = try await store.history(pipeline: "p", user: "alice", limit: 5, before: nil)
+        let firstPage = try await store.pipeline("p").history(user: "alice", limit: 5, before: nil)
         #expect(firstPage.map { $0.record["n"] } == [29, 28, 27, 26, 25])
 
-        let pruner = RetentionPruner(pipeline: "p", policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600), store: store,
+        let pruner = RetentionPruner(policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600), store: store.pipeline("p"),
                                      logger: .init(label: "retention"), clock: clock)
         #expect(await pruner.pruneOnce() == 15, "10 by age, 5 beyond alice's newest 15")
         #expect(await pruner.pruneOnce() == 0, "nothing left to prune")
 
         // The cursor of the page read before pruning still works.
-        let secondPage = try await store.history(pipeline: "p", user: "alice", limit: 100, before: firstPage.last?.id)
+        let secondPage = try await store.pipeline("p").history(user: "alice", limit: 100, before: firstPage.last?.id)
         #expect(secondPage.map { $0.record["n"] } == (15..<25).reversed().map { .int(Int64($0)) })
-        #expect(try await store.history(pipeline: "p", user: "bob", limit: 100, before: nil).count == 5)
+        #expect(try await store.pipeline("p").history(user: "bob", limit: 100, before: nil).count == 5)
         let counts = try await DatabaseQueue(path: directory.file("state.sqlite")).read { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM deliveries WHERE pipeline = 'other'") ?? -1,
              try Int.fetchOne(db, sql: "SELECT count(*) FROM user_deliveries WHERE pipeline = 'p'") ?? -1)
@@ -65,9 +65,9 @@ import Testing
         for number in 0..<7 { try await deliver(store, user: "u", age: Double(100 - number * 10) * day, now: now, number: number) }
         let boundary = try await store.database.read { db in try SQLiteStore.lastRow(createdBefore: now.timeIntervalSince1970 - 65 * day, in: db) }
         #expect(boundary == 4, "rows 1-4 are 100, 90, 80 and 70 days old")
-        #expect(try await store.pruneDeliveries(pipeline: "p", createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 2)
-        #expect(try await store.pruneDeliveries(pipeline: "p", createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 2)
-        #expect(try await store.pruneDeliveries(pipeline: "p", createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 0)
+        #expect(try await store.pipeline("p").pruneDeliveries(createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 2)
+        #expect(try await store.pipeline("p").pruneDeliveries(createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 2)
+        #expect(try await store.pipeline("p").pruneDeliveries(createdBefore: now.timeIntervalSince1970 - 65 * day, limit: 2) == 0)
         try await store.close()
     }
 

@@ -59,7 +59,7 @@ import Testing
         release.signal()
         try await store.close()
         let reopened = try SQLiteStore(path: path)
-        let history = try await reopened.history(pipeline: "p", user: "u", limit: 100_000, before: nil)
+        let history = try await reopened.pipeline("p").history(user: "u", limit: 100_000, before: nil)
         #expect(history.count == written)
         #expect(Set(history.map(\.eventID)).count == written)
         try await reopened.close()
@@ -107,7 +107,7 @@ import Testing
         // commit starts the WAL over.
         #expect(seen.filter { $0.kind == .catchUp }.allSatisfy { $0.checkpointedFrames == $0.walFrames })
         let reopened = try SQLiteStore(path: path)
-        #expect(try await reopened.history(pipeline: "p", user: "u", limit: 100_000, before: nil).count == written)
+        #expect(try await reopened.pipeline("p").history(user: "u", limit: 100_000, before: nil).count == written)
         try await reopened.close()
     }
 }

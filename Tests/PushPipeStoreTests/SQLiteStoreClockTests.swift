@@ -18,7 +18,7 @@ import Testing
 
     @Test func aLeaseEndsAndARetryFallsDueWhenTheClockSaysSo() async throws {
         try await Self.withStore { store, clock in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([WorkItem(kind: "job", key: "a", payload: [:], createdAt: clock.now)])
             let claimed = try await work.claim("job", limit: 10, lease: 300)
             #expect(claimed.map(\.key) == ["a"])
@@ -38,7 +38,7 @@ import Testing
 
     @Test func aTakenKeyLapsesWithItsLease() async throws {
         try await Self.withStore { store, clock in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             let first = try await work.take("hold", keys: ["game-1"], lease: 60)
             #expect(first == ["game-1"])
             let second = try await work.take("hold", keys: ["game-1"], lease: 60)
@@ -56,9 +56,9 @@ import Testing
             try await store.recordIdempotentAnswer(IdempotentAnswer(key: key, status: 202, body: ["id": "e1"]))
             clock.advance(by: .seconds(86_399))
             #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 86_400) == .usedForAnotherRequest)
-            #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "p", limit: 10) == 0)
+            #expect(try await store.pipeline("p").pruneExpiredIdempotencyKeys(limit: 10) == 0)
             clock.advance(by: .seconds(2))
-            #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "p", limit: 10) == 1, "a day later it is gone")
+            #expect(try await store.pipeline("p").pruneExpiredIdempotencyKeys(limit: 10) == 1, "a day later it is gone")
             #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 86_400) == .claimed)
         }
     }
@@ -83,18 +83,18 @@ import Testing
     /// The retention pass runs at start and then every interval of the clock, not of the machine.
     @Test func retentionRunsEveryIntervalOfItsClock() async throws {
         try await Self.withStore { store, clock in
-            let pruner = RetentionPruner(pipeline: "p", policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600), store: store,
+            let pruner = RetentionPruner(policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600), store: store.pipeline("p"),
                                          logger: Logger(label: "retention"), clock: clock)
             let running = Task { await pruner.run() }
             try await clock.sleepers(atLeast: 1)
-            try await store.recordOutcome(
+            try await store.pipeline("p").recordOutcome(
                 deliveries: [DeliveryRecord(pipeline: "p", eventID: "e", user: "u", tokenKind: "device", token: "ab", outcome: "delivered",
                                             reason: nil, providerID: nil, attempts: 1, createdAt: clock.now)],
-                history: [], state: [], pipeline: "p")
+                history: [], state: [])
             clock.advance(by: .seconds(86_401))
             // The pass that ran when the clock passed the interval (it slept once more after it).
             try await clock.sleepers(atLeast: 1)
-            #expect(try await store.pruneDeliveries(pipeline: "p", createdBefore: clock.now, limit: 10) == 0, "the pass removed the day-old row")
+            #expect(try await store.pipeline("p").pruneDeliveries(createdBefore: clock.now, limit: 10) == 0, "the pass removed the day-old row")
             running.cancel()
             await running.value
         }

@@ -19,7 +19,7 @@ import Testing
         defer { umask(previous) }
         let path = directory.file("var/state.sqlite")
         let store = try SQLiteStore(path: path)
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: "aa11"), pipeline: "p", environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "device", value: "aa11"), environment: nil, replace: false)
         #expect(try Self.mode(directory.file("var")) == 0o700)
         for file in [path, path + "-wal", path + "-shm"] {
             #expect(FileManager.default.fileExists(atPath: file), "\(file)")

@@ -21,7 +21,7 @@ import Testing
         let history = deliveries.filter { $0.outcome == "delivered" }.map {
             HistoryEntry(pipeline: "p", user: $0.user, eventID: $0.eventID, createdAt: $0.createdAt, record: ["n": .string($0.eventID)])
         }
-        try await store.recordOutcome(deliveries: deliveries, history: history, state: [], pipeline: "p")
+        try await store.pipeline("p").recordOutcome(deliveries: deliveries, history: history, state: [])
         let rows = try await store.database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM deliveries ORDER BY id") }
         #expect(rows.count == count)
         for (row, delivery) in zip(rows, deliveries) {

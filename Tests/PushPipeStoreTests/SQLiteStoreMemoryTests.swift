@@ -27,26 +27,26 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("state.sqlite")
         let store = try SQLiteStore(path: path)
-        try await store.setState([mark("alice/1", 100)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2"]) == ["alice/1": 100])
+        try await store.pipeline("p").setState([mark("alice/1", 100)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2"]) == ["alice/1": 100])
         #expect(store.stateMirror.isLoaded(StateMirror.Stage(pipeline: "p", stage: "dedupe")))
         // SQLite decides whether a forward-only write moves the mark; memory follows it.
-        try await store.setState([mark("alice/1", 90), mark("alice/2", 5)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2"]) == ["alice/1": 100, "alice/2": 5])
-        try await store.setState([mark("alice/1", 90, forward: false)], pipeline: "p")
-        #expect(try await store.state(pipeline: "p", stage: "dedupe", key: "alice/1") == 90)
+        try await store.pipeline("p").setState([mark("alice/1", 90), mark("alice/2", 5)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2"]) == ["alice/1": 100, "alice/2": 5])
+        try await store.pipeline("p").setState([mark("alice/1", 90, forward: false)])
+        #expect(try await store.pipeline("p").state(stage: "dedupe", key: "alice/1") == 90)
 
         // Served from memory: a change made behind the store's back is not seen...
         try writeBehindTheStore(path, key: "alice/1", value: 7)
-        #expect(try await store.state(pipeline: "p", stage: "dedupe", key: "alice/1") == 90)
+        #expect(try await store.pipeline("p").state(stage: "dedupe", key: "alice/1") == 90)
         // ...until the store's next commit notices the file changed under it.
-        try await store.setState([mark("bob/1", 1)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "bob/1"]) == ["alice/1": 7, "bob/1": 1])
+        try await store.pipeline("p").setState([mark("bob/1", 1)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "bob/1"]) == ["alice/1": 7, "bob/1": 1])
         try await store.close()
 
         // A new process reads what the file holds: memory never ran ahead of it.
         let reopened = try SQLiteStore(path: path)
-        #expect(try await reopened.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "bob/1"]) == ["alice/1": 7, "alice/2": 5, "bob/1": 1])
+        #expect(try await reopened.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "bob/1"]) == ["alice/1": 7, "alice/2": 5, "bob/1": 1])
         try await reopened.close()
     }
 
@@ -55,12 +55,12 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("state.sqlite")
         let store = try SQLiteStore(path: path, stateMirrorCapacity: 2)
-        try await store.setState([mark("a", 1), mark("b", 2)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["a", "b"]) == ["a": 1, "b": 2])
+        try await store.pipeline("p").setState([mark("a", 1), mark("b", 2)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["a", "b"]) == ["a": 1, "b": 2])
         // A third row makes the copy too large: it is dropped, and reads go to the file.
-        try await store.setState([mark("c", 3)], pipeline: "p")
+        try await store.pipeline("p").setState([mark("c", 3)])
         try writeBehindTheStore(path, key: "a", value: 10)
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["a", "b", "c"]) == ["a": 10, "b": 2, "c": 3])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["a", "b", "c"]) == ["a": 10, "b": 2, "c": 3])
         try await store.close()
     }
 
@@ -69,14 +69,14 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for (user, token) in [("1", "aa01"), ("1", "aa02"), ("2", "bb01")] {
-            try await store.register(DeviceToken(user: user, kind: "device", value: token), pipeline: "p", environment: nil, replace: false)
+            try await store.pipeline("p").register(DeviceToken(user: user, kind: "device", value: token), environment: nil, replace: false)
         }
-        try await store.register(DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"), pipeline: "p", environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"), environment: nil, replace: false)
         // An interval of 0 makes every user due now.
-        let work = store.work(pipeline: "p")
+        let work = store.pipeline("p").work
         try await work.schedule("poll:s", every: 0) { ["1", "2"] }
         let claimed = try await work.claimRecurring("poll:s", every: 60, limit: 10)
-        try await store.warmTokens(pipeline: "p", users: claimed)
+        try await store.pipeline("p").warmTokens(users: claimed)
         #expect(claimed.sorted() == ["1", "2"])
         var prefetched: [TokenCache.Query: [DeviceToken]] = [:]
         for user in claimed {
@@ -89,7 +89,7 @@ import Testing
         // What the claim cached is what the file gives, in the same order.
         store.tokenCache.invalidate()
         for (query, tokens) in prefetched {
-            #expect(try await store.tokens(pipeline: "p", user: query.user, kind: query.kind) == tokens)
+            #expect(try await store.pipeline("p").tokens(user: query.user, kind: query.kind) == tokens)
         }
         #expect(prefetched[TokenCache.Query(pipeline: "p", user: "1", kind: "device")]?.count == 2)
         try await store.close()

@@ -28,16 +28,16 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let alice = DeviceToken(user: "alice", kind: "device", value: "aa11")
-        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
-        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: "bb22"), pipeline: "p", environment: nil, replace: false)
-        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
+        try await store.pipeline("p").register(alice, environment: nil, replace: false)
+        try await store.pipeline("p").register(alice, environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "device", value: "bb22"), environment: nil, replace: false)
+        #expect(try await store.pipeline("p").tokens(user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
         // Another kind never overwrites, and `replace` keeps only the newest token of its kind.
-        try await store.register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), pipeline: "p", environment: nil, replace: true)
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: "dd44"), pipeline: "p", environment: nil, replace: true)
-        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value) == ["dd44"])
-        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "push-to-start").map(\.value) == ["cc33"])
-        #expect(try await store.tokens(pipeline: "other", user: "alice", kind: "device").isEmpty)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), environment: nil, replace: true)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "device", value: "dd44"), environment: nil, replace: true)
+        #expect(try await store.pipeline("p").tokens(user: "alice", kind: "device").map(\.value) == ["dd44"])
+        #expect(try await store.pipeline("p").tokens(user: "alice", kind: "push-to-start").map(\.value) == ["cc33"])
+        #expect(try await store.pipeline("other").tokens(user: "alice", kind: "device").isEmpty)
         try await store.close()
     }
 
@@ -46,12 +46,12 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let token = DeviceToken(user: "u", kind: "device", value: "ab12")
-        try await store.register(token, pipeline: "p", environment: nil, replace: false)
-        let registeredAt = try #require(try await store.tokens(pipeline: "p", user: "u", kind: "device").first?.updatedAt)
-        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt - 60) == false)
-        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").count == 1)
-        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt + 1) == true)
-        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").isEmpty)
+        try await store.pipeline("p").register(token, environment: nil, replace: false)
+        let registeredAt = try #require(try await store.pipeline("p").tokens(user: "u", kind: "device").first?.updatedAt)
+        #expect(try await store.pipeline("p").removeToken(kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt - 60) == false)
+        #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").count == 1)
+        #expect(try await store.pipeline("p").removeToken(kind: "device", token: "ab12", unlessUpdatedAfter: registeredAt + 1) == true)
+        #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").isEmpty)
         try await store.close()
     }
 
@@ -62,11 +62,11 @@ import Testing
         for index in 1...5 {
             try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e\(index)", createdAt: Double(index), record: ["n": .int(Int64(index))]))
         }
-        let first = try await store.history(pipeline: "p", user: "u", limit: 2, before: nil)
+        let first = try await store.pipeline("p").history(user: "u", limit: 2, before: nil)
         #expect(first.map(\.record) == [["n": 5], ["n": 4]])
-        let second = try await store.history(pipeline: "p", user: "u", limit: 2, before: first.last?.id)
+        let second = try await store.pipeline("p").history(user: "u", limit: 2, before: first.last?.id)
         #expect(second.map(\.record) == [["n": 3], ["n": 2]])
-        #expect(try await store.history(pipeline: "p", user: "other", limit: 2, before: nil).isEmpty)
+        #expect(try await store.pipeline("p").history(user: "other", limit: 2, before: nil).isEmpty)
         try await store.close()
     }
 
@@ -87,10 +87,10 @@ import Testing
         }
         let store = try SQLiteStore(path: path)
         #expect(try store.appliedMigrations() == SQLiteStore.migrationNames)
-        let tokens = try await store.tokens(pipeline: "p", user: "u", kind: "device")
+        let tokens = try await store.pipeline("p").tokens(user: "u", kind: "device")
         #expect(tokens.map(\.value) == ["ab12"])
         #expect(tokens.first?.scope == "")
-        #expect(try await store.state(pipeline: "p", stage: "filters[0]", key: "u") == .int(1758474319701))
+        #expect(try await store.pipeline("p").state(stage: "filters[0]", key: "u") == .int(1758474319701))
         try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 2, record: ["ok": true]))
         try await store.close()
     }
@@ -144,8 +144,8 @@ import Testing
             try queue.close()
         }
         let store = try SQLiteStore(path: path)
-        #expect(try await store.history(pipeline: "p", user: "u", limit: 10, before: nil).map(\.record) == [["n": 3], ["n": 2], ["n": 1]])
-        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.token == "ab12", "migrated history rows are not deliveries")
+        #expect(try await store.pipeline("p").history(user: "u", limit: 10, before: nil).map(\.record) == [["n": 3], ["n": 2], ["n": 1]])
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.token == "ab12", "migrated history rows are not deliveries")
         try await store.close()
     }
 
@@ -158,13 +158,13 @@ import Testing
                            providerID: outcome == "delivered" ? "id-\(token)" : nil, attempts: 1, createdAt: 1)
         }
         // Two devices of one user, one of them dead: one history entry, kept with a delivered row.
-        try await store.recordOutcome(deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
+        try await store.pipeline("p").recordOutcome(deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
                                       history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e1", createdAt: 1, record: ["title": "hi"])],
-                                      state: [], pipeline: "p")
-        let history = try await store.history(pipeline: "p", user: "u", limit: 10, before: nil)
+                                      state: [])
+        let history = try await store.pipeline("p").history(user: "u", limit: 10, before: nil)
         #expect(history.map(\.record) == [["title": "hi"]])
         #expect(history.first?.eventID == "e1")
-        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.providerID == "id-cc")
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.providerID == "id-cc")
         try await store.close()
     }
 }
@@ -178,12 +178,12 @@ extension SQLiteStoreTests {
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let recording = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            try await store.recordOutcome(deliveries: [], history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
-                                          state: [StateWrite(stage: "filters[0]", key: "u", value: 5)], pipeline: "p")
+            try await store.pipeline("p").recordOutcome(deliveries: [], history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
+                                          state: [StateWrite(stage: "filters[0]", key: "u", value: 5)])
         }
         try await recording.value
-        #expect(try await store.history(pipeline: "p", user: "u", limit: 5, before: nil).map(\.record) == [["n": 1]])
-        #expect(try await store.state(pipeline: "p", stage: "filters[0]", key: "u") == 5)
+        #expect(try await store.pipeline("p").history(user: "u", limit: 5, before: nil).map(\.record) == [["n": 1]])
+        #expect(try await store.pipeline("p").state(stage: "filters[0]", key: "u") == 5)
         try await store.close()
     }
 }
@@ -254,12 +254,12 @@ extension SQLiteStoreTests {
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for user in (1...60).reversed() {
-            try await store.register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)), pipeline: "p", environment: nil, replace: false)
+            try await store.pipeline("p").register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)), environment: nil, replace: false)
         }
-        try await store.register(DeviceToken(user: "7", kind: "device", value: "ff07"), pipeline: "p", environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "7", kind: "device", value: "ff07"), environment: nil, replace: false)
         let start = Date().timeIntervalSince1970
-        let work = store.work(pipeline: "p")
-        let registered = { try await store.tokens(pipeline: "p", user: nil, kind: "device").map(\.user) }
+        let work = store.pipeline("p").work
+        let registered = { try await store.pipeline("p").tokens(user: nil, kind: "device").map(\.user) }
         try await work.schedule("poll:s", every: 30) { try await registered() }
         func schedule(orderedBy order: String) async throws -> [String] {
             try await store.database.read { db in try String.fetchAll(db, sql: "SELECT key FROM work WHERE kind = 'poll:s' ORDER BY \(order)") }
@@ -271,7 +271,7 @@ extension SQLiteStoreTests {
         #expect(abs(times[0] - start) < 1, "the first is due now")
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")
-        try await store.register(DeviceToken(user: "61", kind: "device", value: "ff61"), pipeline: "p", environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "61", kind: "device", value: "ff61"), environment: nil, replace: false)
         try await work.schedule("poll:s", every: 30) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue, "synced once per period")
         try await work.complete("schedule-synced", keys: ["poll:s"])

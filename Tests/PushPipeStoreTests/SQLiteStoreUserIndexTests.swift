@@ -82,20 +82,20 @@ import Testing
                                    at: Date().timeIntervalSince1970, now: now)
         }
         #expect(try await counts(store) == (3, 3))
-        let first = try await store.history(pipeline: "p", user: "u", limit: 2, before: nil)
+        let first = try await store.pipeline("p").history(user: "u", limit: 2, before: nil)
         #expect(first.map(\.record) == [["n": 7], ["n": 4]])
         // A page that starts in the tail and ends in the index.
-        let second = try await store.history(pipeline: "p", user: "u", limit: 2, before: first.last?.id)
+        let second = try await store.pipeline("p").history(user: "u", limit: 2, before: first.last?.id)
         #expect(second.map(\.record) == [["n": 3], ["n": 2]])
-        let third = try await store.history(pipeline: "p", user: "u", limit: 5, before: second.last?.id)
+        let third = try await store.pipeline("p").history(user: "u", limit: 5, before: second.last?.id)
         #expect(third.map(\.record) == [["n": 1]])
-        #expect(try await store.history(pipeline: "p", user: "other", limit: 5, before: nil).map(\.record) == [["n": 5]])
-        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.eventID == "e7")
+        #expect(try await store.pipeline("p").history(user: "other", limit: 5, before: nil).map(\.record) == [["n": 5]])
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.eventID == "e7")
         // Once indexed, the same reads give the same answers.
         try await store.database.write { db in try SQLiteStore.indexUserDeliveries(after: 3, through: 7, in: db) }
         #expect(try await counts(store) == (7, 7))
-        #expect(try await store.history(pipeline: "p", user: "u", limit: 10, before: nil).map(\.record) == [["n": 7], ["n": 4], ["n": 3], ["n": 2], ["n": 1]])
-        #expect(try await store.lastDelivery(pipeline: "p", user: "u")?.eventID == "e7")
+        #expect(try await store.pipeline("p").history(user: "u", limit: 10, before: nil).map(\.record) == [["n": 7], ["n": 4], ["n": 3], ["n": 2], ["n": 1]])
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.eventID == "e7")
         try await store.close()
     }
 

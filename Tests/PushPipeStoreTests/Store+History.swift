@@ -1,8 +1,8 @@
 import PushPipeCore
 
-extension DeliveryStore {
+extension Store {
     /// A history entry without a delivery of its own, as the runtime records one.
     func appendHistory(_ entry: HistoryEntry) async throws {
-        try await recordOutcome(deliveries: [], history: [entry], state: [], pipeline: entry.pipeline)
+        try await pipeline(entry.pipeline).recordOutcome(deliveries: [], history: [entry], state: [])
     }
 }

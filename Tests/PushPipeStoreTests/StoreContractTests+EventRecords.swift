@@ -10,13 +10,13 @@ extension StoreContractTests {
                                               providerID: nil, attempts: 3, reason: "500 InternalServerError", reasonCode: "InternalServerError", at: 20)
         let processing = EventRecord(pipeline: "r", eventID: "e1", state: .processing, source: "events", caller: "token", user: "u",
                                      recipients: [recipient], acceptedAt: 10, updatedAt: 15)
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [processing], pipeline: "r")
+        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [processing])
         var dead = processing
         dead.state = .deadLetter
         dead.updatedAt = 20
         dead.reason = "500 InternalServerError"
         dead.input = EventRecord.Input(time: 10, body: ["text": "hi"])
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [dead], pipeline: "r")
+        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [dead])
         #expect(try await store.eventRecords(eventID: "e1", pipeline: "r").records == [dead], "the outcome replaces the processing record")
         #expect(try await store.eventRecords(eventID: "e1", pipeline: nil).records == [dead])
         #expect(try await store.eventRecords(eventID: "e1", pipeline: "other").records.isEmpty)
@@ -24,14 +24,14 @@ extension StoreContractTests {
         let older = EventRecord(pipeline: "r", eventID: "e0", state: .deadLetter, reason: "render", acceptedAt: 1, updatedAt: 2,
                                 input: EventRecord.Input(time: 1, body: [:]))
         let delivered = EventRecord(pipeline: "r", eventID: "e2", state: .delivered, acceptedAt: 1, updatedAt: 2)
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [older, delivered], pipeline: "r")
+        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [older, delivered])
         #expect(try await store.deadLetters(pipeline: "r", since: nil, limit: 10).map(\.eventID) == ["e1", "e0"])
         #expect(try await store.deadLetters(pipeline: nil, since: 10, limit: 10).map(\.eventID) == ["e1"])
         #expect(try await store.deadLetters(pipeline: "r", since: nil, limit: 1).map(\.eventID) == ["e1"])
         #expect(try await store.deadLetterCounts() == ["r": 2])
 
         // Retention takes the delivered record, never a dead letter.
-        #expect(try await store.pruneEventRecords(pipeline: "r", unchangedSince: 100, limit: 10) == 1)
+        #expect(try await store.pipeline("r").pruneEventRecords(unchangedSince: 100, limit: 10) == 1)
         #expect(try await store.eventRecords(eventID: "e2", pipeline: "r").records.isEmpty)
         #expect(try await store.deadLetterCounts() == ["r": 2])
 
@@ -57,8 +57,8 @@ extension StoreContractTests {
         let accepted = try await store.eventStatus(eventID: "e3", pipeline: nil)
         #expect(accepted.map(\.state) == [.accepted] && accepted.first?.caller == "user:v" && accepted.first?.acceptedAt == 30)
 
-        #expect(try await store.dropDeadLetter(pipeline: "r", eventID: "e0"))
-        #expect(try await store.dropDeadLetter(pipeline: "r", eventID: "e0") == false)
+        #expect(try await store.pipeline("r").dropDeadLetter(eventID: "e0"))
+        #expect(try await store.pipeline("r").dropDeadLetter(eventID: "e0") == false)
         #expect(try await store.deadLetterCounts().isEmpty)
     }
 }

@@ -10,17 +10,17 @@ extension StoreContractTests {
     func tokenEviction(_ store: any Store) async throws {
         let pipeline = "evict"
         func register(_ value: String, user: String = "1783478") async throws {
-            try await store.register(DeviceToken(user: user, kind: "device", value: value), pipeline: pipeline, environment: nil, replace: false,
+            try await store.pipeline(pipeline).register(DeviceToken(user: user, kind: "device", value: value), environment: nil, replace: false,
                                      keepingAtMost: 3)
         }
         func deliver(_ value: String, user: String = "1783478", outcome: String = "delivered") async throws {
-            try await store.recordOutcome(deliveries: [DeliveryRecord(pipeline: pipeline, eventID: "e-\(value)", user: user, tokenKind: "device",
+            try await store.pipeline(pipeline).recordOutcome(deliveries: [DeliveryRecord(pipeline: pipeline, eventID: "e-\(value)", user: user, tokenKind: "device",
                                                                       token: value, outcome: outcome, reason: nil, providerID: nil, attempts: 1,
                                                                       createdAt: Date().timeIntervalSince1970)],
-                                          history: [], state: [], pipeline: pipeline)
+                                          history: [], state: [])
         }
         func tokens(_ user: String = "1783478") async throws -> [String] {
-            try await store.tokens(pipeline: pipeline, user: user, kind: "device").map(\.value).sorted()
+            try await store.pipeline(pipeline).tokens(user: user, kind: "device").map(\.value).sorted()
         }
 
         try await register("phone")
@@ -30,10 +30,10 @@ extension StoreContractTests {
         try await deliver("tablet", outcome: "failed")
         // A delivered outcome of another pipeline, user or kind confirms nothing here.
         try await register("fake0")
-        try await store.recordOutcome(deliveries: [DeliveryRecord(pipeline: "elsewhere", eventID: "x", user: "1783478", tokenKind: "device",
+        try await store.pipeline("elsewhere").recordOutcome(deliveries: [DeliveryRecord(pipeline: "elsewhere", eventID: "x", user: "1783478", tokenKind: "device",
                                                                   token: "fake0", outcome: "delivered", reason: nil, providerID: nil, attempts: 1,
                                                                   createdAt: Date().timeIntervalSince1970)],
-                                      history: [], state: [], pipeline: "elsewhere")
+                                      history: [], state: [])
         for fake in 1...10 { try await register("fake\(fake)") }
         #expect(try await tokens() == ["fake10", "fake9", "phone"],
                 "ten fake registrations evict each other and the failing tablet, never the phone that received notifications")
@@ -56,14 +56,14 @@ extension StoreContractTests {
 
         // A token removed (the provider said it is gone) and registered again is a new row,
         // confirmed again by its next delivery, though this process marked it before.
-        #expect(try await store.removeToken(pipeline: pipeline, kind: "device", token: "c2", unlessUpdatedAfter: nil))
+        #expect(try await store.pipeline(pipeline).removeToken(kind: "device", token: "c2", unlessUpdatedAfter: nil))
         try await register("c2", user: "carol")
         try await deliver("c2", user: "carol")
         try await register("c6", user: "carol")
         try await register("c7", user: "carol")
         #expect(try await tokens("carol") == ["c2", "c3", "c7"], "c2 is confirmed again, c6 is not")
         // Without a delivery since, it is unconfirmed.
-        #expect(try await store.removeToken(pipeline: pipeline, kind: "device", token: "c2", unlessUpdatedAfter: nil))
+        #expect(try await store.pipeline(pipeline).removeToken(kind: "device", token: "c2", unlessUpdatedAfter: nil))
         try await register("c2", user: "carol")
         try await register("c8", user: "carol")
         try await register("c9", user: "carol")

@@ -60,8 +60,8 @@ extension StoreContractTests {
         let expired = IdempotencyKey(pipeline: "i", scope: "s", key: "expired")
         #expect(try await store.claimIdempotencyKey(expired, fingerprint: "f1", hold: 60, ttl: -1) == .claimed)
         #expect(try await store.claimIdempotencyKey(expired, fingerprint: "f2", hold: 60, ttl: -1) == .claimed)
-        #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "i", limit: 100) == 1)
-        #expect(try await store.pruneExpiredIdempotencyKeys(pipeline: "i", limit: 100) == 0)
+        #expect(try await store.pipeline("i").pruneExpiredIdempotencyKeys(limit: 100) == 1)
+        #expect(try await store.pipeline("i").pruneExpiredIdempotencyKeys(limit: 100) == 0)
         #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]),
                 "a live key is kept")
     }

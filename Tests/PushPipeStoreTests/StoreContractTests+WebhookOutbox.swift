@@ -14,23 +14,23 @@ extension StoreContractTests {
             WebhookOutcome(pipeline: "w", target: "http://127.0.0.1:1/hooks", outcomeID: "w/e\(index)/delivered", payload: ["n": .int(Int64(index))],
                            createdAt: Double(index))
         }
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes, pipeline: "w")
-        let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 2, lease: 60)
+        try await store.pipeline("w").recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
+        let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 2, lease: 60)
         #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "oldest first")
         #expect(claimed.first?.payload == ["n": 1] && claimed.first?.attempts == 0)
-        #expect(try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
+        #expect(try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
                 "claimed ones are held")
-        #expect(try await store.work(pipeline: "other").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
+        #expect(try await store.pipeline("other").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
 
-        try await store.work(pipeline: "w").complete(WebhookOutcome.kind, keys: [claimed[0].key])
-        try await store.work(pipeline: "w").retry(WebhookOutcome.kind, keys: [claimed[1].key], after: -1)
-        let again = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
+        try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: [claimed[0].key])
+        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: [claimed[1].key], after: -1)
+        let again = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(again.map(\.outcomeID) == ["w/e2/delivered"] && again.first?.attempts == 1, "put back, its attempt counted")
-        try await store.work(pipeline: "w").retry(WebhookOutcome.kind, keys: Set(again.map(\.key)), after: 3600)
-        #expect(try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due before its backoff")
+        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: Set(again.map(\.key)), after: 3600)
+        #expect(try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due before its backoff")
 
-        #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 2.5, limit: 10) == 1)
-        #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 100, limit: 10) == 1)
+        #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 2.5, limit: 10) == 1)
+        #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 100, limit: 10) == 1)
 
         try await webhookBatches(store)
         try await refusedWebhookBatches(store)
@@ -45,16 +45,16 @@ extension StoreContractTests {
         let targets = ["http://127.0.0.1:1/hooks", "http://127.0.0.1:2/hooks"]
         try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e1", target: target), Self.webhookOutcome("two", "e2", target: target)] })
         let poster = ScriptedWebhookPoster([])
-        let dispatcher = WebhookDispatcher(pipeline: "two", targets: targets.map { WebhookTarget(url: $0, secret: "whsec_AAAA") }, store: store,
+        let dispatcher = WebhookDispatcher(targets: targets.map { WebhookTarget(url: $0, secret: "whsec_AAAA") }, work: store.pipeline("two").work,
                                            poster: poster, telemetry: .unobserved, logger: Self.logger)
         _ = try await dispatcher.sendDue()
         #expect(poster.targets.sorted() == targets, "\(poster.targets)")
         #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
-        #expect(try await store.work(pipeline: "two").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.pipeline("two").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
 
         // Each webhook's batch is claimed and retried on its own, though the two share an id.
         try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e3", target: target)] })
-        let work = store.work(pipeline: "two")
+        let work = store.pipeline("two").work
         let both = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
         #expect(Set(both.map(\.target)) == Set(targets) && Set(both.map(\.batch)).count == 1)
         try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[0] }.map(\.key)), after: -1)
@@ -70,7 +70,7 @@ extension StoreContractTests {
     }
 
     static func write(_ store: any Store, _ outcomes: [WebhookOutcome]) async throws {
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes, pipeline: outcomes[0].pipeline)
+        try await store.pipeline(outcomes[0].pipeline).recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
     }
 
     /// A claim fixes the batch (`webhook-id`) of what it takes: claimed again after its daemon's
@@ -79,20 +79,20 @@ extension StoreContractTests {
     func webhookBatches(_ store: any Store) async throws {
         try await Self.write(store, [Self.webhookOutcome("b", "e1"), Self.webhookOutcome("b", "e2")])
         // A daemon claims them, and dies: its lease runs out at once.
-        let held = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 10, lease: -1)
+        let held = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: -1)
         let batch = try #require(held.first?.batch)
         #expect(held.map(\.batch) == [batch, batch] && batch == WebhookOutcome.batchID(outcomeIDs: ["b/e1/delivered", "b/e2/delivered"]))
 
         try await Self.write(store, [Self.webhookOutcome("b", "e3"), Self.webhookOutcome("b", "e4", target: "http://127.0.0.1:2/other")])
-        let again = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 1, lease: -1)
+        let again = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 1, lease: -1)
         #expect(again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
                 "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))")
-        let all = try await store.work(pipeline: "b").claimWebhookOutcomes(limit: 10, lease: 60)
+        let all = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: 60)
         let byBatch = Dictionary(grouping: all, by: { $0.batch ?? "" }).mapValues { $0.map(\.outcomeID) }
         #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
                             WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
                 "\(byBatch)")
-        try await store.work(pipeline: "b").complete(WebhookOutcome.kind, keys: Set(all.map(\.key)))
+        try await store.pipeline("b").work.complete(WebhookOutcome.kind, keys: Set(all.map(\.key)))
     }
 
     /// A batch the receiver refused goes again, by the dispatcher, with the same `webhook-id` and
@@ -111,7 +111,7 @@ extension StoreContractTests {
         #expect(sent[1].id == sent[0].id && Self.events(sent[1]) == ["e1", "e2"] && Self.events(sent[0]) == ["e1", "e2"],
                 "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })")
         #expect(sent[2].id != sent[0].id && Self.events(sent[2]) == ["e3"])
-        #expect(try await store.work(pipeline: "r").claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.pipeline("r").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
     }
 
     /// A receiver's `Retry-After` of 10 days is cut to `longestRetryAfter`, well before retention
@@ -135,13 +135,13 @@ extension StoreContractTests {
             } else {
                 #expect(wait.isFinite && wait > 0 && wait <= 1.1 + 5, "Retry-After \(seconds) is none: the backoff, not \(wait) s")
             }
-            #expect(try await store.work(pipeline: pipeline).claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due at once")
-            #expect(try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: .greatestFiniteMagnitude, limit: 10) == 1)
+            #expect(try await store.pipeline(pipeline).work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due at once")
+            #expect(try await store.pipeline(pipeline).work.prune(WebhookOutcome.kind, createdBefore: .greatestFiniteMagnitude, limit: 10) == 1)
         }
     }
 
     static func dispatcher(_ pipeline: String, store: any Store, poster: ScriptedWebhookPoster) -> WebhookDispatcher {
-        WebhookDispatcher(pipeline: pipeline, targets: [WebhookTarget(url: "http://127.0.0.1:1/hooks", secret: "whsec_AAAA")], store: store,
+        WebhookDispatcher(targets: [WebhookTarget(url: "http://127.0.0.1:1/hooks", secret: "whsec_AAAA")], work: store.pipeline(pipeline).work,
                           poster: poster, telemetry: .unobserved, logger: logger)
     }
 

@@ -30,13 +30,13 @@ import Testing
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES
             ('d', 'hold:s', 'alive', 1e300, 'another-daemon', \(now + 60), '{}', 0), ('d', 'hold:s', 'dead', 1e300, 'another-daemon', \(now - 1), '{}', 0)
             """)
-        #expect(try await store.hold(keys: ["alive", "dead"], pipeline: "d", stage: "s", lease: 60) == ["dead"])
-        try await store.release(keys: ["alive"], pipeline: "d", stage: "s")
-        #expect(try await store.hold(keys: ["alive"], pipeline: "d", stage: "s", lease: 60).isEmpty, "only its holder releases it")
+        #expect(try await store.pipeline("d").hold(keys: ["alive", "dead"], stage: "s", lease: 60) == ["dead"])
+        try await store.pipeline("d").release(keys: ["alive"], stage: "s")
+        #expect(try await store.pipeline("d").hold(keys: ["alive"], stage: "s", lease: 60).isEmpty, "only its holder releases it")
         // A renewed hold lasts: one lapsed at once is held again by its renewal.
-        #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: -1) == ["renewed", "lapsed"])
-        try await store.renewHolds(keys: ["renewed"], pipeline: "d", stage: "s", lease: 60)
-        #expect(try await store.hold(keys: ["renewed", "lapsed"], pipeline: "d", stage: "s", lease: 60) == ["lapsed"])
+        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: -1) == ["renewed", "lapsed"])
+        try await store.pipeline("d").renewHolds(keys: ["renewed"], stage: "s", lease: 60)
+        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: 60) == ["lapsed"])
         try await postgresPositionMoves(store, now: now)
         try await store.close()
     }
@@ -52,12 +52,12 @@ import Testing
         _ = try await store.connections.rows("""
             INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', \(QueuedEvent.kind(source: "sources[0]")), \(now - 100), 0, 0)
             """)
-        #expect(try await store.renameSource(pipeline: "old", from: "sources[0]", to: "http.event", lease: 15) == 0,
+        #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0,
                 "nobody renewed for 100 s: the holder may still be sending it")
         // Review of 15a: a move that started the grace itself started it again at every pass,
         // so the rows of daemons that are gone (nobody renews the old key) never moved.
         _ = try await store.connections.rows("UPDATE lease_clocks SET renewed_at = renewed_at - 100 WHERE pipeline = 'old'")
-        #expect(try await store.renameSource(pipeline: "old", from: "sources[0]", to: "http.event", lease: 15) == 1,
+        #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1,
                 "nobody renewed for 200 s, longer than a lease and the longest grace: its daemons are gone")
         #expect(try await store.queuedEventCounts().filter { $0.pipeline == "old" } == [
             QueuedEventCount(pipeline: "old", source: "http.event", count: 1), QueuedEventCount(pipeline: "old", source: "sources[0]", count: 1),
@@ -122,86 +122,85 @@ import Testing
 
     func registrations(_ store: any Store) async throws {
         let alice = DeviceToken(user: "alice", kind: "device", value: "aa11")
-        try await store.register(alice, pipeline: "p", environment: nil, replace: false)
-        try await store.register(alice, pipeline: "p", environment: "production", replace: false)
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: "bb22"), pipeline: "p", environment: nil, replace: false)
-        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
-        try await store.register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), pipeline: "p", environment: nil, replace: true)
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: "dd44"), pipeline: "p", environment: nil, replace: true)
-        #expect(try await store.tokens(pipeline: "p", user: "alice", kind: "device").map(\.value) == ["dd44"])
+        try await store.pipeline("p").register(alice, environment: nil, replace: false)
+        try await store.pipeline("p").register(alice, environment: "production", replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "device", value: "bb22"), environment: nil, replace: false)
+        #expect(try await store.pipeline("p").tokens(user: "alice", kind: "device").map(\.value).sorted() == ["aa11", "bb22"])
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "push-to-start", value: "cc33"), environment: nil, replace: true)
+        try await store.pipeline("p").register(DeviceToken(user: "alice", kind: "device", value: "dd44"), environment: nil, replace: true)
+        #expect(try await store.pipeline("p").tokens(user: "alice", kind: "device").map(\.value) == ["dd44"])
         for user in ["bob", "carol", "dave"] {
-            try await store.register(DeviceToken(user: user, kind: "device", value: "ee55"), pipeline: "p", environment: nil, replace: false)
+            try await store.pipeline("p").register(DeviceToken(user: user, kind: "device", value: "ee55"), environment: nil, replace: false)
         }
-        #expect(try await store.users(pipeline: "p") == ["alice", "bob", "carol", "dave"])
-        #expect(try await store.users(pipeline: "p", after: "alice", limit: 2) == ["bob", "carol"])
-        #expect(try await store.tokens(pipeline: "p", kind: "device", users: "bob"..."carol").map(\.user) == ["bob", "carol"])
-        #expect(try await store.tokens(pipeline: "p", user: nil, kind: "device").count == 4)
-        #expect(try await store.users(pipeline: "p", token: "ee55", kind: "device") == ["bob", "carol", "dave"])
-        let registeredAt = try #require(try await store.tokens(pipeline: "p", user: "bob", kind: "device").first?.updatedAt)
-        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: registeredAt - 60) == false)
-        #expect(try await store.removeToken(pipeline: "p", kind: "device", token: "ee55", unlessUpdatedAfter: nil) == true)
-        #expect(try await store.users(pipeline: "p", token: "ee55", kind: nil).isEmpty)
+        #expect(try await store.pipeline("p").users() == ["alice", "bob", "carol", "dave"])
+        #expect(try await store.pipeline("p").users(after: "alice", limit: 2) == ["bob", "carol"])
+        #expect(try await store.pipeline("p").tokens(kind: "device", users: "bob"..."carol").map(\.user) == ["bob", "carol"])
+        #expect(try await store.pipeline("p").tokens(user: nil, kind: "device").count == 4)
+        #expect(try await store.pipeline("p").users(token: "ee55", kind: "device") == ["bob", "carol", "dave"])
+        let registeredAt = try #require(try await store.pipeline("p").tokens(user: "bob", kind: "device").first?.updatedAt)
+        #expect(try await store.pipeline("p").removeToken(kind: "device", token: "ee55", unlessUpdatedAfter: registeredAt - 60) == false)
+        #expect(try await store.pipeline("p").removeToken(kind: "device", token: "ee55", unlessUpdatedAfter: nil) == true)
+        #expect(try await store.pipeline("p").users(token: "ee55", kind: nil).isEmpty)
 
         // A bound per user and kind: the least recently registered token goes.
         func register(_ value: String, kind: String = "device") async throws {
-            try await store.register(DeviceToken(user: "erin", kind: kind, value: value), pipeline: "bounded", environment: nil, replace: false,
+            try await store.pipeline("bounded").register(DeviceToken(user: "erin", kind: kind, value: value), environment: nil, replace: false,
                                      keepingAtMost: 3)
         }
         for value in ["f1", "f2", "f3", "f4"] { try await register(value) }
         try await register("other", kind: "push-to-start")
-        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f3", "f4"])
+        #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f3", "f4"])
         try await register("f2")
         try await register("f5")
-        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f4", "f5"],
+        #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f4", "f5"],
                 "registered again, f2 is recent; f3 is the oldest")
-        #expect(try await store.tokens(pipeline: "bounded", user: "erin", kind: "push-to-start").map(\.value) == ["other"], "per kind")
+        #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "push-to-start").map(\.value) == ["other"], "per kind")
     }
 
     func settingsAndState(_ store: any Store) async throws {
-        try await store.setSettings(["enabled": false, "quiet": ["from": 22]], pipeline: "p", user: "alice")
-        #expect(try await store.setting(pipeline: "p", user: "alice", key: "enabled") == false)
-        #expect(try await store.settings(pipeline: "p", user: "alice") == ["enabled": false, "quiet": ["from": 22]])
-        #expect(try await store.setting(pipeline: "p", user: "nobody", key: "enabled") == nil)
-        try await store.setState([StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200)],
-                                 pipeline: "p")
-        try await store.setState([StateWrite(stage: "dedupe", key: "alice/1", value: 150)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/3"]) == ["alice/1": 150, "alice/2": 200])
-        #expect(try await store.state(pipeline: "p", stage: "dedupe", key: "alice/2") == 200)
+        try await store.pipeline("p").setSettings(["enabled": false, "quiet": ["from": 22]], user: "alice")
+        #expect(try await store.pipeline("p").setting(user: "alice", key: "enabled") == false)
+        #expect(try await store.pipeline("p").settings(user: "alice") == ["enabled": false, "quiet": ["from": 22]])
+        #expect(try await store.pipeline("p").setting(user: "nobody", key: "enabled") == nil)
+        try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200)])
+        try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/1", value: 150)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/3"]) == ["alice/1": 150, "alice/2": 200])
+        #expect(try await store.pipeline("p").state(stage: "dedupe", key: "alice/2") == 200)
         // Watermarks only move forward, whatever order two daemons commit them in.
-        try await store.setState([StateWrite(stage: "dedupe", key: "alice/2", value: 180, onlyForward: true),
+        try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/2", value: 180, onlyForward: true),
                                   StateWrite(stage: "dedupe", key: "alice/1", value: 1_500_000_000_000, onlyForward: true),
-                                  StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true)], pipeline: "p")
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == ["alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7])
+                                  StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true)])
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == ["alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7])
         // Watermarks not moved since a cutoff are removed, a batch at a time; what a read
         // returns afterwards (SQLite's copy in memory included) is what is left.
         let now = Date().timeIntervalSince1970
-        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now - 3600, limit: 10) == 0)
-        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now + 1, limit: 2) == 2)
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).count == 1)
-        #expect(try await store.pruneStates(pipeline: "p", stage: "dedupe", unchangedSince: now + 1, limit: 10) == 1)
-        #expect(try await store.states(pipeline: "p", stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).isEmpty)
+        #expect(try await store.pipeline("p").pruneStates(stage: "dedupe", unchangedSince: now - 3600, limit: 10) == 0)
+        #expect(try await store.pipeline("p").pruneStates(stage: "dedupe", unchangedSince: now + 1, limit: 2) == 2)
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).count == 1)
+        #expect(try await store.pipeline("p").pruneStates(stage: "dedupe", unchangedSince: now + 1, limit: 10) == 1)
+        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]).isEmpty)
     }
 
     func outcomesAndHistory(_ store: any Store) async throws {
         let now = Date().timeIntervalSince1970
         for number in 0..<5 {
             let event = "e\(number)"
-            try await store.recordOutcome(
+            try await store.pipeline("h").recordOutcome(
                 deliveries: [DeliveryRecord(pipeline: "h", eventID: event, user: "alice", tokenKind: "device", token: "aa11",
                                             outcome: number == 4 ? "retry-after" : "delivered", reason: number == 4 ? "ServiceUnavailable" : nil,
                                             providerID: "id-\(number)", attempts: 1, createdAt: now + Double(number))],
                 history: number == 4 ? [] : [HistoryEntry(pipeline: "h", user: "alice", eventID: event, createdAt: now + Double(number), record: ["n": .int(Int64(number))])],
-                state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))], pipeline: "h")
+                state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))])
         }
-        let firstPage = try await store.history(pipeline: "h", user: "alice", limit: 2, before: nil)
+        let firstPage = try await store.pipeline("h").history(user: "alice", limit: 2, before: nil)
         #expect(firstPage.map { $0.record["n"] } == [3, 2])
-        let secondPage = try await store.history(pipeline: "h", user: "alice", limit: 10, before: firstPage.last?.id)
+        let secondPage = try await store.pipeline("h").history(user: "alice", limit: 10, before: firstPage.last?.id)
         #expect(secondPage.map { $0.record["n"] } == [1, 0])
-        let last = try #require(try await store.lastDelivery(pipeline: "h", user: "alice"))
+        let last = try #require(try await store.pipeline("h").lastDelivery(user: "alice"))
         #expect(last.eventID == "e3" && last.providerID == "id-3" && last.outcome == "delivered")
-        #expect(try await store.state(pipeline: "h", stage: "w", key: "alice") == 4)
+        #expect(try await store.pipeline("h").state(stage: "w", key: "alice") == 4)
         try await store.appendHistory(HistoryEntry(pipeline: "h", user: "bob", eventID: "x", createdAt: now, record: ["only": "history"]))
-        #expect(try await store.history(pipeline: "h", user: "bob", limit: 5, before: nil).map(\.record) == [["only": "history"]])
+        #expect(try await store.pipeline("h").history(user: "bob", limit: 5, before: nil).map(\.record) == [["only": "history"]])
     }
 
     func queuedEvents(_ store: any Store) async throws {
@@ -219,10 +218,10 @@ import Testing
         // A source's rows nobody works on move to a new key (a key by position to a stable one),
         // and back; the one this process holds under a running lease stays where it renews it.
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "sources[0]", count: 5)])
-        #expect(try await store.renameSource(pipeline: "q", from: "sources[0]", to: "http.event", lease: 15) == 4)
+        #expect(try await store.pipeline("q").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 4)
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
                                                         QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1)])
-        #expect(try await store.renameSource(pipeline: "q", from: "http.event", to: "sources[0]", lease: 15) == 4)
+        #expect(try await store.pipeline("q").renameSource(from: "http.event", to: "sources[0]", lease: 15) == 4)
         let claimed = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
@@ -262,21 +261,21 @@ import Testing
         let queue = store.pipeline("m")
         let held = try await queue.claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
         #expect(held.map(\.eventID) == ["held"])
-        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Accepted under the position after that move, and let go of: the next move takes it.
         try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "later", user: "u",
                                             time: 2, body: [:], lease: -1))
-        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1)
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
                                         QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Its holder lets go of the held one (a drain timeout, or its lease lapses): the next move takes it too.
         try await queue.renewLeases(source: "sources[0]", keys: Set(held.map(\.key)), lease: 3600)
-        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
         try await queue.releaseLeases(source: "sources[0]", keys: Set(held.map(\.key)))
-        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1)
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 2)])
-        #expect(try await store.renameSource(pipeline: "m", from: "sources[0]", to: "http.event", lease: 15) == 0)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0)
         let moved = try await queue.claimQueuedEvents(source: "http.event", lease: 15, limit: 10)
         #expect(moved.map(\.eventID) == ["held", "later"], "claimed under the key")
         for event in moved { try await queue.dequeue(source: "http.event", key: event.key) }
@@ -284,18 +283,18 @@ import Testing
     }
 
     func holds(_ store: any Store) async throws {
-        #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
-        #expect(try await store.hold(keys: ["b", "c"], pipeline: "d", stage: "w", lease: 60) == ["c"], "b is held")
-        #expect(try await store.hold(keys: ["a"], pipeline: "d", stage: "other", lease: 60) == ["a"], "holds are per stage")
-        try await store.release(keys: ["a", "b"], pipeline: "d", stage: "w")
-        #expect(try await store.hold(keys: ["a", "b"], pipeline: "d", stage: "w", lease: 60) == ["a", "b"])
+        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: 60) == ["a", "b"])
+        #expect(try await store.pipeline("d").hold(keys: ["b", "c"], stage: "w", lease: 60) == ["c"], "b is held")
+        #expect(try await store.pipeline("d").hold(keys: ["a"], stage: "other", lease: 60) == ["a"], "holds are per stage")
+        try await store.pipeline("d").release(keys: ["a", "b"], stage: "w")
+        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: 60) == ["a", "b"])
     }
 
     /// A poller's schedule (recurring work): a claim takes due users at most `limit` at a time
     /// and makes them due again an interval later, so every registered user is claimed once per
     /// interval, whatever the batches.
     func pollSchedule(_ store: any Store) async throws {
-        let work = store.work(pipeline: "o")
+        let work = store.pipeline("o").work
         let kind = WorkItem.pollKind(source: "sources[0]")
         // An interval of 0 makes every user due now.
         try await work.schedule(kind, every: 0) { (1...7).map { "\($0)" } }
@@ -313,10 +312,10 @@ import Testing
 
         // New users fall due in the order of their ids (as text), whatever order they come in.
         let users = ["7", "12", "3", "100", "45", "201", "9", "60"]
-        try await store.work(pipeline: "n").schedule(kind, every: 0.01) { users }
+        try await store.pipeline("n").work.schedule(kind, every: 0.01) { users }
         // The schedule is in wall-clock time: the last of them falls due 7 ms from now.
         try await Task.sleep(for: .milliseconds(20))
-        let due = try await store.work(pipeline: "n").claim(kind, limit: 10, lease: 60)
+        let due = try await store.pipeline("n").work.claim(kind, limit: 10, lease: 60)
         #expect(due.map(\.key) == users.sorted())
     }
 
@@ -324,22 +323,22 @@ import Testing
         let now = Date().timeIntervalSince1970
         for number in 0..<12 {
             let age = number < 4 ? 400 * 86400.0 : Double(100 - number)
-            try await store.recordOutcome(
+            try await store.pipeline("r").recordOutcome(
                 deliveries: [DeliveryRecord(pipeline: "r", eventID: "r\(number)", user: "alice", tokenKind: "device", token: "aa11",
                                             outcome: "delivered", reason: nil, providerID: nil, attempts: 1, createdAt: now - age)],
                 history: [HistoryEntry(pipeline: "r", user: "alice", eventID: "r\(number)", createdAt: now - age, record: ["n": .int(Int64(number))])],
-                state: [], pipeline: "r")
+                state: [])
         }
-        #expect(try await store.pruneDeliveries(pipeline: "r", createdBefore: now - 365 * 86400, limit: 3) == 3)
-        #expect(try await store.pruneDeliveries(pipeline: "r", createdBefore: now - 365 * 86400, limit: 3) == 1)
+        #expect(try await store.pipeline("r").pruneDeliveries(createdBefore: now - 365 * 86400, limit: 3) == 3)
+        #expect(try await store.pipeline("r").pruneDeliveries(createdBefore: now - 365 * 86400, limit: 3) == 1)
         var deleted = 0
         var after: String?
         repeat {
-            let (count, last) = try await store.pruneDeliveries(pipeline: "r", keepingPerUser: 5, usersAfter: after, users: 10)
+            let (count, last) = try await store.pipeline("r").pruneDeliveries(keepingPerUser: 5, usersAfter: after, users: 10)
             deleted += count
             after = last
         } while after != nil
         #expect(deleted == 3)
-        #expect(try await store.history(pipeline: "r", user: "alice", limit: 100, before: nil).map { $0.record["n"] } == [11, 10, 9, 8, 7])
+        #expect(try await store.pipeline("r").history(user: "alice", limit: 100, before: nil).map { $0.record["n"] } == [11, 10, 9, 8, 7])
     }
 }

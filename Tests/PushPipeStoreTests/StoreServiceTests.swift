@@ -11,8 +11,7 @@ import Testing
 /// may still write), and closed once whoever closes it after the group.
 @Suite struct StoreServiceTests {
     static func write(_ store: SQLiteStore, _ user: String) async throws {
-        try await store.register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32)), pipeline: "p",
-                                 environment: nil, replace: false)
+        try await store.pipeline("p").register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32)), environment: nil, replace: false)
     }
 
     @Test func aGracefulStopClosesTheStoreACancellationLeavesItOpen() async throws {
@@ -25,7 +24,7 @@ import Testing
         running.cancel()
         _ = await running.result
         try await Self.write(cancelled, "after-cancel")
-        #expect(try await cancelled.isRegistered(pipeline: "p", user: "after-cancel"), "still open: its owner closes it after the group")
+        #expect(try await cancelled.pipeline("p").isRegistered(user: "after-cancel"), "still open: its owner closes it after the group")
         try await open.closeIfOpen()
         try await open.closeIfOpen()
         await #expect(throws: (any Error).self, "closed once, then refused") { try await Self.write(cancelled, "after-close") }

@@ -71,8 +71,8 @@ import Testing
     /// (escaped in their text), and a reason is cut to `StoredText.longestFreeText`.
     static func textWithNUL(_ store: any Store) async throws {
         let now = Date().timeIntervalSince1970
-        try await store.register(DeviceToken(user: "a\0b", kind: "device", value: "t\0"), pipeline: "p", environment: nil, replace: false)
-        #expect(try await store.tokens(pipeline: "p", user: "a\u{FFFD}b", kind: "device").map(\.value) == ["t\u{FFFD}"])
+        try await store.pipeline("p").register(DeviceToken(user: "a\0b", kind: "device", value: "t\0"), environment: nil, replace: false)
+        #expect(try await store.pipeline("p").tokens(user: "a\u{FFFD}b", kind: "device").map(\.value) == ["t\u{FFFD}"])
 
         let delivery = DeliveryRecord(pipeline: "p", eventID: "e\0", user: "a\0b", tokenKind: "device", token: "t\0", outcome: "delivered",
                                       reason: "bad\0answer " + String(repeating: "x", count: 5000), providerID: "id\0", attempts: 1, createdAt: now)
@@ -80,17 +80,17 @@ import Testing
         let payload = Data(#"{"x":"?"}"#.utf8.map { $0 == UInt8(ascii: "?") ? 0xFF : $0 })
         let history = HistoryEntry(pipeline: "p", user: "a\0b", eventID: "e\0", createdAt: now, record: [:], serializedRecord: payload)
         let record = EventRecord(pipeline: "p", eventID: "e\0", state: .delivered, user: "a\0b", reason: "why\0", acceptedAt: now, updatedAt: now)
-        try await store.recordOutcome(deliveries: [delivery], history: [history], state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
-                                      events: [record], pipeline: "p")
+        try await store.pipeline("p").recordOutcome(deliveries: [delivery], history: [history], state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
+                                      events: [record])
 
-        let last = try #require(try await store.lastDelivery(pipeline: "p", user: "a\u{FFFD}b"))
+        let last = try #require(try await store.pipeline("p").lastDelivery(user: "a\u{FFFD}b"))
         #expect(last.eventID == "e\u{FFFD}")
         #expect(last.token == "t\u{FFFD}")
         #expect(last.providerID == "id\u{FFFD}")
         #expect(last.reason?.hasPrefix("bad\u{FFFD}answer xxx") == true)
         #expect(last.reason?.unicodeScalars.count == StoredText.longestFreeText + 1, "cut, and marked with an ellipsis")
-        #expect(try await store.history(pipeline: "p", user: "a\u{FFFD}b", limit: 10, before: nil).map(\.record) == [["x": "\u{FFFD}"]])
-        #expect(try await store.state(pipeline: "p", stage: "s", key: "k\u{FFFD}") == .string("v\0"))
+        #expect(try await store.pipeline("p").history(user: "a\u{FFFD}b", limit: 10, before: nil).map(\.record) == [["x": "\u{FFFD}"]])
+        #expect(try await store.pipeline("p").state(stage: "s", key: "k\u{FFFD}") == .string("v\0"))
         let records = try await store.eventRecords(eventID: "e\u{FFFD}", pipeline: "p").records
         #expect(records.map(\.eventID) == ["e\u{FFFD}"])
         #expect(records.first?.reason == "why\0", "the record is JSON text: its NUL is escaped and kept")
@@ -112,7 +112,7 @@ import Testing
         @Sendable func write(_ id: String, at time: Double = Date().timeIntervalSince1970) async throws {
             let delivery = DeliveryRecord(pipeline: "p", eventID: id, user: "user-\(id)", tokenKind: "device", token: "t", outcome: "delivered",
                                           reason: nil, providerID: nil, attempts: 1, createdAt: time)
-            try await store.recordOutcome(deliveries: [delivery], history: [], state: [], pipeline: "p")
+            try await store.pipeline("p").recordOutcome(deliveries: [delivery], history: [], state: [])
         }
         let held = Task { try await write("held") }
         await outcomes.pendingWritesReach(0)
@@ -131,8 +131,8 @@ import Testing
             #expect(error.code == refusal, "\(error)")
         }
         for id in ["held", "e1", "e2", "e3"] {
-            #expect(try await store.lastDelivery(pipeline: "p", user: "user-\(id)")?.eventID == id)
+            #expect(try await store.pipeline("p").lastDelivery(user: "user-\(id)")?.eventID == id)
         }
-        #expect(try await store.lastDelivery(pipeline: "p", user: "user-poison") == nil)
+        #expect(try await store.pipeline("p").lastDelivery(user: "user-poison") == nil)
     }
 }

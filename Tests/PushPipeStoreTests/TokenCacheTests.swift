@@ -29,11 +29,11 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").isEmpty)
-        try await store.register(token, pipeline: "p", environment: nil, replace: false)
-        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").map(\.value) == [token.value])
-        _ = try await store.removeToken(pipeline: "p", kind: "device", token: token.value, unlessUpdatedAfter: nil)
-        #expect(try await store.tokens(pipeline: "p", user: "u", kind: "device").isEmpty)
+        #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").isEmpty)
+        try await store.pipeline("p").register(token, environment: nil, replace: false)
+        #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").map(\.value) == [token.value])
+        _ = try await store.pipeline("p").removeToken(kind: "device", token: token.value, unlessUpdatedAfter: nil)
+        #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").isEmpty)
         try await store.close()
     }
 }

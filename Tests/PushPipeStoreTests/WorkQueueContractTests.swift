@@ -20,18 +20,18 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aClaimTakesDueItemsNobodyHoldsOldestFirst(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([Self.item("a", 1), Self.item("b", 2)])
             try await work.add([Self.item("later")], after: 3600)
             try await work.add([Self.item("a", 99)])
-            try await store.work(pipeline: "other").add([Self.item("elsewhere")])
+            try await store.pipeline("other").work.add([Self.item("elsewhere")])
             try await work.add([Self.item("other-kind", kind: "digest")])
 
             let first = try await work.claim("job", limit: 1, lease: 60)
             #expect(first.map(\.key) == ["a"] && first.first?.payload == ["n": 1], "oldest first; a key that waits is not added again")
             #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["b"], "held ones and ones not due yet stay")
             #expect(try await work.claim("job", limit: 10, lease: 60).isEmpty)
-            #expect(try await store.work(pipeline: "other").claim("job", limit: 10, lease: 60).map(\.key) == ["elsewhere"])
+            #expect(try await store.pipeline("other").work.claim("job", limit: 10, lease: 60).map(\.key) == ["elsewhere"])
             #expect(try await work.claim("digest", limit: 10, lease: 60).map(\.key) == ["other-kind"])
         }
     }
@@ -39,7 +39,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aLapsedLeaseIsClaimedAgainAndARenewedOneIsNot(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([Self.item("lapses"), Self.item("renewed")])
             // Its daemon died: the lease ran out at once.
             let held = try await work.claim("job", limit: 10, lease: -1)
@@ -52,7 +52,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aRetryCountsAnAttemptAndWaitsAReleaseDoesNeither(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([Self.item("x")])
             var claimed = try await work.claim("job", limit: 10, lease: 60)
             try await work.retry("job", keys: Set(claimed.map(\.key)), after: -1)
@@ -76,7 +76,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func onlyTheHolderChangesAnItem(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([Self.item("taken")])
             let mine = try await work.claim("job", limit: 10, lease: -1)
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
@@ -98,7 +98,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func theCursorOutlivesTheLease(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([Self.item("broadcast")])
             let claimed = try #require(try await work.claim("job", limit: 1, lease: -1).first)
             #expect(claimed.cursor == nil)
@@ -113,7 +113,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aGroupIsClaimedWhole(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add((1...2).map { Self.item("k\($0)") })
             let first = try await work.claim("job", limit: 2, lease: -1) { fresh in [("g1", fresh.map(\.id))] }
             #expect(first.map(\.key) == ["k1", "k2"] && first.allSatisfy { $0.group == "g1" }, "\(first)")
@@ -129,7 +129,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func pruningRemovesWhatWaitedTooLong(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([WorkItem(kind: "job", key: "old", payload: [:], createdAt: 1), WorkItem(kind: "job", key: "new", payload: [:], createdAt: 3)])
             try await work.add([WorkItem(kind: "digest", key: "old", payload: [:], createdAt: 1)])
             #expect(try await work.prune("job", createdBefore: 2, limit: 10) == 1)
@@ -144,7 +144,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func takenKeysAreLocksThatLapse(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             #expect(try await work.take("hold:s", keys: ["a", "b"], lease: 60) == ["a", "b"])
             #expect(try await work.take("hold:s", keys: ["a", "c"], lease: 60) == ["c"], "a is held")
             #expect(try await work.take("hold:t", keys: ["a"], lease: 60) == ["a"], "another kind's key")
@@ -172,7 +172,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aPayloadWithANulIsKept(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let work = store.work(pipeline: "p")
+            let work = store.pipeline("p").work
             try await work.add([WorkItem(kind: "job", key: "nul\u{0}key", payload: ["text": "a\u{0}b"], createdAt: 1)])
             let claimed = try await work.claim("job", limit: 10, lease: 60)
             #expect(claimed.map(\.payload) == [["text": "a\u{0}b"]], "\(claimed)")
@@ -185,13 +185,13 @@ import Testing
         let location = try await TestStores.freshPostgresDatabase()
         let stores = [try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger)]
         try await withCleanup({
-            try await stores[0].work(pipeline: "p").add((0..<200).map { Self.item(String(format: "k%03d", $0)) })
+            try await stores[0].pipeline("p").work.add((0..<200).map { Self.item(String(format: "k%03d", $0)) })
             let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
                 for store in stores {
                     for _ in 0..<3 {
                         group.addTask {
                             var keys: [String] = []
-                            while case let batch = try await store.work(pipeline: "p").claim("job", limit: 7, lease: 60), !batch.isEmpty {
+                            while case let batch = try await store.pipeline("p").work.claim("job", limit: 7, lease: 60), !batch.isEmpty {
                                 keys += batch.map(\.key)
                             }
                             return keys
@@ -203,13 +203,13 @@ import Testing
             #expect(claimed.count == 200 && Set(claimed).count == 200, "\(claimed.count) claims of \(Set(claimed).count) items")
 
             // Grouped claims at once (a webhook's batches): every group goes whole to one claim.
-            try await stores[0].work(pipeline: "g").add((0..<120).map { Self.item(String(format: "k%03d", $0)) })
+            try await stores[0].pipeline("g").work.add((0..<120).map { Self.item(String(format: "k%03d", $0)) })
             let groups = try await withThrowingTaskGroup(of: [[WorkItem]].self) { group in
                 for store in stores {
                     for _ in 0..<3 {
                         group.addTask {
                             var claims: [[WorkItem]] = []
-                            while case let batch = try await store.work(pipeline: "g").claim("job", limit: 7, lease: 60, grouping: { fresh in
+                            while case let batch = try await store.pipeline("g").work.claim("job", limit: 7, lease: 60, grouping: { fresh in
                                 // Groups of three, named by their first key.
                                 stride(from: 0, to: fresh.count, by: 3).map { start in
                                     let members = fresh[start..<min(start + 3, fresh.count)]
@@ -254,14 +254,14 @@ import Testing
         }
         let store = try SQLiteStore(path: path)
         try await withCleanup({
-            let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
+            let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
             #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
             #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
             // Taken by the receiver: gone, under the key the move gave them.
-            try await store.work(pipeline: "w").complete(WebhookOutcome.kind, keys: Set(claimed.map(\.key)))
-            #expect(try await store.work(pipeline: "w").keys(WebhookOutcome.kind).count == 1, "only the one not due yet is left")
-            let polled = try await store.work(pipeline: "w").claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+            try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: Set(claimed.map(\.key)))
+            #expect(try await store.pipeline("w").work.keys(WebhookOutcome.kind).count == 1, "only the one not due yet is left")
+            let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
             #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
         }, cleanup: { try? await store.close() })
     }
@@ -289,20 +289,20 @@ import Testing
         }
         let store = try await PostgresStore(location: location, logger: Self.logger)
         try await withCleanup({
-            let claimed = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
+            let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
                     "not the one not due yet, nor the one a daemon of the earlier version holds")
             #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
-            let polled = try await store.work(pipeline: "w").claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+            let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
             #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
             // That daemon let go of it (its lease ran out): a retention pass takes it over.
             _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
-            #expect(try await store.pruneWebhookOutcomes(pipeline: "w", createdBefore: 0, limit: 10) == 0)
-            let adopted = try await store.work(pipeline: "w").claimWebhookOutcomes(limit: 10, lease: 60)
+            #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 0, limit: 10) == 0)
+            let adopted = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
             #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
             // New items get ids after the moved ones.
-            try await store.work(pipeline: "w").add([Self.item("after")])
-            let added = try #require(try await store.work(pipeline: "w").claim("job", limit: 1, lease: 60).first)
+            try await store.pipeline("w").work.add([Self.item("after")])
+            let added = try #require(try await store.pipeline("w").work.claim("job", limit: 1, lease: 60).first)
             #expect(added.id > (claimed.map(\.id).max() ?? 0))
         }, cleanup: { try? await store.close() })
     }

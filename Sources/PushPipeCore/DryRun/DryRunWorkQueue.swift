@@ -37,9 +37,8 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.saveProgress(kind, key: key, cursor: cursor) }
     }
 
-    func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
-        passes(kind) ? try await base.prune(kind, createdBefore: cutoff, limit: limit) : 0
-    }
+    /// Retention is the live daemon's: a dry run removes nothing.
+    func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int { 0 }
 
     func keys(_ kind: String) async throws -> [String] { try await base.keys(kind) }
 
@@ -51,7 +50,5 @@ struct DryRunWorkQueue: WorkQueue {
         try await base.take(kind, keys: keys, lease: lease)
     }
 
-    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
-        try await base.forgetLapsedTakes(kindsStartingWith: prefix)
-    }
+    func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int { 0 }
 }

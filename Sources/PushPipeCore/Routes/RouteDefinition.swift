@@ -113,10 +113,10 @@ public struct RouteContext: Sendable {
     public var mode: RunMode = .live
 
     /// The pipeline's part of the store, named by concern as a stage's context offers it.
-    public var registrations: PipelineStore { store.pipeline(pipeline) }
-    public var deliveries: PipelineStore { store.pipeline(pipeline) }
-    public var queuedEvents: PipelineStore { store.pipeline(pipeline) }
-    public var eventRecords: PipelineStore { store.pipeline(pipeline) }
+    public var registrations: any PipelineStore { store.pipeline(pipeline) }
+    public var deliveries: any PipelineStore { store.pipeline(pipeline) }
+    public var queuedEvents: any PipelineStore { store.pipeline(pipeline) }
+    public var eventRecords: any EventRecordStore { store }
     public var idempotencyKeys: any IdempotencyStore { store }
 
     public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],

@@ -260,8 +260,7 @@ extension EventProcessor {
                     logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
                 }
             }) {
-                try await store.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks,
-                                              pipeline: definition.name)
+                try await pipelineStore.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks)
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
@@ -287,7 +286,7 @@ extension EventProcessor {
             }
         case .dropToken(let reason, let since):
             do {
-                let removed = try await store.removeToken(pipeline: definition.name, kind: token.kind, token: token.value, unlessUpdatedAfter: since)
+                let removed = try await pipelineStore.removeToken(kind: token.kind, token: token.value, unlessUpdatedAfter: since)
                 if removed {
                     telemetry.tokenPruned()
                     logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)", metadata: context())

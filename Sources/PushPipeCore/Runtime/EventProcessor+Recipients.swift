@@ -120,7 +120,7 @@ extension EventProcessor {
         while true {
             let users: [String]
             do {
-                users = try await waitingForTheStore(event) { try await store.users(pipeline: definition.name, after: after, limit: Self.usersPerPage) }
+                users = try await waitingForTheStore(event) { try await pipelineStore.users(after: after, limit: Self.usersPerPage) }
             } catch {
                 return stopped("recipients: \(error)")
             }
@@ -179,7 +179,7 @@ extension EventProcessor {
         let status: EventReport.Status = delivered == 0 ? .failed : unresolvedReason == nil ? .delivered : .partial
         if status == .delivered {
             do {
-                try await store.setState(event.commitOnDelivery, pipeline: definition.name)
+                try await pipelineStore.setState(event.commitOnDelivery)
             } catch {
                 logger.error("could not record the outcome: \(error)", metadata: Self.metadata(event))
             }
@@ -212,8 +212,7 @@ extension EventProcessor {
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as
     /// `recordProcessing` is: each page's write carries the progress again.
     private func recordProgress(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) async {
-        try? await store.recordOutcome(deliveries: [], history: [], state: [], events: [progressRecord(event, progress, recipients)],
-                                       pipeline: definition.name)
+        try? await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: [progressRecord(event, progress, recipients)])
     }
 }
 

@@ -114,7 +114,7 @@ extension EventProcessor {
                                user: event.user, recipients: recipients(of: delivering, at: now), traceID: event.trace?.traceID,
                                acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
         }
-        try? await store.recordOutcome(deliveries: [], history: [], state: [], events: records, pipeline: definition.name)
+        try? await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: records)
     }
 
     /// A replay's notifications: only to the devices its dead letter left unresolved. And none
@@ -183,8 +183,7 @@ extension EventProcessor {
             let webhooks = webhookOutcomes(of: [candidate], at: candidate.updatedAt)
             do {
                 try await retrying(while: { _ in true }, failed: { _, _ in }) {
-                    try await store.recordOutcome(deliveries: [], history: [], state: [], events: [candidate], webhooks: webhooks,
-                                                  pipeline: definition.name)
+                    try await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: [candidate], webhooks: webhooks)
                 }
                 if !webhooks.isEmpty { onWebhookOutcomes?() }
                 logger.error("the store refused the outcome of event \(letter.eventID), now a dead letter: \(refusal)",

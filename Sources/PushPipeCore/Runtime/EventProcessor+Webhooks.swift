@@ -4,15 +4,13 @@ extension EventProcessor {
     /// sent twice (at least once means it may be) is known as one.
     func webhookOutcomes(of records: [EventRecord], at now: Double) -> [WebhookOutcome] {
         guard !definition.webhooks.isEmpty else { return [] }
-        var outcomes: [WebhookOutcome] = []
-        for record in records {
-            for (type, outcomeID, payload) in Self.outcomes(of: record) {
-                for target in definition.webhooks where target.events.contains(type) {
-                    outcomes.append(WebhookOutcome(pipeline: definition.name, target: target.url, outcomeID: outcomeID, payload: payload, createdAt: now))
+        return records.flatMap { record in
+            Self.outcomes(of: record).flatMap { outcome in
+                definition.webhooks.filter { $0.events.contains(outcome.type) }.map {
+                    WebhookOutcome(pipeline: definition.name, target: $0.url, outcomeID: outcome.id, payload: outcome.payload, createdAt: now)
                 }
             }
         }
-        return outcomes
     }
 
     static func outcomes(of record: EventRecord) -> [(type: String, id: String, payload: JSON)] {

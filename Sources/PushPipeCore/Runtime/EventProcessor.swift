@@ -8,6 +8,8 @@ import Tracing
 public struct EventProcessor: Sendable {
     public let definition: PipelineDefinition
     public let store: any Store
+    /// The pipeline's part of `store`.
+    let pipelineStore: any PipelineStore
     public let logger: Logger
     public let mode: RunMode
     public let output: OutputSink
@@ -40,6 +42,7 @@ public struct EventProcessor: Sendable {
         self.definition = definition
         self.clock = clock
         self.store = store
+        pipelineStore = store.pipeline(definition.name)
         self.logger = logger
         self.mode = mode
         self.output = output

@@ -40,10 +40,8 @@ final class EventQueue<Element: Sendable>: Sendable {
         }
 
         mutating func take(upTo limit: Int) -> [Element] {
-            let count = Swift.min(limit, buffer.count)
-            var taken: [Element] = []
-            taken.reserveCapacity(count)
-            for _ in 0..<count { taken.append(buffer.removeFirst()) }
+            let taken = Array(buffer.prefix(limit))
+            buffer.removeFirst(taken.count)
             return taken
         }
     }

@@ -40,7 +40,7 @@ public final class PipelineRunner: EventSink, Sendable {
         var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
                                        clock: clock)
         if !definition.webhooks.isEmpty, let webhookPoster = mode.webhookPoster(webhookPoster) {
-            let dispatcher = WebhookDispatcher(pipeline: definition.name, targets: definition.webhooks, store: store, poster: webhookPoster,
+            let dispatcher = WebhookDispatcher(targets: definition.webhooks, work: store.pipeline(definition.name).work, poster: webhookPoster,
                                                telemetry: telemetry, logger: logger, clock: clock)
             processor.onWebhookOutcomes = dispatcher.nudge
             webhooks = dispatcher
@@ -106,8 +106,7 @@ public final class PipelineRunner: EventSink, Sendable {
             }
             let replays = QueuedEventIntake(lease: QueuedEventIntake.replayLease)
             let replayContext = context.forStage(QueuedEventIntake.replayKey, key: QueuedEventIntake.replayKey)
-            var pruner = RetentionPruner(pipeline: definition.name, policy: definition.retention, store: store, logger: logger,
-                                         clock: processor.clock)
+            var pruner = RetentionPruner(policy: definition.retention, store: store.pipeline(definition.name), logger: logger, clock: processor.clock)
             pruner.telemetry = telemetry.telemetry
             stages.addTask { await pruner.run() }
             stages.addTask { await replays.renewWhileRunning(context: replayContext) }

@@ -22,23 +22,16 @@ extension PipelineSupervisor {
     }
 
     static func storeProblem(_ store: any Store, timeout: Duration) async -> String? {
-        await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                do {
-                    try await store.ping()
-                    return nil
-                } catch {
-                    return "does not answer: \(error)"
-                }
+        // nil: no answer in time; .some(nil): the store answered.
+        let answer: String?? = await withinTimeout(timeout) { () async -> String? in
+            do {
+                try await store.ping()
+                return nil
+            } catch {
+                return "does not answer: \(error)"
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return "no answer within \(timeout)"
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
+        return answer ?? "no answer within \(timeout)"
     }
 
     /// The gauges read from the store (dead letters), set before a scrape reads them: left as

@@ -55,8 +55,6 @@ public final class PipelineSupervisor: Service, Sendable {
         }
     }
 
-    public var runningPipelines: [String] { running.withLock { Array($0.keys).sorted() } }
-
     /// The runners, by name (status page, gauges, readiness).
     public var runners: [PipelineRunner] {
         running.withLock { $0.values.map(\.runner) }.sorted { $0.definition.name < $1.definition.name }

@@ -4,8 +4,8 @@ import Logging
 /// `sources[0]`) to its key, only those nobody works on (`QueuedEventStore.renameSource`): a
 /// daemon of an earlier version that still runs on the store keeps sending what it holds.
 struct PositionKeyMove: Sendable {
-    let store: any QueuedEventStore
-    let pipeline: String
+    /// The pipeline's part of the store.
+    let store: any PipelineStore
     let from: String
     let to: String
     /// The source's lease: what an earlier version's daemon holds lapses within it.
@@ -19,11 +19,13 @@ struct PositionKeyMove: Sendable {
     /// configuration left under its position.
     static let leaseOfOtherSources: Double = 15
 
+    var pipeline: String { store.name }
+
     /// One per source of `definition` whose key is not its position.
-    static func moves(for definition: PipelineDefinition, store: any QueuedEventStore, logger: Logger) -> [PositionKeyMove] {
+    static func moves(for definition: PipelineDefinition, store: any Store, logger: Logger) -> [PositionKeyMove] {
         definition.sources.filter { $0.key != $0.id }.map { source in
             let intake = (source.stage as? any QueuedEventSource)?.intake
-            return PositionKeyMove(store: store, pipeline: definition.name, from: source.id, to: source.key,
+            return PositionKeyMove(store: store.pipeline(definition.name), from: source.id, to: source.key,
                                    lease: intake?.lease ?? leaseOfOtherSources, repeats: intake != nil, logger: logger)
         }
     }
@@ -32,7 +34,7 @@ struct PositionKeyMove: Sendable {
     @discardableResult
     func moveOnce() async -> Int {
         do {
-            let moved = try await store.renameSource(pipeline: pipeline, from: from, to: to, lease: lease)
+            let moved = try await store.renameSource(from: from, to: to, lease: lease)
             if moved > 0 { logger.notice("queued events: \(moved) of pipeline \(pipeline) moved from \(from) to its key '\(to)'") }
             return moved
         } catch is CancellationError {

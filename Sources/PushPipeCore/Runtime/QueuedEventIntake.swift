@@ -30,9 +30,7 @@ public struct QueuedEventIntake: Sendable {
                     let claimed = try await claim(upTo: room, into: sink, context: context, announcing: what)
                     more = claimed == room
                 }
-            } catch is CancellationError {
-                return
-            } catch is PipelineStopping {
+            } catch is CancellationError, is PipelineStopping {
                 return
             } catch {
                 if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
@@ -93,7 +91,7 @@ public struct QueuedEventIntake: Sendable {
     /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
     /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
     /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
-    public func completion(of queued: QueuedEvent, store: PipelineStore, logger: Logger) -> @Sendable (EventReport) async -> Void {
+    public func completion(of queued: QueuedEvent, store: any PipelineStore, logger: Logger) -> @Sendable (EventReport) async -> Void {
         let (eventID, key, source) = (queued.eventID, queued.key, queued.source)
         return { [leases] _ in
             guard !Task.isCancelled else { return await leases.letGo([key], store: store, source: source) }

@@ -49,7 +49,7 @@ public final class QueuedEventLeases: Sendable {
     /// Lets go of events this process will not finish (cancelled, or not submitted while the
     /// pipeline stops): their leases end now, so the next claim anywhere takes them. In a task
     /// of its own: a cancelled task cannot reach a pooled connection.
-    public func letGo(_ keys: [String], store: PipelineStore, source: String) async {
+    public func letGo(_ keys: [String], store: any PipelineStore, source: String) async {
         keys.forEach(forget)
         _ = try? await uncancelled { try await store.releaseLeases(source: source, keys: Set(keys)) }
     }

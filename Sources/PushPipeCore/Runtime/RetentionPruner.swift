@@ -5,9 +5,9 @@ import Logging
 /// batches of a few hundred rows, each its own short transaction, so deliveries never wait
 /// long behind it.
 struct RetentionPruner: Sendable {
-    let pipeline: String
     let policy: RetentionPolicy
-    let store: any RetentionStore
+    /// The pipeline's part of the store.
+    let store: any PipelineStore
     let logger: Logger
     let clock: any DaemonClock
     var telemetry: Telemetry = .unobserved
@@ -29,11 +29,11 @@ struct RetentionPruner: Sendable {
         let now = clock.now
         do {
             let cutoff = now - policy.maxAge
-            pruned += try await Self.inBatches { try await store.pruneDeliveries(pipeline: pipeline, createdBefore: cutoff, limit: $0) }
+            pruned += try await Self.inBatches { try await store.pruneDeliveries(createdBefore: cutoff, limit: $0) }
             if policy.perUser > 0 {
                 var after: String?
                 repeat {
-                    let (deleted, last) = try await store.pruneDeliveries(pipeline: pipeline, keepingPerUser: policy.perUser, usersAfter: after,
+                    let (deleted, last) = try await store.pruneDeliveries(keepingPerUser: policy.perUser, usersAfter: after,
                                                                           users: Self.usersPerBatch)
                     pruned += deleted
                     after = last
@@ -41,17 +41,17 @@ struct RetentionPruner: Sendable {
                 } while after != nil && !Task.isCancelled
             }
             // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
-            let records = try await Self.inBatches { try await store.pruneEventRecords(pipeline: pipeline, unchangedSince: cutoff, limit: $0) }
+            let records = try await Self.inBatches { try await store.pruneEventRecords(unchangedSince: cutoff, limit: $0) }
             if records > 0 { logger.info("retention: removed \(records) event records") }
             let webhookCutoff = now - WebhookDispatcher.longestWait
-            let expired = try await Self.inBatches { try await store.pruneWebhookOutcomes(pipeline: pipeline, createdBefore: webhookCutoff, limit: $0) }
+            let expired = try await Self.inBatches { try await store.work.prune(WebhookOutcome.kind, createdBefore: webhookCutoff, limit: $0) }
             if expired > 0 {
                 logger.error("retention: \(expired) webhook outcomes removed unsent: their receiver did not take them within 3 days")
-                telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "expired")], by: expired)
+                telemetry.increment(.webhookOutcomes, [("pipeline", store.name), ("result", "expired")], by: expired)
             }
-            let holds = try await store.pruneLapsedHolds(pipeline: pipeline)
+            let holds = try await store.work.forgetLapsedTakes(kindsStartingWith: WorkItem.holdKinds)
             if holds > 0 { logger.info("retention: removed \(holds) lapsed holds of daemons that stopped holding them") }
-            let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(pipeline: pipeline, limit: $0) }
+            let keys = try await Self.inBatches { try await store.pruneExpiredIdempotencyKeys(limit: $0) }
             if keys > 0 { logger.info("retention: removed \(keys) idempotency keys past their time to live") }
         } catch {
             // An unavailable store logged that itself, once; the next pass tries again.

@@ -5,27 +5,18 @@ import Logging
 /// per receiver, removes what was taken and puts back, with backoff, what was not. Several
 /// daemons share the outbox; each batch is one daemon's while it is being sent.
 struct WebhookDispatcher: Sendable {
-    let pipeline: String
     let targets: [WebhookTarget]
+    /// The pipeline's work queue, where its outcomes wait.
     let work: any WorkQueue
     let poster: any WebhookPoster
     let telemetry: Telemetry
     let logger: Logger
-    let clock: any DaemonClock
+    var clock: any DaemonClock = .system
     /// Signals outcomes just written here, so they go out at once rather than at the next look.
     let written = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let failures = RepeatedMessages(window: .seconds(60))
 
-    init(pipeline: String, targets: [WebhookTarget], store: any WorkStore, poster: any WebhookPoster, telemetry: Telemetry, logger: Logger,
-         clock: any DaemonClock = .system) {
-        self.pipeline = pipeline
-        self.clock = clock
-        self.targets = targets
-        work = store.work(pipeline: pipeline)
-        self.poster = poster
-        self.telemetry = telemetry
-        self.logger = logger
-    }
+    var pipeline: String { work.pipeline }
 
     static var batchLimit: Int { 100 }
     /// How long a claimed batch stays this daemon's: longer than its POSTs may take (one per

@@ -37,12 +37,12 @@ public struct StageContext: Sendable {
 
     /// The store by concern: a stage uses the part it needs, so what it may touch shows.
     /// One handle on the pipeline's part (`PipelineStore`), named by concern at the call site.
-    public var registrations: PipelineStore { store.pipeline(pipeline) }
-    public var deliveries: PipelineStore { store.pipeline(pipeline) }
-    public var queuedEvents: PipelineStore { store.pipeline(pipeline) }
-    public var stageState: PipelineStore { store.pipeline(pipeline) }
-    public var work: any WorkQueue { store.work(pipeline: pipeline) }
-    public var retention: PipelineStore { store.pipeline(pipeline) }
+    public var registrations: any PipelineStore { store.pipeline(pipeline) }
+    public var deliveries: any PipelineStore { store.pipeline(pipeline) }
+    public var queuedEvents: any PipelineStore { store.pipeline(pipeline) }
+    public var stageState: any PipelineStore { store.pipeline(pipeline) }
+    public var work: any WorkQueue { store.pipeline(pipeline).work }
+    public var retention: any PipelineStore { store.pipeline(pipeline) }
 
     /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).
     public func count(_ metric: Metric, _ labels: [(String, String)] = [], by amount: Int = 1) {

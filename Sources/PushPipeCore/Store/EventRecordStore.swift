@@ -12,8 +12,6 @@ public protocol EventRecordStore: Sendable {
     /// Queues `replay` (its `replayOf` the dead letter) and marks the record accepted, in one
     /// transaction: false, and nothing changes, unless the record is a dead letter still.
     func replayDeadLetter(_ replay: QueuedEvent) async throws -> Bool
-    /// Removes a dead letter for good; false when there is none of that id.
-    func dropDeadLetter(pipeline: String, eventID: String) async throws -> Bool
 }
 
 extension EventRecordStore {

@@ -1,19 +1,27 @@
 import Foundation
 
-/// Durable state shared by routes and stages, in one protocol per concern: a stage or a route
-/// asks its context for the part it needs (`context.registrations`, `context.stageState`…), so
+/// Durable state shared by routes and stages. Most of it is a pipeline's
+/// (`pipeline(_:)`, `PipelineStore`): a stage or a route asks its context for that part, so
 /// what it may touch shows in its code. Every method is one transaction, so a killed process
 /// leaves either the whole change or none of it. The SQLite store is the default; the
 /// PostgreSQL store implements the same protocols without touching any stage.
-public protocol Store: RegistrationStore, DeliveryStore, EventRecordStore, QueuedEventStore, IdempotencyStore, WorkStore,
-    StageStateStore, RetentionStore {
+public protocol Store: EventRecordStore, IdempotencyStore {
+    /// The pipeline's part: its registrations, records, history, stages' values and work.
+    func pipeline(_ name: String) -> any PipelineStore
+    /// Keeps an accepted event until its pipeline's `dequeue`, with its answer: committed
+    /// before the source answers for it, leased to its `instance` for `event.lease` seconds of
+    /// the store's clock.
+    func enqueue(_ event: QueuedEvent) async throws
+    /// How many events wait, by pipeline and source key: the start's check for events that
+    /// no running source will ever claim (a pipeline or source renamed).
+    func queuedEventCounts() async throws -> [QueuedEventCount]
     /// Answers when the store does (the readiness check).
     func ping() async throws
 
     func close() async throws
 }
 
-/// Who can be reached (device tokens by user, pipeline and kind) and what each user chose.
+/// Who can be reached (device tokens by user and kind) and what each user chose.
 public protocol RegistrationStore: Sendable {
     /// Stores a token. With `replace`, it becomes the only token of its kind (and scope) for the
     /// user; with `keepingAtMost`, the user keeps that many tokens of its kind, in the same
@@ -21,35 +29,35 @@ public protocol RegistrationStore: Sendable {
     /// to thousands of them. Kept are this token, then the tokens a delivery reached (confirmed
     /// by `recordOutcome`), then the others, each the most recently registered first: made-up
     /// tokens registered for a real user's id push out each other, not the user's phone.
-    func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool, keepingAtMost: Int?) async throws
+    func register(_ token: DeviceToken, environment: String?, replace: Bool, keepingAtMost: Int?) async throws
     /// Tokens of one kind: of one user, or of every user when `user` is nil.
-    func tokens(pipeline: String, user: String?, kind: String) async throws -> [DeviceToken]
+    func tokens(user: String?, kind: String) async throws -> [DeviceToken]
     /// Tokens of one kind of the users in `users` (a page of a broadcast), by user.
-    func tokens(pipeline: String, kind: String, users: ClosedRange<String>) async throws -> [DeviceToken]
-    func users(pipeline: String) async throws -> [String]
+    func tokens(kind: String, users: ClosedRange<String>) async throws -> [DeviceToken]
+    func users() async throws -> [String]
     /// Whether the user has any token registered: one indexed look, whatever the user count.
-    func isRegistered(pipeline: String, user: String) async throws -> Bool
+    func isRegistered(user: String) async throws -> Bool
     /// Registered users in order, after `after` (a page of at most `limit`).
-    func users(pipeline: String, after: String?, limit: Int) async throws -> [String]
-    func users(pipeline: String, token: String, kind: String?) async throws -> [String]
+    func users(after: String?, limit: Int) async throws -> [String]
+    func users(token: String, kind: String?) async throws -> [String]
     /// Removes a dead token unless it was registered again after `unlessUpdatedAfter` (UNIX seconds).
     /// Returns whether anything was removed.
-    func removeToken(pipeline: String, kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool
+    func removeToken(kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool
 
-    func setting(pipeline: String, user: String, key: String) async throws -> JSON?
-    func settings(pipeline: String, user: String) async throws -> [String: JSON]
-    func setSettings(_ values: [String: JSON], pipeline: String, user: String) async throws
+    func setting(user: String, key: String) async throws -> JSON?
+    func settings(user: String) async throws -> [String: JSON]
+    func setSettings(_ values: [String: JSON], user: String) async throws
 
     /// Reads the tokens of `users` ahead, where a store caches them: a poller's claimed users,
     /// each looked up next. A hint; nothing changes.
-    func warmTokens(pipeline: String, users: [String]) async throws
+    func warmTokens(users: [String]) async throws
 }
 
 extension RegistrationStore {
-    public func warmTokens(pipeline: String, users: [String]) async throws {}
+    public func warmTokens(users: [String]) async throws {}
 
-    public func register(_ token: DeviceToken, pipeline: String, environment: String?, replace: Bool) async throws {
-        try await register(token, pipeline: pipeline, environment: environment, replace: replace, keepingAtMost: nil)
+    public func register(_ token: DeviceToken, environment: String?, replace: Bool) async throws {
+        try await register(token, environment: environment, replace: replace, keepingAtMost: nil)
     }
 }
 
@@ -60,99 +68,73 @@ public protocol DeliveryStore: Sendable {
     /// of each event (its record: replaces an earlier record of the same event), and the
     /// outcomes its webhooks are to be told of.
     func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                       webhooks: [WebhookOutcome], pipeline: String) async throws
-    func history(pipeline: String, user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
-    func lastDelivery(pipeline: String, user: String) async throws -> DeliveryRecord?
+                       webhooks: [WebhookOutcome]) async throws
+    func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
+    func lastDelivery(user: String) async throws -> DeliveryRecord?
 }
 
 /// Accepted events kept until processed: work items of the pipeline's `WorkQueue`
 /// (`QueuedEvent+Work`), leased to the daemon working on them, written in the group commit
-/// with the answers and outcomes around them.
+/// with the answers and outcomes around them (`Store.enqueue`).
 public protocol QueuedEventStore: Sendable {
-    /// Keeps an accepted event until `dequeue`, with its answer: committed before the source
-    /// answers for it, leased to its `instance` for `event.lease` seconds of the store's clock.
-    func enqueue(_ event: QueuedEvent) async throws
     /// The event's processing ended (whatever its outcome): it is not sent again. Only if this
     /// process still holds it, or nobody does: one whose lease another daemon took is that daemon's now.
-    func dequeue(pipeline: String, source: String, key: String) async throws
-    /// How many events wait, by pipeline and source key: the start's check for events that
-    /// no running source will ever claim (a pipeline or source renamed).
-    func queuedEventCounts() async throws -> [QueuedEventCount]
+    func dequeue(source: String, key: String) async throws
     /// Moves a source's queued events and poll schedule from one key to another (the keys by
     /// position of earlier versions, `sources[0]`, to the source's stable key). Only the events
     /// a claim under `from` with `lease` would take move: a daemon of an earlier version that
     /// still runs keeps sending what it holds, and what it lets go of moves at a later call.
     /// Returns how many queued events moved.
-    func renameSource(pipeline: String, from: String, to: String, lease: Double) async throws -> Int
+    func renameSource(from: String, to: String, lease: Double) async throws -> Int
 }
 
 /// A stage's own durable values (watermarks, by stage and key) and the holds on keys whose
 /// notification is on its way.
 public protocol StageStateStore: Sendable {
-    func state(pipeline: String, stage: String, key: String) async throws -> JSON?
     /// Several keys in one read (a watermark per game of a user).
-    func states(pipeline: String, stage: String, keys: [String]) async throws -> [String: JSON]
-    func setState(_ writes: [StateWrite], pipeline: String) async throws
+    func states(stage: String, keys: [String]) async throws -> [String: JSON]
+    func setState(_ writes: [StateWrite]) async throws
 
     /// Holds a stage's keys while their notification is on its way (a watermark's items in
     /// backoff): returns the keys nobody holds. Held by another task of this process, or on a
     /// shared database by another daemon, a key is not returned. Released by `release`, or
-    /// after `lease` seconds (a daemon that died). SQLite: in memory, one daemon per file.
-    func hold(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws -> Set<String>
-    func release(keys: Set<String>, pipeline: String, stage: String) async throws
+    /// after `lease` seconds (a daemon that died). By default taken keys of the work queue
+    /// (`WorkQueue+Holds`).
+    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String>
+    func release(keys: Set<String>, stage: String) async throws
     /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):
     /// a holder renews while its notification is on its way, so the holds of a daemon that died
     /// lapse within a lease instead of outlasting every delivery's retries.
-    func renewHolds(keys: Set<String>, pipeline: String, stage: String, lease: Double) async throws
+    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws
 }
 
-/// Durable work that daemons lease (`WorkQueue`), by pipeline.
-public protocol WorkStore: Sendable {
-    /// The pipeline's durable work: webhook outcomes, holds, poll schedules, and every later kind of leased item.
-    func work(pipeline: String) -> any WorkQueue
+extension StageStateStore {
+    public func state(stage: String, key: String) async throws -> JSON? { try await states(stage: stage, keys: [key])[key] }
 }
 
 /// What the retention pruner removes, a bounded batch per call.
 public protocol RetentionStore: Sendable {
     /// Deletes at most `limit` of the pipeline's oldest delivery rows created before `cutoff`
     /// (UNIX seconds), with their history. Returns how many went: fewer than `limit` means done.
-    func pruneDeliveries(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+    func pruneDeliveries(createdBefore cutoff: Double, limit: Int) async throws -> Int
     /// For the users after `after` (a page of at most `users`), deletes the rows beyond each
     /// one's newest `keep`. Returns the rows deleted and the page's last user (nil: no user left).
-    func pruneDeliveries(pipeline: String, keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
-        -> (deleted: Int, lastUser: String?)
+    func pruneDeliveries(keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws -> (deleted: Int, lastUser: String?)
     /// Removes at most `limit` of a stage's values not written since `cutoff` (UNIX seconds):
     /// watermarks of users and items that are gone. Returns how many.
-    func pruneStates(pipeline: String, stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
-    /// Removes the pipeline's holds that lapsed (their daemons died holding them: a lapsed hold
-    /// is free to take, so removing it changes nothing but the table's size). Returns how many.
-    func pruneLapsedHolds(pipeline: String) async throws -> Int
+    func pruneStates(stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's event records not changed since `cutoff`
     /// (UNIX seconds), dead letters excepted: they stay until replayed or dropped. Returns how many.
-    func pruneEventRecords(pipeline: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int
-    /// Removes at most `limit` of the pipeline's webhook outcomes written before `cutoff` (UNIX
-    /// seconds), still not taken: a receiver gone for longer than anyone waits. Returns how many.
-    func pruneWebhookOutcomes(pipeline: String, createdBefore cutoff: Double, limit: Int) async throws -> Int
+    func pruneEventRecords(unchangedSince cutoff: Double, limit: Int) async throws -> Int
     /// Removes at most `limit` of the pipeline's idempotency keys past their time to live
     /// (the store's clock). Returns how many.
-    func pruneExpiredIdempotencyKeys(pipeline: String, limit: Int) async throws -> Int
+    func pruneExpiredIdempotencyKeys(limit: Int) async throws -> Int
 }
 
 extension DeliveryStore {
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], pipeline: String) async throws {
-        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: [], webhooks: [], pipeline: pipeline)
+    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord] = []) async throws {
+        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: [])
     }
-
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                              pipeline: String) async throws {
-        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: [], pipeline: pipeline)
-    }
-}
-
-
-extension RetentionStore {
-    /// Holds kept in memory (one daemon) go with their process.
-    public func pruneLapsedHolds(pipeline: String) async throws -> Int { 0 }
 }
 
 public struct HistoryEntry: Sendable, Equatable {

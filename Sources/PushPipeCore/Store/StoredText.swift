@@ -74,3 +74,10 @@ package enum StoredText {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension Dictionary where Key == String, Value == JSON {
+    /// Values as stores keep them: rows of a key and its JSON text (settings, stages' values).
+    package init(parsing rows: [(String, String)]) throws {
+        self.init(try rows.map { ($0.0, try JSON.parse($0.1)) }, uniquingKeysWith: { _, last in last })
+    }
+}

@@ -1,8 +1,8 @@
 /// A stage's holds (`StageStateStore.hold`) as taken keys of the work queue, where a store
 /// keeps them in its database (daemons sharing it respect each other's holds): one kind per
 /// stage, so a stage's keys never meet another's.
-extension WorkQueue {
-    public static var holdKinds: String { "hold:" }
+extension WorkItem {
+    public static let holdKinds = "hold:"
 
     public static func holdKind(stage: String) -> String { holdKinds + stage }
 }

@@ -31,7 +31,7 @@ final class DedupeHolds: Sendable {
 
     /// Releases `keys`, even for an event cancelled at the drain timeout; what the store refused
     /// is kept for `maintain`.
-    func release(_ keys: Set<String>, store: PipelineStore, stage: String) async {
+    func release(_ keys: Set<String>, store: any PipelineStore, stage: String) async {
         guard !keys.isEmpty else { return }
         state.withLock { $0.live.subtract(keys) }
         do {
@@ -44,7 +44,7 @@ final class DedupeHolds: Sendable {
     /// Renews the live holds and retries the refused releases; returns how many releases are
     /// still refused.
     @discardableResult
-    func maintain(store: PipelineStore, stage: String, lease: Double) async -> Int {
+    func maintain(store: any PipelineStore, stage: String, lease: Double) async -> Int {
         let (live, unreleased) = state.withLock { state in
             defer { state.unreleased.removeAll() }
             return (state.live, state.unreleased)

@@ -105,7 +105,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
     /// found, so ids cannot be probed.
     static func status(_ request: RouteRequest, _ context: RouteContext) async throws -> RouteResponse {
         let id = request.parameters["id"] ?? ""
-        let records = try await context.eventRecords.eventStatus(eventID: id)
+        let records = try await context.eventRecords.eventStatus(eventID: id, pipeline: context.pipeline)
         guard let record = records.first, record.caller == request.principal else {
             throw RouteError.notFound("no event \(id) posted with these credentials", field: "id")
         }
@@ -190,7 +190,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         // Held before it is stored: a renewal between the two renews nothing, one after renews it.
         leases.hold(queued.key)
         do {
-            try await context.queuedEvents.enqueue(queued)
+            try await context.store.enqueue(queued)
         } catch {
             leases.forget(queued.key)
             if let idempotencyKey { try? await context.idempotencyKeys.releaseIdempotencyKey(idempotencyKey, holder: holder) }

@@ -93,16 +93,15 @@ public struct PipelineTestRunner: Sendable {
         for registration in given["registrations"]?.arrayValue ?? [] {
             let token = DeviceToken(user: registration["user"]?.textValue ?? "", kind: registration["kind"]?.stringValue ?? "device",
                                     value: registration["token"]?.textValue ?? "", scope: registration["scope"]?.stringValue ?? "")
-            try await store.register(token, pipeline: pipeline, environment: nil, replace: false)
+            try await store.pipeline(pipeline).register(token, environment: nil, replace: false)
         }
         for setting in given["settings"]?.arrayValue ?? [] {
-            try await store.setSettings([setting["key"]?.stringValue ?? "": setting["value"] ?? .null], pipeline: pipeline,
-                                        user: setting["user"]?.textValue ?? "")
+            try await store.pipeline(pipeline).setSettings([setting["key"]?.stringValue ?? "": setting["value"] ?? .null], user: setting["user"]?.textValue ?? "")
         }
         let writes = (given["state"]?.arrayValue ?? []).map {
             StateWrite(stage: $0["stage"]?.stringValue ?? "", key: $0["key"]?.textValue ?? "", value: $0["value"] ?? .null)
         }
-        try await store.setState(writes, pipeline: pipeline)
+        try await store.pipeline(pipeline).setState(writes)
     }
 
     func compare(_ expect: JSON, report: EventReport, requests: [OutgoingRequest]) -> [String] {

@@ -24,14 +24,14 @@ import Testing
             #expect(pipeline.transport.sends.isEmpty, "the provider was not called")
             let lines = printed.withLock { $0 }
             #expect(lines.count == 1 && lines[0].contains("[scripted] would send:") && lines[0].contains("hello"), "\(lines)")
-            #expect(try await pipeline.store.lastDelivery(pipeline: "scripted", user: "alice") == nil, "no delivery recorded")
-            #expect(try await pipeline.store.history(pipeline: "scripted", user: "alice", limit: 10, before: nil).isEmpty)
+            #expect(try await pipeline.store.pipeline("scripted").lastDelivery(user: "alice") == nil, "no delivery recorded")
+            #expect(try await pipeline.store.pipeline("scripted").history(user: "alice", limit: 10, before: nil).isEmpty)
             #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: "scripted").records.isEmpty, "no event record")
 
             // The same processor live sends and records: the decorators alone made the difference.
             let live = await pipeline.processor().process(pipeline.event(user: "alice", ["text": "live"]))
             #expect(live.status == .delivered && pipeline.transport.sends == [token])
-            #expect(try await pipeline.store.lastDelivery(pipeline: "scripted", user: "alice") != nil)
+            #expect(try await pipeline.store.pipeline("scripted").lastDelivery(user: "alice") != nil)
         }
     }
 
@@ -88,12 +88,12 @@ import Testing
     @Test func aDryRunKeepsRegistrationsAndSettings() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             let dryRun = RunMode.dryRun.store(pipeline.store)
-            try await dryRun.register(DeviceToken(user: "bob", kind: "device", value: "cd34"), pipeline: "scripted", environment: nil, replace: false)
-            try await dryRun.setSettings(["muted": true], pipeline: "scripted", user: "bob")
-            try await dryRun.setState([StateWrite(stage: "filters[0]", key: "bob", value: 42)], pipeline: "scripted")
-            #expect(try await pipeline.store.tokens(pipeline: "scripted", user: "bob", kind: "device").map(\.value) == ["cd34"])
-            #expect(try await pipeline.store.setting(pipeline: "scripted", user: "bob", key: "muted") == true)
-            #expect(try await pipeline.store.state(pipeline: "scripted", stage: "filters[0]", key: "bob") == nil, "a watermark is output: not moved")
+            try await dryRun.pipeline("scripted").register(DeviceToken(user: "bob", kind: "device", value: "cd34"), environment: nil, replace: false)
+            try await dryRun.pipeline("scripted").setSettings(["muted": true], user: "bob")
+            try await dryRun.pipeline("scripted").setState([StateWrite(stage: "filters[0]", key: "bob", value: 42)])
+            #expect(try await pipeline.store.pipeline("scripted").tokens(user: "bob", kind: "device").map(\.value) == ["cd34"])
+            #expect(try await pipeline.store.pipeline("scripted").setting(user: "bob", key: "muted") == true)
+            #expect(try await pipeline.store.pipeline("scripted").state(stage: "filters[0]", key: "bob") == nil, "a watermark is output: not moved")
         }
     }
 }

@@ -39,14 +39,14 @@ import Testing
             #expect(try await register(route, context, Self.subscription()).status == 200)
             let newAuth = Data(repeating: 7, count: 16).base64URLEncodedString()
             _ = try await register(route, context, Self.subscription(auth: newAuth))
-            var tokens = try await store.tokens(pipeline: "web", user: "ann", kind: "webpush")
+            var tokens = try await store.pipeline("web").tokens(user: "ann", kind: "webpush")
             #expect(tokens.count == 1)
             let stored = try JSON.parse(tokens[0].value)
             #expect(stored["endpoint"] == "https://push.example.net/send/abc")
             #expect(stored["keys"]?["auth"]?.stringValue == newAuth)
             #expect(stored["keys"]?["p256dh"]?.stringValue == Self.p256dh)
             _ = try await register(route, context, Self.subscription(endpoint: "https://updates.push.services.mozilla.com/wpush/v2/xyz"))
-            tokens = try await store.tokens(pipeline: "web", user: "ann", kind: "webpush")
+            tokens = try await store.pipeline("web").tokens(user: "ann", kind: "webpush")
             #expect(tokens.count == 2, "another browser is another subscription")
         }
     }
@@ -68,7 +68,7 @@ import Testing
                 guard let refusal = error as? RouteError else { return false }
                 return refusal.field == field && (400..<500).contains(refusal.status)
             }
-            let stored = try await store.tokens(pipeline: "web", user: "ann", kind: "webpush")
+            let stored = try await store.pipeline("web").tokens(user: "ann", kind: "webpush")
             #expect(stored.isEmpty)
         }
     }

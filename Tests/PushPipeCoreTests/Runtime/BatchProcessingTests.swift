@@ -26,9 +26,9 @@ import Testing
             #expect(byEvent[events[0].id]?.status == .delivered)
             #expect(byEvent[events[1].id]?.deliveries.first?.outcome == .dropToken)
             #expect(byEvent[events[2].id]?.status == .delivered)
-            #expect(try await pipeline.store.tokens(pipeline: pipeline.definition.name, user: "user1", kind: "device").isEmpty, "the dead token is removed")
+            #expect(try await pipeline.store.pipeline(pipeline.definition.name).tokens(user: "user1", kind: "device").isEmpty, "the dead token is removed")
             for index in [0, 2] {
-                let history = try await pipeline.store.history(pipeline: pipeline.definition.name, user: "user\(index)", limit: 5, before: nil)
+                let history = try await pipeline.store.pipeline(pipeline.definition.name).history(user: "user\(index)", limit: 5, before: nil)
                 #expect(history.map(\.eventID) == [events[index].id])
             }
         }
@@ -49,7 +49,7 @@ import Testing
             #expect(Set(started.reports.map(\.eventID)) == [events[0].id, events[2].id])
             #expect(started.reports.allSatisfy { $0.status == .delivered })
             #expect(Set(completed.withLock { $0 }) == [events[0].id, events[2].id], "settled events complete before the retry")
-            let delivered = try await pipeline.store.lastDelivery(pipeline: pipeline.definition.name, user: "user2")
+            let delivered = try await pipeline.store.pipeline(pipeline.definition.name).lastDelivery(user: "user2")
             #expect(delivered?.outcome == "delivered", "and are recorded before it")
             #expect(started.followUps.map(\.events) == [1])
             let retried = await processor.finish(started.followUps[0])

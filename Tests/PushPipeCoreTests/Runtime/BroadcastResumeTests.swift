@@ -19,8 +19,7 @@ import Testing
 
     static func register(_ count: Int, in store: any Store, pipeline: String) async throws {
         for index in 0..<count {
-            try await store.register(DeviceToken(user: String(format: "user-%05d", index), kind: "device", value: token(index)), pipeline: pipeline,
-                                     environment: nil, replace: false)
+            try await store.pipeline(pipeline).register(DeviceToken(user: String(format: "user-%05d", index), kind: "device", value: token(index)), environment: nil, replace: false)
         }
     }
 
@@ -112,7 +111,7 @@ import Testing
             let killed = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
             #expect(killed.state == .processing)
             #expect(killed.statusJSON["broadcast"]?["after_user"] == "user-00999")
-            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-00999")?.eventID == event.id)
+            #expect(try await pipeline.store.pipeline(name).lastDelivery(user: "user-00999")?.eventID == event.id)
 
             running.cancel()
             #expect(await running.value.status == .failed)
@@ -131,7 +130,7 @@ import Testing
             let done = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
             #expect(done.state == .delivered)
             #expect(report.omittedDeliveries == Self.users - report.deliveries.count, "the report counts the pages of both runs")
-            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-01599")?.eventID == event.id)
+            #expect(try await pipeline.store.pipeline(name).lastDelivery(user: "user-01599")?.eventID == event.id)
         }
     }
 
@@ -172,7 +171,7 @@ import Testing
             let stopped = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
             #expect(stopped.state == .processing)
             #expect(stopped.statusJSON["broadcast"]?["after_user"] == "user-00000", "the user it reached")
-            #expect(try await pipeline.store.lastDelivery(pipeline: name, user: "user-00000")?.eventID == event.id)
+            #expect(try await pipeline.store.pipeline(name).lastDelivery(user: "user-00000")?.eventID == event.id)
             #expect(await Self.processor(pipeline.definition, pipeline.store).process(event).status == .delivered)
             let sends = pipeline.transport.sends
             #expect(sends.sorted() == (0..<5).map(Self.token), "every user exactly once, not \(sends)")
@@ -210,7 +209,7 @@ import Testing
                 }
                 let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
                 #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
-                #expect(try await store.lastDelivery(pipeline: name, user: "user-00002")?.eventID == event.id)
+                #expect(try await store.pipeline(name).lastDelivery(user: "user-00002")?.eventID == event.id)
                 #expect(await Self.processor(pipeline.definition, store).process(event).status == .delivered)
                 #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
             }, cleanup: { try? await store.close() })
@@ -230,7 +229,7 @@ import Testing
 
         let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
         #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
-        #expect(try await store.lastDelivery(pipeline: name, user: "user-00002")?.eventID == event.id)
+        #expect(try await store.pipeline(name).lastDelivery(user: "user-00002")?.eventID == event.id)
         #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
         #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
     }

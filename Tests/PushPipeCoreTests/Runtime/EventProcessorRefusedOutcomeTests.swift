@@ -46,14 +46,14 @@ import Testing
             let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
             try await withCleanup({
                 let name = pipeline.definition.name
-                try await store.register(DeviceToken(user: "a\0b", kind: "device", value: "t1"), pipeline: name, environment: nil, replace: false)
+                try await store.pipeline(name).register(DeviceToken(user: "a\0b", kind: "device", value: "t1"), environment: nil, replace: false)
                 let processor = EventProcessor(definition: pipeline.definition, store: store, logger: Logger(label: "test"), mode: .live,
                                                output: OutputSink { _ in })
                 let event = pipeline.event(user: "a\0b", ["n": 1, "text": "nul\0"])
                 #expect(await processor.process(event).status == .delivered)
                 let record = try await store.eventRecords(eventID: event.id, pipeline: name).records.first
                 #expect(record?.state == .delivered)
-                #expect(try await store.lastDelivery(pipeline: name, user: "a\u{FFFD}b")?.eventID == event.id)
+                #expect(try await store.pipeline(name).lastDelivery(user: "a\u{FFFD}b")?.eventID == event.id)
                 #expect(await processor.process(pipeline.event(user: "a\0b", ["n": 2])).status == .delivered, "the worker goes on")
                 #expect(pipeline.transport.sends == ["t1", "t1"])
             }, cleanup: { try? await store.close() })
@@ -64,7 +64,7 @@ import Testing
     static func refusedOutcome(_ pipeline: ScriptedPipeline, store: any Store, code: String) async throws {
         let name = pipeline.definition.name
         for user in ["poison", "alice"] {
-            try await store.register(DeviceToken(user: user, kind: "device", value: "t-\(user)"), pipeline: name, environment: nil, replace: false)
+            try await store.pipeline(name).register(DeviceToken(user: user, kind: "device", value: "t-\(user)"), environment: nil, replace: false)
         }
         let processor = EventProcessor(definition: pipeline.definition, store: store, logger: Logger(label: "test"), mode: .live,
                                        output: OutputSink { _ in })
@@ -81,10 +81,10 @@ import Testing
         #expect(try await store.deadLetters(pipeline: name, since: nil, limit: 10).map(\.eventID) == [poison.id])
 
         #expect(try await store.eventRecords(eventID: alice.id, pipeline: name).records.first?.state == .delivered)
-        #expect(try await store.lastDelivery(pipeline: name, user: "alice")?.eventID == alice.id)
+        #expect(try await store.pipeline(name).lastDelivery(user: "alice")?.eventID == alice.id)
         // Not blocked: the next event goes out and is recorded.
         let next = pipeline.event(user: "alice", ["n": 3])
         #expect(await processor.process(next).status == .delivered)
-        #expect(try await store.lastDelivery(pipeline: name, user: "alice")?.eventID == next.id)
+        #expect(try await store.pipeline(name).lastDelivery(user: "alice")?.eventID == next.id)
     }
 }

@@ -16,8 +16,7 @@ struct EventProcessorStoreWaitTests {
             let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
             let outage = try DatabaseOutage(url: url)
             try await withCleanup({
-                try await store.register(DeviceToken(user: "u", kind: "device", value: "t1"), pipeline: pipeline.definition.name,
-                                         environment: nil, replace: false)
+                try await store.pipeline(pipeline.definition.name).register(DeviceToken(user: "u", kind: "device", value: "t1"), environment: nil, replace: false)
                 let (logger, messages) = StreamingLogHandler.logger()
                 let processor = EventProcessor(definition: pipeline.definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
                 let report = try await withThrowingTaskGroup(of: EventReport?.self, returning: EventReport?.self) { group in

@@ -49,7 +49,7 @@ import Testing
             #expect(report.status == .delivered)
             #expect(report.deliveries.count == 1000, "the report keeps the first deliveries")
             #expect(report.omittedDeliveries == users - 1000)
-            let history = try await pipeline.store.history(pipeline: pipeline.definition.name, user: "user-02499", limit: 10, before: nil)
+            let history = try await pipeline.store.pipeline(pipeline.definition.name).history(user: "user-02499", limit: 10, before: nil)
             #expect(history.count == 1, "the last page is recorded too")
         }
     }

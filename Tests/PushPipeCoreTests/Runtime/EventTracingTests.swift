@@ -58,7 +58,7 @@ import Tracing
     @Test func aDroppedEventsSpanNamesTheFilterAndItsCode() async throws {
         try await ScriptedPipeline.with(Self.body) { pipeline in
             try await pipeline.register("quiet", String(repeating: "cd", count: 16))
-            try await pipeline.store.setSettings(["enabled": false], pipeline: pipeline.definition.name, user: "quiet")
+            try await pipeline.store.pipeline(pipeline.definition.name).setSettings(["enabled": false], user: "quiet")
             let tracer = InMemoryTracer()
             let report = await processor(pipeline, tracer: tracer).process(pipeline.event(user: "quiet", ["text": "shh"]))
             #expect(report.status == .filtered)

@@ -60,8 +60,7 @@ import Testing
         }
         let store = stores[0]
         for token in [Self.good, Self.failing] {
-            try await store.register(DeviceToken(user: "alice", kind: "device", value: token), pipeline: pipeline.definition.name,
-                                     environment: nil, replace: false)
+            try await store.pipeline(pipeline.definition.name).register(DeviceToken(user: "alice", kind: "device", value: token), environment: nil, replace: false)
         }
         let transport = pipeline.transport
         func sends(_ token: String) -> Int { transport.sends.filter { $0 == token }.count }
@@ -98,7 +97,7 @@ import Testing
         #expect(await check(300).status == .partial)
         // Removed through each store: a daemon's token cache forgets only what it removed itself.
         for store in stores {
-            _ = try await store.removeToken(pipeline: pipeline.definition.name, kind: "device", token: Self.failing, unlessUpdatedAfter: nil)
+            _ = try await store.pipeline(pipeline.definition.name).removeToken(kind: "device", token: Self.failing, unlessUpdatedAfter: nil)
         }
         let nobodyLeft = await check(300)
         #expect(nobodyLeft.status == .noRecipients)

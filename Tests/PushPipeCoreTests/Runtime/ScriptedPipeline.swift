@@ -141,7 +141,7 @@ struct ScriptedPipeline {
     }
 
     func register(_ user: String, _ token: String) async throws {
-        try await store.register(DeviceToken(user: user, kind: "device", value: token), pipeline: definition.name, environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(DeviceToken(user: user, kind: "device", value: token), environment: nil, replace: false)
     }
 
     func event(user: String?, _ body: JSON) -> Event {

@@ -95,8 +95,8 @@ private final class WhereTransport: Transport, Sendable {
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await store.register(DeviceToken(user: "1", kind: "device", value: String(repeating: "ab", count: 32)),
-                                 pipeline: definition.name, environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(DeviceToken(user: "1", kind: "device", value: String(repeating: "ab", count: 32)),
+                                 environment: nil, replace: false)
         let runner = PipelineRunner(definition: definition, store: store, logger: Logger(label: "where"), mode: .live, output: OutputSink { _ in })
         var onExecutor: Bool?
         await withTaskGroup(of: Void.self) { group in

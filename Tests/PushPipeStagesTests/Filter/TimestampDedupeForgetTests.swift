@@ -25,12 +25,12 @@ import Testing
             }
             #expect(passed.body["games"]?.arrayValue?.compactMap { $0["game_id"]?.intValue } == [2, 1], "newest first")
             await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .delivered))
-            try await store.setState(passed.commitOnDelivery, pipeline: "turns")
-            #expect(try await store.states(pipeline: "turns", stage: "moves", keys: ["u/1", "u/2"]).count == 2)
+            try await store.pipeline("turns").setState(passed.commitOnDelivery)
+            #expect(try await store.pipeline("turns").states(stage: "moves", keys: ["u/1", "u/2"]).count == 2)
             // A month on, the watermarks were not moved: they go; a day on, they stay.
             #expect(await filter.forgetOldWatermarks(context: context, now: Date().addingTimeInterval(86400)) == 0)
             #expect(await filter.forgetOldWatermarks(context: context, now: Date().addingTimeInterval(31 * 86400)) == 2)
-            #expect(try await store.states(pipeline: "turns", stage: "moves", keys: ["u/1", "u/2"]).isEmpty)
+            #expect(try await store.pipeline("turns").states(stage: "moves", keys: ["u/1", "u/2"]).isEmpty)
         }, cleanup: { try? await store.close() })
     }
 }

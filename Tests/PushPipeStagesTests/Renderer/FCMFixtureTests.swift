@@ -17,8 +17,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")
-        try await store.register(DeviceToken(user: "62cc403b99efc110a9a73a55", kind: "fcm", value: "YOUR_REGISTRATION_TOKEN"),
-                                 pipeline: definition.name, environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(DeviceToken(user: "62cc403b99efc110a9a73a55", kind: "fcm", value: "YOUR_REGISTRATION_TOKEN"),
+                                 environment: nil, replace: false)
         let event = try EventInput.event(from: [
             "id": "62505215624257b417055bc4", "user": "62cc403b99efc110a9a73a55", "time": "2022-04-08T15:17:41.900560Z",
             "body": ["user": "62cc403b99efc110a9a73a55", "type": "like", "resource": "/posts/DKJWDO3820NKKDHW2920EN",

@@ -54,7 +54,7 @@ import Testing
                 let channel = try #require(created.body["channel_id"]?.stringValue)
                 #expect(standIn.channels == [channel])
                 #expect(standIn.requests.first?.body?["message-storage-policy"] == 1)
-                let stored = try await store.tokens(pipeline: definition.name, user: "on-call", kind: "broadcast-channel")
+                let stored = try await store.pipeline(definition.name).tokens(user: "on-call", kind: "broadcast-channel")
                 #expect(stored.map(\.value) == [channel])
 
                 let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "channels"), mode: .live)
@@ -65,7 +65,7 @@ import Testing
                 let deleted = try await routes.first { $0.method == "DELETE" }!.handler(RouteRequest(method: "DELETE", path: "/api/channels/on-call", parameters: ["group": "on-call"]), context)
                 #expect(deleted.body["channels"] == 1)
                 #expect(standIn.channels.isEmpty)
-                let left = try await store.tokens(pipeline: definition.name, user: "on-call", kind: "broadcast-channel")
+                let left = try await store.pipeline(definition.name).tokens(user: "on-call", kind: "broadcast-channel")
                 #expect(left.isEmpty)
 
                 await #expect { _ = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: [:]), context) }

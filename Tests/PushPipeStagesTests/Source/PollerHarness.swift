@@ -23,8 +23,8 @@ enum PollerHarness {
         let poller = try #require(result.pipelines.first?.sources.first?.stage as? OGSPoller)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for user in users {
-            try await store.register(DeviceToken(user: user, kind: "device", value: String(repeating: "a", count: 64 - user.count) + user),
-                                     pipeline: "turns", environment: nil, replace: false)
+            try await store.pipeline("turns").register(DeviceToken(user: user, kind: "device", value: String(repeating: "a", count: 64 - user.count) + user),
+                                     environment: nil, replace: false)
         }
         let context = StageContext(pipeline: "turns", stage: "sources[0]", store: store, logger: Logger(label: "ogs"), mode: .live)
         try await withThrowingTaskGroup(of: Void.self) { group in

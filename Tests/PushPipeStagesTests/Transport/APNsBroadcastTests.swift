@@ -52,7 +52,7 @@ import Testing
             let report = try await harness.run { await $0.process(event(harness)) }
             #expect(report.deliveries.first?.outcome == .dropToken)
             #expect(report.deliveries.first?.reason?.contains("ChannelNotRegistered") == true)
-            let left = try await harness.store.tokens(pipeline: harness.definition.name, user: "on-call-team", kind: "broadcast-channel")
+            let left = try await harness.store.pipeline(harness.definition.name).tokens(user: "on-call-team", kind: "broadcast-channel")
             #expect(left.isEmpty)
         }, cleanup: harness.close)
     }

@@ -71,7 +71,7 @@ struct APNsHarness {
     }
 
     func register(_ user: String, _ token: String, kind: String = "device") async throws {
-        try await store.register(DeviceToken(user: user, kind: kind, value: token), pipeline: definition.name, environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(DeviceToken(user: user, kind: kind, value: token), environment: nil, replace: false)
     }
 
     /// Runs `body` with the pipeline's stages running, as the daemon would.

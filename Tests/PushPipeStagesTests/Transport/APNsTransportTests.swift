@@ -40,7 +40,7 @@ import Testing
             let rows = try await recorded(harness)
             #expect(rows.map(\.outcome) == ["delivered"])
             #expect(rows.first?.providerID == apnsID)
-            let history = try await harness.store.history(pipeline: harness.definition.name, user: "alice", limit: 5, before: nil)
+            let history = try await harness.store.pipeline(harness.definition.name).history(user: "alice", limit: 5, before: nil)
             #expect(history.count == 1)
         }
     }
@@ -62,12 +62,12 @@ import Testing
             harness.standIn.script(.reject(status: 410, reason: "Unregistered", timestamp: later))
             let first = try await harness.run { await $0.process(harness.event()) }
             #expect(first.deliveries.first?.outcome == .dropToken)
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "alice", kind: "device").isEmpty)
             // Bob registered again after the timestamp APNs reports: kept.
             let earlier = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
             harness.standIn.script(.reject(status: 410, reason: "ExpiredToken", timestamp: earlier))
             _ = try await harness.run { await $0.process(harness.event(user: "bob")) }
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "bob", kind: "device").count == 1)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "bob", kind: "device").count == 1)
             #expect(harness.standIn.requests.count == 2, "dropped tokens are not retried")
         }
     }
@@ -77,7 +77,7 @@ import Testing
             harness.standIn.script(.reject(status: 400, reason: "BadDeviceToken"))
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome == .dropToken)
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").isEmpty)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "alice", kind: "device").isEmpty)
         }
     }
 
@@ -107,7 +107,7 @@ import Testing
             #expect(report.deliveries.first?.outcome == .retryAfter)
             #expect(report.deliveries.first?.attempts == 3)
             #expect(harness.standIn.requests.count == 3)
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "alice", kind: "device").count == 1)
         }, attempts: 3)
     }
 
@@ -122,7 +122,7 @@ import Testing
             #expect(report.deliveries.first?.outcome == .configError)
             #expect(report.deliveries.first?.reason?.contains(reason) == true)
             #expect(harness.standIn.requests.count == 1)
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "device").count == 1)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "alice", kind: "device").count == 1)
         }
     }
 

@@ -49,7 +49,7 @@ struct FCMHarness {
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await store.register(DeviceToken(user: "alice", kind: "fcm", value: "fcm-token-alice"), pipeline: definition.name, environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(DeviceToken(user: "alice", kind: "fcm", value: "fcm-token-alice"), environment: nil, replace: false)
         return FCMHarness(directory: directory, standIn: standIn, store: store, definition: definition)
     }
 

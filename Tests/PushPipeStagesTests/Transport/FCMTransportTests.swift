@@ -19,7 +19,7 @@ import Testing
             #expect(report.deliveries.first?.providerID?.hasPrefix("projects/\(H.project)/messages/") == true)
             #expect(harness.standIn.tokenRequests == 1)
             #expect(harness.standIn.assertionProblems.isEmpty)
-            let history = try await harness.store.history(pipeline: harness.definition.name, user: "alice", limit: 5, before: nil)
+            let history = try await harness.store.pipeline(harness.definition.name).history(user: "alice", limit: 5, before: nil)
             #expect(history.first?.record["notification"] == ["title": "Hi", "body": "there"])
         }
     }
@@ -37,7 +37,7 @@ import Testing
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.deliveries.first?.outcome.rawValue == outcome)
             #expect(harness.standIn.sends.count == 1, "not retried")
-            let remaining = try await harness.store.tokens(pipeline: harness.definition.name, user: "alice", kind: "fcm")
+            let remaining = try await harness.store.pipeline(harness.definition.name).tokens(user: "alice", kind: "fcm")
             #expect(remaining.isEmpty == (outcome == "drop-token"))
         }
     }
@@ -86,8 +86,7 @@ import Testing
     @Test func concurrentSendsShareOneTokenRequest() async throws {
         try await H.with { harness in
             for index in 0..<30 {
-                try await harness.store.register(DeviceToken(user: "u\(index)", kind: "fcm", value: "token-\(index)"), pipeline: harness.definition.name,
-                                                 environment: nil, replace: false)
+                try await harness.store.pipeline(harness.definition.name).register(DeviceToken(user: "u\(index)", kind: "fcm", value: "token-\(index)"), environment: nil, replace: false)
             }
             let reports = try await harness.run { processor in
                 await withTaskGroup(of: EventReport.self) { group in
@@ -102,7 +101,7 @@ import Testing
 
     @Test func disabledUserGetsNothing() async throws {
         try await H.with { harness in
-            try await harness.store.setSettings(["enabled": false], pipeline: harness.definition.name, user: "alice")
+            try await harness.store.pipeline(harness.definition.name).setSettings(["enabled": false], user: "alice")
             let report = try await harness.run { await $0.process(harness.event()) }
             #expect(report.status == .filtered)
             #expect(harness.standIn.sends.isEmpty)

@@ -20,7 +20,7 @@ import Testing
             """, in: directory)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let token = String(repeating: "ab", count: 32)
-        try await store.register(DeviceToken(user: "7", kind: "device", value: token), pipeline: "printed", environment: nil, replace: false)
+        try await store.pipeline("printed").register(DeviceToken(user: "7", kind: "device", value: token), environment: nil, replace: false)
         let lines = Mutex<[String]>([])
         let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "stdout-test"), mode: .live,
                                        output: OutputSink { line in lines.withLock { $0.append(line) } })

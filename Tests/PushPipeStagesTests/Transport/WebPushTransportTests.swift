@@ -16,8 +16,7 @@ import Testing
         let definition: PipelineDefinition
 
         func register(_ user: String, _ subscription: JSON) async throws {
-            try await store.register(DeviceToken(user: user, kind: "webpush", value: subscription.compactText), pipeline: definition.name,
-                                     environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(DeviceToken(user: user, kind: "webpush", value: subscription.compactText), environment: nil, replace: false)
         }
 
         func process(_ body: JSON, user: String = "ann") async throws -> EventReport {
@@ -145,7 +144,7 @@ import Testing
             #expect(report.deliveries.first?.outcome == .dropToken, "\(report.deliveries)")
             #expect(report.deliveries.first?.reason?.contains("redirect") == true)
             #expect(intranet.requests.isEmpty, "the internal server saw \(intranet.requests.count) requests")
-            #expect(try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush").isEmpty)
+            #expect(try await harness.store.pipeline(harness.definition.name).tokens(user: "ann", kind: "webpush").isEmpty)
         }
         await intranet.stop()
     }
@@ -243,7 +242,7 @@ import Testing
             harness.standIn.unsubscribe("b2")
             let report = try await harness.process(["title": "t", "text": "x", "n": 1])
             #expect(report.deliveries.map(\.outcome.rawValue).sorted() == ["delivered", "drop-token"])
-            let left = try await harness.store.tokens(pipeline: "webpush-test", user: "ann", kind: "webpush")
+            let left = try await harness.store.pipeline("webpush-test").tokens(user: "ann", kind: "webpush")
             #expect(left.count == 1)
             #expect(left.first?.value.contains("/push/b1") == true)
         }
@@ -301,10 +300,10 @@ import Testing
                                    "keys": ["p256dh": .string(Data([0x04] + Array(repeating: 1, count: 64)).base64URLEncodedString()),
                                             "auth": real["keys"]?["auth"] ?? nil]]
             await #expect { _ = try await register(notAPoint) } throws: { ($0 as? RouteError)?.field == "subscription.keys.p256dh" }
-            var stored = try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush")
+            var stored = try await harness.store.pipeline(harness.definition.name).tokens(user: "ann", kind: "webpush")
             #expect(stored.isEmpty)
             #expect(try await register(harness.standIn.subscribe("b2")).status == 200)
-            stored = try await harness.store.tokens(pipeline: harness.definition.name, user: "ann", kind: "webpush")
+            stored = try await harness.store.pipeline(harness.definition.name).tokens(user: "ann", kind: "webpush")
             #expect(stored.count == 1)
         }
     }

@@ -14,7 +14,7 @@ extension CommandLineTests {
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let dead = EventRecord(pipeline: "p", eventID: "e1", state: .deadLetter, reason: "render", acceptedAt: 1, updatedAt: 2,
                                input: EventRecord.Input(time: 1, body: ["text": "hi"]))
-        try await store.recordOutcome(deliveries: [], history: [], state: [], events: [dead], pipeline: "p")
+        try await store.pipeline("p").recordOutcome(deliveries: [], history: [], state: [], events: [dead])
         try await store.close()
 
         let json = try await pushpipe(["dead-letters", "show", "e1", "--json", "--store", "sqlite:state.sqlite"], in: directory)

@@ -61,8 +61,8 @@ import Testing
         try directory.write("pipelines/sven-replies.yaml", pipeline)
         do {
             let store = try SQLiteStore(path: directory.file("state.sqlite"))
-            try await store.register(DeviceToken(user: "install-1", kind: "device", value: String(repeating: "ab", count: 32)),
-                                     pipeline: "sven-replies", environment: nil, replace: false)
+            try await store.pipeline("sven-replies").register(DeviceToken(user: "install-1", kind: "device", value: String(repeating: "ab", count: 32)),
+                                     environment: nil, replace: false)
             try await store.close()
         }
         let reply = try directory.write("replies/r1.json", #"{"message_id": "m-1", "text": "hello from the dry run"}"#)

@@ -104,8 +104,7 @@ import Testing
             try await store.enqueue(QueuedEvent(pipeline: "shared", source: "sources[0]", instance: "a-daemon-that-died", eventID: "e\(number)",
                                                 user: "alice", time: 1, body: ["user": "alice", "id": .string("e\(number)")]))
         }
-        try await store.register(DeviceToken(user: "alice", kind: "device", value: String(repeating: "ab", count: 32)), pipeline: "shared",
-                                 environment: nil, replace: false)
+        try await store.pipeline("shared").register(DeviceToken(user: "alice", kind: "device", value: String(repeating: "ab", count: 32)), environment: nil, replace: false)
         try await store.close()
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
         try await withCleanup({

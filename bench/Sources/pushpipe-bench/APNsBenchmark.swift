@@ -86,8 +86,8 @@ struct APNsBenchmark: AsyncParsableCommand {
             store = try SQLiteStore(path: "\(directory)/state.sqlite")
         }
         for index in 0..<devices {
-            try await store.register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
-                                     pipeline: "bench", environment: nil, replace: false)
+            try await store.pipeline("bench").register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
+                                     environment: nil, replace: false)
         }
         let tracing = try otlpEndpoint.map { try Self.tracing(endpoint: $0, ratio: traceRatio, logger: logger) }
         let exporter = tracing.map { tracing in Task { try await tracing.service.run() } }

@@ -31,8 +31,8 @@ struct BroadcastBenchmark: AsyncParsableCommand {
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")
         for user in 1...tokens {
-            try await store.register(DeviceToken(user: String(format: "install-%07d", user), kind: "device", value: String(format: "%064x", user)),
-                                     pipeline: definition.name, environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(DeviceToken(user: String(format: "install-%07d", user), kind: "device", value: String(format: "%064x", user)),
+                                     environment: nil, replace: false)
         }
         let registeredRSS = ProcessUsage.peakRSSMegabytes()
         var logger = Logger(label: "broadcast-bench")

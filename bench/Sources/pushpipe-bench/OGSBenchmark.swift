@@ -46,8 +46,8 @@ struct OGSBenchmark: AsyncParsableCommand {
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")
         for user in 1...users {
-            try await store.register(DeviceToken(user: String(user), kind: "device", value: String(format: "%064x", user)),
-                                     pipeline: definition.name, environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(DeviceToken(user: String(user), kind: "device", value: String(format: "%064x", user)),
+                                     environment: nil, replace: false)
         }
         var logger = Logger(label: "ogs-bench")
         logger.logLevel = .error

@@ -61,8 +61,8 @@ struct WebPushBenchmark: AsyncParsableCommand {
             let key = P256.KeyAgreement.PrivateKey().publicKey.x963Representation.base64URLEncodedString()
             let subscription: JSON = ["endpoint": .string("\(baseURL)/push/\(index)"),
                                       "keys": ["p256dh": .string(key), "auth": .string(Data(repeating: UInt8(index % 256), count: 16).base64URLEncodedString())]]
-            try await store.register(DeviceToken(user: "user\(index)", kind: "webpush", value: subscription.compactText),
-                                     pipeline: "bench", environment: nil, replace: false)
+            try await store.pipeline("bench").register(DeviceToken(user: "user\(index)", kind: "webpush", value: subscription.compactText),
+                                     environment: nil, replace: false)
         }
         let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live)
         let outcomes = OutcomeCounter()

@@ -1,0 +1,31 @@
+/// What a store's pipeline handle shares with the other store's: writes that go through the
+/// group commit (`OutcomeWrite`), and recipients read through the token cache. Written once
+/// here; a handle gives its store's commit, cache and the read behind the cache.
+package protocol GroupCommittedPipelineStore: PipelineStore {
+    var outcomes: GroupCommit<OutcomeWrite> { get }
+    var tokenCache: TokenCache { get }
+    /// The tokens of one kind (of one user, or of every user), from the database.
+    func readTokens(user: String?, kind: String) async throws -> [DeviceToken]
+}
+
+extension GroupCommittedPipelineStore {
+    package func tokens(user: String?, kind: String) async throws -> [DeviceToken] {
+        try await tokenCache.tokens(for: TokenCache.Query(pipeline: name, user: user, kind: kind)) {
+            try await readTokens(user: user, kind: kind)
+        }
+    }
+
+    package func setState(_ writes: [StateWrite]) async throws {
+        try await outcomes.submitUnlessEmpty(.state(writes, pipeline: name))
+    }
+
+    package func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
+                               webhooks: [WebhookOutcome]) async throws {
+        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
+                                                      pipeline: name))
+    }
+
+    package func dequeue(source: String, key: String) async throws {
+        try await outcomes.submit(.dequeue(pipeline: name, kind: QueuedEvent.kind(source: source), key: key))
+    }
+}
