@@ -189,4 +189,12 @@ extension PostgresPipelineStore {
             """)
         return try [String: JSON](parsing: rows.decode((String, String).self))
     }
+
+    func pruneStates(stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
+        try await store.connections.rows("""
+            DELETE FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key IN (
+                SELECT key FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND updated_at < \(cutoff) LIMIT \(limit))
+            RETURNING key
+            """).count
+    }
 }

@@ -93,10 +93,11 @@ struct PostgresWorkQueue: WorkQueue {
     /// (`appendInterpolation(lapsedIn:…)`). Two statements, not one transaction: every holder
     /// of the kind beats the same row, and a renewal that waited for it inside a transaction
     /// wrote leases counted from the transaction's start, lapsed already if the wait was longer.
-    /// The leases are counted from when each row is written.
+    /// The leases are counted from when each row is written. Holds are taken keys nobody
+    /// claims: no clock.
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
         // A lease that ends at once is a holder letting go, not renewing.
-        if lease > 0 {
+        if lease > 0 && !kind.hasPrefix(WorkItem.holdKinds) {
             _ = try await connections.rows("""
                 INSERT INTO lease_clocks AS clock (pipeline, source, renewed_at, resumed_at, gap)
                 VALUES (\(pipeline), \(kind), \(unescaped: PostgresStore.databaseNow), 0, 0)
@@ -111,15 +112,6 @@ struct PostgresWorkQueue: WorkQueue {
         _ = try await connections.rows("""
             UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseClock) + \(lease),
                 due_at = CASE WHEN due_at < \(takenKeysFallDue) THEN \(unescaped: PostgresStore.databaseClock) + \(lease) ELSE due_at END
-            WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
-    }
-
-    /// `renew` of taken keys nobody claims (stage holds): one statement, no clock to beat.
-    func renewTaken(_ kind: String, keys: Set<String>, lease: Double) async throws {
-        guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
-            UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease)
             WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
             """)
     }
