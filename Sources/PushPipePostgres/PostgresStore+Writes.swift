@@ -10,7 +10,7 @@ extension PostgresStore {
     /// where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var deliveries: [JSON] = []
-        var enqueued: [String: [QueuedEvent]] = [:]
+        var enqueued: [String: [(event: QueuedEvent, item: WorkItem, payload: String)]] = [:]
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
@@ -24,8 +24,8 @@ extension PostgresStore {
                 if !state.isEmpty { states.append((state, pipeline)) }
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
                 for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = json(record) }
-            case .enqueue(let event):
-                enqueued[event.pipeline, default: []].append(event)
+            case .enqueue(let event, let item, let payload):
+                enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
@@ -43,8 +43,8 @@ extension PostgresStore {
                 """, logger: logger)
         }
         for (pipeline, events) in enqueued {
-            try await PostgresWorkQueue.insert(events.map(\.work), pipeline: pipeline, after: events.map(\.lease), heldBy: events.map(\.instance),
-                                               on: connection, logger: logger)
+            try await PostgresWorkQueue.insert(events.map(\.item), payloads: events.map(\.payload), pipeline: pipeline, after: events.map(\.event.lease),
+                                               heldBy: events.map(\.event.instance), on: connection, logger: logger)
         }
         if !events.isEmpty {
             // A record replaces the event's earlier one; `created_at` stays as first written.

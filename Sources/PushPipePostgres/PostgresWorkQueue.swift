@@ -18,15 +18,15 @@ struct PostgresWorkQueue: WorkQueue {
     }
 
     /// Also in the transaction of another write (webhook outcomes with their deliveries, accepted
-    /// events with their answers). An item with an owner (`owners`, by position) is held by it
-    /// until it is due.
-    static func insert(_ items: [WorkItem], pipeline: String, after delays: [Double], heldBy owners: [String?]? = nil, on connection: PostgresConnection,
-                       logger: Logger) async throws {
+    /// events with their answers, their payloads serialized already). An item with an owner
+    /// (`owners`, by position) is held by it until it is due.
+    static func insert(_ items: [WorkItem], payloads: [String]? = nil, pipeline: String, after delays: [Double], heldBy owners: [String?]? = nil,
+                       on connection: PostgresConnection, logger: Logger) async throws {
         // In the order of their keys: two transactions inserting the same keys wait for each
         // other in one order, never in a cycle (a deadlock would abort a whole group commit).
         let rows: [JSON] = items.indices.sorted { (items[$0].kind, items[$0].key) < (items[$1].kind, items[$1].key) }.map { index in
             let item = items[index]
-            return ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText), "attempts": .int(Int64(item.attempts)),
+            return ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(payloads?[index] ?? item.payload.compactText), "attempts": .int(Int64(item.attempts)),
                     "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null,
                     "delay": .double(delays[index]), "owner": owners?[index].map(JSON.string) ?? .null]
         }

@@ -126,8 +126,8 @@ public final class SQLiteStore: Store {
             try apply(.state(state, pipeline: pipeline), at: now, in: db, changes: &changes)
             try upsert(events, in: db)
             for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
-        case .enqueue(let event):
-            try SQLiteWorkQueue.insert(event.work, pipeline: event.pipeline, dueAt: now + event.lease, heldBy: event.instance, in: db)
+        case .enqueue(let event, let item, let payload):
+            try SQLiteWorkQueue.insert(item, payload: payload, pipeline: event.pipeline, dueAt: now + event.lease, heldBy: event.instance, in: db)
             if let answer = event.answer { try recordAnswer(answer, in: db) }
         case .dequeue(let pipeline, let kind, let key):
             try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND (owner = ? OR owner IS NULL)")

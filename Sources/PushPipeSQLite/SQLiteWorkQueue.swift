@@ -21,12 +21,14 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     /// Also in the transaction of another write (webhook outcomes with their deliveries, an
-    /// accepted event with its answer). Held by `owner` until it is due, if given.
-    static func insert(_ item: WorkItem, pipeline: String, dueAt due: Double, heldBy owner: String? = nil, in db: Database) throws {
+    /// accepted event with its answer, its payload serialized already). Held by `owner` until
+    /// it is due, if given.
+    static func insert(_ item: WorkItem, payload: String? = nil, pipeline: String, dueAt due: Double, heldBy owner: String? = nil,
+                       in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO NOTHING
-            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, item.payload.compactText,
+            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, payload ?? item.payload.compactText,
                                                item.attempts, item.createdAt, item.group, item.cursor]))
     }
 

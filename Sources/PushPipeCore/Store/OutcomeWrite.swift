@@ -7,9 +7,17 @@ package enum OutcomeWrite: Sendable {
     case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome],
                  pipeline: String)
     /// Boxed: an event is many times the size of every other case, and each write is moved
-    /// through the group commit's queue several times.
-    indirect case enqueue(QueuedEvent)
+    /// through the group commit's queue several times. With its item and the item's payload
+    /// as stored (`enqueue(_:)`).
+    indirect case enqueue(QueuedEvent, WorkItem, payload: String)
     case dequeue(pipeline: String, kind: String, key: String)
+
+    /// An accepted event's write, its item made and its payload serialized by the task that
+    /// submits it: not in the transaction that every waiting write shares.
+    package static func enqueue(_ event: QueuedEvent) -> OutcomeWrite {
+        let item = event.work
+        return .enqueue(event, item, payload: item.payload.compactText)
+    }
 
     /// Writes nothing: not worth a place in a transaction.
     package var isEmpty: Bool {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Accepted events wait as work items (`WorkQueue`), one kind per source: claimed when their
 /// lease lapses (a daemon that died, or one that let go of them), renewed while processed,
 /// completed once their processing ended.
@@ -16,7 +18,13 @@ extension QueuedEvent {
     /// the id and a newline, and keeps those whose payload names the id (another id may hold a newline).
     /// The id as stored (a NUL replaced): a claim returns the key the store kept, which must be
     /// the one the intake holds.
-    static func key(eventID: String) -> String { StoredText.storable(eventID) + "\n" + String(UInt64.random(in: .min ... .max), radix: 36) }
+    static func key(eventID: String) -> String {
+        StoredText.storable(eventID) + "\n" + String(nonces.wrappingAdd(1, ordering: .relaxed).newValue, radix: 36)
+    }
+
+    /// Nonces: from a random start, one after another. As unlikely to meet another process's as
+    /// a random one each, without asking the system for randomness at every accepted event.
+    private static let nonces = Atomic<UInt64>(UInt64.random(in: .min ... .max))
 
     public static func keyPrefix(eventID: String) -> String { eventID + "\n" }
 
