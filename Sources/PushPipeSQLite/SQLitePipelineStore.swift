@@ -40,12 +40,19 @@ extension SQLitePipelineStore {
 
     func readTokens(user: String?, kind: String) async throws -> [DeviceToken] {
         try await store.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                WHERE pipeline = ?\(user == nil ? "" : " AND user_id = ?") AND token_kind = ? ORDER BY \(user == nil ? "user_id, " : "")updated_at DESC
-                """), arguments: user.map { [pipeline, $0, kind] } ?? [pipeline, kind]).map(SQLiteStore.token)
+            try Row.fetchAll(db.cachedStatement(sql: user == nil ? Self.everyUsersTokens : Self.usersTokens),
+                             arguments: user.map { [pipeline, $0, kind] } ?? [pipeline, kind]).map(SQLiteStore.token)
         }
     }
+
+    private static let usersTokens = """
+        SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+        WHERE pipeline = ? AND user_id = ? AND token_kind = ? ORDER BY updated_at DESC
+        """
+    private static let everyUsersTokens = """
+        SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+        WHERE pipeline = ? AND token_kind = ? ORDER BY user_id, updated_at DESC
+        """
 
     func tokens(kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
         try await store.database.read { db in

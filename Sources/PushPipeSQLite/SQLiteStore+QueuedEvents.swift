@@ -33,10 +33,9 @@ extension SQLiteStore {
     /// entry, for a lookup that reads a few.
     static func queuedEvents(eventID: String, pipeline: String?, in db: Database) throws -> [QueuedEvent] {
         let prefix = StoredText.storable(QueuedEvent.keyPrefix(eventID: eventID))
-        let kinds = SQLiteWorkQueue.kinds(startingWith: QueuedEvent.kinds)
-        let range: StatementArguments = [kinds.from, kinds.upTo, prefix, StoredText.storable(eventID) + "\u{0B}"]
+        let range: StatementArguments = [QueuedEvent.kinds, QueuedEvent.kinds, prefix, StoredText.storable(eventID) + "\u{0B}"]
         return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT pipeline, owner, \(SQLiteWorkQueue.columns) FROM work \(pipeline == nil ? "WHERE " : "INDEXED BY work_by_key WHERE pipeline = ? AND ")kind >= ? AND kind < ?
+            SELECT pipeline, owner, \(SQLiteWorkQueue.columns) FROM work \(pipeline == nil ? "WHERE " : "INDEXED BY work_by_key WHERE pipeline = ? AND ")\(SQLiteWorkQueue.kindStartsWith)
             AND key >= ? AND key < ? ORDER BY id
             """), arguments: pipeline.map { [$0] + range } ?? range).compactMap { row in
             try? QueuedEvent(work: try SQLiteWorkQueue.item(row), pipeline: row["pipeline"], owner: row["owner"], lease: 0)

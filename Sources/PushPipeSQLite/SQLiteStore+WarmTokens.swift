@@ -4,7 +4,7 @@ import PushPipeCore
 
 extension SQLiteStore {
     /// The tokens of `users` (a JSON array of ids) by user and kind, each list ordered as
-    /// `tokens(pipeline:user:kind:)` orders it. Sorted here, and only lists of two or more: an
+    /// `tokens(user:kind:)` orders it. Sorted here, and only lists of two or more: an
     /// ORDER BY built a temporary b-tree for every claim, while a user rarely has two tokens of
     /// a kind. CROSS JOIN keeps the claimed list outside: the planner
     /// otherwise scanned every registration of the pipeline for each claim.

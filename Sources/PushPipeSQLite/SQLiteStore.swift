@@ -7,6 +7,7 @@ import PushPipeCore
 /// The embedded store: one SQLite file in WAL mode, written through GRDB.
 public final class SQLiteStore: Store {
     let database: DatabasePool
+    public let path: String
     /// Outcomes, history, watermarks and queued events arrive from many tasks at once: they share transactions.
     let outcomes: GroupCommit<OutcomeWrite>
     let tokenCache = TokenCache()
@@ -27,6 +28,7 @@ public final class SQLiteStore: Store {
     ///   - clock: what leases, due times and expiries are measured on.
     public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
                 observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system, takingOverQueuedEvents: Bool = false) throws {
+        self.path = path
         self.clock = clock
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
         try Self.makePrivate(path)

@@ -126,11 +126,10 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
         let now = clock.now
-        let kinds = Self.kinds(startingWith: prefix)
         return try await database.write { [pipeline] db in
             try db.execute(sql: """
-                DELETE FROM work WHERE pipeline = ? AND kind >= ? AND kind < ? AND due_at >= ? AND lease_until < ?
-                """, arguments: .storable([pipeline, kinds.from, kinds.upTo, takenKeysFallDue, now]))
+                DELETE FROM work WHERE pipeline = ? AND \(Self.kindStartsWith) AND due_at >= ? AND lease_until < ?
+                """, arguments: .storable([pipeline, prefix, prefix, takenKeysFallDue, now]))
             return db.changesCount
         }
     }
@@ -157,12 +156,10 @@ struct SQLiteWorkQueue: WorkQueue {
             """).execute(arguments: [LeaseOwner.thisProcess, until, JSON.array(items.map { .int($0.id) }).compactText])
     }
 
-    /// The kinds of a family (`hold:`, `event:`: a prefix ending in ':') as a range, which the
-    /// (pipeline, kind, key) index reads, where a test of the prefix would scan the pipeline's work.
-    static func kinds(startingWith prefix: String) -> (from: String, upTo: String) {
-        precondition(prefix.hasSuffix(":"), "a family of kinds ends in ':'")
-        return (prefix, prefix.dropLast() + ";")
-    }
+    /// The kinds that start with a prefix (bound twice) as a range, which the (pipeline, kind,
+    /// key) index reads, where a test of the prefix would scan the pipeline's work. Kinds compare
+    /// as bytes, and no UTF-8 text holds the byte 0xFF: the range holds exactly those kinds.
+    static let kindStartsWith = "kind >= ? AND kind < ? || x'ff'"
 
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 

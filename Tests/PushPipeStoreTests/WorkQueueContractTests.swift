@@ -165,6 +165,17 @@ import Testing
             #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:") == 1, "the lapsed take only, not lapsed work")
             #expect(try await work.take("hold:s", keys: ["renewed"], lease: 60).isEmpty)
             #expect(try await work.claim("hold:x", limit: 10, lease: 60).map(\.key) == ["due-work"])
+
+            // Any prefix, not only a family's: of a stage's kind, of a kind that ends in the
+            // last character there is, of every kind; and none of a kind that only starts alike.
+            #expect(try await work.take("hold:filters[0]", keys: ["k"], lease: -1) == ["k"])
+            #expect(try await work.take("hold:filters", keys: ["k"], lease: -1) == ["k"])
+            #expect(try await work.take("hold:\u{10FFFF}", keys: ["k"], lease: -1) == ["k"])
+            #expect(try await work.take("hola", keys: ["k"], lease: -1) == ["k"])
+            #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:filters[") == 1)
+            #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:\u{10FFFF}") == 1)
+            #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:") == 1, "hold:filters, not hola")
+            #expect(try await work.forgetLapsedTakes(kindsStartingWith: "") == 1, "hola")
         }
     }
 

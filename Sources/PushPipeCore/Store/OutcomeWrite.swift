@@ -8,15 +8,17 @@ package enum OutcomeWrite: Sendable {
                  pipeline: String)
     /// Boxed: an event is many times the size of every other case, and each write is moved
     /// through the group commit's queue several times. With its item and the item's payload
-    /// as stored (`enqueue(_:)`).
+    /// as stored, apart (`enqueue(_:)`).
     indirect case enqueue(QueuedEvent, WorkItem, payload: String)
     case dequeue(pipeline: String, kind: String, key: String)
 
     /// An accepted event's write, its item made and its payload serialized by the task that
     /// submits it: not in the transaction that every waiting write shares.
     package static func enqueue(_ event: QueuedEvent) -> OutcomeWrite {
-        let item = event.work
-        return .enqueue(event, item, payload: item.payload.compactText)
+        var item = event.work
+        let payload = item.payload.compactText
+        item.payload = .null
+        return .enqueue(event, item, payload: payload)
     }
 
     /// Writes nothing: not worth a place in a transaction.

@@ -98,8 +98,8 @@ public protocol StageStateStore: Sendable {
     /// Holds a stage's keys while their notification is on its way (a watermark's items in
     /// backoff): returns the keys nobody holds. Held by another task of this process, or on a
     /// shared database by another daemon, a key is not returned. Released by `release`, or
-    /// after `lease` seconds (a daemon that died). By default taken keys of the work queue
-    /// (`WorkQueue+Holds`).
+    /// after `lease` seconds (a daemon that died). By default taken keys of the pipeline's work
+    /// queue, one kind per stage (`PipelineStore`).
     func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String>
     func release(keys: Set<String>, stage: String) async throws
     /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):

@@ -1,6 +1,6 @@
-/// A stage's holds (`StageStateStore.hold`) as taken keys of the work queue, where a store
-/// keeps them in its database (daemons sharing it respect each other's holds): one kind per
-/// stage, so a stage's keys never meet another's.
+/// The kinds of a stage's holds (`StageStateStore.hold`) where they are taken keys of the work
+/// queue (`PipelineStore`'s default: daemons sharing a database respect each other's holds):
+/// one kind per stage, so a stage's keys never meet another's.
 extension WorkItem {
     public static let holdKinds = "hold:"
 

@@ -39,8 +39,8 @@ func setUp() async throws -> (SQLiteStore, [PipelineDefinition]) {
         for user in ["u1", "group:g1"] {
             for (kind, value) in [("device", apnsToken), ("push-to-start", apnsToken + "01"), ("activity-update", apnsToken + "02"),
                                   ("fcm", fcmToken), ("webpush", webPushSubscription.compactText), ("broadcast-channel", "dHN0LWNoYW5uZWwtMDE=")] {
-                try await store.register(DeviceToken(user: user, kind: kind, value: value, scope: kind == "activity-update" ? "a1" : ""),
-                                         pipeline: pipeline.name, environment: nil, replace: false)
+                try await store.pipeline(pipeline.name).register(DeviceToken(user: user, kind: kind, value: value, scope: kind == "activity-update" ? "a1" : ""),
+                                                                 environment: nil, replace: false)
             }
         }
     }
