@@ -6,8 +6,6 @@ import UnixSignals
 import PushPipeCore
 import PushPipeHTTP
 import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 /// `pushpipe run`: the pipelines, the HTTP host and the store under one service group.
 /// SIGTERM/SIGINT drain and stop; SIGHUP reloads, keeping the old configuration when the

@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
 import PushPipeSQLite
 
 struct DryRunCommand: AsyncParsableCommand {

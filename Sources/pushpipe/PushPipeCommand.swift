@@ -2,10 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushPipeCore
-import PushPipeHTTP
 import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 import PushPipeStages
 
 @main

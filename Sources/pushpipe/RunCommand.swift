@@ -2,8 +2,6 @@ import ArgumentParser
 import Foundation
 import PushPipeCore
 import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
 import PushPipeSQLite
 import PushPipeStages
 

@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 /// `pushpipe schema > pipeline.schema.json`: what the YAML language server needs to check and
 /// complete `pipelines/*.yaml` in an editor, plugins' stages included.

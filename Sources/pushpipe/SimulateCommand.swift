@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
 import PushPipeSQLite
 
 /// Pong's simulation CLI: one notification through the same filters, transport and history as

@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 struct StagesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stages", abstract: "List stage types and route actions with their keys.")

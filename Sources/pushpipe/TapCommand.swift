@@ -3,10 +3,6 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 /// `pushpipe tap`: what a running daemon does, live, stage by stage (like `vector tap`).
 struct TapCommand: AsyncParsableCommand {

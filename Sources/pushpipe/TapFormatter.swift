@@ -1,9 +1,5 @@
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 /// A tap record for people: time, where, what, and the rest compactly.
 enum TapFormatter {

@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 import PushPipeStages
 
 struct TestCommand: AsyncParsableCommand {

@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 struct ValidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "validate", abstract: "Validate pipeline files without running anything.")

@@ -1,10 +1,6 @@
 import Foundation
 import Yams
 import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
-import PushPipePostgres
-import PushPipeSQLite
 
 /// `pipelines/<name>_test.yaml`: input events and the exact requests they must produce.
 public struct PipelineTestFile: Sendable {

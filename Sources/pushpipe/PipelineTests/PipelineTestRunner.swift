@@ -2,9 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import PushPipeCore
-import PushPipeHTTP
 import PushPipePlugins
-import PushPipePostgres
 import PushPipeSQLite
 
 /// Runs `_test.yaml` cases: each case gets a fresh SQLite store seeded with `given`, its
