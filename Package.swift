@@ -25,7 +25,6 @@ let package = Package(
         .library(name: "PushPipeStages", targets: ["PushPipeStages"]),
         .library(name: "PushPipeSQLite", targets: ["PushPipeSQLite"]),
         .library(name: "PushPipeTesting", targets: ["PushPipeTesting"]),
-        .library(name: "PushPayloads", targets: ["PushPayloads"]),
     ],
     traits: [
         .trait(name: "jemalloc", description: """
@@ -60,6 +59,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // OTLP over HTTP only: the gRPC exporter's trait would build grpc-swift for nothing.
         .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // App-side payload types, a package of its own so that an app resolves none of the above.
+        .package(path: "PushPayloads"),
     ],
     targets: [
         // Config, events, the stage protocols, the runtime and the store protocols. It imports no
@@ -149,14 +150,12 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // App-side payload types: Foundation only, so an iOS app and its widget can use it.
-        .target(name: "PushPayloads"),
-        // Stand-ins (APNs, FCM, OGS, PostgreSQL, daemons) for the tests of pushpipe and of
-        // anyone's own stages.
+        // Stand-ins (APNs, FCM, OGS, daemons) for the tests of pushpipe and of anyone's own
+        // stages: it depends on no store, so a stage's tests build none.
         .target(
             name: "PushPipeTesting",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres",
+                "PushPipeCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -170,14 +169,31 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        // Fresh databases and outages on the PostgreSQL test server.
+        .target(
+            name: "PushPipePostgresTesting",
+            dependencies: [
+                "PushPipeCore", "PushPipePostgres", "PushPipeTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Which store a `--store` URL names, and opening it: the one module that knows both.
+        .target(
+            name: "PushPipeStores",
+            dependencies: [
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The CLI and the composition root: the only module that knows every other.
         .executableTarget(
             name: "pushpipe",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipePlugins", "PushPipeStages",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStores", "PushPipeHTTP", "PushPipePlugins", "PushPipeStages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -191,7 +207,7 @@ let package = Package(
         .executableTarget(
             name: "pushpipe-bench",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "PushPipePostgresTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -209,11 +225,12 @@ let package = Package(
             path: "bench/Sources/pushpipe-bench",
             linkerSettings: jemallocWhenEnabled
         ),
-        // The runtime, config and stage contracts; the flows end to end (daemons as child processes).
+        // The core in process: config and diagnostics, the runtime, routes, the store types, dry run,
+        // egress and the clock, with stages and stores from the test helpers.
         .testTarget(
             name: "PushPipeCoreTests",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "PushPipePostgresTesting", "pushpipe",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
@@ -242,7 +259,8 @@ let package = Package(
         .testTarget(
             name: "pushpipeTests",
             dependencies: [
-                "PushPayloads", "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeStores", "PushPipeTesting",
+                "PushPipePostgresTesting", "pushpipe",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + testLibraries
         ),
@@ -250,7 +268,8 @@ let package = Package(
         .testTarget(
             name: "PushPipeStoreTests",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting", "pushpipe",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStores", "PushPipeHTTP", "PushPipeStages", "PushPipeTesting",
+                "PushPipePostgresTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -261,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "PushPipeStagesTests",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "PushPipePostgresTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -272,7 +291,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushPayloadsTests",
-            dependencies: ["PushPayloads", "PushPipeCore", "PushPipeStages", "PushPipePlugins", "pushpipe"]
+            dependencies: [.product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeStages", "PushPipePlugins", "pushpipe"]
         ),
     ]
 )

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix

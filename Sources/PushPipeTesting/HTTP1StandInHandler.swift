@@ -1,6 +1,7 @@
 import Foundation
 import PushPipeCore
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix

@@ -1,33 +1,9 @@
 import Foundation
-import Logging
-import PostgresNIO
-import PushPipeCore
-import PushPipePostgres
 
-/// Stores for tests: a SQLite file, or a fresh database on the PostgreSQL server named by
-/// `PUSHPIPE_TEST_POSTGRES_URL` (`.ci/run` starts one; without it PostgreSQL tests skip).
+/// Stores for tests: the PostgreSQL server named by `PUSHPIPE_TEST_POSTGRES_URL` (`.ci/run`
+/// starts one; without it PostgreSQL tests skip). `PushPipePostgresTesting` makes databases on it.
 public enum TestStores {
     public static var postgresURL: String? {
         ProcessInfo.processInfo.environment["PUSHPIPE_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
-
-
-    /// A new, empty database on the test server (or on `server`, a `postgres://` URL); returns its location.
-    public static func freshPostgresDatabase(on server: String? = nil) async throws -> PostgresLocation {
-        guard let url = server ?? postgresURL else { throw InvalidLocation(description: "PUSHPIPE_TEST_POSTGRES_URL is not set") }
-        var location = try PostgresLocation(parsing: url)
-        let name = "pushpipe_test_\(UUID().uuidString.prefix(8).lowercased())"
-        try await location.withConnection(logger: Logger(label: "test-postgres")) { admin in
-            _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test-postgres"))
-        }
-        location.database = name
-        return location
-    }
-
-    /// A new, empty database as a daemon's `--store` URL (no password, no TLS: the test server).
-    public static func freshPostgresURL(on server: String? = nil) async throws -> String {
-        let location = try await freshPostgresDatabase(on: server)
-        return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
-    }
 }
-

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PushPipeStores
 import ServiceLifecycle
 import Tracing
 import UnixSignals

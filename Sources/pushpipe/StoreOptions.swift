@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushPipeCore
+import PushPipeStores
 
 /// `--store` / `--state`, for the daemon and for the commands that read what it stored.
 struct StoreOptions: ParsableArguments {

@@ -41,7 +41,7 @@ import Testing
             timeout: \(timeout)
             """)
         let manifest = try PluginManifest.load(file: manifestFile, interpolation: EnvironmentInterpolation(environment: [:])).get()
-        let stage = try manifest.descriptor(servedBy: ChildProcessPluginHost()).make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]", baseDirectory: directory.path))
+        let stage = try manifest.descriptor(servedBy: ChildProcessPluginHost()).make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]"))
         guard case .filter(let filter) = stage, let longRunning = stage.longRunning else {
             Issue.record("a filter plugin must build a long-running filter")
             return

@@ -2,8 +2,9 @@ import Foundation
 import Logging
 import PostgresNIO
 @testable import PushPipeCore
-@testable import pushpipe
 @testable import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeStores
 import PushPipeTesting
 import Synchronization
 import Testing

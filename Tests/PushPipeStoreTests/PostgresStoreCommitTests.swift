@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 @testable import PushPipeCore
 @testable import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 @testable import PushPipeCore
 @testable import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

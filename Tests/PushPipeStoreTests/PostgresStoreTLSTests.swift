@@ -1,8 +1,9 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import pushpipe
 @testable import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeStores
 import PushPipeTesting
 import Testing
 

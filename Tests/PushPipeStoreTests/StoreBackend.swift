@@ -1,5 +1,6 @@
 import Logging
 @testable import PushPipePostgres
+import PushPipePostgresTesting
 @testable import PushPipeSQLite
 import PushPipeCore
 import PushPipeTesting

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @testable import PushPipeCore
+import PushPipePostgresTesting
 @testable import PushPipeSQLite
 @testable import PushPipePostgres
 import PostgresNIO

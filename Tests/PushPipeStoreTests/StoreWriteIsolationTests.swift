@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 @testable import PushPipeCore
 @testable import PushPipePostgres
+import PushPipePostgresTesting
 @testable import PushPipeSQLite
 import PushPipeTesting
 import Testing

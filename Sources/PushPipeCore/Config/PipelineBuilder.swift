@@ -96,7 +96,7 @@ struct PipelineBuilder {
     {
         let type = stageJSON["type"]?.stringValue ?? ""
         guard let descriptor = registry.descriptor(kind: kind, type: type) else { return nil }
-        let context = StageBuildContext(pipeline: pipeline, stage: id, key: key, baseDirectory: (file as NSString).deletingLastPathComponent, egress: egress)
+        let context = StageBuildContext(pipeline: pipeline, stage: id, key: key, egress: egress)
         do {
             guard let stage = extract(try descriptor.make(configuration: stageJSON, context: context)) else { return nil }
             return .init(id: id, type: type, stage: stage, key: key)

@@ -41,7 +41,6 @@ public struct PipelineDefinition: Sendable {
     public var webhooks: [WebhookTarget] = []
     public var location: SourceLocation
 
-    /// Every stage that keeps resources for its life.
     /// The id of the source an event's `source` names (its id, or its key when the event was
     /// queued): metrics and the tap name sources by where they are in the file, like every stage.
     func sourceID(naming name: String?) -> String {

@@ -66,16 +66,13 @@ public struct StageBuildContext: Sendable {
     public var stage: String
     /// What keys the stage's durable state (see `StageContext.key`).
     public var key: String
-    /// Directory of the pipeline file: relative paths in configuration start here.
-    public var baseDirectory: String
     /// Where requests to URLs users chose may go (`--allow-private-endpoint`).
     public var egress: EgressPolicy
 
-    public init(pipeline: String, stage: String, key: String? = nil, baseDirectory: String, egress: EgressPolicy = .standard) {
+    public init(pipeline: String, stage: String, key: String? = nil, egress: EgressPolicy = .standard) {
         self.pipeline = pipeline
         self.stage = stage
         self.key = key ?? stage
-        self.baseDirectory = baseDirectory
         self.egress = egress
     }
 }

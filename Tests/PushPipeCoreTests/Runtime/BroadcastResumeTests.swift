@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PushPipeCore
 import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

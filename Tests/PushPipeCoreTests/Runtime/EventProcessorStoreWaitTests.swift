@@ -1,6 +1,7 @@
 import Logging
 @testable import PushPipeCore
 @testable import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PushPipePostgresTesting
 import Synchronization
 import PushPipeCore
 import PushPipePostgres

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 @testable import PushPipeCore
 import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting

@@ -66,7 +66,7 @@ struct APNsHarness {
         var configuration = transport.configuration
         change(&configuration)
         definition.transport.stage = try APNsTransport(configuration: configuration,
-                                                       context: StageBuildContext(pipeline: definition.name, stage: "transport", baseDirectory: "."),
+                                                       context: StageBuildContext(pipeline: definition.name, stage: "transport"),
                                                        lastUsableStreamID: HTTP2StreamID(lastUsableStreamID))
     }
 

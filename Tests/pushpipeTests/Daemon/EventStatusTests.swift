@@ -1,5 +1,6 @@
 import Foundation
 import PushPipeCore
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

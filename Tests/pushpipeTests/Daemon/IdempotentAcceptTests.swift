@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import PushPipeCore
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

@@ -4,6 +4,8 @@ import PostgresNIO
 @testable import PushPipeCore
 @testable import pushpipe
 @testable import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeStores
 import PushPipeTesting
 import Testing
 

@@ -3,6 +3,8 @@ import Logging
 import PushPipeCore
 @testable import pushpipe
 import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeStores
 import PushPipeTesting
 import Testing
 

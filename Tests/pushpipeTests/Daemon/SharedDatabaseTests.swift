@@ -1,4 +1,5 @@
 import Foundation
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import PushPipeCore
 import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeSQLite
 import PushPipeTesting
 import Synchronization
