@@ -3,7 +3,7 @@ import PushPipeCore
 
 /// Every string this module binds to a statement goes through here (`StoredText`): PostgreSQL
 /// refuses NUL in text (SQLSTATE 22021) and `\u0000` in `jsonb` (22P05), and one such value
-/// failed the whole group commit it was in. Swift picks these overloads over PostgresNIO's
+/// would fail the whole group commit it is in. Swift picks these overloads over PostgresNIO's
 /// generic ones for a `String`, so no statement of the store can bind one unchecked; a read
 /// binds the value as a write stored it, and finds it.
 extension PostgresQuery.StringInterpolation {

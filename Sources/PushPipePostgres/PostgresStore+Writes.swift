@@ -6,7 +6,7 @@ import PushPipeCore
 extension PostgresStore {
     /// A group-committed batch on one transaction: its delivery rows and its queued events go
     /// in one statement each (a JSON array unpacked by `jsonb_to_recordset`), since at APNs
-    /// rates a round trip per row cost more than everything else. Their text is made storable
+    /// rates a round trip per row costs more than everything else. Their text is made storable
     /// where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var deliveries: [JSON] = []

@@ -92,7 +92,7 @@ struct PostgresWorkQueue: WorkQueue {
     /// Also beats the kind's lease clock (`lease_clocks`), whose gaps claims respect
     /// (`appendInterpolation(lapsedIn:…)`). Two statements, not one transaction: every holder
     /// of the kind beats the same row, and a renewal that waited for it inside a transaction
-    /// wrote leases counted from the transaction's start, lapsed already if the wait was longer.
+    /// would write leases counted from the transaction's start, lapsed already if the wait was longer.
     /// The leases are counted from when each row is written. Holds are taken keys nobody
     /// claims: no clock.
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {

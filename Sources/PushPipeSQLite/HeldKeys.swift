@@ -6,7 +6,7 @@ import PushPipeCore
 final class HeldKeys: Sendable {
     /// A key of one stage of one pipeline. A struct, not the three joined in one string: a
     /// filter holds and releases its keys for every event, and joining and splitting them again
-    /// was most of what a hold cost.
+    /// would be most of what a hold costs.
     struct Key: Hashable, Sendable {
         let pipeline: String
         let stage: String

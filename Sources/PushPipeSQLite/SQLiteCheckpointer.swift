@@ -8,19 +8,19 @@ import PushPipeCore
 /// do not wait for the bulk of it.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that crosses its threshold: that commit
-/// copied 32 MB of pages and synced two files, 28 to 36 ms during which every worker waiting
-/// for its outcome record stood still and the APNs connection ran dry (every 300 ms at 45,000
-/// notifications/s: a tenth of the time). A checkpoint on another connection runs beside the
-/// writer: WAL mode lets one checkpointer copy the frames committed so far while the writer
-/// appends new ones. Durability is unchanged: with `synchronous = NORMAL` the WAL is synced
-/// before each checkpoint and the database file after it, whichever connection runs it.
+/// copies the WAL's pages and syncs two files, and meanwhile every worker waiting for its
+/// outcome record stands still and the APNs connection runs dry. A checkpoint on another
+/// connection runs beside the writer: WAL mode lets one checkpointer copy the frames committed
+/// so far while the writer appends new ones. Durability is the same either way: with
+/// `synchronous = NORMAL` the WAL is synced before each checkpoint and the database file after
+/// it, whichever connection runs it.
 ///
 /// The WAL only starts over from its beginning when a checkpoint has copied all of it, and
 /// under steady writes one running beside the writer never does: the frames appended while it
 /// ran remain. So after a background pass the writer copies what it left behind itself (the
 /// commits of the pass's few milliseconds; the fixed part is two `fdatasync`s) and the WAL
-/// restarts at the next commit. Without that step the WAL grew to 264 MB while 1,000,000
-/// tokens were registered.
+/// restarts at the next commit. Without that step the WAL would grow without bound under a
+/// steady stream of registrations.
 public final class SQLiteCheckpointer: Sendable {
     /// WAL pages after which a checkpoint starts (32 MB): each batch of the per-user index
     /// dirties index pages all over the file, and checkpointing every 8,000 pages instead of

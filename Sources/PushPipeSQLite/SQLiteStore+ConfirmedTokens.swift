@@ -4,7 +4,7 @@ import PushPipeCore
 
 /// Tokens the daemon has delivered to are confirmed, and eviction spares them: anonymous
 /// registrations of made-up tokens for a real user's id push out each other, not the phone
-/// that has been receiving the user's notifications (issue 45).
+/// that has been receiving the user's notifications.
 extension SQLiteStore {
     /// Keeps `keeping` tokens of the user and kind: the one just registered, then confirmed
     /// ones before unconfirmed ones, each the most recently registered first. So a confirmed

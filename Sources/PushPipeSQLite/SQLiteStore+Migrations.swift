@@ -71,8 +71,8 @@ extension SQLiteStore {
         }
         migrator.registerMigration("v4-history-in-deliveries") { db in
             // History records move into the delivery row they belong to: one row and one
-            // index entry per notification instead of two of each (half the write cost at
-            // APNs rates). Earlier history rows become rows of outcome `history`.
+            // index entry per notification instead of two of each, so fewer writes at APNs
+            // rates. Earlier history rows become rows of outcome `history`.
             try db.execute(sql: """
                 ALTER TABLE deliveries ADD COLUMN record TEXT;
                 INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)

@@ -3,8 +3,8 @@ import PushPipeCore
 
 /// Deliveries are read per user (history, the last delivery), but an index entry per row
 /// dirties the index page where that user's entries end: at APNs rates nearly every row of a
-/// commit wrote a 4 KB page of its own to the WAL (110 MB/s of disk writes at 20,000
-/// notifications/s). So rows are indexed in sorted batches instead: `user_deliveries` is the
+/// commit would write a 4 KB page of its own to the WAL, and disk writes would bound
+/// throughput. So rows are indexed in sorted batches: `user_deliveries` is the
 /// index, `user_index_state.indexed_through` the last row it covers, and reads find the rows
 /// after it (the tail: at most a batch, `UserIndexSchedule`) by scanning the table's end.
 /// A batch dirties each user's last index page once, however many of the user's rows it holds.
@@ -49,9 +49,9 @@ extension SQLiteStore {
     /// Moves the tail into the index, in index order so each page is written once.
     ///
     /// `OR FAIL`: ids are unique, so no entry can conflict, and a statement that is never rolled
-    /// back half-way needs no statement journal. With the default `ABORT`, SQLite copied every
-    /// index page the batch touched into a temporary file first (a fifth of the APNs path's
-    /// `pwrite`s, with 1,000 users).
+    /// back half-way needs no statement journal. With the default `ABORT`, SQLite would copy every
+    /// index page the batch touches into a temporary file first, a large share of the APNs path's
+    /// disk writes.
     static func indexUserDeliveries(after indexedThrough: Int64, through last: Int64, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT OR FAIL INTO user_deliveries (pipeline, user_id, id)

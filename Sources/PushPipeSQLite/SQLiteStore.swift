@@ -53,9 +53,8 @@ public final class SQLiteStore: Store {
         self.checkpointer = checkpointer
         // The writer alone gets a larger page cache, 8 MB instead of SQLite's 2 MB: every
         // commit looks up the pages where watermarks, schedules and index entries go, all over
-        // the file, and most lookups went back to the file (an OGS check of 10,000 users made
-        // 25,700 `pread`s, now 4,000, for 7 MB more RSS). Readers keep the default: their
-        // cache starts over after each commit anyway.
+        // the file, and with the default cache most of those lookups would read the file again.
+        // Readers keep the default: their cache starts over after each commit anyway.
         try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = -8192") }
         self.database = database
         let mirror = stateMirror
@@ -217,10 +216,10 @@ public final class SQLiteStore: Store {
     /// hold up every other connection the loop serves.
     ///
     /// Elsewhere on the calling thread: GRDB's async `read` hops to a reader's dispatch queue
-    /// and back, two thread switches for a read of a few microseconds, and those switches were
-    /// most of what the per-event reads (watermarks, settings, a user's tokens) cost. WAL readers
-    /// never wait for the writer. Not isolated in a transaction (its savepoint was a third of the
-    /// read): every caller runs one statement, which SQLite reads from one snapshot anyway.
+    /// and back, two thread switches for a short read, and those switches would be most of what
+    /// the per-event reads (watermarks, settings, a user's tokens) cost. WAL readers never wait
+    /// for the writer. Not isolated in a transaction (its savepoint would cost a large share of
+    /// the read): every caller runs one statement, which SQLite reads from one snapshot anyway.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         if MultiThreadedEventLoopGroup.currentEventLoop != nil { return try await database.read(body) }
         return try readOnThisThread(body)

@@ -3,16 +3,16 @@ import PushPipeCore
 
 /// Stage state (the dedupe filter's watermarks) kept in memory beside the SQLite file.
 ///
-/// An OGS check reads every user's watermarks once per interval, and each of those reads cost
-/// more than the rest of the user's check: a WAL reader's page cache starts over whenever the
-/// file changed, and it changes with every outcome committed, so each read went back to the
-/// file for every page on its way. One daemon owns a SQLite file (its holds live in memory
-/// too), so the writer can keep a copy instead.
+/// An OGS check reads every user's watermarks once per interval, and from the file each of
+/// those reads would cost more than the rest of the user's check: a WAL reader's page cache
+/// starts over whenever the file changed, and it changes with every outcome committed, so each
+/// read goes back to the file for every page on its way. One daemon owns a SQLite file (its
+/// holds live in memory too), so the writer can keep a copy instead.
 ///
 /// A stage's rows are loaded on the writer's queue, and committed changes are applied there,
 /// after the commit and before anyone waiting for it resumes: the copy never runs ahead of the
 /// file nor behind what a caller knows was committed. A stage with more than `capacity` rows
-/// is read from the file as before.
+/// is read from the file.
 final class StateMirror: Sendable {
     struct Stage: Hashable {
         var pipeline: String

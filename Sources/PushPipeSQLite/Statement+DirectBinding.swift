@@ -13,13 +13,13 @@ extension Statement {
     ///
     /// Why not `execute(arguments:)`: GRDB boxes each value as `any DatabaseValueConvertible`,
     /// converts it to a `DatabaseValue`, checks the count against the statement and nests a
-    /// closure per value; for the deliveries insert, one row per notification, that cost more
+    /// closure per value; for the deliveries insert, one row per notification, that costs more
     /// than SQLite's own insert. Only for statements run on the writer inside a GRDB
     /// transaction, with no transaction observer to tell (the store has none): GRDB's
     /// per-statement bookkeeping is for those.
     ///
     /// Texts are copied into one buffer and bound where they are: bound as transient, SQLite
-    /// made a heap copy of each (five `malloc`s per notification).
+    /// would make a heap copy of each, several `malloc`s per notification.
     ///
     /// - Parameter scratchBytes: room for the statement's texts; longer ones are bound as copies.
     func executeBinding(scratchBytes: Int = DirectBindings.scratchBytes, _ bind: (inout DirectBindings) -> Void) throws {

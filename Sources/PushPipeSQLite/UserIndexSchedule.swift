@@ -10,10 +10,9 @@ import PushPipeCore
 /// rows' `created_at`, which callers set (a clock set back would have held rows out of the
 /// index until it caught up).
 ///
-/// Not "when a commit held one write", as it was first: one write is a worker's whole batch, a
-/// hundred rows for as many users under APNs load, and indexing each such commit dirtied a page
-/// of `user_deliveries` per user. Nine tenths of the WAL were index pages, 0.75 pages per
-/// notification for a 410-byte row.
+/// Not "when a commit held one write": one write is a worker's whole batch, many rows for as
+/// many users under APNs load, and indexing each such commit would dirty a page of
+/// `user_deliveries` per user, so index pages would make up most of the WAL.
 final class UserIndexSchedule: Sendable {
     /// Rows the tail holds at most before a commit indexes them.
     static let batch: Int64 = 8192

@@ -27,7 +27,7 @@ struct StagesCommand: AsyncParsableCommand {
             print("")
         }
         print("route actions (routes: [{action: ..., path: ..., method: ..., auth: ...}]):")
-        for action in RouteAction.builtins {
+        for action in result.registry.routeActions {
             print("  \(action.name) (default \(action.defaultMethod)) — \(action.summary)")
             printKeys(action.schema)
         }

@@ -20,8 +20,8 @@ private struct WhereService: Service {
 }
 
 @Suite struct ExecutorPreferringServiceTests {
-    /// The HTTP servers run their handlers on the loops that read the requests: each request
-    /// otherwise woke a thread of Swift's pool, and back (ingestion gained 5% without).
+    /// The HTTP servers run their handlers on the loops that read the requests: otherwise each
+    /// request would wake a thread of Swift's pool, and back, a context switch each way.
     @Test func aServiceAndTheTasksItStartsRunOnTheEventLoops() async throws {
         let (seen, continuation) = AsyncStream<[Bool]>.makeStream()
         try await ExecutorPreferringService(inner: WhereService(seen: continuation), executor: EventLoopGroupTaskExecutor.singleton).run()

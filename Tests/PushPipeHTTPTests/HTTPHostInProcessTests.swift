@@ -7,6 +7,7 @@ import NIOCore
 @testable import PushPipeCore
 @testable import PushPipeHTTP
 import PushPipeSQLite
+import PushPipeStages
 import PushPipeTesting
 import Testing
 
@@ -26,7 +27,7 @@ import Testing
         if routesUp {
             let context = RouteContext(pipeline: "app", store: store, sink: RefusingEventSink())
             var table = RouteTable()
-            table.add(try RouteAction.register.route(["action": "register", "path": "/register", "user_field": "user_id", "token_field": "token",
+            table.add(try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/register", "user_field": "user_id", "token_field": "token",
                                                       "token_kind": "device"]), context: context)
             table.add(RouteDefinition(method: "POST", path: "/echo/:id",
                                       limits: RouteLimits(perClient: .init(perSecond: 0.001, burst: 2), maxBodyBytes: 64)) { request, _ in

@@ -1,7 +1,7 @@
 @testable import PushPipePlugins
 import Testing
 
-/// A plugin's drop codes become metric labels (issue 33, defect 8): checked for their
+/// A plugin's drop codes become metric labels: checked for their
 /// characters, and bounded in number, so a plugin naming a new code per event cannot grow the
 /// metrics without end.
 @Suite struct PluginDropCodesTests {

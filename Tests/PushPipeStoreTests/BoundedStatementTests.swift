@@ -10,8 +10,8 @@ import Synchronization
 import Testing
 
 /// Every statement of the PostgreSQL store is bounded in time, even one that ignores both the
-/// closing of its connection and cancellation (issue 33: the chaos soak found a daemon whose
-/// pipeline never finished draining, so its SIGTERM never ended it).
+/// closing of its connection and cancellation: otherwise a pipeline could never finish
+/// draining, and SIGTERM would never end its daemon.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct BoundedStatementTests {
     /// A statement that never ends, whatever happens to its connection or its task.
@@ -68,8 +68,8 @@ struct BoundedStatementTests {
     }
 
     /// The server ends the backend under a statement PostgresNIO then leaves waiting: the
-    /// caller learns it at the close, not at the answer's bound (35 s by default), which held
-    /// every outcome write of a soak daemon until it was killed.
+    /// caller learns it at the close, not at the answer's bound (35 s by default), which would
+    /// hold every outcome write of the daemon meanwhile.
     @Test func aStatementWhoseConnectionTheServerEndsIsAnsweredAtOnce() async throws {
         let url = try await TestStores.freshPostgresURL()
         guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }

@@ -3,8 +3,8 @@ import Synchronization
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 7: one write the store refused failed every write of its group commit,
-/// and the runtime retried them all for ever. A failed batch is committed again write by write.
+/// A failed batch is committed again write by write, so one write the store refuses does not
+/// fail every write of its group commit and have the runtime retry them all for ever.
 @Suite struct GroupCommitIsolationTests {
     struct Refused: Error {}
 

@@ -7,9 +7,9 @@ import Testing
 @Suite struct GroupCommitTests {
     struct Broken: Error {}
 
-    /// Issue 12: the leader committed batches until none was pending, so under sustained load
-    /// one caller (an HTTP request waiting for its 202) waited seconds for other callers'
-    /// writes. Each caller now waits for at most the batch in progress and its own.
+    /// Each caller waits for at most the batch in progress and its own: a leader committing
+    /// batches until none is pending would, under sustained load, keep one caller (an HTTP
+    /// request waiting for its 202) waiting for other callers' writes.
     @Test func eachCallerWaitsForAtMostTwoCommitsUnderSustainedLoad() async throws {
         // Each commit notes its number beside the writes it holds, so a caller's wait is
         // counted from what happened, not from when its task got to run again: the commits
@@ -47,16 +47,15 @@ import Testing
         #expect(mostCommitsWaited <= 2, "a caller's write waited for \(mostCommitsWaited) commits")
         // And the caller returns then, not after committing the writes of others: the count
         // read after its return may include a commit or two that ended while its task waited
-        // to run again on a loaded machine; the old leader returned after 41.
+        // to run again on a loaded machine, far fewer than a leader draining every batch.
         #expect(mostEndedUntilReturn <= 8, "a caller returned after \(mostEndedUntilReturn) commits")
         #expect(started.current < writers * writesEach, "writes still share transactions")
     }
 
-    /// Issue 15: under load the leader waited out the whole gathering window before each
-    /// commit, so callers waiting for a 202 waited for the window even when every one of them
-    /// was already queued (ingestion was bound by the window with half the CPU idle). With a
-    /// window of a minute, closed-loop writers must still get through 60 commits at once:
-    /// the old leader needed a minute for each.
+    /// Under load the leader commits once the writes it expects are in, instead of waiting out
+    /// the whole gathering window before each commit, which would bound ingestion by the window
+    /// with the CPU idle. With a window of a minute, closed-loop writers must still get through
+    /// 60 commits at once: a leader that waits out the window would need a minute for each.
     @Test func theLeaderCommitsOnceTheWritesItExpectsAreIn() async throws {
         let commits = AsyncStream<Void>.makeStream()
         // Each commit takes a millisecond, as a transaction does, so writes queue behind it.
@@ -77,8 +76,8 @@ import Testing
                     return nil
                 }
             }
-            // A bound, not a synchronisation: the old leader would still be in its first window
-            // (60 s). Generous, for a loaded 2-core machine running every suite at once.
+            // A bound, not a synchronisation: a leader that waits out the window would still be
+            // in its first one (60 s). Generous, for a loaded 2-core machine running every suite at once.
             tasks.addTask { try? await Task.sleep(for: .seconds(50)); return nil }
             tasks.addTask {
                 var made = 0
@@ -96,10 +95,10 @@ import Testing
         #expect(made == 60, "\(made) commits before the bound; each waited out the window")
     }
 
-    /// The commit observer was stored as a `Mutex`'s value itself; each access re-wrapped it
-    /// in two reabstraction thunks, so the call went one level deeper per commit (after a
-    /// minute of load, 11% of the CPU and a stack that grows until it overflows). The depth of
-    /// the stack inside the observer must not change with the number of commits.
+    /// A closure stored as a `Mutex`'s value itself is re-wrapped in two reabstraction thunks
+    /// at each access, so the call would go one level deeper per commit, costing ever more CPU
+    /// and a stack that grows until it overflows. The depth of the stack inside the observer
+    /// must not change with the number of commits.
     @Test func theCommitObserverDoesNotGetDeeperWithEachCommit() async throws {
         let group = GroupCommit<Int> { _ in }
         let depths = Mutex<[Int]>([])

@@ -7,9 +7,9 @@ import ServiceLifecycle
 import Testing
 
 /// A pool the store replaced (wedged after an outage) lives until the store closes, not until
-/// the daemon's graceful shutdown begins (issue 33: the chaos soak found a daemon whose
-/// replaced pool closed at SIGTERM, so the pipelines still draining could not record what
-/// they had delivered, and another daemon sent it again).
+/// the daemon's graceful shutdown begins: closed at SIGTERM, it would leave the pipelines
+/// still draining unable to record what they had delivered, and another daemon would send it
+/// again.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct PostgresPoolTests {
     /// Stands for a pipeline: it replaces the pool from its own task, as a statement that found

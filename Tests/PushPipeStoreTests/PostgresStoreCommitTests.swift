@@ -7,15 +7,15 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// The PostgreSQL store's group commit under cancellation (issue 33, defect 5).
+/// The PostgreSQL store's group commit under cancellation.
 @Suite struct PostgresStoreCommitTests {
     func queued(_ id: String) -> QueuedEvent {
         QueuedEvent(pipeline: "p", source: "sources[0]", eventID: id, user: "alice", time: 1, body: ["id": .string(id)])
     }
 
-    /// The write whose task leads a group commit carries other tasks' writes. When its task was
-    /// cancelled (a pipeline stopping at its drain timeout), the pool refused it a connection
-    /// and the whole batch failed, other pipelines' writes with it. The SQLite store shields
+    /// The write whose task leads a group commit carries other tasks' writes. When its task is
+    /// cancelled (a pipeline stopping at its drain timeout), the pool must not refuse it a
+    /// connection, or the whole batch would fail, other pipelines' writes with it. The SQLite store shields
     /// them; this one must too. A table lock holds one commit while three writes queue behind
     /// it; the first of them, which leads the next batch, is cancelled.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))

@@ -7,7 +7,7 @@ import PushPipeStores
 import PushPipeTesting
 import Testing
 
-/// What a `postgres://` store location sets, and what the store refuses (issue 33, defect 6).
+/// What a `postgres://` store location sets, and what the store refuses.
 @Suite struct PostgresStoreLocationTests {
     @Test func poolSizeAndStatementTimeoutComeFromTheURL() throws {
         guard case .postgres(let location) = try StoreLocation(parsing: "postgres://p@db:5432/p?sslmode=disable&pool_size=4&statement_timeout=5") else {

@@ -6,7 +6,7 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// The poll schedule's upkeep on a shared database (issue 33, defect 9): it reads every
+/// The poll schedule's upkeep on a shared database: it reads every
 /// registration and every scheduled user, so it must run once per period for all daemons,
 /// not once per daemon.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))

@@ -7,7 +7,7 @@ import PushPipeStores
 import PushPipeTesting
 import Testing
 
-/// `sslmode` as libpq means it (issue 33, defect 6), against a real PostgreSQL with `ssl=on`
+/// `sslmode` as libpq means it, against a real PostgreSQL with `ssl=on`
 /// and a certificate made by the test: `prefer` and `require` encrypt without verifying,
 /// `verify-ca` checks the CA, `verify-full` the CA and the host name.
 @Suite struct PostgresStoreTLSTests {

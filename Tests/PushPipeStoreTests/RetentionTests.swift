@@ -6,7 +6,7 @@ import PushPipeStages
 import PushPipeTesting
 import Testing
 
-/// Issue 12: `deliveries` and history grew forever.
+/// Retention prunes `deliveries` and history, which would otherwise grow forever.
 @Suite struct RetentionTests {
     let day = 86400.0
 

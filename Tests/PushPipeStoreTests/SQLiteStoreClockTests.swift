@@ -4,7 +4,7 @@ import Logging
 import PushPipeTesting
 import Testing
 
-/// Issue 46: the SQLite store keeps its leases, due times and expiries on the clock it is given,
+/// The SQLite store keeps its leases, due times and expiries on the clock it is given,
 /// so a lease of minutes or a time to live of a day is tested by moving the clock, exactly at
 /// its edge, instead of with leases of milliseconds and a sleep.
 @Suite struct SQLiteStoreClockTests {

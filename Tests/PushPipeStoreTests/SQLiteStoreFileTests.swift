@@ -5,8 +5,8 @@ import PushPipeSQLite
 import PushPipeTesting
 import Testing
 
-/// Issue 45: the state file holds device tokens, Web Push keys and event bodies, and a database
-/// a newer pushpipe migrated is refused, as the PostgreSQL store already does.
+/// The state file holds device tokens, Web Push keys and event bodies, and a database a newer
+/// pushpipe migrated is refused, as the PostgreSQL store does too.
 @Suite struct SQLiteStoreFileTests {
     static func mode(_ path: String) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1

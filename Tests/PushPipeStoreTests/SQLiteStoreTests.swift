@@ -7,9 +7,9 @@ import PushPipeTesting
 import Testing
 
 @Suite struct SQLiteStoreTests {
-    /// Issue 33, defect 9: the per-event reads (tokens, settings) ran on the calling thread,
-    /// which for routes and HTTP-fed pipelines is one of the server's event loops; a read that
-    /// waits would hold up every connection of that loop. There they now go to a reader's queue.
+    /// The per-event reads (tokens, settings) made on one of the server's event loops (routes
+    /// and HTTP-fed pipelines) go to a reader's queue: on the calling thread, a read that waits
+    /// would hold up every connection of that loop.
     @Test func readsOnAnEventLoopAreMadeOffIt() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -3,9 +3,9 @@ import Logging
 @testable import PushPipeCore
 import Testing
 
-/// While the store fails, one operation at a time probes it. The chaos soak found a daemon
-/// whose probe never came back: every later operation was refused for good ("does not answer,
-/// for 190 s now") long after the database was back, and the daemon could not drain.
+/// While the store fails, one operation at a time probes it. A probe that never comes back
+/// must not keep the store "away" for good: every later operation would be refused long after
+/// the database is back, and the daemon could not drain.
 @Suite struct StoreAvailabilityTests {
     @Test func aProbeThatNeverComesBackIsGivenUpOn() async throws {
         let availability = StoreAvailability(name: "test", logger: Logger(label: "test"), probeLimit: .milliseconds(200))

@@ -3,7 +3,7 @@ import PushPipeCore
 import Testing
 
 extension StoreContractTests {
-    /// Issue 45: anonymous registrations of made-up tokens for a real user's id evicted the
+    /// Anonymous registrations of made-up tokens for a real user's id must not evict the
     /// user's phone (`max_tokens_per_user`). A token the daemon delivered to is confirmed, and
     /// eviction removes unconfirmed tokens first, oldest first; a confirmed one goes only when
     /// every other kept token is confirmed too. The token just registered always stays.

@@ -16,7 +16,7 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]))
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 3600) == .usedForAnotherRequest)
 
-        // Issue 45: a request whose commit failed ambiguously releases its key, but the answer
+        // A request whose commit failed ambiguously releases its key, but the answer
         // was stored after all: it stays, or a retry would make a second event.
         try await store.releaseIdempotencyKey(key)
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]),
@@ -35,7 +35,7 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .claimed)
         #expect(try await store.claimIdempotencyKey(abandoned, fingerprint: "f2", hold: 60, ttl: 3600) == .inProgress)
 
-        // Issue 45: a request slower than its hold fails and releases the key, which another
+        // A request slower than its hold fails and releases the key, which another
         // request (the client's retry) took over meanwhile and is storing: that hold stays, or
         // a third request would be taken as new and make a second event.
         let slow = IdempotencyKey(pipeline: "i", scope: "s", key: "slow")

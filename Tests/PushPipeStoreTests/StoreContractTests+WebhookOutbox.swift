@@ -39,8 +39,8 @@ extension StoreContractTests {
     }
 
     /// Two webhooks that want the same outcomes each get them, in a message of their own: their
-    /// batches share a name (it depends on the outcomes alone), and were sent as one message to
-    /// the first webhook, then removed for both.
+    /// batches share a name (it depends on the outcomes alone), which must not make them one
+    /// message to the first webhook, then removed for both.
     func twoWebhooksToldOfTheSameOutcomes(_ store: any Store) async throws {
         let targets = ["http://127.0.0.1:1/hooks", "http://127.0.0.1:2/hooks"]
         try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e1", target: target), Self.webhookOutcome("two", "e2", target: target)] })
@@ -116,8 +116,8 @@ extension StoreContractTests {
 
     /// A receiver's `Retry-After` of 10 days is cut to `longestRetryAfter`, well before retention
     /// (`longestWait`) would remove the outcomes unsent; a `NaN` or infinite one counts as none:
-    /// the dispatcher's own backoff (1 s after a first attempt) is recorded, where a `NaN` failed
-    /// the update, so the batch went again only when its lease ran out, and again at each.
+    /// the dispatcher's own backoff (1 s after a first attempt) is recorded, where a `NaN` would
+    /// fail the update, so the batch would go again only when its lease runs out, and again at each.
     func receiversRetryAfter(_ store: any Store) async throws {
         for (index, seconds) in [10 * 86_400, Double.nan, .infinity, -5].enumerated() {
             let pipeline = "ra\(index)"

@@ -8,8 +8,8 @@ import PostgresNIO
 import PushPipeTesting
 import Testing
 
-/// What every store must do, run against the embedded SQLite store and against PostgreSQL
-/// (issue 13). The PostgreSQL half needs a server: `.ci/run` starts one and exports
+/// What every store must do, run against the embedded SQLite store and against PostgreSQL.
+/// The PostgreSQL half needs a server: `.ci/run` starts one and exports
 /// `PUSHPIPE_TEST_POSTGRES_URL`; without it, it is skipped with that reason.
 @Suite struct StoreContractTests {
     static let logger = Logger(label: "store-contract")
@@ -42,7 +42,7 @@ import Testing
         try await store.close()
     }
 
-    /// Issue 45, finding 15a, on a shared database: another daemon's event under a running lease
+    /// On a shared database, another daemon's event under a running lease
     /// stays under the position, and one whose lease lapsed in a gap of the position's renewals
     /// (an outage its holder is coming back from) waits for the grace a claim would wait.
     func postgresPositionMoves(_ store: PostgresStore, now: Double) async throws {
@@ -55,8 +55,8 @@ import Testing
             """)
         #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0,
                 "nobody renewed for 100 s: the holder may still be sending it")
-        // Review of 15a: a move that started the grace itself started it again at every pass,
-        // so the rows of daemons that are gone (nobody renews the old key) never moved.
+        // The move does not start the grace itself: started again at every pass, it would
+        // never let the rows of daemons that are gone (nobody renews the old key) move.
         _ = try await store.connections.rows("UPDATE lease_clocks SET renewed_at = renewed_at - 100 WHERE pipeline = 'old'")
         #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1,
                 "nobody renewed for 200 s, longer than a lease and the longest grace: its daemons are gone")
@@ -249,12 +249,11 @@ import Testing
         #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: -1, limit: 10).isEmpty)
     }
 
-    /// Issue 45, finding 15a: the move of rows queued under a source's position (`sources[0]`)
-    /// to its key took the rows a daemon of the earlier version still held, which were sent
-    /// again a lease later; it ran once, so what that daemon let go of afterwards stayed under
-    /// the position. A move takes only what a claim would, and each later one takes what lapsed
-    /// since. This process plays the earlier daemon: a claim here leaves what it holds, on
-    /// either store.
+    /// The move of rows queued under a source's position (`sources[0]`) to its key takes only
+    /// what a claim would, so rows a daemon of the earlier version still holds are not sent
+    /// again, and each later move takes what lapsed since, so nothing that daemon lets go of
+    /// stays under the position. This process plays the earlier daemon: a claim here leaves
+    /// what it holds, on either store.
     func positionMoves(_ store: any Store) async throws {
         func waiting() async throws -> [QueuedEventCount] { try await store.queuedEventCounts().filter { $0.pipeline == "m" } }
         try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "held", user: "u",

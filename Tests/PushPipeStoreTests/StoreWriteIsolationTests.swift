@@ -9,10 +9,10 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 7, on real stores: a provider's answer with a NUL made PostgreSQL refuse a
-/// delivery's row (SQLSTATE 22P05), which failed every write of its group commit; SQLite kept
-/// it, and cut every read at it. Every string bound is made storable, and a write the store
-/// still refuses fails alone, told as a `StoreDataError` with the store's code.
+/// On real stores: a provider's answer with a NUL would make PostgreSQL refuse a delivery's
+/// row (SQLSTATE 22P05) and fail every write of its group commit, and SQLite would keep it and
+/// cut every read at it. Every string bound is made storable, and a write the store still
+/// refuses fails alone, told as a `StoreDataError` with the store's code.
 @Suite struct StoreWriteIsolationTests {
     static let logger = Logger(label: "store-write-isolation")
 

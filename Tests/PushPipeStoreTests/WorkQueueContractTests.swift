@@ -9,7 +9,7 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// The leased-work primitive (`WorkQueue`, issue 46), the same contract on each backend: what
+/// The leased-work primitive (`WorkQueue`), the same contract on each backend: what
 /// is due, who holds it, what a retry, a release, a lapsed lease and a saved cursor leave.
 @Suite struct WorkQueueContractTests {
     static let logger = StoreBackend.logger

@@ -21,7 +21,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "fuzz-routes",
-            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeSQLite", package: "pushpipe")],
+            dependencies: ["FuzzDriver", .product(name: "PushPipeCore", package: "pushpipe"), .product(name: "PushPipeSQLite", package: "pushpipe"),
+                           .product(name: "PushPipeStages", package: "pushpipe")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(

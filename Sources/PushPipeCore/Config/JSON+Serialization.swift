@@ -23,7 +23,7 @@ extension JSON {
             if members.isEmpty { output.append(contentsOf: "{}".utf8); return }
             output.append(UInt8(ascii: "{"))
             // Keys in order, so equal objects serialize equally. The order is sorted on the stack:
-            // payloads are serialized once per notification, and a sorted copy was a heap allocation per object.
+            // payloads are serialized once per notification, and a sorted copy would be a heap allocation per object.
             withUnsafeTemporaryAllocation(of: Dictionary<String, JSON>.Index.self, capacity: members.count) { buffer in
                 var order = buffer
                 _ = order.initialize(from: members.indices)

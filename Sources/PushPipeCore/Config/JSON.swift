@@ -100,7 +100,7 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(arrayLiteral elements: JSON...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSON)...) {
-        // Sized once and filled in place; `Dictionary(_:uniquingKeysWith:)` went through its
+        // Sized once and filled in place; `Dictionary(_:uniquingKeysWith:)` goes through its
         // generic merge. A repeated key keeps its last value, as there.
         var members: [String: JSON] = [:]
         members.reserveCapacity(elements.count)

@@ -137,7 +137,7 @@ struct PipelineBuilder {
 
     mutating func buildRoute(_ routeJSON: JSON, keyPath: String) async -> PipelineDefinition.DeclaredRoute? {
         let actionName = routeJSON["action"]?.stringValue ?? ""
-        guard let action = RouteAction.builtins.first(where: { $0.name == actionName }) else { return nil }
+        guard let action = registry.routeAction(named: actionName) else { return nil }
         let path = routeJSON["path"]?.stringValue ?? ""
         guard path.hasPrefix("/"), !path.contains("?"), !path.contains("//") else {
             report(.invalidValue, at: "\(keyPath).path", "'\(path)' is not a route path", expected: "a path starting with '/', e.g. /register")

@@ -5,7 +5,7 @@ public enum PipelineSchema {
         Schema([
             .required("pipeline", .string, "Name of the pipeline: letters, digits, `-` and `_`."),
             SchemaKey("description", .string, "What the pipeline is for."),
-            SchemaKey("routes", .list(RouteAction.valueType), default: [], "HTTP routes: register tokens, settings, history, diagnostics."),
+            SchemaKey("routes", .list(RouteAction.valueType(registry.routeActions)), default: [], "HTTP routes: register tokens, settings, history, diagnostics."),
             .required("sources", .list(registry.stageType(kind: .source)), "Where events come from."),
             SchemaKey("filters", .list(registry.stageType(kind: .filter)), default: [], "Filters, in order; any may drop the event."),
             .required("renderer", registry.stageType(kind: .renderer), "Builds the payload per recipient token."),

@@ -6,7 +6,8 @@ import Foundation
 public enum StageReference {
     public static let regenerateCommand = "swift run pushpipe stages --markdown > docs/stages.md"
 
-    public static func markdown(registry: StageRegistry, routeActions: [RouteAction] = RouteAction.builtins) -> String {
+    public static func markdown(registry: StageRegistry) -> String {
+        let routeActions = registry.routeActions
         var lines = [
             "# Stage reference",
             "",

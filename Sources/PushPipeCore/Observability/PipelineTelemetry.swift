@@ -5,7 +5,7 @@ import Foundation
 /// each in one call that feeds the metrics, the status page and the taps alike.
 ///
 /// A class: the processor's tasks and the taps' closures capture it for every event, and a
-/// copy of the struct it was retained its ten counters and logs one by one.
+/// copy of a struct would retain each of its counters and logs one by one.
 public final class PipelineTelemetry: Sendable {
     public let telemetry: Telemetry
     public let pipeline: String

@@ -1,11 +1,11 @@
 extension RouteAction {
-    public static let register = RouteAction(
+    /// Stores a token in one of `formats` (a route's `token_format`, `hex` unless it says).
+    public static func register(formats: TokenFormats) -> RouteAction { RouteAction(
         name: "register", summary: "Stores a push token of one kind for a user.", defaultMethod: "POST",
         schema: Schema(userKeys + [
             .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, `fcm`, ...)."),
             .required("token_field", .string, "Body field holding the token."),
-            SchemaKey("token_format", .oneOf(["hex", "opaque", "webpush"]), default: "hex",
-                      "`hex` (APNs, 32-400 chars, stored lower-case), `opaque` (FCM) or `webpush` (a browser's `PushSubscription.toJSON()`; the same endpoint registered again replaces it)."),
+            TokenFormats.schemaKey(formats.all, default: "hex", "How the token is written; a format whose token names its scope replaces the token of that scope."),
             SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
             SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
             SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
@@ -16,7 +16,7 @@ extension RouteAction {
             let users = UserSelector(configuration)
             let field = configuration["token_field"]?.stringValue ?? "token"
             var properties = users.bodyProperty()
-            properties[field] = (TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex).schema
+            properties[field] = formats.chosen(configuration, default: "hex").schema
             var required = Array(properties.keys)
             if let scope = configuration["scope_field"]?.stringValue {
                 properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
@@ -33,7 +33,7 @@ extension RouteAction {
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
         let kind = configuration["token_kind"]?.stringValue ?? ""
         let field = configuration["token_field"]?.stringValue ?? ""
-        let format = TokenFormat(rawValue: configuration["token_format"]?.stringValue ?? "hex") ?? .hex
+        let format = formats.chosen(configuration, default: "hex")
         let replace = format.carriesScope || configuration["replace"]?.boolValue ?? false
         let scopeField = configuration["scope_field"]?.stringValue
         let environment = configuration["environment"]?.stringValue
@@ -64,5 +64,6 @@ extension RouteAction {
             return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
                                   "token_preview": .string(TokenMask.mask(token))])
         }
+    }
     }
 }

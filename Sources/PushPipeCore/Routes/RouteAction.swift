@@ -20,7 +20,10 @@ public struct RouteAction: Sendable {
         self.make = make
     }
 
-    public static let builtins: [RouteAction] = [.register, .settings, .history, .usersByToken, .diagnostics]
+    /// The core's route kinds, their tokens in one of `formats`.
+    public static func builtins(formats: TokenFormats) -> [RouteAction] {
+        [.register(formats: formats), .settings, .history, .usersByToken(formats: formats), .diagnostics]
+    }
 
     /// The route a `routes:` entry declares, from its validated configuration (the loader's
     /// checks of the path and the secret come first).
@@ -43,9 +46,10 @@ public struct RouteAction: Sendable {
         RouteLimits.schemaKey(defaults: RouteLimits.appDefaults),
     ])
 
-    public static var valueType: ValueType {
+    /// The schema of "a route": its `action` chooses one of `actions`.
+    public static func valueType(_ actions: [RouteAction]) -> ValueType {
         .tagged(Tagged(discriminator: "action", noun: "route action",
-                       variants: Dictionary(uniqueKeysWithValues: builtins.map { ($0.name, $0.schema) }), common: commonSchema))
+                       variants: Dictionary(actions.map { ($0.name, $0.schema) }, uniquingKeysWith: { first, _ in first }), common: commonSchema))
     }
 
     /// Keys shared by actions that act for one user.

@@ -154,8 +154,8 @@ extension EventProcessor {
     /// What events' outcomes become when the store refuses them (`StoreDataError`): written
     /// again event by event, so that only the events whose data it refuses are concerned; each
     /// of those is a dead letter with the store's reason, without the deliveries, history and
-    /// watermarks that were refused. Retried for ever instead, the outcome held its event in the
-    /// queue and its worker blocked, and every restart sent it again.
+    /// watermarks that were refused. Retried for ever instead, the outcome would hold its event
+    /// in the queue and its worker blocked, and every restart would send it again.
     func recordRefused(_ outcomes: [Outcome], events: [EventRecord], because refusal: StoreDataError) async {
         var seen: Set<String> = []
         let ids = (outcomes.map(\.delivering.event.id) + events.map(\.eventID)).filter { seen.insert($0).inserted }

@@ -221,7 +221,7 @@ public struct EventProcessor: Sendable {
     }
 
     /// A log line's context, built only when the line is written: making a logger with
-    /// metadata per event and per delivery cost an allocation each on the hot path.
+    /// metadata per event and per delivery would cost an allocation each on the hot path.
     static func metadata(_ event: Event, token: DeviceToken? = nil, stage: String? = nil) -> Logger.Metadata {
         var metadata: Logger.Metadata = ["event": .string(event.id)]
         if let traceID = event.trace?.traceID { metadata["trace_id"] = .string(traceID) }

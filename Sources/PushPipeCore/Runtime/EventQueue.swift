@@ -5,8 +5,8 @@ import Synchronization
 /// being reported `done`: `send` returns once the event is held (buffered or taken), and
 /// suspends while `capacity` are, so a slow transport slows the sources and memory stays
 /// bounded. A worker takes every buffered event up to its limit at once: under load it
-/// works on many events per wake-up, and a task switch per event was a large share of the
-/// APNs path.
+/// works on many events per wake-up, since a task switch per event would be a large share of
+/// the APNs path.
 ///
 /// Not `AsyncChannel`: its general state machine does more per event than this path needs.
 /// This queue relies on what the runner guarantees: workers are not cancelled while waiting
@@ -18,7 +18,7 @@ final class EventQueue<Element: Sendable>: Sendable {
         var buffer: Deque<Element> = []
         /// Workers waiting for events; woken to look in the buffer, not handed an event: by the
         /// time a woken worker runs, the sources have often buffered more, and it takes them all
-        /// (handed the one event that woke it, it made a batch of one: a commit, a send and a
+        /// (handed the one event that woke it, it would make a batch of one: a commit, a send and a
         /// task switch for a single notification, often under load).
         var idleWorkers: Deque<CheckedContinuation<Void, Never>> = []
         var waitingSends: Deque<(element: Element, continuation: CheckedContinuation<Bool, Never>)> = []

@@ -8,8 +8,8 @@ import Darwin
 /// tell a build with the `jemalloc` trait (or `LD_PRELOAD`) from one without.
 ///
 /// It matters on Linux: under load glibc's arenas put threads to sleep on their locks (a
-/// notification's values are allocated on one thread and freed on another), which cost the
-/// APNs path a tenth of its CPU (bench/README.md).
+/// notification's values are allocated on one thread and freed on another), which costs the
+/// APNs path a noticeable share of its CPU (bench/README.md measures it).
 public enum ProcessAllocator {
     public static let name: String = {
         // jemalloc exports `mallctl`, glibc does not. Looked up at run time: the trait links

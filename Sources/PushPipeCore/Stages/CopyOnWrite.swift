@@ -1,8 +1,8 @@
 /// The fields of a value the pipeline copies at every step (events, rendered notifications,
 /// requests: into batches, deliveries, attempts, reports), kept in one shared box and copied
 /// only when a shared box is changed. A copy of the value is then a single reference count
-/// instead of one per string, array and closure it holds; Swift's own copies of these
-/// structs were several percent of the APNs path.
+/// instead of one per string, array and closure it holds, because Swift's own copies of these
+/// structs are a noticeable cost on the APNs path.
 ///
 /// `Sendable` because a box another copy can see is never changed: `update` copies it first.
 struct CopyOnWrite<Fields: Sendable>: @unchecked Sendable {

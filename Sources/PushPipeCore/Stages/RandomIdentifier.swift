@@ -3,7 +3,7 @@ import Synchronization
 
 /// Identifiers for events and requests (`apns-id`): unique and unpredictable enough to
 /// correlate logs, not secrets. `UUID()` on Linux opens `/dev/urandom` on every call and the
-/// system generator is a `getrandom` call per number: four system calls per notification.
+/// system generator is a `getrandom` call per number: several system calls per notification.
 /// Instead SplitMix64 over one atomic counter, seeded once from the system generator.
 public enum RandomIdentifier {
     private static let hexDigits = Array("0123456789abcdef".utf8)

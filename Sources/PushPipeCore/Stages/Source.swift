@@ -10,8 +10,8 @@ public protocol Source: Sendable {
     /// Where this source runs, and the pipeline's workers when all its sources name the same
     /// executor and the transport names none (`Transport.preferredExecutor`). A poller whose
     /// HTTP client lives on one event loop names that loop: what it finds is then processed on
-    /// the thread that read it, instead of each event waking a thread of Swift's pool (an OGS
-    /// check made a third fewer context switches).
+    /// the thread that read it, instead of each event waking a thread of Swift's pool and paying
+    /// for a context switch.
     var preferredExecutor: (any TaskExecutor)? { get }
 }
 

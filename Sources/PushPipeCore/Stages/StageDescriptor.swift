@@ -10,6 +10,8 @@ public struct StageDescriptor: Sendable {
     public var summary: String
     public var schema: Schema
     public var origin: Origin
+    /// The formats of the tokens a transport sends to, for the routes that register them.
+    public var tokenFormats: [any TokenFormat] = []
     let factory: @Sendable (JSON, StageBuildContext) throws -> AnyStage
 
     public init(kind: StageKind, type: String, summary: String, schema: Schema, origin: Origin = .builtin,
@@ -20,6 +22,13 @@ public struct StageDescriptor: Sendable {
         self.schema = schema
         self.origin = origin
         self.factory = factory
+    }
+
+    /// This descriptor, describing the formats of its tokens.
+    public func describing(tokens formats: [any TokenFormat]) -> StageDescriptor {
+        var described = self
+        described.tokenFormats = formats
+        return described
     }
 
     public func make(configuration: JSON, context: StageBuildContext) throws -> AnyStage {

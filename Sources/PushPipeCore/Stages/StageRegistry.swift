@@ -1,9 +1,26 @@
 /// Every stage type pushpipe knows, by kind and type name: built-ins and plugins alike.
 public struct StageRegistry: Sendable {
     private var descriptors: [StageKind: [String: StageDescriptor]] = [:]
+    /// The token formats the stages describe (`StageDescriptor.tokenFormats`), and the core's.
+    public private(set) var tokenFormats = TokenFormats()
+    /// What a `routes:` entry may do: the core's route kinds, with the registry's token formats.
+    public private(set) var routeActions = RouteAction.builtins(formats: TokenFormats())
 
     public init(_ descriptors: [StageDescriptor] = []) {
         for descriptor in descriptors { self.descriptors[descriptor.kind, default: [:]][descriptor.type] = descriptor }
+        describeTokens()
+    }
+
+    public func routeAction(named name: String) -> RouteAction? {
+        routeActions.first { $0.name == name }
+    }
+
+    /// Collects the descriptors' token formats, and lets logs mask their tokens (`TokenMask`).
+    private mutating func describeTokens() {
+        let formats = descriptors.values.flatMap(\.values).sorted { $0.type < $1.type }.flatMap(\.tokenFormats)
+        tokenFormats = TokenFormats(formats)
+        routeActions = RouteAction.builtins(formats: tokenFormats)
+        TokenMask.adopt(formats)
     }
 
     public func descriptor(kind: StageKind, type: String) -> StageDescriptor? {
@@ -15,6 +32,7 @@ public struct StageRegistry: Sendable {
     public mutating func register(_ descriptor: StageDescriptor) -> StageDescriptor? {
         if let existing = descriptors[descriptor.kind]?[descriptor.type] { return existing }
         descriptors[descriptor.kind, default: [:]][descriptor.type] = descriptor
+        if !descriptor.tokenFormats.isEmpty { describeTokens() }
         return nil
     }
 

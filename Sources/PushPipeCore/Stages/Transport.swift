@@ -10,8 +10,8 @@ public protocol Transport: Sendable {
     func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome]
     /// Where the pipeline's workers run, over what the sources name (`Source.preferredExecutor`);
     /// nil follows the sources. A transport whose connections frame and encrypt every request
-    /// on an event loop keeps the workers off the loops: on two cores, rendering and recording
-    /// queued behind the framing there and APNs throughput fell by a fifth.
+    /// on an event loop keeps the workers off the loops, so that rendering and recording do not
+    /// queue behind the framing there and slow the transport down.
     var preferredExecutor: (any TaskExecutor)? { get }
     /// Whether each request goes where a user chose (a Web Push subscription's push service),
     /// not to the one provider the pipeline is configured for. Such a destination's request to

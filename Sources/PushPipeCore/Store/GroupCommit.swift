@@ -6,20 +6,20 @@ import Synchronization
 /// no commit running becomes the leader and commits everything queued in one transaction.
 /// Writes that arrived meanwhile get a leader of their own: the leader hands over to the
 /// oldest of them and returns, so under sustained load no caller commits other callers'
-/// batches forever (a 202 waiting on it took seconds). Each caller waits for at most the
+/// batches forever (and keeps a 202 waiting on it). Each caller waits for at most the
 /// batch in progress and its own. Each returns only once its write committed, so durability
 /// is the same as one transaction per write, at a fraction of the cost.
 ///
 /// Under load the leader first gathers more writes: a transaction writes whole pages to the
-/// WAL whatever it holds, and at APNs rates batches of two or three wrote 10 KB of WAL per
-/// notification. It waits until as many writes are pending as the last batch held, for at most
-/// `gatheringWindow`: HTTP callers waiting for their 202 are all in well before the window
-/// ends, and waiting it out made ingestion bound by the window (half the CPU idle, 10,000
-/// events/s from 64 connections). A write arriving alone is committed at once.
+/// WAL whatever it holds, and at APNs rates batches of two or three would write several pages
+/// of WAL per notification. It waits until as many writes are pending as the last batch held,
+/// for at most `gatheringWindow`: HTTP callers waiting for their 202 are all in well before the
+/// window ends, and waiting it out would bound ingestion by the window with the CPU left idle.
+/// A write arriving alone is committed at once.
 ///
 /// A batch that fails is committed again one write at a time, so a write the store refuses
 /// (a value it cannot keep) fails alone instead of failing every write that shared its
-/// transaction: one bad answer from a provider made every worker's outcome fail, for ever.
+/// transaction, where one bad answer from a provider would make every worker's outcome fail for ever.
 /// Not when the store is away (`isolates` says no): each write would wait out the outage again.
 package final class GroupCommit<Write: Sendable>: Sendable {
     private struct Entry {

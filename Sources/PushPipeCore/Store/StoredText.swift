@@ -1,5 +1,5 @@
 /// Text as both stores can keep it. PostgreSQL refuses NUL in `text` (SQLSTATE 22021) and its
-/// `\u0000` escape in `jsonb` (22P05), which made one provider answer fail every write of its
+/// `\u0000` escape in `jsonb` (22P05), which would make one provider answer fail every write of its
 /// group commit; SQLite keeps NUL but every read stops at it. So each store passes the strings
 /// it binds through here, whoever made them: a provider, a plugin, or a user's event body.
 package enum StoredText {

@@ -58,7 +58,7 @@ enum SharedHTTPClients {
     }
 
     /// `HTTPClient.shared`'s configuration without what a poller pays for per request and
-    /// never uses: tracing (with no tracer bootstrapped the client still made a no-op span and
+    /// never uses: tracing (with no tracer bootstrapped the client still makes a no-op span and
     /// its attributes for every request), an idle-read timer (every request has a deadline
     /// of its own, shorter) and a decompressor in every connection's pipeline (requests do not
     /// ask for compressed bodies).

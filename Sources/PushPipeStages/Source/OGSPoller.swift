@@ -144,8 +144,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     ///
     /// A claim takes at most twice `concurrency` users, and the next claim comes when they
     /// have all started: a daemon claims what it can check now, not everything due. Claiming
-    /// all that was due let a slow or busy daemon take users it reached only many seconds later
-    /// (their next due time already set), while the other daemons on the database had room.
+    /// all that is due would let a slow or busy daemon take users it reaches only many seconds
+    /// later (their next due time already set), while the other daemons on the database have room.
     private func cycles(sink: any EventSink, context: StageContext) async {
         let interval = configuration.interval
         let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
@@ -351,7 +351,8 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let current = status.withLock { $0[user] }
         let seconds = configuration.interval
         var view: [String: JSON] = [
-            // Units as flows.md documents them: the interval as text, the check time in SECONDS.
+            // Units the OGS app's diagnostics expect: the interval as text, the check time in
+            // SECONDS (while `last_notification_time` is in milliseconds).
             "server_check_interval": .string(seconds.rounded() == seconds ? "\(Int(seconds))s" : "\(seconds)s"),
             "monitored_games": .array((current?.games ?? []).map(\.json)),
             "total_active_games": .int(Int64(current?.totalActiveGames ?? 0)),

@@ -1,8 +1,8 @@
 /// ISO 8601 texts of an instant in UTC, computed with integer arithmetic.
 ///
 /// Every event's template context carries `time_iso` and `time_iso_micro`; Foundation's
-/// formatters and calendars cost tens of microseconds per call (ICU, locale lookups), which
-/// was a tenth of the whole APNs path. The proleptic Gregorian conversion is Howard
+/// formatters and calendars are slow per call (ICU, locale lookups), and would be a large
+/// share of the whole APNs path. The proleptic Gregorian conversion is Howard
 /// Hinnant's `civil_from_days`.
 enum UTCTimestamp {
     /// `2025-09-21T17:05:19.701Z`: milliseconds rounded down, like `time_ms`.

@@ -6,8 +6,8 @@ import PushPipeCore
 /// validate`, a daemon's start or reload).
 ///
 /// The key itself is still loaded when the pipeline starts. But a file of the wrong kind (the
-/// APNs `.p8` and FCM's service-account JSON swapped) passed validation and left the daemon
-/// not ready; now it is a configuration error naming the key. A file that is not there yet is
+/// APNs `.p8` and FCM's service-account JSON swapped) would leave the daemon not ready, so it
+/// is a configuration error naming the key. A file that is not there yet is
 /// no error here (a secret mounted at start, a validation on another machine): the daemon
 /// reports it at start.
 enum CredentialFile {

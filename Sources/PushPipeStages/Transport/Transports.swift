@@ -8,13 +8,13 @@ extension BuiltinStages {
             },
             .transport("apns", APNsTransport.summary, APNsTransport.Configuration.self) { configuration, context in
                 try APNsTransport(configuration: configuration, context: context)
-            },
+            }.describing(tokens: [APNsTokenFormat()]),
             .transport("fcm", FCMTransport.summary, FCMTransport.Configuration.self) { configuration, context in
                 try FCMTransport(configuration: configuration, context: context)
             },
             .transport("webpush", WebPushTransport.summary, WebPushTransport.Configuration.self) { configuration, context in
                 try WebPushTransport(configuration: configuration, context: context)
-            },
+            }.describing(tokens: [WebPushSubscriptionFormat()]),
         ]
     }
 }

@@ -5,8 +5,8 @@ import PushPipeStages
 import PushPipeTesting
 import Testing
 
-/// Issue 46: a dry run is a printing transport and a store that keeps nothing sent, not mode
-/// checks through the runtime. The runtime runs as it does live; what differs is decorated.
+/// A dry run is a printing transport and a store that keeps nothing sent, not mode checks
+/// through the runtime: the runtime runs as it does live, and what differs is decorated.
 @Suite struct DryRunDecoratorTests {
     static let renderer = """
         renderer: {type: json.template, payload: {text: "{{text}}"}}
@@ -35,8 +35,8 @@ import Testing
         }
     }
 
-    /// A daemon started with `--dry-run` on a live daemon's state printed what that daemon left
-    /// queued and removed it from the queue: those notifications were never sent.
+    /// A daemon started with `--dry-run` on a live daemon's state leaves what that daemon left
+    /// queued alone: printed and removed from the queue, those notifications would never be sent.
     @Test func aDryRunLeavesALiveDaemonsQueuedEventsAlone() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             var left = QueuedEvent(pipeline: "scripted", source: "http.event", eventID: "left-behind", user: "alice", time: Date().timeIntervalSince1970,

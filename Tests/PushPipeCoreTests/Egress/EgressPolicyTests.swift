@@ -1,7 +1,7 @@
 import PushPipeCore
 import Testing
 
-/// Issue 45: the one policy for URLs users chose. Addresses are judged as addresses (an IPv6
+/// The one policy for URLs users chose. Addresses are judged as addresses (an IPv6
 /// form of 10.0.0.5 is 10.0.0.5), URLs before anything is resolved.
 @Suite struct EgressPolicyTests {
     @Test(arguments: ["127.0.0.1", "127.255.0.9", "10.0.0.5", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",

@@ -5,7 +5,7 @@ import PushPipeTesting
 import Synchronization
 import Testing
 
-/// Issue 15: a worker works on many events at once under load: their notifications go out in
+/// A worker works on many events at once under load: their notifications go out in
 /// one batch send and are recorded in one write; a retry still delays only its own event.
 @Suite struct BatchProcessingTests {
     static let renderer = """

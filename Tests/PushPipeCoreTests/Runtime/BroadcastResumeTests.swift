@@ -6,11 +6,9 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 9: a broadcast that failed on a later page was recorded as delivered
-/// (the users after that page never got it, and its event left the queue), one interrupted
-/// started again from page 1 (2,600 deliveries for 1,600 users), and every unresolved recipient
-/// was kept however many. Each page is now recorded with the broadcast's progress: on real
-/// stores, an early stop is a dead letter whose replay reaches only those not reached, a
+/// A broadcast records each page with its progress, so that a failure on a later page is not
+/// taken for a delivery and an interrupted broadcast does not start again from page 1. On real
+/// stores: an early stop is a dead letter whose replay reaches only those not reached, a
 /// broadcast stopped at the drain timeout goes on after its last page at the next run, and
 /// one whose recipients keep failing stops at a bound instead of keeping them all.
 @Suite(.timeLimit(.minutes(2))) struct BroadcastResumeTests {

@@ -7,11 +7,11 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 7: an outcome the store refused was retried for ever, so its event stayed
-/// queued, its worker blocked, and each restart sent it again. On real stores, each refusing
-/// one recipient's delivery row (a constraint): the event it belongs to becomes a dead letter
+/// An outcome the store refuses is not retried for ever, which would keep its event queued,
+/// block its worker and send it again at each restart. On real stores, each refusing one
+/// recipient's delivery row (a constraint): the event it belongs to becomes a dead letter
 /// with the store's reason, the event recorded with it is not concerned, and the next event
-/// is delivered. Before the fix the batch never returned (the time limit ends the test).
+/// is delivered. A batch that never returns fails the test at its time limit.
 @Suite(.timeLimit(.minutes(1))) struct EventProcessorRefusedOutcomeTests {
     static let renderer = "renderer: {type: json.template, payload: {n: {$from: n}}}"
 
@@ -38,8 +38,8 @@ import Testing
         }
     }
 
-    /// The provider's answer, the event's user or its body may hold a NUL (JSON allows it):
-    /// PostgreSQL refused the rows (22P05) and the outcome was retried for ever. Stored with
+    /// The provider's answer, the event's user or its body may hold a NUL (JSON allows it),
+    /// which PostgreSQL refuses (22P05), and the outcome would be retried for ever. Stored with
     /// the replacement character, the event is delivered and recorded, and so is the next.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresRecordsAnEventWhoseUserAndBodyHoldNUL() async throws {

@@ -5,9 +5,9 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// The 10-minute chaos soak lost an accepted event (issue 33): its recipients could not be read
-/// during a database outage, the event failed, and its source removed it from the queue as
-/// processed. A store that is away is waited for instead.
+/// A store that is away is waited for: otherwise an event whose recipients cannot be read
+/// during a database outage would fail, and its source would remove it from the queue as
+/// processed, losing an accepted event.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct EventProcessorStoreWaitTests {
     @Test func anEventWhoseRecipientsCannotBeReadDuringAnOutageIsDeliveredAfterIt() async throws {
@@ -25,7 +25,7 @@ struct EventProcessorStoreWaitTests {
                     defer { group.cancelAll() }
                     try await outage.begin()
                     group.addTask { await processor.process(pipeline.event(user: "u", ["n": 1])) }
-                    // Back once the event found the store away (or failed for it, before the fix).
+                    // Back once the event found the store away (or failed for it, which the checks below catch).
                     for await message in messages where message.contains("waits for the store") || message.contains("failed") { break }
                     try await outage.end()
                     while let next = try await group.next() {

@@ -8,7 +8,7 @@ import Testing
         renderer: {type: json.template, payload: {text: "{{text}}"}}
         """
 
-    /// Issue 12: after a cancelled backoff sleep the retry loop sent once more. Stopped in its
+    /// A cancelled backoff sleep ends the retry loop without another send. Stopped in its
     /// retries (the drain timeout), the event is no dead letter: its source sends it again, and
     /// a replay too would send it twice.
     @Test func aCancelledBackoffSendsNoFurtherAttempt() async throws {
@@ -33,7 +33,8 @@ import Testing
         }
     }
 
-    /// Issue 12: a broadcast loaded every token and started a task per token at once.
+    /// A broadcast goes out page by page with bounded concurrency, not every token loaded and a
+    /// task started per token at once.
     @Test func aBroadcastGoesOutPageByPageWithBoundedConcurrency() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {fanout: 8}") { pipeline in
             let users = 2_500

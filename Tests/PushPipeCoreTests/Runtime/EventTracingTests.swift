@@ -6,7 +6,7 @@ import PushPipeTesting
 import Testing
 import Tracing
 
-/// Issue 35: one span per event, with a child per stage and per delivery attempt, through any
+/// One span per event, with a child per stage and per delivery attempt, through any
 /// swift-distributed-tracing tracer (here the library's in-memory one).
 @Suite struct EventTracingTests {
     static let body = """

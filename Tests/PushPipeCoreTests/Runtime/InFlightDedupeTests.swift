@@ -3,7 +3,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 12: a poller emits the same items at every check; while their notification is
+/// A poller emits the same items at every check; while their notification is
 /// being delivered (in backoff, say) they must not go out a second time.
 @Suite struct InFlightDedupeTests {
     static let pipeline = """

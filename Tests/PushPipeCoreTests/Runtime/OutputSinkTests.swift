@@ -4,8 +4,8 @@ import Synchronization
 import Testing
 
 @Suite struct OutputSinkTests {
-    /// The sink's closure was a `Mutex`'s value itself: each print re-wrapped it in thunks,
-    /// so every line the stdout transport printed made the next one deeper and slower.
+    /// The sink's closure is not a `Mutex`'s value itself: each print would re-wrap it in
+    /// thunks, so every line the stdout transport prints would make the next one deeper and slower.
     @Test func printingDoesNotGetDeeperWithEachLine() {
         let depths = Mutex<[Int]>([])
         let sink = OutputSink { _ in depths.withLock { $0.append(Thread.callStackReturnAddresses.count) } }

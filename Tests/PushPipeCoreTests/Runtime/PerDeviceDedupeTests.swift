@@ -7,10 +7,10 @@ import PushPipePostgres
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 12: a poller's watermark moves only once every device of the user got
-/// the items, so while one device kept failing with a retryable error, each check sent them
-/// again to the devices that had them already. Checked on both stores: the devices reached
-/// are state rows, and PostgreSQL once read every state row it updated as a number.
+/// A poller's watermark moves only once every device of the user got the items, so while one
+/// device keeps failing with a retryable error, the devices reached are kept and each check
+/// sends the items only to the others. Checked on both stores: the devices reached are state
+/// rows, and an update must read every state row back as written, not as a number.
 @Suite struct PerDeviceDedupeTests {
     static let pipeline = """
         filters:

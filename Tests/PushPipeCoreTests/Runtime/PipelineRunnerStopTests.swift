@@ -3,11 +3,9 @@ import Logging
 import Testing
 
 @Suite struct PipelineRunnerStopTests {
-    /// Issue 33: a daemon did not finish stopping after SIGTERM. A source waiting for room in a
-    /// full pipeline held the stop until the transport freed some, and the drain's deadline
-    /// only started once every source had ended: with a transport that does not answer, the
-    /// stop waited forever. Now the waiting event is refused at once and the deadline counts
-    /// from the stop.
+    /// A daemon finishes stopping after SIGTERM even with a transport that does not answer: a
+    /// source waiting for room in a full pipeline has its event refused at once, and the
+    /// drain's deadline counts from the stop, not from the end of every source.
     @Test func aStopIsBoundedByTheDrainTimeoutWhileASourceWaitsForRoom() async throws {
         try await ScriptedPipeline.with("""
             renderer: {type: json.template, payload: {n: {$from: n}}}

@@ -8,11 +8,10 @@ import PushPipeStages
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 15a: the daemon moved what earlier versions queued under a source's
-/// position (`sources[0]`) to its key once, at its start, all of it: what a daemon of that
-/// version still running held was sent again a lease later, and what it let go of afterwards
-/// waited for some new daemon's restart. Now a daemon moves only what nobody works on, and
-/// goes on doing so every lease while its pipeline runs.
+/// What earlier versions queued under a source's position (`sources[0]`) moves to its key:
+/// only what nobody works on, so that what a daemon of that version still running holds is
+/// not sent again, and every lease while the pipeline runs, so that what such a daemon lets
+/// go of later does not wait for a restart.
 @Suite struct PositionKeyMoveTests {
     struct NoListener: RouteServing {
         func replaceRoutes(_ routes: RouteTable) {}

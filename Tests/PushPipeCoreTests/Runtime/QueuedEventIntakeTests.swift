@@ -5,9 +5,9 @@ import PushPipeSQLite
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 10: a claim may return an event this process holds in flight already (its
-/// lease lapsed while the store or the machine was slow: SQLite gives a process its own lapsed
-/// events). Starting it again sent it twice; the claim only renews it now.
+/// A claim may return an event this process holds in flight already (its lease lapsed while
+/// the store or the machine was slow: SQLite gives a process its own lapsed events). The claim
+/// only renews it, since starting it again would send it twice.
 @Suite struct QueuedEventIntakeTests {
     /// Takes events and never finishes them; counts what it was given and when claims looked for room.
     final class HoldingSink: EventSink {

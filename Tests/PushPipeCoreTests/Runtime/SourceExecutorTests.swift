@@ -65,14 +65,14 @@ private final class WhereTransport: Transport, Sendable {
 
 @Suite struct SourceExecutorTests {
     /// A poller names its HTTP client's event loop; the pipeline's workers must run there too,
-    /// or every event it finds wakes a thread of Swift's pool (a quarter of an OGS check's CPU).
+    /// or every event it finds wakes a thread of Swift's pool, a large share of an OGS check's CPU.
     @Test(arguments: [true, false])
     func workersRunOnTheExecutorTheSourcesName(_ named: Bool) async throws {
         #expect(try await sendRanOnTheMarkedExecutor(sourceNamesIt: named, transport: WhereTransport()) == named)
     }
 
     /// An APNs or FCM transport frames every request on its connections' loops: it keeps the
-    /// workers on Swift's pool whatever the sources name (APNs throughput fell by a fifth).
+    /// workers on Swift's pool whatever the sources name, so the framing does not slow them.
     @Test func theTransportsChoiceComesFirst() async throws {
         #expect(try await sendRanOnTheMarkedExecutor(sourceNamesIt: true, transport: WhereTransport(choice: globalConcurrentExecutor)) == false)
     }

@@ -4,7 +4,7 @@ import PushPipeStages
 import PushPipeTesting
 import Testing
 
-/// Issue 36: provider flow control. A provider's throttling answer with `Retry-After` pauses the
+/// Provider flow control. A provider's throttling answer with `Retry-After` pauses the
 /// transport for every event, not only the one that got it; `delivery.max_rate` paces sends.
 @Suite struct TransportGateTests {
     static let renderer = """
@@ -54,9 +54,9 @@ import Testing
         }
     }
 
-    /// Issue 45: a throttle pauses only its own origin. One Web Push subscriber's push service
-    /// (anyone can run one) answering `429 Retry-After: 3600` paused every send of the pipeline
-    /// for an hour, and every new event for that subscriber armed it again.
+    /// A throttle pauses only its own origin: otherwise one Web Push subscriber's push service
+    /// (anyone can run one) answering `429 Retry-After: 3600` would pause every send of the
+    /// pipeline for an hour, and every new event for that subscriber would arm it again.
     @Test func aThrottlePausesOnlyTheOriginThatAskedAndNotForever() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 20ms}") { pipeline in
             let hostile = "other-" + String(repeating: "e1", count: 16)

@@ -1,8 +1,8 @@
 import PushPipeCore
 import Testing
 
-/// Issue 45: a dry run prints what would be sent, and FCM carries the device token in its
-/// body: the printed form masks it there as the tap does, in the URL and headers as before.
+/// A dry run prints what would be sent, and FCM carries the device token in its body: the
+/// printed form masks it there as the tap does, as well as in the URL and headers.
 @Suite struct OutgoingRequestTests {
     static let token = "dXp1c2VyLXRva2VuOkFQQTkxYkhQUm1mRmlnWFl6V1h0cXZ6a0pCN0RyWVd6bmhKcU5XV3pJeFl6"
 

@@ -1,7 +1,7 @@
 @testable import PushPipeCore
 import Testing
 
-/// What the stores bind (issue 45, finding 7): NUL replaced, invalid UTF-8 repaired, free text bounded.
+/// What the stores bind: NUL replaced, invalid UTF-8 repaired, free text bounded.
 @Suite struct StoredTextTests {
     @Test func nulIsReplacedAndLongTextCut() {
         #expect(StoredText.storable("plain") == "plain")

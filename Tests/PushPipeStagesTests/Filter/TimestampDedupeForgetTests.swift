@@ -6,7 +6,7 @@ import PushPipeSQLite
 import PushPipeTesting
 import Testing
 
-/// Watermarks are bounded (issue 33, defect 8): those not moved for `forget_after` belong to
+/// Watermarks are bounded: those not moved for `forget_after` belong to
 /// users and items that are gone, and are removed.
 @Suite struct TimestampDedupeForgetTests {
     @Test func watermarksNotMovedForALongTimeAreRemoved() async throws {

@@ -7,14 +7,14 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// The chaos soak left live holds behind (issue 33): an event's holds were released with
-/// `try?`, so a release refused by the store (an outage, a cut connection, a task cancelled at
-/// the drain timeout) left the items held for `hold`, ten minutes without notifications.
+/// An event's holds are released even when the store refuses a release (an outage, a cut
+/// connection, a task cancelled at the drain timeout): a hold left behind would keep its items
+/// without notifications for the whole of `hold`.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct TimestampDedupeHoldTests {
     /// A hold is short and renewed while its notification is on its way: a daemon that dies
-    /// leaves its items held for `hold` (30 s), not for the ten minutes a hold had to last to
-    /// outlive every delivery's retries.
+    /// leaves its items held for `hold` (30 s), not for as long as every delivery's retries may
+    /// last, which a hold that is never renewed would have to outlive.
     @Test func theHoldsOfANotificationOnItsWayAreRenewed() async throws {
         let directory = try TemporaryDirectory("dedupe-renew")
         defer { directory.remove() }
@@ -91,10 +91,10 @@ struct TimestampDedupeHoldTests {
 }
 
 extension TimestampDedupeHoldTests {
-    /// The 10-minute chaos soak of 2026-11-25 saw a daemon notify a game twice: its delivery
-    /// could not record its watermark during a 30 s outage, the hold's renewals failed, the hold
-    /// lapsed in the database, and the daemon's own next check took the items again. A daemon
-    /// knows which notifications are on their way here, whatever the store says of the hold.
+    /// A daemon knows which notifications are on their way here, whatever the store says of the
+    /// hold: when a delivery cannot record its watermark during an outage, the hold's renewals
+    /// fail and the hold lapses in the database, and the daemon's own next check must not take
+    /// the items again and notify a game twice.
     @Test func itemsOnTheirWayHereAreNotTakenAgainWhenTheirHoldLapsedInTheStore() async throws {
         let directory = try TemporaryDirectory("dedupe-lapsed")
         defer { directory.remove() }

@@ -5,7 +5,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45: the egress client's connection check, on its own. A name may resolve to a
+/// The egress client's connection check, on its own. A name may resolve to a
 /// public address when it is checked and to a private one when the client connects (DNS
 /// rebinding): the peer of every new connection is checked again, and a refused one carries
 /// no request.

@@ -6,7 +6,7 @@ import PushPipeStages
 import Testing
 
 /// pipelines/pong.yaml renders, for Pong's original example, the very message the Firebase
-/// Admin SDK sends (shared/fixtures/fcm-v1-send-request-seed.exact.json), compared as JSON.
+/// Admin SDK sends (`Tests/PushPipeStagesTests/Fixtures/fcm-v1-send-request-seed.exact.json`), compared as JSON.
 @Suite struct FCMFixtureTests {
     @Test func pongExampleEqualsTheAdminSDKMessage() async throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

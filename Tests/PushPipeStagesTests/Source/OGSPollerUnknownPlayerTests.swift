@@ -3,10 +3,10 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45: anyone can register made-up OGS ids on the anonymous register route, and each one
-/// cost a request at every check (backing off to one per 10 minutes at most) until OGS answered
-/// 429 for everyone. An id OGS has no player for (404) is asked about again only after
-/// `unknown_player_interval`, while the real players are checked at the normal rate.
+/// Anyone can register made-up OGS ids on the anonymous register route, and each one would
+/// cost a request at every check until OGS answers 429 for everyone. So an id OGS has no
+/// player for (404) is asked about again only after `unknown_player_interval`, while the real
+/// players are checked at the normal rate.
 @Suite struct OGSPollerUnknownPlayerTests {
     @Test func anIdOGSHasNoPlayerForIsNotPolledAtTheNormalRate() async throws {
         let directory = try TemporaryDirectory("ogs-unknown")
@@ -20,8 +20,8 @@ import Testing
                 // Eight checks of the real player: eight intervals. Backing off 1, 2, 4
                 // intervals, a made-up id was asked about at least three times in them.
                 try await PollerHarness.waitUntil("eight checks of the real player") { ogs.requests.count { $0 == 1 } >= 8 }
-                // The made-up id registered again and again on the anonymous route (review of
-                // issue 45): each registration asked OGS at once, whatever its backoff.
+                // The made-up id registered again and again on the anonymous route: a
+                // registration must not ask OGS at once, whatever its backoff.
                 for _ in 0..<3 { await running.userRegistered("99") }
                 await running.userRegistered("1")
                 try await PollerHarness.waitUntil("the real player's registration checked") { ogs.requests.count { $0 == 1 } >= 9 }

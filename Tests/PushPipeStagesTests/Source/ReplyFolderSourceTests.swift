@@ -160,9 +160,8 @@ import Testing
         }
     }
 
-    /// Issue 33, defect 3 (found by the chaos soak): a reply whose delivery failed stayed in
-    /// its daemon's claim folder, touched every few seconds, until the daemon's next start.
-    /// It now goes back into the folder after a wait, is claimed again and sent.
+    /// A reply whose delivery failed does not stay in its daemon's claim folder until the
+    /// daemon's next start: it goes back into the folder after a wait, is claimed again and sent.
     @Test func aFailedReplyIsSentAgainAfterAWait() async throws {
         try await withSource(failing: 1, options: ", claim_lease: 1s") { directory, sink in
             try directory.write("a.json", #"{"message_id": "m1", "text": "one"}"#)
@@ -171,7 +170,7 @@ import Testing
         }
     }
 
-    /// Issue 13: a file claimed by a daemon that stopped touching its claims (it died) goes
+    /// A file claimed by a daemon that stopped touching its claims (it died) goes
     /// back into the folder after `claim_lease`, and is sent.
     @Test func claimsOfAStoppedDaemonComeBack() async throws {
         let prepare: (TemporaryDirectory) throws -> Void = { directory in
@@ -186,7 +185,7 @@ import Testing
         }
     }
 
-    /// Issue 12: a file can appear without an event inotify reports (a hard link makes only
+    /// A file can appear without an event inotify reports (a hard link makes only
     /// IN_CREATE); the periodic scan picks it up.
     @Test func aFileInotifyDoesNotReportIsFoundByTheRescan() async throws {
         try await withSource(options: ", rescan_interval: 200ms") { directory, sink in
@@ -199,10 +198,10 @@ import Testing
         }
     }
 
-    /// Issue 12: replies written while inotify's queue overflowed were never sent until a
-    /// restart. The pipeline is held busy (the source reads no events) while more files than
-    /// the kernel queues are written; every one is then sent exactly once, long before the
-    /// periodic scan (60 s) would run.
+    /// Replies written while inotify's queue overflows are sent without waiting for a restart.
+    /// The pipeline is held busy (the source reads no events) while more files than the kernel
+    /// queues are written; every one is then sent exactly once, long before the periodic scan
+    /// (60 s) would run.
     @Test func anInotifyQueueOverflowIsFollowedByAScan() async throws {
         let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 16384

@@ -4,7 +4,7 @@ import Foundation
 import PushPipeTesting
 import Testing
 
-/// Issue 15: a batch of notifications goes to APNs as one send on one connection; each request
+/// A batch of notifications goes to APNs as one send on one connection; each request
 /// still gets its own outcome, in order, whatever the others' answers.
 @Suite struct APNsBatchTests {
     @Test func aBatchsRequestsShareOneConnectionAndKeepTheirOwnOutcomes() async throws {

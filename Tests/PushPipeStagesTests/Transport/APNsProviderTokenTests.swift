@@ -62,8 +62,9 @@ import Testing
         #expect(provider.invalidate())
     }
 
-    /// Issue 12: concurrent refreshes signed different tokens (ECDSA signatures are
-    /// randomized), and APNs answers a switch between them with TooManyProviderTokenUpdates.
+    /// Concurrent refreshes share one signed token: ECDSA signatures are randomized, so each
+    /// would sign a different one, and APNs answers a switch between them with
+    /// TooManyProviderTokenUpdates.
     @Test func concurrentCallersShareOneSigning() async throws {
         let clock = Clock()
         let provider = try await APNsProviderToken(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K", teamID: "T", now: { clock.date })

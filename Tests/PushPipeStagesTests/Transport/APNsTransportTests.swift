@@ -6,7 +6,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Every row of the APNs outcome table (shared/protocols.md) against the stand-in.
+/// Every APNs status and reason (Apple's "Handling notification responses from APNs") against
+/// the stand-in.
 @Suite struct APNsTransportTests {
     func withHarness(_ body: (APNsHarness) async throws -> Void, timeout: String = "10s", attempts: Int = 3,
                      signingKey: P256.Signing.PrivateKey? = nil, maxStreams: Int = 100, serverStreamLimit: Int = 100) async throws {
@@ -84,7 +85,7 @@ import Testing
     @Test(arguments: [
         (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"), (503, "Shutdown"),
         (400, "IdleTimeout"), (403, "UnrelatedKeyIdInToken"),
-        // The token is valid, only rotated too often (issue 12): a retry, not a configuration error.
+        // The token is valid, only rotated too often: a retry, not a configuration error.
         (429, "TooManyProviderTokenUpdates"),
     ])
     func temporaryFailuresAreRetriedWithBackoff(_ status: Int, _ reason: String) async throws {
@@ -179,9 +180,9 @@ import Testing
         }, timeout: "3s") // far under the 60 s answer, and room for the retry on a loaded machine
     }
 
-    /// A request past its timeout was reported as "closed before an answer": writing its reset
-    /// delivered NIOHTTP2's stream-closed event before the timeout failed it, so operators saw
-    /// a broken connection where APNs was only slow (found by the adversarial chaos soak).
+    /// A request past its timeout is reported as a timeout, not as "closed before an answer":
+    /// writing its reset delivers NIOHTTP2's stream-closed event, which must not fail it first,
+    /// or operators would see a broken connection where APNs is only slow.
     @Test func aTimedOutRequestSaysItTimedOut() async throws {
         try await withHarness({ harness in
             let report = try await harness.run { processor in

@@ -3,7 +3,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// The FCM outcome table (shared/protocols.md) and OAuth token handling against the stand-in.
+/// FCM's answers (Firebase's "FCM error codes" for the HTTP v1 API) and OAuth token handling
+/// against the stand-in.
 @Suite struct FCMTransportTests {
     typealias H = FCMHarness
 

@@ -5,7 +5,7 @@ import Testing
 
 /// Each transport reads its provider's answer into a reason's code once, where the answer
 /// enters: APNs' `reason`, FCM's `errorCode`, a Web Push status. Metrics and the transport
-/// gate use the code and nothing parses the text back (issue 46, "one delivery result").
+/// gate use the code and nothing parses the text back.
 @Suite struct ProviderReasonCodeTests {
     @Test(arguments: [(400, #"{"reason":"BadTopic"}"#, "BadTopic"), (410, #"{"reason":"Unregistered","timestamp":1}"#, "Unregistered"),
                       (400, #"{"reason":"BadDeviceToken"}"#, "BadDeviceToken"), (503, "", "HTTP_503"),

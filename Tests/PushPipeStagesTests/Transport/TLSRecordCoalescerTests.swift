@@ -3,7 +3,7 @@ import NIOEmbedded
 @testable import PushPipeStages
 import Testing
 
-/// Issue 15: the frames written between two flushes reach TLS as one write (one record instead
+/// The frames written between two flushes reach TLS as one write (one record instead
 /// of one per frame), in order, and each writer still learns how its write ended.
 @Suite struct TLSRecordCoalescerTests {
     @Test func writesBetweenFlushesLeaveAsOneInOrder() throws {

@@ -118,9 +118,9 @@ import Testing
         }
     }
 
-    /// Issue 45: a number from the event that no header can hold (1e300, "inf", NaN) fails
-    /// that event with a reason; it trapped in the transport and crashed the daemon at every
-    /// restart, the event still queued.
+    /// A number from the event that no header can hold (1e300, "inf", NaN) fails that event
+    /// with a reason: a trap in the transport would crash the daemon at every restart, the
+    /// event still queued.
     @Test(arguments: [JSON.double(1e300), .string("inf"), .string("nan"), .int(-5), .double(2_592_001)])
     func aTTLNoHeaderCanHoldFailsTheEventNotTheDaemon(_ ttl: JSON) async throws {
         try await withHarness(renderer: "  ttl: \"{{ttl}}\"") { harness in
@@ -133,7 +133,7 @@ import Testing
         }
     }
 
-    /// Issue 45: a push service that redirects into the operator's network gets no second
+    /// A push service that redirects into the operator's network gets no second
     /// request; its subscription goes, and the internal server sees nothing.
     @Test func aRedirectIsNotFollowedAndItsSubscriptionGoes() async throws {
         let intranet = try await OGSStandIn.start()
@@ -149,8 +149,8 @@ import Testing
         await intranet.stop()
     }
 
-    /// Issue 45: what a push service writes in its body is never repeated (it showed in the
-    /// status route, dead letters, the tap and logs): only a code of the form codes have.
+    /// What a push service writes in its body is never repeated (in the status route, dead
+    /// letters, the tap or logs): only a code of the form codes have.
     @Test func aServicesBodyIsNotRepeatedOnlyItsCode() async throws {
         try await withHarness { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
@@ -165,7 +165,7 @@ import Testing
         }
     }
 
-    /// Issue 45: without `--allow-private-endpoint` the stand-in on loopback is refused, at
+    /// Without `--allow-private-endpoint` the stand-in on loopback is refused, at
     /// registration and, for a subscription stored earlier, before anything is sent.
     @Test func aServiceOnLoopbackIsRefusedUnlessItsOriginIsAllowed() async throws {
         try await withHarness(allowing: []) { harness in
@@ -182,7 +182,7 @@ import Testing
         }
     }
 
-    /// Issue 45: a push service anyone can run answering `429 Retry-After: 3600` holds neither
+    /// A push service anyone can run answering `429 Retry-After: 3600` holds neither
     /// its own event for an hour (the pipeline's room) nor the next one: past `max_backoff`
     /// the notification ends unresolved at once, and while its origin is paused nothing more
     /// is sent there.
@@ -224,7 +224,7 @@ import Testing
         }
     }
 
-    /// Issue 45: a subscription limited to named push services (`allowed_origins`).
+    /// A subscription limited to named push services (`allowed_origins`).
     @Test func anAllowListKeepsOtherServicesOut() async throws {
         try await withHarness(transport: "  allowed_origins: [\"https://*.push.apple.com\"]") { harness in
             let transport = try #require(harness.definition.transport.stage as? WebPushTransport)
@@ -287,7 +287,7 @@ import Testing
     /// refuses a key of the right form that is not a point on P-256, before anything is stored.
     @Test func aKeyThatIsNotAPointIsRefusedAtRegistration() async throws {
         try await withHarness { harness in
-            let route = try RouteAction.register.route(["action": "register", "path": "/web/subscriptions", "user_field": "user_id",
+            let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/web/subscriptions", "user_field": "user_id",
                                                         "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
             var context = RouteContext(pipeline: harness.definition.name, store: harness.store, sink: RefusingEventSink())
             context.tokenValidators = [try #require(harness.definition.transport.stage as? any TokenValidator)]

@@ -3,8 +3,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45 (review): the poster bounded only the answer's head, so a receiver that sent a head
-/// and then never its body held the batch, and the pipeline's webhook worker, for ever.
+/// The poster bounds the whole answer, not only its head, so a receiver that sends a head and
+/// then never its body cannot hold the batch, and the pipeline's webhook worker, for ever.
 @Suite(.timeLimit(.minutes(1))) struct StandardWebhookPosterTests {
     @Test func aReceiverThatNeverSendsItsBodyIsTriedAgainLater() async throws {
         let receiver = try await StallingHTTPServer.start()

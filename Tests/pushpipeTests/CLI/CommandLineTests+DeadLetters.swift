@@ -6,8 +6,8 @@ import Testing
 
 /// `pushpipe dead-letters` on a state file that holds a dead letter.
 extension CommandLineTests {
-    /// `show` takes `--json`, as the README and operations.md write it (issue 45: it was refused
-    /// as an unknown option), and prints the same JSON without it.
+    /// `show` takes `--json`, as the README and `docs/operations.md` write it, and prints the
+    /// same JSON without it.
     @Test func deadLettersShowTakesJSON() async throws {
         let directory = try TemporaryDirectory("dead-letters")
         defer { directory.remove() }

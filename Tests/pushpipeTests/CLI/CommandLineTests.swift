@@ -30,7 +30,7 @@ import Testing
         #expect(stages.output.contains { $0.contains("ogs.poller") } && stages.output.contains { $0.contains("token_lifetime (duration; default 3000)") })
     }
 
-    /// Issue 36: the routes as OpenAPI 3.1, from the shipped pipelines and without their secrets
+    /// The routes as OpenAPI 3.1, from the shipped pipelines and without their secrets
     /// (`.ci/check-openapi` validates the document and runs schemathesis against a daemon).
     @Test func openapiDescribesTheShippedPipelinesRoutes() async throws {
         let directory = try TemporaryDirectory("openapi")
@@ -84,9 +84,9 @@ import Testing
         #expect(fromFile.output.contains { $0.contains("\"message_id\": \"m-2\"") })
     }
 
-    /// Issue 12: the shipped `_test.yaml` cases failed on a machine that runs the daemon (its
-    /// APNs and bundle-id variables exported), and `validate DIR` from another directory did
-    /// not find the plugins beside DIR.
+    /// The shipped `_test.yaml` cases pass on a machine that runs the daemon (its APNs and
+    /// bundle-id variables exported), and `validate DIR` from another directory finds the
+    /// plugins beside DIR.
     @Test func pipelineTestsAndValidationDoNotDependOnTheCallersShellOrDirectory() async throws {
         let deploy = try TemporaryDirectory("deploy")
         let elsewhere = try TemporaryDirectory("elsewhere")

@@ -5,8 +5,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45 (smaller): with the APNs key and FCM's service account swapped, `pushpipe validate`
-/// printed `ok`, and the daemon started not ready without a word in its log.
+/// With the APNs key and FCM's service account swapped, `pushpipe validate` must not print
+/// `ok`, nor the daemon start not ready without a word in its log.
 @Suite struct CredentialFileTests {
     static let apple = """
         pipeline: apple

@@ -78,8 +78,8 @@ import Testing
     }
 
     /// A source's queued events are kept under its key (its type here), not its position: a
-    /// source added before it leaves them where it finds them (before, they waited under
-    /// `sources[0]` for a source that was now `sources[1]`, until someone noticed). Events
+    /// source added before it leaves them where it finds them (under the position they would
+    /// wait under `sources[0]` for a source that is now `sources[1]`). Events
     /// queued by an earlier version under the position move to the key; events no pipeline's
     /// source will claim are reported at the start.
     @Test func queuedEventsFollowTheirSourceWhenThePipelineChanges() async throws {

@@ -3,7 +3,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 36: the admin listener streams event bodies (`/tap`): with a token it asks for it,
+/// The admin listener streams event bodies (`/tap`): with a token it asks for it,
 /// beyond loopback it refuses to run without one, on loopback it answers only requests for this
 /// machine (DNS rebinding), and its taps are bounded.
 @Suite struct AdminAccessTests {
@@ -58,7 +58,7 @@ import Testing
             let admin = HTTPTestClient(port: try await daemon.adminPort())
             let rebound = try await admin.request("GET", "/metrics", headers: ["host": "attacker.example:9090"])
             #expect(rebound.status == 403 && rebound.body?["field"] == "host", "\(rebound.status) \(rebound.text)")
-            // Issue 45: names that only start like a loopback address are somebody's domain.
+            // Names that only start like a loopback address are somebody's domain.
             for host in ["127.0.0.1.attacker.example", "127.0.0.1.attacker.example:9090", "127.evil.example:9090", "[::1].attacker.example",
                          "[::1]x:9090", "127.0.0.256:9090", "127.0.0.1:90ab", "localhost.attacker.example"] {
                 let refused = try await admin.request("GET", "/metrics", headers: ["host": host])
@@ -72,7 +72,7 @@ import Testing
         }
     }
 
-    /// Issue 45: `[::1]:PORT` is loopback as written in a URL, not a host name to resolve.
+    /// `[::1]:PORT` is loopback as written in a URL, not a host name to resolve.
     @Test func theAdminListenerTakesABracketedIPv6Loopback() async throws {
         let directory = try TemporaryDirectory("admin-ipv6")
         defer { directory.remove() }

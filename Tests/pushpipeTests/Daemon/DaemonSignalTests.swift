@@ -104,10 +104,9 @@ import Testing
 }
 
 extension DaemonSignalTests {
-    /// Issue 45: SIGTERM while the pipeline is full. The requests waiting for room were
-    /// handlers the listener waited for, and only the pipelines' stop, after the listener's,
-    /// would have released them, so the daemon ran on. Now each waiting request is
-    /// answered (503, or 202 for what was accepted) and the daemon exits within its drain timeout.
+    /// SIGTERM while the pipeline is full. The requests waiting for room are handlers the
+    /// listener waits for, so the pipelines stop first: each waiting request is answered (503,
+    /// or 202 for what was accepted) and the daemon exits within its drain timeout.
     @Test func sigtermWhileThePipelineIsFullAnswersTheWaitingRequestsAndExits() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -52,8 +52,8 @@ import Testing
         return nil
     }
 
-    /// Issue 45: two backends posting to one pipeline through sources of their own, each with
-    /// its own token: one cannot read the other's events (they shared the principal "token").
+    /// Two backends posting to one pipeline through sources of their own, each with its own
+    /// token: one cannot read the other's events, since each token is a principal of its own.
     @Test func aSecondSourcesTokenReadsNoneOfTheFirstSourcesEvents() async throws {
         let directory = try TemporaryDirectory("status-principal")
         defer { directory.remove() }

@@ -3,7 +3,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45: the OGS register route is anonymous, so anyone can register a device for any
+/// The OGS register route is anonymous, so anyone can register a device for any
 /// player's id. With `auth: {type: identity}` the caller's bearer token is shown to OGS's
 /// `/api/v1/me` (here the OGS stand-in, a real HTTP server), and only that player's id may be
 /// registered; an identity service that answers garbage or hangs gets a clear 502 or 503.

@@ -2,7 +2,7 @@ import Foundation
 import PushPipeTesting
 import Testing
 
-/// flows.md §1 end to end (issue 4's test list).
+/// The OGS turn notifications (`pipelines/ogs-turns.yaml`) end to end.
 @Suite struct OGSFlowTests {
     typealias H = OGSFlowHarness
 
@@ -173,8 +173,8 @@ import Testing
         }
     }
 
-    /// Issue 12: `PUSHPIPE_CA_FILE` reached only the APNs transport; an OGS mirror with a
-    /// private CA failed every check with CERTIFICATE_VERIFY_FAILED.
+    /// `PUSHPIPE_CA_FILE` reaches the OGS poller too, not only the APNs transport: an OGS
+    /// mirror with a private CA would otherwise fail every check with CERTIFICATE_VERIFY_FAILED.
     @Test func anOGSMirrorWithAPrivateCAIsTrustedThroughTheCAFile() async throws {
         try await H.with(privateCA: true) { harness in
             #expect(harness.environment["OGS_API_BASE"]?.hasPrefix("https://") == true)
@@ -190,8 +190,8 @@ import Testing
         }
     }
 
-    /// Issue 12: with APNs answering 503 twice, the next checks (every second) emitted the
-    /// same game again while its delivery was in backoff, and the player got it twice.
+    /// With APNs answering 503 twice, the next checks (every second) must not emit the same
+    /// game again while its delivery is in backoff, or the player would get it twice.
     @Test func aMoveInBackoffIsNotSentAgainByTheNextChecks() async throws {
         try await H.with(environment: ["CHECK_INTERVAL_SECONDS": "1"]) { harness in
             harness.apns.script(.reject(status: 503, reason: "ServiceUnavailable"), .reject(status: 503, reason: "ServiceUnavailable"))

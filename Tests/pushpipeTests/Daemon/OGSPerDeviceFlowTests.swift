@@ -3,8 +3,8 @@ import PushPipeTesting
 import Synchronization
 import Testing
 
-/// Issue 45, finding 12, on the shipped OGS pipeline: a player with two phones, one of which
-/// APNs answers 500 at every attempt. The watermark waits for that phone, and each check sent
+/// On the shipped OGS pipeline: a player with two phones, one of which APNs answers 500 at
+/// every attempt. The watermark waits for that phone, and the checks meanwhile must not send
 /// the turn again to the other one.
 @Suite struct OGSPerDeviceFlowTests {
     typealias H = OGSFlowHarness

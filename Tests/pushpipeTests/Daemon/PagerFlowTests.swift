@@ -4,7 +4,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// flows.md §3 end to end: the shipped pager pipeline, the daemon, the APNs stand-in.
+/// The pager Live Activities end to end: the shipped pager pipeline, the daemon, the APNs stand-in.
 @Suite struct PagerFlowTests {
     static let deviceToken = String(repeating: "a1", count: 32)
     static let startToken = String(repeating: "b2", count: 80)

@@ -4,8 +4,9 @@ import PushPipeTesting
 import Testing
 
 /// Plugins are the daemon's children in process groups of their own: a terminal's Ctrl-C is
-/// the daemon's to handle (issue 45: the example's quiet-hours plugin printed a Python
-/// `KeyboardInterrupt` traceback, dying before the daemon drained), and they still end with it.
+/// the daemon's to handle (a plugin that got it, such as the example's quiet-hours plugin, would
+/// print a Python `KeyboardInterrupt` traceback and die before the daemon drained), and they
+/// still end with it.
 @Suite struct PluginProcessGroupTests {
     /// The shipped example (its quiet-hours plugin in Python), as `pushpipe run` in a terminal.
     static func runExample(_ body: @escaping @Sendable (DaemonProcess, HTTPTestClient) async throws -> Void) async throws {

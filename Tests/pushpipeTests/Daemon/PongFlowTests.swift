@@ -3,8 +3,8 @@ import PushPipeTesting
 import Testing
 import _CryptoExtras
 
-/// flows.md §2 end to end: the shipped pong.yaml in the real daemon, FCM + OAuth stand-in,
-/// JWT users, the simulator CLI as its own process.
+/// The Pong notifications over FCM end to end: the shipped pong.yaml in the real daemon, FCM
+/// + OAuth stand-in, JWT users, the simulator CLI as its own process.
 @Suite struct PongFlowTests {
     static let user = "62cc403b99efc110a9a73a55"
 

@@ -10,8 +10,7 @@ import PushPipeTesting
 import Testing
 
 /// A database outage longer than the lease, with real daemons and a real PostgreSQL whose
-/// database is taken away (`ALLOW_CONNECTIONS false`) and brought back (issue 33, defect 6 and
-/// what the chaos soak found around its outage).
+/// database is taken away (`ALLOW_CONNECTIONS false`) and brought back.
 @Suite(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
 struct PostgresStoreOutageTests {
     static let token = String(repeating: "ab", count: 32)
@@ -75,10 +74,10 @@ struct PostgresStoreOutageTests {
         #expect(delivered.value.keys.filter { $0.hasPrefix("during") }.isEmpty, "nothing answered 503 was sent")
     }
 
-    /// The soak's outage found this: an event sent just before the database went away had its
-    /// outcome and removal wait for it, its lease lapsed meanwhile, and another daemon, whose
-    /// pool came back first, took it over and sent it again. After a gap in renewals longer
-    /// than a lease, claims now wait until the holders have had time to renew.
+    /// After a gap in renewals longer than a lease, claims wait until the holders have had time
+    /// to renew: an event sent just before the database went away has its outcome and removal
+    /// wait for it, its lease lapses meanwhile, and another daemon whose pool comes back first
+    /// would otherwise take it over and send it again.
     @Test func anEventInFlightAtAnOutageIsSentOnce() async throws {
         let directory = try TemporaryDirectory("outage-in-flight")
         defer { directory.remove() }
@@ -173,10 +172,10 @@ struct PostgresStoreOutageTests {
         try await store.close()
     }
 
-    /// Every holder of a kind beats one clock row. A renewal that waited for it inside one
-    /// transaction wrote leases counted from the transaction's start: after a wait longer than
-    /// the lease they had lapsed already, and another daemon took over what was still being
-    /// sent. A lease runs from when its row is written.
+    /// Every holder of a kind beats one clock row. A lease runs from when its row is written:
+    /// counted from the start of a transaction that waited for the clock row longer than the
+    /// lease, it would have lapsed already, and another daemon would take over what is still
+    /// being sent.
     @Test func aRenewalThatWaitedForTheClockCountsItsLeaseFromTheWrite() async throws {
         let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")

@@ -3,7 +3,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 12: user ids and tokens in bodies and paths are checked by what the route declares;
+/// User ids and tokens in bodies and paths are checked by what the route declares;
 /// a refused request answers 4xx `{"error", "field"}` and stores nothing.
 @Suite struct RouteInputValidationTests {
     typealias H = OGSFlowHarness

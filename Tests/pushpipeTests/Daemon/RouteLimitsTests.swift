@@ -4,7 +4,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 36: a route's `limits:` on a real daemon: token buckets per client address and per
+/// A route's `limits:` on a real daemon: token buckets per client address and per
 /// caller (429 with `Retry-After`), `X-Forwarded-For` only from trusted proxies, a body size
 /// limit (413), and a connection that does not send its request in time is closed.
 @Suite struct RouteLimitsTests {

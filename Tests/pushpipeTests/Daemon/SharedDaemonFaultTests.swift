@@ -8,8 +8,7 @@ import PushPipeStores
 import PushPipeTesting
 import Testing
 
-/// The scale-out guarantees under the conditions a review found them broken in (issue 33):
-/// each test creates one condition with real daemons and fails on the code before its fix.
+/// The scale-out guarantees under faults: each test creates one condition with real daemons.
 @Suite struct SharedDaemonFaultTests {
     static let postgres = Testing.ConditionTrait.enabled(if: TestStores.postgresURL != nil,
                                                         "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against")
@@ -49,9 +48,9 @@ import Testing
 
     static let registration: JSON = ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]
 
-    /// Defect 1: `rename()` keeps a file's modification time, so another daemon's sweep took a
-    /// reply written long ago for abandoned as soon as it was claimed, before its owner's first
-    /// touch, and it went out twice. Replies written an hour before they are claimed, two
+    /// `rename()` keeps a file's modification time, so another daemon's sweep must not take a
+    /// reply written long ago for abandoned as soon as it is claimed, before its owner's first
+    /// touch, and send it twice. Replies written an hour before they are claimed, two
     /// daemons on the folder, APNs answering slowly: each reply is sent once.
     @Test func oldRepliesInASharedFolderAreSentOnce() async throws {
         let directory = try TemporaryDirectory("old-replies")
@@ -90,10 +89,10 @@ import Testing
         Self.expectEachDeliveredOnce(delivered, count: replies)
     }
 
-    /// Defect 2: a daemon claimed up to 1,000 left-over events and renewed its leases only
-    /// between submissions, which wait while the pipeline is full. Its leases lapsed while it
-    /// still held the events, and the other daemon took them over: duplicates. 40 events left
-    /// by a dead daemon, two daemons with room for two events each, APNs taking 0.5 s per answer.
+    /// A daemon that claims left-over events keeps their leases while submissions wait for a
+    /// full pipeline, or they would lapse while it still holds the events and the other daemon
+    /// would take them over: duplicates. 40 events left by a dead daemon, two daemons with room
+    /// for two events each, APNs taking 0.5 s per answer.
     @Test(postgres) func claimsUnderBackpressureKeepTheirLeases() async throws {
         let directory = try TemporaryDirectory("backpressure")
         defer { directory.remove() }
@@ -121,9 +120,9 @@ import Testing
         Self.expectEachDeliveredOnce(delivered, count: events)
     }
 
-    /// Defect 3: an event cancelled at the drain timeout of a SIGHUP reload stayed queued under
-    /// this process's name, and claims skip this process's own events: nobody sent it until a
-    /// restart. It must go out again within a bounded time.
+    /// An event cancelled at the drain timeout of a SIGHUP reload stays queued under this
+    /// process's name, and claims skip this process's own events, so nobody would send it until
+    /// a restart. It must go out again within a bounded time.
     @Test func anEventCancelledByAReloadIsSentAgain() async throws {
         let directory = try TemporaryDirectory("reload-drain")
         defer { directory.remove() }
@@ -151,9 +150,9 @@ import Testing
         }, cleanup: apns.stop)
     }
 
-    /// Defect 4: leases were in each daemon's own clock. A daemon 60 s ahead saw every other
-    /// daemon's lease as long expired and took over events still being delivered. Shared time
-    /// is the database's: the skewed daemon (under Debian's `faketime`) takes nothing live.
+    /// Shared time is the database's, not each daemon's own clock: a daemon 60 s ahead would
+    /// see every other daemon's lease as long expired and take over events still being
+    /// delivered. The skewed daemon (under Debian's `faketime`) takes nothing live.
     @Test(postgres, .enabled(if: FakeTime.isInstalled, "Debian's faketime is not installed"))
     func aDaemonWithASkewedClockTakesNoLiveEvents() async throws {
         let directory = try TemporaryDirectory("skewed-clock")
@@ -193,8 +192,8 @@ import Testing
         Self.expectEachDeliveredOnce(delivered, count: events)
     }
 
-    /// Defect 7: a second daemon on one machine failed on the admin listener's default port
-    /// with a bare `bind(...): Address already in use`. The error names the listener and the flag.
+    /// A second daemon on one machine fails on the admin listener's default port with an error
+    /// that names the listener and the flag, not a bare `bind(...): Address already in use`.
     @Test func aTakenAdminPortNamesTheAdminListener() async throws {
         let directory = try TemporaryDirectory("admin-port")
         defer { directory.remove() }

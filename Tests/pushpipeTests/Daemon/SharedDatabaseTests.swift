@@ -3,7 +3,7 @@ import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
-/// Several daemons on one PostgreSQL database (issue 13), as real processes.
+/// Several daemons on one PostgreSQL database, as real processes.
 @Suite struct SharedDatabaseTests {
     /// The APNs transport of these tests' pipelines, configured by the stand-in's environment.
     static let apnsTransport = """

@@ -2,7 +2,7 @@ import Foundation
 import PushPipeTesting
 import Testing
 
-/// Several daemons on one reply folder (issue 13), as real processes.
+/// Several daemons on one reply folder, as real processes.
 @Suite struct SharedReplyFolderTests {
     /// Replies from `${REPLY_DIR}` as APNs alerts whose custom `message_id` lets the stand-in count them.
     static func replyPipeline(claimLease: String, concurrency: Int) -> String {

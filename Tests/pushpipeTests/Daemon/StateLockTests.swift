@@ -5,9 +5,9 @@ import PushPipeSQLite
 import PushPipeTesting
 import Testing
 
-/// Issue 45, finding 10: a mistaken second `pushpipe run` on the same `--state` claimed the
-/// first daemon's in-flight event (SQLite gives another process's events to a claim at once)
-/// before it exited for the busy port, and the push service saw two sends.
+/// A mistaken second `pushpipe run` on the same `--state` stops at the state lock: otherwise
+/// it would claim the first daemon's in-flight event (SQLite gives another process's events to
+/// a claim at once) before it exits for the busy port, and the push service would see two sends.
 @Suite struct StateLockTests {
     /// A pipeline whose source is keyed `inbox`, sending through `transport`.
     static func pipeline(transport: String) -> String {
@@ -55,8 +55,8 @@ import Testing
 
     /// The first daemon holds an event in flight (its transport does not answer yet). A second
     /// `pushpipe run` on the same state, on another port and on the first one's, exits 1 naming
-    /// the first daemon's pid, and the event is sent once. Before the lock the second daemon on
-    /// another port ran and sent the event again.
+    /// the first daemon's pid, and the event is sent once. Without the lock the second daemon
+    /// on another port would run and send the event again.
     @Test func aSecondDaemonOnTheSameStateExitsNamingTheFirstAndSendsNothing() async throws {
         let directory = try TemporaryDirectory("state-lock")
         defer { directory.remove() }

@@ -4,8 +4,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// flows.md §4 end to end: the shipped pipeline file, the real daemon, real inotify, the
-/// APNs stand-in verifying the provider token; a restart sends nothing twice.
+/// The Sven reply notifications end to end: the shipped pipeline file, the real daemon, real
+/// inotify, the APNs stand-in verifying the provider token; a restart sends nothing twice.
 @Suite struct SvenFlowTests {
     static var repository: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -34,7 +34,7 @@ import Testing
 
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
-            // The install id is a string: a number is refused, not coerced (issue 12).
+            // The install id is a string: a number is refused, not coerced.
             let numeric = try await client.request("POST", "/register-apns", json: ["device_token": 12345, "apns_token": .string(oldToken)])
             #expect(numeric.status == 422)
             #expect(numeric.body?["field"] == "device_token")

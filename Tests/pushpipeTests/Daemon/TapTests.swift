@@ -79,8 +79,8 @@ import Testing
     }
 
     /// The slot of a tap that went away (killed, so it never said so) is free again within the
-    /// `Retry-After` the refused tap was told (issue 45: it took two heartbeats more); a
-    /// wrong token is told as refused, not as missing.
+    /// `Retry-After` the refused tap was told, not heartbeats later; a wrong token is told as
+    /// refused, not as missing.
     @Test func aGoneTapsSlotIsFreeWithinTheRetryAfterTold() async throws {
         let directory = try TemporaryDirectory("tap-slots")
         defer { directory.remove() }

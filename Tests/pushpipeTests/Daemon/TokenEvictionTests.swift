@@ -3,8 +3,8 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 45: an anonymous register route let ten made-up tokens for a real player's id push out
-/// the player's phone (`max_tokens_per_user`). Through the daemon's own routes: a phone that
+/// On an anonymous register route, made-up tokens for a real player's id must not push out the
+/// player's phone (`max_tokens_per_user`). Through the daemon's own routes: a phone that
 /// has received a notification stays, whatever is registered for its user after it.
 @Suite struct TokenEvictionTests {
     static let pipeline = """

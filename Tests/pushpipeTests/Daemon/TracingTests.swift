@@ -3,7 +3,7 @@ import PushPipeCore
 import PushPipeTesting
 import Testing
 
-/// Issue 35: traces over OTLP/HTTP, checked by an independent receiver that decodes the
+/// Traces over OTLP/HTTP, checked by an independent receiver that decodes the
 /// protobuf export with OpenTelemetry's own definitions (PyPI `opentelemetry-proto`).
 @Suite(.serialized) struct TracingTests {
     /// Decodes each export and prints one JSON line per span.

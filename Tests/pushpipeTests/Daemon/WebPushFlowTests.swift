@@ -64,7 +64,7 @@ import Testing
         insecure["endpoint"] = .string(try #require(insecure["endpoint"]?.stringValue).replacingOccurrences(of: "https:", with: "http:"))
         let refused = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(insecure)], headers: ann)
         #expect(refused.status == 400 && refused.body?["field"] == "subscription.endpoint")
-        // Issue 45: a web user may not point the daemon into the operator's network; the
+        // A web user may not point the daemon into the operator's network; the
         // stand-in's own origin is allowed by --allow-private-endpoint, nothing else private is.
         for endpoint in ["https://169.254.169.254/latest/meta-data/x", "https://10.0.0.5/push/x", "https://[::1]:8443/push/x",
                          "https://localhost:1/push/x", "https://127.0.0.1:\(service.port)/push/x"] {

@@ -9,10 +9,11 @@ import System
 import SystemPackage
 #endif
 
-/// The commands of the docs, run as written (issue 33, defect 7): the three daemons of
-/// `docs/scale-out.md` once failed on the admin listener's default port. Only what no test
-/// machine has is changed: `db.internal` is reached through `hostaddr=127.0.0.1` (its name
-/// still verified, against a certificate the test made), and the apps' `0.0.0.0` is 127.0.0.1.
+/// The commands of the docs, run as written, so that they keep working as documented (the
+/// three daemons of `docs/scale-out.md` on one machine, each with its own admin port). Only
+/// what no test machine has is changed: `db.internal` is reached through `hostaddr=127.0.0.1`
+/// (its name still verified, against a certificate the test made), and the apps' `0.0.0.0` is
+/// 127.0.0.1.
 @Suite(.serialized) struct DocumentedCommandsTests {
     /// The lines of the document's `sh` blocks, continuation lines joined, comments and blank
     /// lines left out.

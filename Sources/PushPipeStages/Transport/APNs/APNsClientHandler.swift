@@ -5,7 +5,7 @@ import NIOHTTP2
 
 /// Carries requests as HTTP/2 frames on the connection itself: one entry per stream in a
 /// table, no child channel, pipeline or promise per notification. A child channel per stream
-/// (NIOHTTP2's multiplexer) cost about a fifth of the event loop's time at APNs rates.
+/// (NIOHTTP2's multiplexer) costs a large share of the event loop's time at APNs rates.
 ///
 /// `NIOHTTP2Handler` still runs the protocol: it keeps the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS by buffering new streams, does flow control of what we send,
@@ -57,8 +57,8 @@ final class APNsClientHandler: ChannelInboundHandler {
     private var idleSince: NIODeadline?
     private var idleTimer: Scheduled<Void>?
 
-    /// Stream ids are 31 bits and never reused: after about a billion requests (12 hours at
-    /// 25,000/s) a connection makes way for a new one.
+    /// Stream ids are 31 bits and never reused: after about a billion requests a connection
+    /// makes way for a new one.
     static let defaultLastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
     static let windowUpdateThreshold = 32_768
 

@@ -3,7 +3,7 @@ import Synchronization
 /// How a request's answer reaches its sender: one waiting task per request, or one per batch.
 ///
 /// A batch's sender waits once for all its answers. A task switch per answer (resumed from
-/// the event loop onto Swift's pool) was a large share of what a notification cost.
+/// the event loop onto Swift's pool) would be a large share of what a notification costs.
 enum APNsCompletion: Sendable {
     case single(CheckedContinuation<APNsResponse, any Error>)
     case batch(APNsBatchAnswers, index: Int)

@@ -1,7 +1,8 @@
 import Foundation
 import PushPipeCore
 
-/// One APNs answer, and what it means for the delivery (protocols.md, the outcome table).
+/// One APNs answer, and what it means for the delivery (Apple's "Handling notification
+/// responses from APNs": status codes and reasons).
 struct APNsResponse: Sendable {
     var status: Int
     var apnsID: String?

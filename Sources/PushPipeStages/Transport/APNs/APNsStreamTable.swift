@@ -4,7 +4,7 @@ import NIOHTTP2
 /// may be open, with linear probing.
 ///
 /// Why not a `Dictionary`: a request looks its stream up about six times (opened, answered,
-/// each frame of the answer, closed, its deadline passed over) and each lookup hashed the id
+/// each frame of the answer, closed, its deadline passed over) and each lookup would hash the id
 /// with SipHash, on the event loop every answer waits for. Ids go up by two from one stream
 /// to the next, so consecutive streams take consecutive slots and a
 /// lookup is an index computation; an old stream still open (slow to answer) only makes the

@@ -3,7 +3,7 @@ import PushPipeCore
 
 /// iOS 18 broadcast channels: a token of a broadcast kind is a channel id, and one request to
 /// the broadcast endpoint updates (or ends) every Live Activity that listens to the channel
-/// (`../shared/protocols.md`, "APNs broadcast channels").
+/// (Apple's "Sending broadcast push notification requests to APNs").
 extension APNsTransport {
     static let maximumBroadcastPayloadBytes = 5120
 

@@ -1,7 +1,7 @@
 import Foundation
 import PushPipeCore
 
-/// One FCM answer and what it means (protocols.md, the FCM error table).
+/// One FCM answer and what it means (Firebase's "FCM error codes" for the HTTP v1 API).
 struct FCMResponse: Sendable {
     var status: Int
     var body: JSON?

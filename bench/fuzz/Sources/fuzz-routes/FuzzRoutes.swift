@@ -3,6 +3,7 @@ import Foundation
 import FuzzDriver
 import PushPipeCore
 import PushPipeSQLite
+import PushPipeStages
 
 /// The app routes read what any phone or script sends: a path, a query and a JSON body. Past
 /// the host's checks (size, JSON syntax, an object), the route actions parse the rest: path
@@ -50,7 +51,7 @@ func routes() throws -> RouteTable {
     let store = try SQLiteStore(path: directory + "/state.sqlite")
     var made = RouteTable()
     for configuration in routeConfigurations {
-        let action = RouteAction.builtins.first { $0.name == configuration["action"]?.stringValue }!
+        let action = StageRegistry(BuiltinStages.all).routeAction(named: configuration["action"]?.stringValue ?? "")!
         made.add(try action.route(configuration), context: RouteContext(pipeline: "fuzz", store: store, sink: NoEvents()))
     }
     table = made

@@ -1,6 +1,7 @@
 import Foundation
 import PushPipeCore
 import PushPipeSQLite
+import PushPipeStages
 import PushPipeTesting
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
     func withRoute(_ body: (RouteDefinition, RouteContext, SQLiteStore) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("webpush-register")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let route = try RouteAction.register.route(["action": "register", "path": "/webpush/register", "user_field": "user_id",
+        let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/webpush/register", "user_field": "user_id",
                                                     "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
         try await withCleanup({
             try await body(route, RouteContext(pipeline: "web", store: store, sink: RefusingEventSink()), store)
@@ -71,5 +72,16 @@ import Testing
             let stored = try await store.pipeline("web").tokens(user: "ann", kind: "webpush")
             #expect(stored.isEmpty)
         }
+    }
+
+    /// Logs show a subscription's push service and the start of its id, never its keys, once a
+    /// registry with the `webpush` transport described its tokens.
+    @Test func aSubscriptionShowsItsServiceAndTheStartOfItsID() {
+        _ = StageRegistry(BuiltinStages.all)
+        let subscription = #"{"endpoint":"https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE","keys":{"auth":"BTBZMqHH6r4Tts7J_aSIgg","p256dh":"BCVx"}}"#
+        #expect(TokenMask.mask(subscription) == "fcm.googleapis.com/dGhpcyBp…")
+        // The request's URL is the endpoint (the subscription's address): cut to the start of its id.
+        #expect(TokenMask.maskURL("https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE", token: subscription)
+            == "https://fcm.googleapis.com/fcm/send/dGhpcyBp…")
     }
 }

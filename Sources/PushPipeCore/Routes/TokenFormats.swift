@@ -1,0 +1,25 @@
+/// The token formats a registry knows, by name: the core's `opaque` and every transport's.
+public struct TokenFormats: Sendable {
+    private var byName: [String: any TokenFormat] = [:]
+
+    public init(_ formats: [any TokenFormat] = []) {
+        for format in [OpaqueTokenFormat()] + formats where byName[format.name] == nil { byName[format.name] = format }
+    }
+
+    public subscript(name: String) -> (any TokenFormat)? { byName[name] }
+
+    /// Sorted by name, for schemas and docs.
+    public var all: [any TokenFormat] { byName.values.sorted { $0.name < $1.name } }
+
+    /// A `token_format` key taking one of `formats`, each described by its summary.
+    static func schemaKey(_ formats: [any TokenFormat], default name: String, _ purpose: String) -> SchemaKey {
+        let names = formats.map(\.name)
+        return SchemaKey("token_format", .oneOf(names), default: .string(names.contains(name) ? name : names.first ?? name),
+                         purpose + " " + formats.map { "`\($0.name)`: \($0.summary)" }.joined(separator: " "))
+    }
+
+    /// The configured format of a route (its schema checked the name).
+    func chosen(_ configuration: JSON, default name: String) -> any TokenFormat {
+        self[configuration["token_format"]?.stringValue ?? name] ?? self[name] ?? OpaqueTokenFormat()
+    }
+}
