@@ -54,7 +54,7 @@ public final class Daemon: Sendable {
     }
 
     let options: Options
-    let builtins: [StageDescriptor]
+    let builtins: [any Registrable]
     /// Sends pipelines' webhook outcomes (the composition root chooses it, like the stages).
     let webhookPoster: (any WebhookPoster)?
     /// Asks the identity URLs of `auth: {type: identity}` routes (the composition root's HTTP client).
@@ -63,7 +63,7 @@ public final class Daemon: Sendable {
     let tracing: Tracing?
     public let telemetry: Telemetry
 
-    public init(options: Options, builtins: [StageDescriptor], webhookPoster: (any WebhookPoster)? = nil,
+    public init(options: Options, builtins: [any Registrable], webhookPoster: (any WebhookPoster)? = nil,
                 identityLookup: (any IdentityLookup)? = nil, tracing: Tracing? = nil, logger: Logger) {
         self.identityLookup = identityLookup
         self.tracing = tracing

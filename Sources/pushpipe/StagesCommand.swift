@@ -28,7 +28,7 @@ struct StagesCommand: AsyncParsableCommand {
         }
         print("route actions (routes: [{action: ..., path: ..., method: ..., auth: ...}]):")
         for action in result.registry.routeActions {
-            print("  \(action.name) (default \(action.defaultMethod)) — \(action.summary)")
+            print("  \(action.name) (\(action.defaultMethod.isEmpty ? "its own routes" : "default \(action.defaultMethod)")) — \(action.summary)")
             printKeys(action.schema)
         }
     }

@@ -4,14 +4,14 @@ import Yams
 /// Reads plugin manifests and pipeline files, validates them completely and constructs
 /// their stages. Nothing is started: `pushpipe validate` and a reload use exactly this.
 public struct ConfigLoader: Sendable {
-    public var builtins: [StageDescriptor]
+    public var builtins: [any Registrable]
     public var interpolation: EnvironmentInterpolation
     /// What runs plugin stages; nil in a program that only reads configuration.
     public var pluginHost: (any PluginHost)?
     /// Handed to every stage: where requests to URLs users chose may go.
     public var egress: EgressPolicy
 
-    public init(builtins: [StageDescriptor], interpolation: EnvironmentInterpolation, pluginHost: (any PluginHost)? = nil,
+    public init(builtins: [any Registrable], interpolation: EnvironmentInterpolation, pluginHost: (any PluginHost)? = nil,
                 egress: EgressPolicy = .standard) {
         self.builtins = builtins
         self.interpolation = interpolation

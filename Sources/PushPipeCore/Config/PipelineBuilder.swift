@@ -40,8 +40,14 @@ struct PipelineBuilder {
         let transport = json["transport"].flatMap { build($0, id: "transport", kind: .transport, pipeline: name) { if case .transport(let s) = $0 { s } else { nil } } }
 
         var routes: [PipelineDefinition.DeclaredRoute] = []
+        var routeServices: [PipelineDefinition.Stage<any LongRunningStage>] = []
         for (index, routeJSON) in (json["routes"]?.arrayValue ?? []).enumerated() {
-            if let route = await buildRoute(routeJSON, keyPath: "routes[\(index)]") { routes.append(route) }
+            let keyPath = "routes[\(index)]"
+            guard let served = await buildRoute(routeJSON, keyPath: keyPath, pipeline: name) else { continue }
+            routes += served.routes.map { .init(route: $0, location: location(of: keyPath), keyPath: keyPath) }
+            if let service = served.service {
+                routeServices.append(.init(id: keyPath, type: routeJSON["action"]?.stringValue ?? "", stage: service))
+            }
         }
         for source in sources {
             for route in source.stage.routes {
@@ -88,6 +94,7 @@ struct PipelineBuilder {
         definition.retention = retention
         definition.idempotency = idempotency
         definition.webhooks = webhooks
+        definition.routeServices = routeServices
         return definition
     }
 
@@ -135,7 +142,7 @@ struct PipelineBuilder {
         return keys
     }
 
-    mutating func buildRoute(_ routeJSON: JSON, keyPath: String) async -> PipelineDefinition.DeclaredRoute? {
+    mutating func buildRoute(_ routeJSON: JSON, keyPath: String, pipeline: String) async -> ServedRoutes? {
         let actionName = routeJSON["action"]?.stringValue ?? ""
         guard let action = registry.routeAction(named: actionName) else { return nil }
         let path = routeJSON["path"]?.stringValue ?? ""
@@ -153,7 +160,7 @@ struct PipelineBuilder {
             report(.invalidValue, at: "\(keyPath).auth.url", "the identity URL is empty", expected: "https://online-go.com/api/v1/me")
         }
         do {
-            return .init(route: try action.route(routeJSON), location: location(of: keyPath), keyPath: keyPath)
+            return try action.routes(routeJSON, context: StageBuildContext(pipeline: pipeline, stage: keyPath, egress: egress))
         } catch let error as ConfigurationValueError {
             report(.invalidValue, at: "\(keyPath).\(error.keyPath)", error.message, expected: error.expected)
         } catch {

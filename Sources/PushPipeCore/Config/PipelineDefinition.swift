@@ -39,6 +39,8 @@ public struct PipelineDefinition: Sendable {
     public var retention: RetentionPolicy = .defaults
     public var idempotency: IdempotencyPolicy = .defaults
     public var webhooks: [WebhookTarget] = []
+    /// What route kinds run beside their routes (a client their handlers share), by entry.
+    public var routeServices: [Stage<any LongRunningStage>] = []
     public var location: SourceLocation
 
     /// The id of the source an event's `source` names (its id, or its key when the event was
@@ -54,7 +56,7 @@ public struct PipelineDefinition: Sendable {
         for filter in filters { if let stage = filter.stage as? any LongRunningStage { stages.append((filter.id, filter.key, stage)) } }
         if let stage = renderer.stage as? any LongRunningStage { stages.append((renderer.id, renderer.key, stage)) }
         if let stage = configuredTransport as? any LongRunningStage { stages.append((transport.id, transport.key, stage)) }
-        return stages
+        return stages + routeServices.map { ($0.id, $0.key, $0.stage) }
     }
 
     /// Where the workers run: the transport's choice, else the executor every source names

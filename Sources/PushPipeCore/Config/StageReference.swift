@@ -33,7 +33,8 @@ public enum StageReference {
         lines += ["## Route actions", "", "Every route also takes these keys:", ""]
         lines += table(RouteAction.commonSchema)
         for action in routeActions {
-            lines += ["", "### `\(action.name)` (default method \(action.defaultMethod))", "", action.summary, ""]
+            let methods = action.defaultMethod.isEmpty ? "its own routes under `path`" : "default method \(action.defaultMethod)"
+            lines += ["", "### `\(action.name)` (\(methods))", "", action.summary, ""]
             lines += table(action.schema)
         }
         return lines.joined(separator: "\n") + "\n"

@@ -3,12 +3,12 @@ extension RouteAction {
     public static func register(formats: TokenFormats) -> RouteAction { RouteAction(
         name: "register", summary: "Stores a push token of one kind for a user.", defaultMethod: "POST",
         schema: Schema(userKeys + [
-            .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, `fcm`, ...)."),
+            .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, ...): the renderer asks for tokens of a kind."),
             .required("token_field", .string, "Body field holding the token."),
             TokenFormats.schemaKey(formats.all, default: "hex", "How the token is written; a format whose token names its scope replaces the token of that scope."),
             SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
             SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
-            SchemaKey("environment", .string, "APNs environment recorded with the token (`production`, `sandbox`)."),
+            SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
             SchemaKey("max_tokens_per_user", .integer, default: 10,
                       "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, or, when every other one was delivered to, the least recently registered."),
         ]),

@@ -1,23 +1,48 @@
-/// What a route in a pipeline's `routes:` list does. Each action documents its keys like a
-/// stage does, and builds a handler from its validated configuration.
+/// What a route in a pipeline's `routes:` list does: a kind of route, registered like a stage
+/// type (`StageRegistry`), by the core or by any module. Each kind documents its keys like a
+/// stage does, and builds its routes from its validated configuration.
 public struct RouteAction: Sendable {
     public var name: String
     public var summary: String
+    /// The method of its one route unless `method:` says; empty for a kind that serves several.
     public var defaultMethod: String
     public var schema: Schema
-    /// What a route of this kind, configured so, takes and answers.
-    let contract: @Sendable (JSON) -> RouteContract
-    let make: @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
+    /// The routes an entry of this kind serves, and what runs beside them.
+    let serve: @Sendable (JSON, StageBuildContext) throws -> ServedRoutes
 
+    /// A kind that serves one route, at the entry's `path` and `method`: `make` gives its handler
+    /// and `contract` what it takes and answers (OpenAPI).
     public init(name: String, summary: String, defaultMethod: String, schema: Schema,
                 contract: @escaping @Sendable (JSON) -> RouteContract = { _ in .unspecified },
                 make: @escaping @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
-        self.contract = contract
         self.name = name
         self.summary = summary
         self.defaultMethod = defaultMethod
         self.schema = schema
-        self.make = make
+        serve = { configuration, _ in
+            let handler = try make(configuration)
+            var contract = contract(configuration)
+            if contract.summary.isEmpty { contract.summary = summary }
+            return ServedRoutes(routes: [RouteDefinition(method: configuration["method"]?.stringValue ?? defaultMethod, path: configuration["path"]?.stringValue ?? "",
+                                                         authentication: try RouteAuthConfiguration.make(configuration["auth"]),
+                                                         limits: try RouteLimits.parse(configuration["limits"], defaults: RouteLimits.appDefaults),
+                                                         contract: contract, handler: handler)])
+        }
+    }
+
+    /// A kind that serves routes of its own under the entry's `path` (several methods, each
+    /// with its contract), and may run something beside them (a client its handlers share).
+    public init(name: String, summary: String, schema: Schema, serve: @escaping @Sendable (JSON, StageBuildContext) throws -> ServedRoutes) {
+        self.name = name
+        self.summary = summary
+        self.defaultMethod = ""
+        self.schema = schema
+        self.serve = { configuration, context in
+            if configuration["method"] != nil {
+                throw ConfigurationValueError(keyPath: "method", "\(name) serves its own methods", expected: "no method key")
+            }
+            return try serve(configuration, context)
+        }
     }
 
     /// The core's route kinds, their tokens in one of `formats`.
@@ -25,16 +50,19 @@ public struct RouteAction: Sendable {
         [.register(formats: formats), .settings, .history, .usersByToken(formats: formats), .diagnostics]
     }
 
-    /// The route a `routes:` entry declares, from its validated configuration (the loader's
-    /// checks of the path and the secret come first).
+    /// What a `routes:` entry declares, from its validated configuration (the loader's checks
+    /// of the path and the secret come first).
+    public func routes(_ configuration: JSON, context: StageBuildContext) throws -> ServedRoutes {
+        try serve(configuration, context)
+    }
+
+    /// The one route of a kind that serves one.
     public func route(_ configuration: JSON) throws -> RouteDefinition {
-        let handler = try make(configuration)
-        var contract = contract(configuration)
-        if contract.summary.isEmpty { contract.summary = summary }
-        return RouteDefinition(method: configuration["method"]?.stringValue ?? defaultMethod, path: configuration["path"]?.stringValue ?? "",
-                               authentication: try RouteAuthConfiguration.make(configuration["auth"]),
-                               limits: try RouteLimits.parse(configuration["limits"], defaults: RouteLimits.appDefaults),
-                               contract: contract, handler: handler)
+        let served = try serve(configuration, StageBuildContext(pipeline: "", stage: "route"))
+        guard let route = served.routes.first, served.routes.count == 1 else {
+            throw ConfigurationValueError(keyPath: "action", "\(name) serves \(served.routes.count) routes", expected: "a kind that serves one")
+        }
+        return route
     }
 
     /// Keys every route has.
@@ -57,6 +85,6 @@ public struct RouteAction: Sendable {
         SchemaKey("user_field", .string, "Body field naming the user (string or number); omit when `user_param` or a JWT names the user."),
         SchemaKey("user_param", .string, "Path parameter naming the user."),
         SchemaKey("user_format", .oneOf(UserIDFormat.allCases.map(\.rawValue)), default: "text",
-                  "What a valid user id is: `text` (a string only) or `digits` (a string of digits or a JSON number, e.g. OGS)."),
+                  "What a valid user id is: `text` (a string only) or `digits` (a string of digits or a JSON number)."),
     ]
 }

@@ -3,11 +3,13 @@ public struct StageRegistry: Sendable {
     private var descriptors: [StageKind: [String: StageDescriptor]] = [:]
     /// The token formats the stages describe (`StageDescriptor.tokenFormats`), and the core's.
     public private(set) var tokenFormats = TokenFormats()
-    /// What a `routes:` entry may do: the core's route kinds, with the registry's token formats.
+    /// What a `routes:` entry may do: the core's route kinds, with the registry's token
+    /// formats, then those registered.
     public private(set) var routeActions = RouteAction.builtins(formats: TokenFormats())
+    private var registeredRoutes: [RouteAction] = []
 
-    public init(_ descriptors: [StageDescriptor] = []) {
-        for descriptor in descriptors { self.descriptors[descriptor.kind, default: [:]][descriptor.type] = descriptor }
+    public init(_ entries: [any Registrable] = []) {
+        for entry in entries { entry.register(in: &self) }
         describeTokens()
     }
 
@@ -19,8 +21,17 @@ public struct StageRegistry: Sendable {
     private mutating func describeTokens() {
         let formats = descriptors.values.flatMap(\.values).sorted { $0.type < $1.type }.flatMap(\.tokenFormats)
         tokenFormats = TokenFormats(formats)
-        routeActions = RouteAction.builtins(formats: tokenFormats)
+        routeActions = RouteAction.builtins(formats: tokenFormats) + registeredRoutes
         TokenMask.adopt(formats)
+    }
+
+    /// Adds a kind of route; returns the existing one instead when the name is taken.
+    @discardableResult
+    public mutating func register(_ action: RouteAction) -> RouteAction? {
+        if let existing = routeAction(named: action.name) { return existing }
+        registeredRoutes.append(action)
+        routeActions.append(action)
+        return nil
     }
 
     public func descriptor(kind: StageKind, type: String) -> StageDescriptor? {

@@ -6,9 +6,6 @@ extension BuiltinStages {
             .source("http.event", HTTPEventSource.summary, HTTPEventSource.Configuration.self) { configuration, context in
                 try HTTPEventSource(configuration: configuration, context: context)
             },
-            .source("apns.channels", APNsChannelsSource.summary, APNsChannelsSource.Configuration.self) { configuration, context in
-                try APNsChannelsSource(configuration: configuration, context: context)
-            },
             .source("reply.folder", ReplyFolderSource.summary, ReplyFolderSource.Configuration.self) { configuration, context in
                 try ReplyFolderSource(configuration: configuration, context: context)
             },

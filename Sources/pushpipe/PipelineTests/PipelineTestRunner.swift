@@ -13,11 +13,11 @@ import PushPipeSQLite
 /// the environment of whoever runs the tests: a case passes or fails the same way on a
 /// laptop, in CI and on a machine that runs the daemon with `APNS_BASE_URL` exported.
 public struct PipelineTestRunner: Sendable {
-    public var builtins: [StageDescriptor]
+    public var builtins: [any Registrable]
     public var pluginsDirectory: String?
     public var logger: Logger
 
-    public init(builtins: [StageDescriptor], pluginsDirectory: String?, logger: Logger) {
+    public init(builtins: [any Registrable], pluginsDirectory: String?, logger: Logger) {
         self.builtins = builtins
         self.pluginsDirectory = pluginsDirectory
         self.logger = logger

@@ -9,10 +9,10 @@ import Testing
 /// The `apns.channels` routes against the APNs stand-in: a backend creates a group's channel,
 /// a page to the group updates every activity on it with one broadcast, and deleting the group
 /// deletes the channel on APNs and in the store.
-@Suite struct APNsChannelsSourceTests {
+@Suite struct APNsChannelsRoutesTests {
 
     @Test func aGroupsChannelIsCreatedBroadcastToAndDeleted() async throws {
-        let directory = try TemporaryDirectory("channels-source")
+        let directory = try TemporaryDirectory("channels-routes")
         let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "TEAM123456", keyID: "KEY1234567")
         let credentials = """
               team_id: TEAM123456
@@ -24,11 +24,12 @@ import Testing
             """
         let file = try directory.write("pager-broadcast.yaml", """
             pipeline: pager-broadcast
-            sources:
-              - type: apns.channels
+            routes:
+              - action: apns.channels
                 path: /api/channels
                 store_latest: true
             \(credentials.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            sources:
               - {type: http.event, path: /api/pages, user_field: group}
             renderer:
               type: apns.live-activity
@@ -47,7 +48,9 @@ import Testing
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         try await withCleanup({
             try await definition.withRunningStages(store: store, logger: Logger(label: "channels"), mode: .live) {
-                let routes = definition.sources[0].stage.routes
+                let routes = definition.routes.filter { $0.keyPath == "routes[0]" }.map(\.route)
+                #expect(routes.map(\.method) == ["POST", "GET", "DELETE"])
+                #expect(definition.longRunningStages.contains { $0.id == "routes[0]" }, "the channel manager stops with the pipeline")
                 let context = RouteContext(pipeline: definition.name, store: store, sink: RefusingEventSink())
                 let created = try await routes[0].handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "on-call"]), context)
                 #expect(created.status == 201)
@@ -94,4 +97,32 @@ import Testing
             directory.remove()
         })
     }
+
+    /// What an operator may get wrong, each refused where it is written: a user's credential
+    /// on routes a backend calls, one method for routes that have three, and the kind under
+    /// `sources:`, where no source waits forever to serve routes.
+    @Test(arguments: [
+        ("routes:\n  - {action: apns.channels, path: /c, auth: {type: jwt, secret: \(String(repeating: "s", count: 32))}, \(credentials)}\n", "routes[0].auth.type"),
+        ("routes:\n  - {action: apns.channels, path: /c, method: GET, \(credentials)}\n", "routes[0].method"),
+        ("routes:\n  - {action: apns.channels, path: /c/, \(credentials)}\n", "routes[0].path"),
+        ("", "sources[1].type"),
+    ])
+    func aMisconfiguredEntryIsRefusedWhereItIsWritten(_ routes: String, _ keyPath: String) async throws {
+        let directory = try TemporaryDirectory("channels-refused")
+        defer { directory.remove() }
+        let misplaced = routes.isEmpty ? "\n  - {type: apns.channels, path: /c, \(Self.credentials)}" : ""
+        let file = try directory.write("refused.yaml", """
+            pipeline: refused
+            \(routes)sources:
+              - {type: http.event, path: /events}\(misplaced)
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        #expect(loaded.pipelines.isEmpty)
+        #expect(loaded.diagnostics.map(\.keyPath).contains(keyPath), "\(loaded.diagnostics)")
+    }
+
+    static let credentials = "team_id: TEAM123456, key_id: KEY1234567, key_path: AuthKey.p8, bundle_id: com.example.pager"
 }

@@ -1,6 +1,6 @@
 import PushPipeCore
 
-extension APNsChannelsSource {
+extension APNsChannelsRoutes {
     static func createContract(_ configuration: Configuration) -> RouteContract {
         RouteContract(summary: "The group's broadcast channel: created on APNs (201) unless the group has one (200).",
                       body: RouteContract.object([configuration.groupField: RouteContract.string], required: [configuration.groupField]),

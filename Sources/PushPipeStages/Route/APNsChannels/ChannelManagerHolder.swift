@@ -2,13 +2,13 @@ import PushPipeCore
 import Synchronization
 
 /// The channel manager, made on first use (it reads the key, which a dry run may not have) and
-/// shared by the routes of one `apns.channels` source.
-final class ChannelManagerHolder: Sendable {
-    private let configuration: APNsChannelsSource.Configuration
+/// shared by the routes of one `apns.channels` entry, and shut down when its pipeline stops.
+final class ChannelManagerHolder: LongRunningStage, Sendable {
+    private let configuration: APNsChannelsRoutes.Configuration
     private let task = Mutex<Task<APNsChannelManager, any Error>?>(nil)
     private let creating = Mutex<[String: Task<(channel: String, created: Bool), any Error>]>([:])
 
-    init(_ configuration: APNsChannelsSource.Configuration) {
+    init(_ configuration: APNsChannelsRoutes.Configuration) {
         self.configuration = configuration
     }
 
@@ -47,6 +47,11 @@ final class ChannelManagerHolder: Sendable {
         defer { if mine { creating.withLock { $0[owner] = nil } } }
         let result = try await running.value
         return mine ? result : (result.channel, false)
+    }
+
+    func run(context: StageContext) async throws {
+        await untilCancelled()
+        await shutdown()
     }
 
     func shutdown() async {
