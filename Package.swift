@@ -7,13 +7,13 @@ let jemallocWhenEnabled: [LinkerSetting] = [.linkedLibrary("jemalloc", .when(pla
 /// What the tests of the core, the host and the commands use besides pushpipe's modules: keys
 /// and tokens made on the spot, child processes, a SQLite file read directly.
 let testLibraries: [Target.Dependency] = [
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+    .product(name: "JWTKit", package: "jwt-kit"),
+    .product(name: "Subprocess", package: "swift-subprocess"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "GRDB", package: "GRDB.swift"),
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "_CryptoExtras", package: "swift-crypto"),
 ]
 
 let package = Package(
@@ -27,11 +27,14 @@ let package = Package(
         .library(name: "PushPipeTesting", targets: ["PushPipeTesting"]),
     ],
     traits: [
-        .trait(name: "jemalloc", description: """
-            Links jemalloc (Debian: libjemalloc-dev) into the executables on Linux. Under load \
-            glibc's malloc puts threads to sleep on its arena locks, because a notification's \
-            values are allocated on one thread and freed on another (docs/operations.md).
-            """),
+        .trait(
+            name: "jemalloc",
+            description: """
+                Links jemalloc (Debian: libjemalloc-dev) into the executables on Linux. Under load \
+                glibc's malloc puts threads to sleep on its arena locks, because a notification's \
+                values are allocated on one thread and freed on another (docs/operations.md).
+                """
+        )
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -259,7 +262,8 @@ let package = Package(
         .testTarget(
             name: "pushpipeTests",
             dependencies: [
-                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeStores", "PushPipeTesting",
+                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeStores",
+                "PushPipeTesting",
                 "PushPipePostgresTesting", "pushpipe",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + testLibraries

@@ -8,9 +8,9 @@ let package = Package(
     name: "PushPayloads",
     platforms: [.iOS(.v16), .macOS(.v13), .watchOS(.v9), .tvOS(.v16)],
     products: [
-        .library(name: "PushPayloads", targets: ["PushPayloads"]),
+        .library(name: "PushPayloads", targets: ["PushPayloads"])
     ],
     targets: [
-        .target(name: "PushPayloads"),
+        .target(name: "PushPayloads")
     ]
 )

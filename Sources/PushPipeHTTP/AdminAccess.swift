@@ -48,12 +48,24 @@ public struct AdminAccess: Sendable {
     /// The answer for a request this access does not admit, or nil to serve it.
     func refusal(_ request: Request, listenerHost: String) -> Response? {
         if Self.isLoopback(listenerHost), !Self.namesThisMachine(request.head.authority) {
-            return HTTPHost.response(status: 403, body: RouteError(403, "the admin listener answers requests for localhost only (Host: \(request.head.authority ?? "none"))",
-                                                                   field: "host").body)
+            return HTTPHost.response(
+                status: 403,
+                body: RouteError(
+                    403,
+                    "the admin listener answers requests for localhost only (Host: \(request.head.authority ?? "none"))",
+                    field: "host"
+                ).body
+            )
         }
         guard needsToken(request.uri.path), !isAuthorized(request) else { return nil }
-        var response = HTTPHost.response(status: 401, body: RouteError(401, "the admin listener needs its token: Authorization: Bearer <--admin-token>",
-                                                                       field: "authorization").body)
+        var response = HTTPHost.response(
+            status: 401,
+            body: RouteError(
+                401,
+                "the admin listener needs its token: Authorization: Bearer <--admin-token>",
+                field: "authorization"
+            ).body
+        )
         response.headers[.wwwAuthenticate] = "Bearer realm=\"pushpipe-admin\""
         return response
     }

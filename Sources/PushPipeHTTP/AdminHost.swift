@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import Logging
-import ServiceLifecycle
 import PushPipeCore
+import ServiceLifecycle
 
 /// The operator's listener (`--admin-listen`, 127.0.0.1:9090 by default): metrics, health, the
 /// live tap and the status page. Apart from the app-facing routes, so that exposing the API
@@ -23,8 +23,14 @@ public struct AdminHost: Sendable {
     var telemetry: Telemetry { supervisor.telemetry }
 
     public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
-        HTTPHost.application(responder: Responder(admin: self, host: host), serverName: "pushpipe-admin", host: host, port: port, logger: logger,
-                             onRunning: onRunning)
+        HTTPHost.application(
+            responder: Responder(admin: self, host: host),
+            serverName: "pushpipe-admin",
+            host: host,
+            port: port,
+            logger: logger,
+            onRunning: onRunning
+        )
     }
 
     struct Responder: HTTPResponder {
@@ -52,11 +58,18 @@ public struct AdminHost: Sendable {
             case "/", "/status":
                 let problems = await admin.supervisor.readinessProblems()
                 let deadLetters = await admin.supervisor.latestDeadLetters(limit: 20)
-                return Self.text(admin.statusPage.render(supervisor: admin.supervisor, readinessProblems: problems, deadLetters: deadLetters),
-                                 contentType: "text/html; charset=utf-8")
+                return Self.text(
+                    admin.statusPage.render(supervisor: admin.supervisor, readinessProblems: problems, deadLetters: deadLetters),
+                    contentType: "text/html; charset=utf-8"
+                )
             default:
-                return HTTPHost.response(status: 404, body: RouteError.notFound("no admin route \(request.uri.path); try /metrics, /readyz, /tap or /",
-                                                                                 field: "path").body)
+                return HTTPHost.response(
+                    status: 404,
+                    body: RouteError.notFound(
+                        "no admin route \(request.uri.path); try /metrics, /readyz, /tap or /",
+                        field: "path"
+                    ).body
+                )
             }
         }
 
@@ -76,7 +89,12 @@ public enum Health {
     public static func readiness(_ problems: [String: String], withReasons: Bool) -> (Int, JSON) {
         guard !problems.isEmpty else { return (200, ["status": "ready"]) }
         guard withReasons else { return (503, ["status": "not ready", "error": "not ready"]) }
-        return (503, ["status": "not ready", "error": .string("not ready: \(problems.keys.sorted().joined(separator: ", "))"),
-                      "reasons": .object(problems.mapValues(JSON.string))])
+        return (
+            503,
+            [
+                "status": "not ready", "error": .string("not ready: \(problems.keys.sorted().joined(separator: ", "))"),
+                "reasons": .object(problems.mapValues(JSON.string)),
+            ]
+        )
     }
 }

@@ -1,5 +1,5 @@
-import ServiceLifecycle
 import PushPipeCore
+import ServiceLifecycle
 
 /// A service whose task, and every child task it starts (a server's connections), prefers
 /// `executor`: how the HTTP servers run their handlers on the loops that read the requests.

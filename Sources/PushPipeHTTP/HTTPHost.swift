@@ -4,9 +4,9 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PushPipeCore
 import ServiceLifecycle
 import Synchronization
-import PushPipeCore
 
 /// Serves every route the running pipelines declare, plus `GET /healthz` and `GET /readyz`.
 ///
@@ -62,21 +62,36 @@ public final class HTTPHost: RouteServing {
     }
 
     /// The Hummingbird application; a `Service` to run in the daemon's service group.
-    public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
+    public func application(
+        host: String,
+        port: Int,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    )
         -> some Service
     {
         let timeout = TimeAmount(protection.requestTimeout)
-        return Self.application(responder: Responder(host: self), serverName: "pushpipe", host: host, port: port, logger: logger,
-                                server: .http1(configuration: .init(additionalChannelHandlers: [RequestTimeoutHandler(timeout: timeout)])),
-                                onRunning: onRunning)
+        return Self.application(
+            responder: Responder(host: self),
+            serverName: "pushpipe",
+            host: host,
+            port: port,
+            logger: logger,
+            server: .http1(configuration: .init(additionalChannelHandlers: [RequestTimeoutHandler(timeout: timeout)])),
+            onRunning: onRunning
+        )
     }
 
     /// A Hummingbird server on `host:port` that reports the port it got (port 0 picks one).
-    static func application<Responder: HTTPResponder>(responder: Responder, serverName: String, host: String, port: Int, logger: Logger,
-                                                      server: HTTPServerBuilder = .http1(),
-                                                      onRunning: @escaping @Sendable (Int) async -> Void) -> some Service
-        where Responder.Context: InitializableFromSource<ApplicationRequestContextSource>
-    {
+    static func application<Responder: HTTPResponder>(
+        responder: Responder,
+        serverName: String,
+        host: String,
+        port: Int,
+        logger: Logger,
+        server: HTTPServerBuilder = .http1(),
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some Service
+    where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let application = Application(
             responder: responder,
             server: server,
@@ -131,7 +146,9 @@ public final class HTTPHost: RouteServing {
             let (status, body) = Health.readiness(await readiness.withLock { $0 }?.problems() ?? ["pipelines": "starting"], withReasons: false)
             return RouteResponse(status: status, body)
         }
-        guard let routes = table.withLock({ $0 }) else { throw RouteError(503, "starting: the pipelines' routes are not up yet, try again", field: nil) }
+        guard let routes = table.withLock({ $0 }) else {
+            throw RouteError(503, "starting: the pipelines' routes are not up yet, try again", field: nil)
+        }
         let entry: RouteTable.Entry
         let parameters: [String: String]
         switch routes.lookup(method: method, path: path) {
@@ -156,11 +173,18 @@ public final class HTTPHost: RouteServing {
         let body = try await Self.parseBody(request, limit: limits.maxBodyBytes)
         var query: [String: String] = [:]
         for (key, value) in request.uri.queryParameters { query[String(key)] = String(value).removingPercentEncoding ?? String(value) }
-        let routeRequest = RouteRequest(method: method, path: path, parameters: parameters, query: query, body: body, authenticatedUser: user,
-                                        principal: principal,
-                                        idempotencyKey: request.headers[HTTPHost.idempotencyKey],
-                                        // A W3C traceparent is 55 characters; anything much longer is not one.
-                                        traceParent: request.headers[HTTPHost.traceParent].flatMap { $0.utf8.count <= 128 ? $0 : nil })
+        let routeRequest = RouteRequest(
+            method: method,
+            path: path,
+            parameters: parameters,
+            query: query,
+            body: body,
+            authenticatedUser: user,
+            principal: principal,
+            idempotencyKey: request.headers[HTTPHost.idempotencyKey],
+            // A W3C traceparent is 55 characters; anything much longer is not one.
+            traceParent: request.headers[HTTPHost.traceParent].flatMap { $0.utf8.count <= 128 ? $0 : nil }
+        )
         return try await entry.route.handler(routeRequest, entry.context)
     }
 

@@ -1,6 +1,7 @@
 import NIOCore
 import PushPipeCore
 import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

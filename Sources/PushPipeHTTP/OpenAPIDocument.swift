@@ -13,15 +13,25 @@ public enum OpenAPIDocument {
                 paths[openAPIPath(route.path), default: [:]][route.method.lowercased()] = operation(route, pipeline: pipeline.name)
             }
         }
-        for (path, summary) in [("/healthz", "200 while the process serves requests."), ("/readyz", "200 when the store answers and every pipeline runs; 503 otherwise.")] {
+        for (path, summary) in [
+            ("/healthz", "200 while the process serves requests."), ("/readyz", "200 when the store answers and every pipeline runs; 503 otherwise."),
+        ] {
             let status = RouteContract.object(["status": RouteContract.string], required: ["status"])
-            paths[path] = ["get": ["operationId": .string(String(path.dropFirst())), "summary": .string(summary), "tags": ["health"],
-                                   "responses": ["200": answer(status, "OK"), "503": ["$ref": "#/components/responses/Unavailable"]]]]
+            paths[path] = [
+                "get": [
+                    "operationId": .string(String(path.dropFirst())), "summary": .string(summary), "tags": ["health"],
+                    "responses": ["200": answer(status, "OK"), "503": ["$ref": "#/components/responses/Unavailable"]],
+                ]
+            ]
         }
         return [
             "openapi": "3.1.0",
-            "info": ["title": .string(title), "version": "1",
-                     "description": .string("The routes of the pipelines \(pipelines.map(\.name).sorted().joined(separator: ", ")). Errors are {\"error\", \"field\"}.")],
+            "info": [
+                "title": .string(title), "version": "1",
+                "description": .string(
+                    "The routes of the pipelines \(pipelines.map(\.name).sorted().joined(separator: ", ")). Errors are {\"error\", \"field\"}."
+                ),
+            ],
             "paths": .object(paths.mapValues { .object($0) }),
             "components": components,
         ]
@@ -46,8 +56,10 @@ public enum OpenAPIDocument {
         for (status, schema) in contract.responses {
             responses[String(status)] = answer(schema, status == 202 ? "Accepted" : "OK", headers: contract.responseHeaders)
         }
-        for (status, name) in [(400, "BadRequest"), (404, "NotFound"), (409, "Conflict"), (413, "TooLarge"), (415, "UnsupportedMediaType"),
-                               (422, "Unprocessable"), (429, "TooManyRequests"), (503, "Unavailable")] {
+        for (status, name) in [
+            (400, "BadRequest"), (404, "NotFound"), (409, "Conflict"), (413, "TooLarge"), (415, "UnsupportedMediaType"),
+            (422, "Unprocessable"), (429, "TooManyRequests"), (503, "Unavailable"),
+        ] {
             responses[String(status)] = ["$ref": .string("#/components/responses/\(name)")]
         }
         var operation: [String: JSON] = [
@@ -89,29 +101,43 @@ public enum OpenAPIDocument {
         let error = RouteContract.object(["error": RouteContract.string, "field": RouteContract.nullableString], required: ["error"])
         let retryAfter: JSON = ["Retry-After": ["description": "Seconds until trying again makes sense.", "schema": ["type": "string"]]]
         var responses: [String: JSON] = [:]
-        for (name, description) in [("BadRequest", "The request is malformed; `field` names what."), ("Unauthorized", "Missing or invalid credentials."),
-                                    ("NotFound", "No such route, user or event (another caller's event is not found either)."),
-                                    ("Conflict", "The same Idempotency-Key is still being stored."),
-                                    ("TooLarge", "The body is larger than the route's `limits.max_body`."),
-                                    ("UnsupportedMediaType", "The body is not application/json."),
-                                    ("Unprocessable", "Well-formed, but a value is of the wrong kind (or an Idempotency-Key came with another body)."),
-                                    ("Forbidden", "The credential belongs to another user than the one the request names."),
-                                    ("BadGateway", "The identity check answered something that names no user.")] {
-            responses[name] = ["description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+        for (name, description) in [
+            ("BadRequest", "The request is malformed; `field` names what."), ("Unauthorized", "Missing or invalid credentials."),
+            ("NotFound", "No such route, user or event (another caller's event is not found either)."),
+            ("Conflict", "The same Idempotency-Key is still being stored."),
+            ("TooLarge", "The body is larger than the route's `limits.max_body`."),
+            ("UnsupportedMediaType", "The body is not application/json."),
+            ("Unprocessable", "Well-formed, but a value is of the wrong kind (or an Idempotency-Key came with another body)."),
+            ("Forbidden", "The credential belongs to another user than the one the request names."),
+            ("BadGateway", "The identity check answered something that names no user."),
+        ] {
+            responses[name] = [
+                "description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
+            ]
         }
-        for (name, description) in [("TooManyRequests", "Past the route's rate limit."),
-                                    ("Unavailable", "Stopping, restarting, or the store does not answer: nothing was stored; send it again.")] {
-            responses[name] = ["description": .string(description), "headers": retryAfter,
-                               "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+        for (name, description) in [
+            ("TooManyRequests", "Past the route's rate limit."),
+            ("Unavailable", "Stopping, restarting, or the store does not answer: nothing was stored; send it again."),
+        ] {
+            responses[name] = [
+                "description": .string(description), "headers": retryAfter,
+                "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
+            ]
         }
         return [
             "schemas": ["Error": error],
             "responses": .object(responses),
             "securitySchemes": [
-                "backendToken": ["type": "http", "scheme": "bearer", "description": "The backend's shared token (a source's `auth: {type: token}`)."],
-                "userJWT": ["type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "A user's HS256 JWT (a route's `auth: {type: jwt}`)."],
-                "userCredential": ["type": "http", "scheme": "bearer",
-                                   "description": "A user's credential, which an identity URL vouches for (a route's `auth: {type: identity}`, e.g. an OGS token)."],
+                "backendToken": [
+                    "type": "http", "scheme": "bearer", "description": "The backend's shared token (a source's `auth: {type: token}`).",
+                ],
+                "userJWT": [
+                    "type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "A user's HS256 JWT (a route's `auth: {type: jwt}`).",
+                ],
+                "userCredential": [
+                    "type": "http", "scheme": "bearer",
+                    "description": "A user's credential, which an identity URL vouches for (a route's `auth: {type: identity}`, e.g. an OGS token).",
+                ],
             ],
         ]
     }

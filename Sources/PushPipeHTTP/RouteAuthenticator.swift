@@ -22,7 +22,8 @@ final class RouteAuthenticator: Sendable {
             return nil
         case .token(let expected):
             guard let presented = Self.bearer(authorization), !expected.isEmpty,
-                  Self.constantTimeEquals(Array(presented.utf8), Array(expected.utf8)) else { throw RouteError.unauthorized() }
+                Self.constantTimeEquals(Array(presented.utf8), Array(expected.utf8))
+            else { throw RouteError.unauthorized() }
             return nil
         case .jwt(let secret, let userClaim):
             guard let token = Self.bearer(authorization) else { throw RouteError.unauthorized() }

@@ -1,6 +1,6 @@
 import CoreMetrics
-import PushPipeCore
 import Prometheus
+import PushPipeCore
 import Tracing
 
 extension Telemetry {

@@ -1,5 +1,5 @@
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// The codes a plugin filter named its drops with: each becomes a label of the drop metrics,
 /// so a plugin may name a few dozen, checked for their characters and counted; any further
@@ -10,7 +10,8 @@ final class PluginDropCodes: Sendable {
 
     func code(_ value: JSON?) -> String {
         guard let code = value?.stringValue, (1...32).contains(code.count),
-              code.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else { return "plugin" }
+            code.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
+        else { return "plugin" }
         return seen.withLock { seen in
             if seen.contains(code) { return code }
             guard seen.count < Self.limit else { return "plugin" }

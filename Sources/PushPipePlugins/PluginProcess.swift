@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Subprocess
 import Synchronization
+
 #if canImport(System)
 import System
 #else
@@ -81,13 +82,18 @@ public final class PluginProcess: Sendable {
     private func runOnce(logger: Logger) async throws -> String {
         let (lines, writer) = AsyncStream<String>.makeStream()
         let program = manifest.command[0]
-        let executable: Executable = program.contains("/")
+        let executable: Executable =
+            program.contains("/")
             ? .path(FilePath(program.hasPrefix("/") ? program : "\(manifest.directory)/\(program)"))
             : .name(program)
         let result = try await Subprocess.run(
-            executable, arguments: Arguments(Array(manifest.command.dropFirst())),
-            workingDirectory: FilePath(manifest.directory), platformOptions: Self.platformOptions,
-            input: .inputWriter, output: .sequence, error: .sequence
+            executable,
+            arguments: Arguments(Array(manifest.command.dropFirst())),
+            workingDirectory: FilePath(manifest.directory),
+            platformOptions: Self.platformOptions,
+            input: .inputWriter,
+            output: .sequence,
+            error: .sequence
         ) { execution in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {

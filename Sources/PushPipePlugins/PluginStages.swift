@@ -70,9 +70,11 @@ struct PluginTransport: Transport, LongRunningStage {
         do {
             let result = try await process.request("send", ["request": request.json, "token": token])
             // The plugin's own code for metrics (`code`), as it gives it; its text for people.
-            let reason = ProviderReason(code: result["code"]?.stringValue ?? ProviderReason.otherCode,
-                                        result["reason"]?.stringValue ?? "plugin \(process.manifest.name)",
-                                        throttlesSender: result["throttled"]?.boolValue ?? false)
+            let reason = ProviderReason(
+                code: result["code"]?.stringValue ?? ProviderReason.otherCode,
+                result["reason"]?.stringValue ?? "plugin \(process.manifest.name)",
+                throttlesSender: result["throttled"]?.boolValue ?? false
+            )
             switch result["outcome"]?.stringValue {
             case "delivered": return .delivered(providerID: result["provider_id"]?.stringValue)
             case "drop-token": return .dropToken(reason: reason, since: result["since"]?.doubleValue)
@@ -94,8 +96,12 @@ struct PluginSource: Source, LongRunningStage {
 
     func run(into sink: any EventSink, context: StageContext) async throws {
         process.setEventHandler { message in
-            let event = Event(id: message["id"]?.stringValue ?? Event.makeID(), pipeline: context.pipeline,
-                              user: message["user"]?.textValue, body: message["body"] ?? .object([:]))
+            let event = Event(
+                id: message["id"]?.stringValue ?? Event.makeID(),
+                pipeline: context.pipeline,
+                user: message["user"]?.textValue,
+                body: message["body"] ?? .object([:])
+            )
             do { try await sink.submit(event) } catch { context.logger.warning("event from plugin dropped: \(error)") }
         }
         _ = try await process.request("start", [:])

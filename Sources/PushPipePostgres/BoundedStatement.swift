@@ -1,8 +1,8 @@
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// One statement raced against the store's waits: the caller gets the answer, or a timeout
 /// once the waits passed, and never waits for the statement's task itself.

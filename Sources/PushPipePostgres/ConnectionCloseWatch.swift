@@ -1,6 +1,6 @@
 import PostgresNIO
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// Tells the statement running on a pooled connection that the connection closed.
 ///

@@ -1,8 +1,8 @@
 import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// The store's way to the database: every statement goes through here, so every one waits a
 /// bounded time for a connection and an answer, and tells `availability` what it found.
@@ -53,7 +53,9 @@ struct PostgresConnections: Sendable {
     private func replacePoolIfWedged() async {
         guard let failing = availability.failingFor, failing >= waits.connection * 3, await connectsDirectly() else { return }
         if pool.replace(ifOlderThan: waits.connection * 6) {
-            logger.notice("store: the pool gave no connection for \(failing.roundedSeconds) s while PostgreSQL accepts new ones: a new pool replaces it")
+            logger.notice(
+                "store: the pool gave no connection for \(failing.roundedSeconds) s while PostgreSQL accepts new ones: a new pool replaces it"
+            )
         }
     }
 

@@ -6,8 +6,14 @@ import PushPipeCore
 extension PostgresLocation {
     /// The pool's configuration: TLS, pool size and the statement timeout from the URL.
     public var clientConfiguration: PostgresClient.Configuration {
-        var configuration = PostgresClient.Configuration(host: hostAddress ?? host, port: port, username: user, password: password, database: database,
-                                                         tls: tls.clientTLS)
+        var configuration = PostgresClient.Configuration(
+            host: hostAddress ?? host,
+            port: port,
+            username: user,
+            password: password,
+            database: database,
+            tls: tls.clientTLS
+        )
         configuration.options.maximumConnections = poolSize
         if hostAddress != nil { configuration.options.tlsServerName = host }
         configuration.options.connectTimeout = .seconds(Int64(connectTimeout))
@@ -26,8 +32,14 @@ extension PostgresLocation {
     /// a waiting statement learns anything, it fails within `connect_timeout` and with the
     /// reason (refused, authentication, a certificate that does not verify).
     public func withConnection<Result: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        var configuration = PostgresConnection.Configuration(host: hostAddress ?? host, port: port, username: user, password: password, database: database,
-                                                             tls: try tls.connectionTLS)
+        var configuration = PostgresConnection.Configuration(
+            host: hostAddress ?? host,
+            port: port,
+            username: user,
+            password: password,
+            database: database,
+            tls: try tls.connectionTLS
+        )
         configuration.options.connectTimeout = .seconds(Int64(connectTimeout))
         configuration.options.additionalStartupParameters = startupParameters
         if hostAddress != nil { configuration.options.tlsServerName = host }

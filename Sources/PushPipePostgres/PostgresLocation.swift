@@ -40,14 +40,24 @@ extension PostgresLocation {
     /// - Throws: `InvalidLocation` naming what is wrong.
     public init(parsing text: String) throws {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text), let host = url.host,
-              !host.isEmpty, let user = url.user, !user.isEmpty else {
+            !host.isEmpty, let user = url.user, !user.isEmpty
+        else {
             throw InvalidLocation(description: "a store is sqlite:PATH or postgres://user[:password]@host[:port]/database[?sslmode=...]")
         }
         let database = String(url.path.drop { $0 == "/" })
-        let tls = try PostgresTLSMode(sslmode: url.queryItems?.first { $0.name == "sslmode" }?.value,
-                                      sslrootcert: url.queryItems?.first { $0.name == "sslrootcert" }?.value)
-        self.init(host: host, hostAddress: url.queryItems?.first { $0.name == "hostaddr" }?.value, port: url.port ?? 5432, user: user,
-                  password: url.password, database: database.isEmpty ? user : database, tls: tls)
+        let tls = try PostgresTLSMode(
+            sslmode: url.queryItems?.first { $0.name == "sslmode" }?.value,
+            sslrootcert: url.queryItems?.first { $0.name == "sslrootcert" }?.value
+        )
+        self.init(
+            host: host,
+            hostAddress: url.queryItems?.first { $0.name == "hostaddr" }?.value,
+            port: url.port ?? 5432,
+            user: user,
+            password: url.password,
+            database: database.isEmpty ? user : database,
+            tls: tls
+        )
         poolSize = try Self.count(url, "pool_size", in: 1...1000) ?? poolSize
         statementTimeout = try Self.count(url, "statement_timeout", in: 1...86400) ?? statementTimeout
         connectTimeout = try Self.count(url, "connect_timeout", in: 1...600) ?? connectTimeout

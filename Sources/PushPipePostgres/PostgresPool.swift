@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// The store's connection pool, run by the store itself, and replaced when it is wedged.
 ///

@@ -4,19 +4,25 @@ import PushPipeCore
 
 extension PostgresStore {
     public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {
-        let records = try await connections.rows("""
+        let records = try await connections.rows(
+            """
             SELECT pipeline, event_id, state, updated_at, record FROM event_records
             WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
-            """)
+            """
+        )
         return (try Self.eventRecords(records), try await queuedEvents(eventID: eventID, pipeline: pipeline))
     }
 
     public func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {
-        try Self.eventRecords(try await connections.rows("""
-            SELECT pipeline, event_id, state, updated_at, record FROM event_records
-            WHERE state = 'dead_letter' AND updated_at >= \(since ?? 0) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
-            ORDER BY updated_at DESC LIMIT \(limit)
-            """))
+        try Self.eventRecords(
+            try await connections.rows(
+                """
+                SELECT pipeline, event_id, state, updated_at, record FROM event_records
+                WHERE state = 'dead_letter' AND updated_at >= \(since ?? 0) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
+                ORDER BY updated_at DESC LIMIT \(limit)
+                """
+            )
+        )
     }
 
     public func deadLetterCounts() async throws -> [String: Int] {
@@ -26,13 +32,22 @@ extension PostgresStore {
 
     public func replayDeadLetter(_ replay: QueuedEvent) async throws -> Bool {
         try await connections.transaction { [logger] connection in
-            let marked = try await connection.query("""
+            let marked = try await connection.query(
+                """
                 UPDATE event_records SET state = 'accepted', updated_at = \(Date().timeIntervalSince1970)
                 WHERE pipeline = \(replay.pipeline) AND event_id = \(replay.eventID) AND state = 'dead_letter' RETURNING event_id
-                """, logger: logger).collect()
+                """,
+                logger: logger
+            ).collect()
             guard !marked.isEmpty else { return false }
-            try await PostgresWorkQueue.insert([replay.work], pipeline: replay.pipeline, after: [replay.lease], heldBy: [replay.instance],
-                                               on: connection, logger: logger)
+            try await PostgresWorkQueue.insert(
+                [replay.work],
+                pipeline: replay.pipeline,
+                after: [replay.lease],
+                heldBy: [replay.instance],
+                on: connection,
+                logger: logger
+            )
             return true
         }
     }
@@ -46,17 +61,21 @@ extension PostgresStore {
 
 extension PostgresPipelineStore {
     func dropDeadLetter(eventID: String) async throws -> Bool {
-        try await !store.connections.rows("""
+        try await !store.connections.rows(
+            """
             DELETE FROM event_records WHERE pipeline = \(pipeline) AND event_id = \(eventID) AND state = 'dead_letter' RETURNING event_id
-            """).isEmpty
+            """
+        ).isEmpty
     }
 
     func pruneEventRecords(unchangedSince cutoff: Double, limit: Int) async throws -> Int {
-        try await store.connections.rows("""
+        try await store.connections.rows(
+            """
             DELETE FROM event_records WHERE ctid IN (
                 SELECT ctid FROM event_records WHERE created_at < \(cutoff) AND pipeline = \(pipeline) AND updated_at < \(cutoff)
                 AND state <> 'dead_letter' LIMIT \(limit))
             RETURNING event_id
-            """).count
+            """
+        ).count
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import ServiceLifecycle
 import PushPipeCore
+import ServiceLifecycle
 
 /// The store on PostgreSQL: the same `Store` as the embedded SQLite one, for daemons that
 /// share a database. Outcomes, history, watermarks and queued events are group-committed
@@ -92,42 +92,59 @@ extension PostgresPipelineStore {
         let now = Date().timeIntervalSince1970
         try await store.connections.transaction { connection in
             if replace {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     DELETE FROM registrations WHERE pipeline = \(pipeline) AND user_id = \(token.user) AND token_kind = \(token.kind)
                     AND scope = \(token.scope) AND token <> \(token.value)
-                    """, logger: store.logger)
+                    """,
+                    logger: store.logger
+                )
             }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO registrations (pipeline, user_id, token_kind, token, scope, environment, created_at, updated_at)
                 VALUES (\(pipeline), \(token.user), \(token.kind), \(token.value), \(token.scope), \(environment), \(now), \(now))
                 ON CONFLICT (pipeline, user_id, token_kind, token)
                 DO UPDATE SET updated_at = excluded.updated_at, scope = excluded.scope, environment = excluded.environment
-                """, logger: store.logger)
-            if let keepingAtMost { try await PostgresStore.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, on: connection, logger: store.logger) }
+                """,
+                logger: store.logger
+            )
+            if let keepingAtMost {
+                try await PostgresStore.evict(beside: token, pipeline: pipeline, keeping: keepingAtMost, on: connection, logger: store.logger)
+            }
         }
     }
 
     func readTokens(user: String?, kind: String) async throws -> [DeviceToken] {
-        let rows = if let user {
-            try await store.connections.rows("""
-                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
-                """)
-        } else {
-            try await store.connections.rows("""
-                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
-                """)
-        }
+        let rows =
+            if let user {
+                try await store.connections.rows(
+                    """
+                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                    WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
+                    """
+                )
+            } else {
+                try await store.connections.rows(
+                    """
+                    SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                    WHERE pipeline = \(pipeline) AND token_kind = \(kind) ORDER BY user_id, updated_at DESC
+                    """
+                )
+            }
         return try await PostgresStore.tokens(rows)
     }
 
     func tokens(kind: String, users: ClosedRange<String>) async throws -> [DeviceToken] {
-        try await PostgresStore.tokens(store.connections.rows("""
-            SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-            WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
-            ORDER BY user_id, updated_at DESC
-            """))
+        try await PostgresStore.tokens(
+            store.connections.rows(
+                """
+                SELECT user_id, token_kind, token, scope, updated_at FROM registrations
+                WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound) AND user_id <= \(users.upperBound) AND token_kind = \(kind)
+                ORDER BY user_id, updated_at DESC
+                """
+            )
+        )
     }
 
     func isRegistered(user: String) async throws -> Bool {
@@ -136,28 +153,36 @@ extension PostgresPipelineStore {
     }
 
     func users() async throws -> [String] {
-        try await store.connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id").decode(String.self)
+        try await store.connections.rows("SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) ORDER BY user_id").decode(
+            String.self
+        )
     }
 
     func users(after: String?, limit: Int) async throws -> [String] {
-        try await store.connections.rows("""
+        try await store.connections.rows(
+            """
             SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND user_id > \(after ?? "") ORDER BY user_id LIMIT \(limit)
-            """).decode(String.self)
+            """
+        ).decode(String.self)
     }
 
     func users(token: String, kind: String?) async throws -> [String] {
-        try await store.connections.rows("""
+        try await store.connections.rows(
+            """
             SELECT DISTINCT user_id FROM registrations WHERE pipeline = \(pipeline) AND token = \(token)
             AND (\(kind)::text IS NULL OR token_kind = \(kind)) ORDER BY user_id
-            """).decode(String.self)
+            """
+        ).decode(String.self)
     }
 
     func removeToken(kind: String, token: String, unlessUpdatedAfter: Double?) async throws -> Bool {
         defer { store.tokenCache.invalidate() }
-        return try await !store.connections.rows("""
+        return try await !store.connections.rows(
+            """
             DELETE FROM registrations WHERE pipeline = \(pipeline) AND token_kind = \(kind) AND token = \(token)
             AND updated_at <= \(unlessUpdatedAfter ?? Double.greatestFiniteMagnitude) RETURNING user_id
-            """).isEmpty
+            """
+        ).isEmpty
     }
 
     func setting(user: String, key: String) async throws -> JSON? {
@@ -166,35 +191,45 @@ extension PostgresPipelineStore {
     }
 
     func settings(user: String) async throws -> [String: JSON] {
-        try await [String: JSON](parsing: store.connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
-            .decode((String, String).self))
+        try await [String: JSON](
+            parsing: store.connections.rows("SELECT key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = \(user)")
+                .decode((String, String).self)
+        )
     }
 
     func setSettings(_ values: [String: JSON], user: String) async throws {
         let now = Date().timeIntervalSince1970
         try await store.connections.transaction { connection in
             for (key, value) in values {
-                try await connection.query("""
-                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText), \(now))
+                try await connection.query(
+                    """
+                    INSERT INTO settings (pipeline, user_id, key, value, updated_at) VALUES (\(pipeline), \(user), \(key), \(value.compactText),
+                    \(now))
                     ON CONFLICT (pipeline, user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    """, logger: store.logger)
+                    """,
+                    logger: store.logger
+                )
             }
         }
     }
 
     func states(stage: String, keys: [String]) async throws -> [String: JSON] {
         guard !keys.isEmpty else { return [:] }
-        let rows = try await store.connections.rows("""
+        let rows = try await store.connections.rows(
+            """
             SELECT key, value FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key = ANY(\(keys))
-            """)
+            """
+        )
         return try [String: JSON](parsing: rows.decode((String, String).self))
     }
 
     func pruneStates(stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
-        try await store.connections.rows("""
+        try await store.connections.rows(
+            """
             DELETE FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND key IN (
                 SELECT key FROM stage_state WHERE pipeline = \(pipeline) AND stage = \(stage) AND updated_at < \(cutoff) LIMIT \(limit))
             RETURNING key
-            """).count
+            """
+        ).count
     }
 }

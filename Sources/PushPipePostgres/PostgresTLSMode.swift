@@ -88,11 +88,12 @@ public struct PostgresTLSMode: Sendable, Equatable, CustomStringConvertible {
     private var configuration: TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if case .file(let path) = roots { tls.trustRoots = .file(path) }
-        tls.certificateVerification = switch mode {
-        case .disable, .allow, .prefer, .require: .none
-        case .verifyCA: .noHostnameVerification
-        case .verifyFull: .fullVerification
-        }
+        tls.certificateVerification =
+            switch mode {
+            case .disable, .allow, .prefer, .require: .none
+            case .verifyCA: .noHostnameVerification
+            case .verifyFull: .fullVerification
+            }
         return tls
     }
 }

@@ -20,24 +20,39 @@ struct PostgresWorkQueue: WorkQueue {
     /// Also in the transaction of another write (webhook outcomes with their deliveries, accepted
     /// events with their answers, their payloads serialized already). An item with an owner
     /// (`owners`, by position) is held by it until it is due.
-    static func insert(_ items: [WorkItem], payloads: [String]? = nil, pipeline: String, after delays: [Double], heldBy owners: [String?]? = nil,
-                       on connection: PostgresConnection, logger: Logger) async throws {
+    static func insert(
+        _ items: [WorkItem],
+        payloads: [String]? = nil,
+        pipeline: String,
+        after delays: [Double],
+        heldBy owners: [String?]? = nil,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         // In the order of their keys: two transactions inserting the same keys wait for each
         // other in one order, never in a cycle (a deadlock would abort a whole group commit).
         let rows: [JSON] = items.indices.sorted { (items[$0].kind, items[$0].key) < (items[$1].kind, items[$1].key) }.map { index in
             let item = items[index]
-            return ["kind": .string(item.kind), "key": .string(item.key), "payload": .string(payloads?[index] ?? item.payload.compactText), "attempts": .int(Int64(item.attempts)),
-                    "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null, "cursor": item.cursor.map(JSON.string) ?? .null,
-                    "delay": .double(delays[index]), "owner": owners?[index].map(JSON.string) ?? .null]
+            return [
+                "kind": .string(item.kind), "key": .string(item.key), "payload": .string(payloads?[index] ?? item.payload.compactText),
+                "attempts": .int(Int64(item.attempts)),
+                "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null,
+                "cursor": item.cursor.map(JSON.string) ?? .null,
+                "delay": .double(delays[index]), "owner": owners?[index].map(JSON.string) ?? .null,
+            ]
         }
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
             SELECT \(pipeline), kind, key, \(unescaped: PostgresStore.databaseNow) + delay, owner,
-                   CASE WHEN owner IS NULL THEN 0 ELSE \(unescaped: PostgresStore.databaseNow) + delay END, payload, attempts, created_at, work_group, cursor
+                   CASE WHEN owner IS NULL THEN 0 ELSE \(unescaped: PostgresStore.databaseNow) + delay END, payload, attempts, created_at, work_group,
+                   cursor
             FROM jsonb_to_recordset(\(jsonb: rows)::jsonb) AS w(kind text, key text, payload text, attempts integer, created_at double precision,
                                                                work_group text, cursor text, delay double precision, owner text)
             ON CONFLICT (pipeline, kind, key) DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
@@ -46,7 +61,7 @@ struct PostgresWorkQueue: WorkQueue {
             // What cannot move now waits in the earlier table: this version's events are still claimed.
             do {
                 try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: source, lease: lease, connections: connections)
-            } catch where !(error is CancellationError) && !StoreAvailability.meansAway(error) {
+            } catch  where !(error is CancellationError) && !StoreAvailability.meansAway(error) {
                 logger.warning("queued events: could not move what daemons of an earlier version left under \(source): \(error)")
             }
         }
@@ -54,38 +69,53 @@ struct PostgresWorkQueue: WorkQueue {
             // SKIP LOCKED: daemons claiming at the same moment split the due items between them.
             // Chosen once, in a materialized CTE: as `IN (SELECT … LIMIT)` the planner may run
             // the subquery again and take more than the limit.
-            return try Self.items(try await connections.rows("""
-                WITH \(startGrace: pipeline, kind: kind, lease: lease), due AS MATERIALIZED (
-                    SELECT id AS due_id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND due_at <= \(unescaped: PostgresStore.databaseNow)
-                    AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
-                    due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
-                FROM due WHERE work.id = due.due_id
-                RETURNING \(unescaped: Self.columns)
-                """))
+            return try Self.items(
+                try await connections.rows(
+                    """
+                    WITH \(startGrace: pipeline, kind: kind, lease: lease), due AS MATERIALIZED (
+                        SELECT id AS due_id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND due_at <=
+                        \(unescaped: PostgresStore.databaseNow)
+                        AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true) ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
+                        due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
+                    FROM due WHERE work.id = due.due_id
+                    RETURNING \(unescaped: Self.columns)
+                    """
+                )
+            )
         }
         // One grouped claim at a time per kind (a transaction's advisory lock), so each takes
         // whole groups: two claims at once (`SKIP LOCKED`) could each get part of one.
         return try await connections.transaction { [logger, pipeline] connection in
             try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("pushpipe.work/\(pipeline)/\(kind)"), 0))", logger: logger)
-            let chosen = try Self.items(try await connection.query("""
-                WITH \(startGrace: pipeline, kind: kind, lease: lease)
-                SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)
-                AND due_at <= \(unescaped: PostgresStore.databaseNow) AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true)
-                ORDER BY due_at, id LIMIT \(limit)
-                """, logger: logger).collect())
+            let chosen = try Self.items(
+                try await connection.query(
+                    """
+                    WITH \(startGrace: pipeline, kind: kind, lease: lease)
+                    SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind)
+                    AND due_at <= \(unescaped: PostgresStore.databaseNow) AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: true)
+                    ORDER BY due_at, id LIMIT \(limit)
+                    """,
+                    logger: logger
+                ).collect()
+            )
             var groups = Set(chosen.compactMap(\.group))
             for (group, ids) in grouping(chosen.filter { $0.group == nil }) {
                 try await connection.query("UPDATE work SET work_group = \(group) WHERE id = ANY(\(ids))", logger: logger)
                 groups.insert(group)
             }
-            return try Self.items(try await connection.query("""
-                UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
-                    due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
-                WHERE pipeline = \(pipeline) AND kind = \(kind) AND work_group = ANY(\(Array(groups)))
-                AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: false)
-                RETURNING \(unescaped: Self.columns)
-                """, logger: logger).collect())
+            return try Self.items(
+                try await connection.query(
+                    """
+                    UPDATE work SET owner = \(owner), lease_until = \(unescaped: PostgresStore.databaseNow) + \(lease),
+                        due_at = \(unescaped: PostgresStore.databaseNow) + \(lease)
+                    WHERE pipeline = \(pipeline) AND kind = \(kind) AND work_group = ANY(\(Array(groups)))
+                    AND \(lapsedIn: pipeline, kind: kind, lease: lease, claiming: false)
+                    RETURNING \(unescaped: Self.columns)
+                    """,
+                    logger: logger
+                ).collect()
+            )
         }
     }
 
@@ -98,62 +128,76 @@ struct PostgresWorkQueue: WorkQueue {
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
         // A lease that ends at once is a holder letting go, not renewing.
         if lease > 0 && !kind.hasPrefix(WorkItem.holdKinds) {
-            _ = try await connections.rows("""
+            _ = try await connections.rows(
+                """
                 INSERT INTO lease_clocks AS clock (pipeline, source, renewed_at, resumed_at, gap)
                 VALUES (\(pipeline), \(kind), \(unescaped: PostgresStore.databaseNow), 0, 0)
                 ON CONFLICT (pipeline, source) DO UPDATE SET
                     resumed_at = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at ELSE clock.resumed_at END,
                     gap = CASE WHEN excluded.renewed_at - clock.renewed_at > \(lease) THEN excluded.renewed_at - clock.renewed_at ELSE clock.gap END,
                     renewed_at = greatest(clock.renewed_at, excluded.renewed_at)
-                """)
+                """
+            )
         }
         guard !keys.isEmpty else { return }
         // A claimed item falls due again when its lease ends; a taken key never does.
-        _ = try await connections.rows("""
+        _ = try await connections.rows(
+            """
             UPDATE work SET lease_until = \(unescaped: PostgresStore.databaseClock) + \(lease),
                 due_at = CASE WHEN due_at < \(takenKeysFallDue) THEN \(unescaped: PostgresStore.databaseClock) + \(lease) ELSE due_at END
             WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
+            """
+        )
     }
 
     func complete(_ kind: String, keys: Set<String>) async throws {
         guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
+        _ = try await connections.rows(
+            """
             DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
+            """
+        )
     }
 
     func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
         guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
+        _ = try await connections.rows(
+            """
             UPDATE work SET attempts = attempts + 1, due_at = \(unescaped: PostgresStore.databaseNow) + \(delay), owner = NULL, lease_until = 0
             WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
+            """
+        )
     }
 
     func release(_ kind: String, keys: Set<String>) async throws {
         guard !keys.isEmpty else { return }
-        _ = try await connections.rows("""
+        _ = try await connections.rows(
+            """
             UPDATE work SET owner = NULL, lease_until = 0, due_at = least(due_at, \(unescaped: PostgresStore.databaseNow))
             WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(Array(keys))) AND owner = \(LeaseOwner.thisProcess)
-            """)
+            """
+        )
     }
 
     func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
-        _ = try await connections.rows("""
+        _ = try await connections.rows(
+            """
             UPDATE work SET cursor = \(cursor) WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = \(key) AND owner = \(LeaseOwner.thisProcess)
-            """)
+            """
+        )
     }
 
     /// Webhook outcomes first take over what daemons of an earlier version left in their outbox
     /// (`adoptEarlierOutcomes`).
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
         if kind == WebhookOutcome.kind { _ = try await connections.rows(PostgresStore.adoptEarlierOutcomes(pipeline: pipeline)) }
-        return try await connections.rows("""
+        return try await connections.rows(
+            """
             DELETE FROM work WHERE id IN (
                 SELECT id FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND created_at < \(cutoff) ORDER BY id LIMIT \(limit))
             RETURNING id
-            """).count
+            """
+        ).count
     }
 
     func keys(_ kind: String) async throws -> [String] {
@@ -168,23 +212,28 @@ struct PostgresWorkQueue: WorkQueue {
     func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.
-        let taken = try await connections.rows("""
+        let taken = try await connections.rows(
+            """
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
-            SELECT \(pipeline), \(kind), key, \(takenKeysFallDue), \(LeaseOwner.thisProcess), \(unescaped: PostgresStore.databaseNow) + \(lease), '{}',
+            SELECT \(pipeline), \(kind), key, \(takenKeysFallDue), \(LeaseOwner.thisProcess), \(unescaped: PostgresStore.databaseNow) + \(lease),
+            '{}',
                    \(unescaped: PostgresStore.databaseNow)
             FROM unnest(\(Array(keys))::text[]) AS key
             ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
             WHERE work.lease_until < \(unescaped: PostgresStore.databaseNow)
             RETURNING key
-            """)
+            """
+        )
         return Set(try taken.map { try $0.decode(String.self) })
     }
 
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
-        try await connections.rows("""
+        try await connections.rows(
+            """
             DELETE FROM work WHERE pipeline = \(pipeline) AND left(kind, length(\(prefix))) = \(prefix) AND due_at >= \(takenKeysFallDue)
             AND lease_until < \(unescaped: PostgresStore.databaseNow) RETURNING id
-            """).count
+            """
+        ).count
     }
 
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
@@ -192,7 +241,16 @@ struct PostgresWorkQueue: WorkQueue {
     /// Rows of `columns`, in the order the items were added.
     static func items(_ rows: [PostgresRow]) throws -> [WorkItem] {
         try rows.decode((Int64, String, String, String, Int, Double, String?, String?).self).map { row in
-            WorkItem(id: row.0, kind: row.1, key: row.2, payload: try JSON.parse(row.3), attempts: row.4, createdAt: row.5, group: row.6, cursor: row.7)
+            WorkItem(
+                id: row.0,
+                kind: row.1,
+                key: row.2,
+                payload: try JSON.parse(row.3),
+                attempts: row.4,
+                createdAt: row.5,
+                group: row.6,
+                cursor: row.7
+            )
         }.sorted { $0.id < $1.id }
     }
 }

@@ -25,9 +25,12 @@ public struct DatabaseOutage: Sendable {
 
     /// Cuts every connection to the database (but the maintenance one).
     public func terminateBackends() async throws {
-        try await client.query("""
+        try await client.query(
+            """
             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()
-            """, logger: logger).collect()
+            """,
+            logger: logger
+        ).collect()
     }
 
     public func begin() async throws {

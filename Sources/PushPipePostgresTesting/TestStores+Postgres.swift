@@ -26,4 +26,3 @@ extension TestStores {
         return "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
     }
 }
-

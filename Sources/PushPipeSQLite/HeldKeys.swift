@@ -1,5 +1,5 @@
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// Keys held in this process (the SQLite store's holds: one daemon per file, so memory is
 /// where every holder is).

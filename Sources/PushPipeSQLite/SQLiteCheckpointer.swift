@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// Copies the WAL back into the database file on a connection of its own, so that commits
 /// do not wait for the bulk of it.
@@ -52,15 +52,19 @@ public final class SQLiteCheckpointer: Sendable {
         // the writer falls back to checkpointing inline. The box is released after `close()`.
         let target = Unmanaged.passRetained(WALHookTarget(self))
         hookTarget.withLock { $0 = target }
-        sqlite3_wal_hook(db.sqliteConnection, { context, writer, name, pages in
-            let target = Unmanaged<WALHookTarget>.fromOpaque(context!).takeUnretainedValue()
-            if let checkpointer = target.checkpointer {
-                checkpointer.committed(walPages: pages, writer: writer, name: name)
-            } else if pages >= SQLiteCheckpointer.defaultThreshold {
-                sqlite3_wal_checkpoint_v2(writer, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            }
-            return SQLITE_OK
-        }, target.toOpaque())
+        sqlite3_wal_hook(
+            db.sqliteConnection,
+            { context, writer, name, pages in
+                let target = Unmanaged<WALHookTarget>.fromOpaque(context!).takeUnretainedValue()
+                if let checkpointer = target.checkpointer {
+                    checkpointer.committed(walPages: pages, writer: writer, name: name)
+                } else if pages >= SQLiteCheckpointer.defaultThreshold {
+                    sqlite3_wal_checkpoint_v2(writer, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                }
+                return SQLITE_OK
+            },
+            target.toOpaque()
+        )
     }
 
     /// On the writer's thread, after each commit.

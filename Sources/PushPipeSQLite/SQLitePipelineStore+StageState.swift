@@ -10,8 +10,10 @@ extension SQLitePipelineStore {
         let stored = keys.map { key -> String in StoredText.storable(key) }
         guard stored == keys else {
             let values = try await storedStates(stage: stage, keys: stored)
-            return Dictionary(zip(keys, stored).compactMap { key, storedKey in values[storedKey].map { (key, $0) } },
-                              uniquingKeysWith: { first, _ in first })
+            return Dictionary(
+                zip(keys, stored).compactMap { key, storedKey in values[storedKey].map { (key, $0) } },
+                uniquingKeysWith: { first, _ in first }
+            )
         }
         return try await storedStates(stage: stage, keys: keys)
     }
@@ -34,8 +36,11 @@ extension SQLitePipelineStore {
         try await store.database.writeWithoutTransaction { db in
             guard !mirror.isLoaded(stage) else { return }
             var values: [String: JSON] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ?",
-                                           arguments: [stage.pipeline, stage.stage])
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ?",
+                arguments: [stage.pipeline, stage.stage]
+            )
             while let row = try rows.next() {
                 guard values.count < mirror.capacity else { return mirror.install(nil, for: stage) }
                 values[row["key"]] = try JSON.parse(row["value"] as String)
@@ -48,7 +53,9 @@ extension SQLitePipelineStore {
         let rows: [(String, String)] = try await store.read { db in
             // One statement per number of keys, parsed once per connection.
             let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ",")
-            let statement = try db.cachedStatement(sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ? AND key IN (\(placeholders))")
+            let statement = try db.cachedStatement(
+                sql: "SELECT key, value FROM stage_state WHERE pipeline = ? AND stage = ? AND key IN (\(placeholders))"
+            )
             // Existentials, not `[String]`: the generic initializer makes a key path at run time per call.
             let arguments = StatementArguments(([pipeline, stage] + keys).map { $0 as (any DatabaseValueConvertible)? })
             return try Row.fetchAll(statement, arguments: arguments).map { ($0["key"], $0["value"]) }
@@ -61,10 +68,13 @@ extension SQLitePipelineStore {
     func pruneStates(stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int {
         let mirror = store.stateMirror
         return try await store.database.write { db in
-            try db.execute(sql: """
-                DELETE FROM stage_state WHERE rowid IN (
-                    SELECT rowid FROM stage_state WHERE pipeline = ? AND stage = ? AND updated_at < ? LIMIT ?)
-                """, arguments: [pipeline, stage, cutoff, limit])
+            try db.execute(
+                sql: """
+                    DELETE FROM stage_state WHERE rowid IN (
+                        SELECT rowid FROM stage_state WHERE pipeline = ? AND stage = ? AND updated_at < ? LIMIT ?)
+                    """,
+                arguments: [pipeline, stage, cutoff, limit]
+            )
             let removed = db.changesCount
             if removed > 0 { mirror.forget(StateMirror.Stage(pipeline: pipeline, stage: stage)) }
             return removed

@@ -32,27 +32,41 @@ extension SQLiteStore {
 
     public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {
         try await read { db in
-            let records = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT pipeline, event_id, state, updated_at, record FROM event_records WHERE event_id = ? AND (? IS NULL OR pipeline = ?)
-                """), arguments: [eventID, pipeline, pipeline]).map(Self.eventRecord)
+            let records = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT pipeline, event_id, state, updated_at, record FROM event_records WHERE event_id = ? AND (? IS NULL OR pipeline = ?)
+                        """
+                ),
+                arguments: [eventID, pipeline, pipeline]
+            ).map(Self.eventRecord)
             return (records, try Self.queuedEvents(eventID: eventID, pipeline: pipeline, in: db))
         }
     }
 
     public func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {
         try await read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT pipeline, event_id, state, updated_at, record FROM event_records
-                WHERE state = 'dead_letter' AND updated_at >= ? AND (? IS NULL OR pipeline = ?) ORDER BY updated_at DESC LIMIT ?
-                """), arguments: [since ?? 0, pipeline, pipeline, limit]).map(Self.eventRecord)
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT pipeline, event_id, state, updated_at, record FROM event_records
+                        WHERE state = 'dead_letter' AND updated_at >= ? AND (? IS NULL OR pipeline = ?) ORDER BY updated_at DESC LIMIT ?
+                        """
+                ),
+                arguments: [since ?? 0, pipeline, pipeline, limit]
+            ).map(Self.eventRecord)
         }
     }
 
     public func deadLetterCounts() async throws -> [String: Int] {
         try await read { db in
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT pipeline, count(*) AS count FROM event_records WHERE state = 'dead_letter' GROUP BY pipeline
-                """))
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT pipeline, count(*) AS count FROM event_records WHERE state = 'dead_letter' GROUP BY pipeline
+                        """
+                )
+            )
             return Dictionary(uniqueKeysWithValues: rows.map { ($0["pipeline"] as String, $0["count"] as Int) })
         }
     }
@@ -60,9 +74,12 @@ extension SQLiteStore {
     public func replayDeadLetter(_ replay: QueuedEvent) async throws -> Bool {
         let now = clock.now
         return try await database.write { db in
-            try db.execute(sql: """
-                UPDATE event_records SET state = 'accepted', updated_at = ? WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'
-                """, arguments: [now, replay.pipeline, replay.eventID])
+            try db.execute(
+                sql: """
+                    UPDATE event_records SET state = 'accepted', updated_at = ? WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'
+                    """,
+                arguments: [now, replay.pipeline, replay.eventID]
+            )
             guard db.changesCount > 0 else { return false }
             try SQLiteWorkQueue.insert(replay.work, pipeline: replay.pipeline, dueAt: now + replay.lease, heldBy: replay.instance, in: db)
             return true
@@ -70,15 +87,23 @@ extension SQLiteStore {
     }
 
     static func eventRecord(_ row: Row) throws -> EventRecord {
-        try EventRecord(pipeline: row["pipeline"], eventID: row["event_id"], state: row["state"], updatedAt: row["updated_at"],
-                        stored: try JSON.parse(row["record"] as String))
+        try EventRecord(
+            pipeline: row["pipeline"],
+            eventID: row["event_id"],
+            state: row["state"],
+            updatedAt: row["updated_at"],
+            stored: try JSON.parse(row["record"] as String)
+        )
     }
 }
 
 extension SQLitePipelineStore {
     func dropDeadLetter(eventID: String) async throws -> Bool {
         try await store.database.write { db in
-            try db.execute(sql: "DELETE FROM event_records WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'", arguments: [pipeline, eventID])
+            try db.execute(
+                sql: "DELETE FROM event_records WHERE pipeline = ? AND event_id = ? AND state = 'dead_letter'",
+                arguments: [pipeline, eventID]
+            )
             return db.changesCount > 0
         }
     }
@@ -87,10 +112,13 @@ extension SQLitePipelineStore {
         try await store.database.write { db in
             let boundary = try SQLiteStore.lastRow(createdBefore: cutoff, of: .eventRecords, in: db)
             guard boundary > 0 else { return 0 }
-            try db.cachedStatement(sql: """
-                DELETE FROM event_records WHERE rowid IN (
-                    SELECT rowid FROM event_records WHERE rowid <= ? AND pipeline = ? AND updated_at < ? AND state <> 'dead_letter' ORDER BY rowid LIMIT ?)
-                """).execute(arguments: [boundary, pipeline, cutoff, limit])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM event_records WHERE rowid IN (
+                        SELECT rowid FROM event_records WHERE rowid <= ? AND pipeline = ? AND updated_at < ? AND state <> 'dead_letter' ORDER BY rowid
+                        LIMIT ?)
+                    """
+            ).execute(arguments: [boundary, pipeline, cutoff, limit])
             return db.changesCount
         }
     }

@@ -10,9 +10,12 @@ extension SQLiteStore {
 
     public func queuedEventCounts() async throws -> [QueuedEventCount] {
         try await database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT pipeline, kind, count(*) AS count FROM work WHERE \(Self.isQueuedEvent) GROUP BY pipeline, kind ORDER BY pipeline, kind
-                """).map { QueuedEventCount(pipeline: $0["pipeline"], source: QueuedEvent.source(ofKind: $0["kind"]) ?? "", count: $0["count"]) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT pipeline, kind, count(*) AS count FROM work WHERE \(Self.isQueuedEvent) GROUP BY pipeline, kind ORDER BY pipeline, kind
+                    """
+            ).map { QueuedEventCount(pipeline: $0["pipeline"], source: QueuedEvent.source(ofKind: $0["kind"]) ?? "", count: $0["count"]) }
         }
     }
 
@@ -21,8 +24,10 @@ extension SQLiteStore {
     /// whose holder is gone.
     func takeOverQueuedEvents() throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?) WHERE \(Self.isQueuedEvent) AND owner IS NOT ?",
-                           arguments: [clock.now, LeaseOwner.thisProcess])
+            try db.execute(
+                sql: "UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?) WHERE \(Self.isQueuedEvent) AND owner IS NOT ?",
+                arguments: [clock.now, LeaseOwner.thisProcess]
+            )
         }
     }
 
@@ -34,10 +39,16 @@ extension SQLiteStore {
     static func queuedEvents(eventID: String, pipeline: String?, in db: Database) throws -> [QueuedEvent] {
         let prefix = StoredText.storable(QueuedEvent.keyPrefix(eventID: eventID))
         let range: StatementArguments = [QueuedEvent.kinds, QueuedEvent.kinds, prefix, StoredText.storable(eventID) + "\u{0B}"]
-        return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT pipeline, owner, \(SQLiteWorkQueue.columns) FROM work \(pipeline == nil ? "WHERE " : "INDEXED BY work_by_key WHERE pipeline = ? AND ")\(SQLiteWorkQueue.kindStartsWith)
-            AND key >= ? AND key < ? ORDER BY id
-            """), arguments: pipeline.map { [$0] + range } ?? range).compactMap { row in
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT pipeline, owner, \(SQLiteWorkQueue.columns) FROM work
+                    \(pipeline == nil ? "WHERE " : "INDEXED BY work_by_key WHERE pipeline = ? AND ")\(SQLiteWorkQueue.kindStartsWith)
+                    AND key >= ? AND key < ? ORDER BY id
+                    """
+            ),
+            arguments: pipeline.map { [$0] + range } ?? range
+        ).compactMap { row in
             try? QueuedEvent(work: try SQLiteWorkQueue.item(row), pipeline: row["pipeline"], owner: row["owner"], lease: 0)
         }.filter { StoredText.storable($0.eventID) == StoredText.storable(eventID) }
     }
@@ -52,14 +63,18 @@ extension SQLitePipelineStore {
     func renameSource(from: String, to: String, lease: Double) async throws -> Int {
         let now = store.clock.now
         return try await store.database.write { db in
-            try db.execute(sql: "UPDATE work SET kind = ? WHERE pipeline = ? AND kind = ? AND (owner IS NOT ? OR lease_until < ?)",
-                           arguments: [QueuedEvent.kind(source: to), pipeline, QueuedEvent.kind(source: from), LeaseOwner.thisProcess, now])
+            try db.execute(
+                sql: "UPDATE work SET kind = ? WHERE pipeline = ? AND kind = ? AND (owner IS NOT ? OR lease_until < ?)",
+                arguments: [QueuedEvent.kind(source: to), pipeline, QueuedEvent.kind(source: from), LeaseOwner.thisProcess, now]
+            )
             let moved = db.changesCount
             // A user already scheduled under the new key keeps that schedule.
             let (old, new) = (WorkItem.pollKind(source: from), WorkItem.pollKind(source: to))
             try db.execute(sql: "UPDATE OR IGNORE work SET kind = ? WHERE pipeline = ? AND kind = ?", arguments: [new, pipeline, old])
-            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND (kind = ? OR kind = ? AND key = ?)",
-                           arguments: [pipeline, old, WorkItem.scheduleSyncs, old])
+            try db.execute(
+                sql: "DELETE FROM work WHERE pipeline = ? AND (kind = ? OR kind = ? AND key = ?)",
+                arguments: [pipeline, old, WorkItem.scheduleSyncs, old]
+            )
             return moved
         }
     }

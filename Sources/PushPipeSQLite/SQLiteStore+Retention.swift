@@ -10,7 +10,9 @@ extension SQLiteStore {
     static func delete(_ rows: [(id: Int64, user: String)], pipeline: String, in db: Database) throws {
         for (id, user) in rows {
             try db.cachedStatement(sql: "DELETE FROM deliveries WHERE id = ?").execute(arguments: [id])
-            try db.cachedStatement(sql: "DELETE FROM user_deliveries WHERE pipeline = ? AND user_id = ? AND id = ?").execute(arguments: [pipeline, user, id])
+            try db.cachedStatement(sql: "DELETE FROM user_deliveries WHERE pipeline = ? AND user_id = ? AND id = ?").execute(arguments: [
+                pipeline, user, id,
+            ])
         }
     }
 
@@ -45,15 +47,24 @@ extension SQLitePipelineStore {
         try await store.database.write { db in
             let boundary = try SQLiteStore.lastRow(createdBefore: cutoff, in: db)
             guard boundary > 0 else { return 0 }
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT id, user_id FROM deliveries WHERE id <= ? AND pipeline = ? AND created_at < ? ORDER BY id LIMIT ?
-                """), arguments: [boundary, pipeline, cutoff, limit])
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, user_id FROM deliveries WHERE id <= ? AND pipeline = ? AND created_at < ? ORDER BY id LIMIT ?
+                        """
+                ),
+                arguments: [boundary, pipeline, cutoff, limit]
+            )
             try SQLiteStore.delete(rows.map { ($0["id"], $0["user_id"]) }, pipeline: pipeline, in: db)
             return rows.count
         }
     }
 
-    func pruneDeliveries(keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws
+    func pruneDeliveries(
+        keepingPerUser keep: Int,
+        usersAfter after: String?,
+        users: Int
+    ) async throws
         -> (deleted: Int, lastUser: String?)
     {
         try await store.database.write { db in
@@ -62,17 +73,36 @@ extension SQLitePipelineStore {
             var user = after ?? ""
             var deleted = 0
             for _ in 0..<users {
-                guard let next = try String.fetchOne(db.cachedStatement(sql: """
-                    SELECT user_id FROM user_deliveries WHERE pipeline = ? AND user_id > ? ORDER BY user_id LIMIT 1
-                    """), arguments: [pipeline, user]) else { return (deleted, nil) }
+                guard
+                    let next = try String.fetchOne(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT user_id FROM user_deliveries WHERE pipeline = ? AND user_id > ? ORDER BY user_id LIMIT 1
+                                """
+                        ),
+                        arguments: [pipeline, user]
+                    )
+                else { return (deleted, nil) }
                 user = next
                 // The newest row beyond the ones kept.
-                guard let newestPruned = try Int64.fetchOne(db.cachedStatement(sql: """
-                    SELECT id FROM user_deliveries WHERE pipeline = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?
-                    """), arguments: [pipeline, user, keep]) else { continue }
-                let ids = try Int64.fetchAll(db.cachedStatement(sql: """
-                    SELECT id FROM user_deliveries WHERE pipeline = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?
-                    """), arguments: [pipeline, user, newestPruned, SQLiteStore.pruneRowsPerUser])
+                guard
+                    let newestPruned = try Int64.fetchOne(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT id FROM user_deliveries WHERE pipeline = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?
+                                """
+                        ),
+                        arguments: [pipeline, user, keep]
+                    )
+                else { continue }
+                let ids = try Int64.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT id FROM user_deliveries WHERE pipeline = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?
+                            """
+                    ),
+                    arguments: [pipeline, user, newestPruned, SQLiteStore.pruneRowsPerUser]
+                )
                 try SQLiteStore.delete(ids.map { ($0, user) }, pipeline: pipeline, in: db)
                 deleted += ids.count
             }

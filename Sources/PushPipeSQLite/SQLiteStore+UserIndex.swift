@@ -53,10 +53,12 @@ extension SQLiteStore {
     /// index page the batch touches into a temporary file first, a large share of the APNs path's
     /// disk writes.
     static func indexUserDeliveries(after indexedThrough: Int64, through last: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: """
-            INSERT OR FAIL INTO user_deliveries (pipeline, user_id, id)
-            SELECT pipeline, user_id, id FROM deliveries WHERE id > ? AND id <= ? ORDER BY pipeline, user_id, id
-            """).execute(arguments: [indexedThrough, last])
+        try db.cachedStatement(
+            sql: """
+                INSERT OR FAIL INTO user_deliveries (pipeline, user_id, id)
+                SELECT pipeline, user_id, id FROM deliveries WHERE id > ? AND id <= ? ORDER BY pipeline, user_id, id
+                """
+        ).execute(arguments: [indexedThrough, last])
         try db.cachedStatement(sql: "UPDATE user_index_state SET indexed_through = ?").execute(arguments: [last])
     }
 

@@ -9,10 +9,15 @@ extension SQLiteStore {
     /// a kind. CROSS JOIN keeps the claimed list outside: the planner
     /// otherwise scanned every registration of the pipeline for each claim.
     static func tokens(of users: String, pipeline: String, in db: Database) throws -> [TokenCache.Query: [DeviceToken]] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT r.user_id, r.token_kind, r.token, r.scope, r.updated_at FROM json_each(?) AS claimed
-            CROSS JOIN registrations AS r ON r.pipeline = ? AND r.user_id = claimed.value
-            """), arguments: [users, pipeline])
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT r.user_id, r.token_kind, r.token, r.scope, r.updated_at FROM json_each(?) AS claimed
+                    CROSS JOIN registrations AS r ON r.pipeline = ? AND r.user_id = claimed.value
+                    """
+            ),
+            arguments: [users, pipeline]
+        )
         var found: [TokenCache.Query: [DeviceToken]] = [:]
         while let row = try rows.next() {
             let token = token(row)

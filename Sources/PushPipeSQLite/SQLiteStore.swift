@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import NIOPosix
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode, written through GRDB.
 public final class SQLiteStore: Store {
@@ -26,8 +26,14 @@ public final class SQLiteStore: Store {
     ///   - checkpointThreshold: WAL pages after which a checkpoint starts (tests lower it).
     ///   - observers: told of each commit and checkpoint (the daemon's telemetry).
     ///   - clock: what leases, due times and expiries are measured on.
-    public init(path: String, stateMirrorCapacity: Int = 500_000, checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
-                observers: StoreObservers = StoreObservers(), clock: any DaemonClock = .system, takingOverQueuedEvents: Bool = false) throws {
+    public init(
+        path: String,
+        stateMirrorCapacity: Int = 500_000,
+        checkpointThreshold: Int32 = SQLiteCheckpointer.defaultThreshold,
+        observers: StoreObservers = StoreObservers(),
+        clock: any DaemonClock = .system,
+        takingOverQueuedEvents: Bool = false
+    ) throws {
         self.path = path
         self.clock = clock
         stateMirror = StateMirror(capacity: stateMirrorCapacity)
@@ -69,25 +75,31 @@ public final class SQLiteStore: Store {
             // committing a batch commits other tasks' writes too (outcomes of deliveries that did
             // happen, when a stopping pipeline cancels its workers at the drain timeout).
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                database.asyncWrite({ db in
-                    // Changes only when another connection committed: then the mirror may be stale.
-                    let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version"))
-                    if writerDataVersion.withLock({ last in defer { last = version }; return last != nil && last != version }) {
-                        mirror.invalidate()
-                        tokens.invalidate()
+                database.asyncWrite(
+                    { db in
+                        // Changes only when another connection committed: then the mirror may be stale.
+                        let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version"))
+                        if writerDataVersion.withLock({ last in
+                            defer { last = version }
+                            return last != nil && last != version
+                        }) {
+                            mirror.invalidate()
+                            tokens.invalidate()
+                        }
+                        let time = clock.now
+                        try Self.markConfirmed(marks, at: time, in: db)
+                        return try Self.commit(writes, in: db, indexing: indexing, at: time)
+                    },
+                    completion: { _, result in
+                        // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
+                        if case .success(let changes) = result {
+                            mirror.apply(changes)
+                            confirmations.remember(marks)
+                        }
+                        // A refusal of the data is told as such (`StoreDataError`), here where it enters.
+                        continuation.resume(with: result.map { _ in }.mapError { error in Self.dataError(in: error) ?? error })
                     }
-                    let time = clock.now
-                    try Self.markConfirmed(marks, at: time, in: db)
-                    return try Self.commit(writes, in: db, indexing: indexing, at: time)
-                }, completion: { _, result in
-                    // On the writer's queue, after the commit: the mirror moves before any waiter resumes.
-                    if case .success(let changes) = result {
-                        mirror.apply(changes)
-                        confirmations.remember(marks)
-                    }
-                    // A refusal of the data is told as such (`StoreDataError`), here where it enters.
-                    continuation.resume(with: result.map { _ in }.mapError { error in Self.dataError(in: error) ?? error })
-                })
+                )
             }
         }
         if let commits = observers.commits { observeCommits(commits) }
@@ -97,8 +109,13 @@ public final class SQLiteStore: Store {
 
     /// One transaction of the group commit; returns the stage state rows it changed.
     @discardableResult
-    static func commit(_ writes: [OutcomeWrite], in db: Database, indexing schedule: UserIndexSchedule, at time: Double,
-                       now: ContinuousClock.Instant = .now) throws -> [StateMirror.Change] {
+    static func commit(
+        _ writes: [OutcomeWrite],
+        in db: Database,
+        indexing schedule: UserIndexSchedule,
+        at time: Double,
+        now: ContinuousClock.Instant = .now
+    ) throws -> [StateMirror.Change] {
         var changes: [StateMirror.Change] = []
         for write in writes { try apply(write, at: time, in: db, changes: &changes) }
         try indexUserDeliveries(in: db) { tailRows in schedule.isDue(tailRows: tailRows, now: now) }
@@ -110,16 +127,23 @@ public final class SQLiteStore: Store {
         case .state(let writes, let pipeline):
             for write in writes {
                 let text = write.value.compactText
-                try db.cachedStatement(sql: """
-                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    WHERE ? = 0 OR CAST(stage_state.value AS REAL) < CAST(excluded.value AS REAL)
-                    """).execute(arguments: .storable([pipeline, write.stage, write.key, text, now, write.onlyForward ? 1 : 0]))
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                        WHERE ? = 0 OR CAST(stage_state.value AS REAL) < CAST(excluded.value AS REAL)
+                        """
+                ).execute(arguments: .storable([pipeline, write.stage, write.key, text, now, write.onlyForward ? 1 : 0]))
                 // SQLite decided whether the value moved forward: the mirror follows its answer,
                 // with the value a read of the row would give.
                 if db.changesCount > 0 {
-                    changes.append(StateMirror.Change(stage: StateMirror.Stage(pipeline: pipeline, stage: write.stage),
-                                                      key: StoredText.storable(write.key), value: try JSON.parse(text)))
+                    changes.append(
+                        StateMirror.Change(
+                            stage: StateMirror.Stage(pipeline: pipeline, stage: write.stage),
+                            key: StoredText.storable(write.key),
+                            value: try JSON.parse(text)
+                        )
+                    )
                 }
             }
         case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
@@ -150,7 +174,8 @@ public final class SQLiteStore: Store {
         for start in stride(from: 0, to: rows.count, by: rowsPerInsert) {
             let chunk = rows[start..<min(rows.count, start + rowsPerInsert)]
             // Cached statements: parsed once per connection and size, not once per write.
-            try db.cachedStatement(sql: insertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) { values in
+            try db.cachedStatement(sql: insertStatements[chunk.count - 1]).executeBinding(scratchBytes: chunk.count * DirectBindings.scratchBytes) {
+                values in
                 for (position, row) in chunk.enumerated() {
                     let delivery = row.delivery
                     let first = Int32(position * 11)

@@ -23,21 +23,39 @@ struct SQLiteWorkQueue: WorkQueue {
     /// Also in the transaction of another write (webhook outcomes with their deliveries, an
     /// accepted event with its answer, its payload serialized already). Held by `owner` until
     /// it is due, if given.
-    static func insert(_ item: WorkItem, payload: String? = nil, pipeline: String, dueAt due: Double, heldBy owner: String? = nil,
-                       in db: Database) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO NOTHING
-            """).execute(arguments: .storable([pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, payload ?? item.payload.compactText,
-                                               item.attempts, item.createdAt, item.group, item.cursor]))
+    static func insert(
+        _ item: WorkItem,
+        payload: String? = nil,
+        pipeline: String,
+        dueAt due: Double,
+        heldBy owner: String? = nil,
+        in db: Database
+    ) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO NOTHING
+                """
+        ).execute(
+            arguments: .storable([
+                pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, payload ?? item.payload.compactText,
+                item.attempts, item.createdAt, item.group, item.cursor,
+            ])
+        )
     }
 
     func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let now = clock.now
         return try await database.write { [pipeline] db in
-            let chosen = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT ?
-                """), arguments: [pipeline, kind, now, now, limit]).map(Self.item)
+            let chosen = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND due_at <= ? AND lease_until < ? ORDER BY due_at, id LIMIT
+                        ?
+                        """
+                ),
+                arguments: [pipeline, kind, now, now, limit]
+            ).map(Self.item)
             guard let grouping else {
                 try Self.hold(chosen, until: now + lease, in: db)
                 return chosen.sorted { $0.id < $1.id }
@@ -48,9 +66,11 @@ struct SQLiteWorkQueue: WorkQueue {
                 for id in ids { try name.execute(arguments: [group, id]) }
                 groups.insert(group)
             }
-            let members = try db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND lease_until < ? ORDER BY id
-                """)
+            let members = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND lease_until < ? ORDER BY id
+                    """
+            )
             var claimed: [WorkItem] = []
             for group in groups { claimed += try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) }
             try Self.hold(claimed, until: now + lease, in: db)
@@ -61,8 +81,12 @@ struct SQLiteWorkQueue: WorkQueue {
     func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
         // A claimed item falls due again when its lease ends; a taken key never does.
         // The WHERE's bare `?`s follow `?2`, so they are ?3... and take the values after these two.
-        try await forOwnKeys("UPDATE work SET lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
-                             [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue], kind, keys)
+        try await forOwnKeys(
+            "UPDATE work SET lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
+            [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue],
+            kind,
+            keys
+        )
     }
 
     func complete(_ kind: String, keys: Set<String>) async throws {
@@ -70,7 +94,12 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
-        try await forOwnKeys("UPDATE work SET attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0", [(clock.now + delay).databaseValue], kind, keys)
+        try await forOwnKeys(
+            "UPDATE work SET attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0",
+            [(clock.now + delay).databaseValue],
+            kind,
+            keys
+        )
     }
 
     func release(_ kind: String, keys: Set<String>) async throws {
@@ -83,9 +112,12 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
         try await database.write { [pipeline] db in
-            try db.execute(sql: """
-                DELETE FROM work WHERE id IN (SELECT id FROM work WHERE pipeline = ? AND kind = ? AND created_at < ? ORDER BY id LIMIT ?)
-                """, arguments: [pipeline, kind, cutoff, limit])
+            try db.execute(
+                sql: """
+                    DELETE FROM work WHERE id IN (SELECT id FROM work WHERE pipeline = ? AND kind = ? AND created_at < ? ORDER BY id LIMIT ?)
+                    """,
+                arguments: [pipeline, kind, cutoff, limit]
+            )
             return db.changesCount
         }
     }
@@ -110,11 +142,13 @@ struct SQLiteWorkQueue: WorkQueue {
         return try await database.write { [pipeline] db in
             // Taken when nobody has the key or its holder's lease ran out: the update's WHERE
             // decides, and a key it skipped changed no row.
-            let statement = try db.cachedStatement(sql: """
-                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, '{}', ?)
-                ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
-                WHERE work.lease_until < excluded.created_at
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, '{}', ?)
+                    ON CONFLICT (pipeline, kind, key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
+                    WHERE work.lease_until < excluded.created_at
+                    """
+            )
             var taken = Set<String>()
             for key in keys {
                 try statement.execute(arguments: .storable([pipeline, kind, key, takenKeysFallDue, LeaseOwner.thisProcess, now + lease, now]))
@@ -127,9 +161,12 @@ struct SQLiteWorkQueue: WorkQueue {
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int {
         let now = clock.now
         return try await database.write { [pipeline] db in
-            try db.execute(sql: """
-                DELETE FROM work WHERE pipeline = ? AND \(Self.kindStartsWith) AND due_at >= ? AND lease_until < ?
-                """, arguments: .storable([pipeline, prefix, prefix, takenKeysFallDue, now]))
+            try db.execute(
+                sql: """
+                    DELETE FROM work WHERE pipeline = ? AND \(Self.kindStartsWith) AND due_at >= ? AND lease_until < ?
+                    """,
+                arguments: .storable([pipeline, prefix, prefix, takenKeysFallDue, now])
+            )
             return db.changesCount
         }
     }
@@ -151,9 +188,11 @@ struct SQLiteWorkQueue: WorkQueue {
     /// then looks at due times alone, in their index, however many items are held.
     private static func hold(_ items: [WorkItem], until: Double, in db: Database) throws {
         guard !items.isEmpty else { return }
-        try db.cachedStatement(sql: """
-            UPDATE OR FAIL work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id IN (SELECT value FROM json_each(?3))
-            """).execute(arguments: [LeaseOwner.thisProcess, until, JSON.array(items.map { .int($0.id) }).compactText])
+        try db.cachedStatement(
+            sql: """
+                UPDATE OR FAIL work SET owner = ?1, lease_until = ?2, due_at = ?2 WHERE id IN (SELECT value FROM json_each(?3))
+                """
+        ).execute(arguments: [LeaseOwner.thisProcess, until, JSON.array(items.map { .int($0.id) }).compactText])
     }
 
     /// The kinds that start with a prefix (bound twice) as a range, which the (pipeline, kind,
@@ -164,7 +203,15 @@ struct SQLiteWorkQueue: WorkQueue {
     static let columns = "id, kind, key, payload, attempts, created_at, work_group, cursor"
 
     static func item(_ row: Row) throws -> WorkItem {
-        WorkItem(id: row["id"], kind: row["kind"], key: row["key"], payload: try JSON.parse(row["payload"] as String), attempts: row["attempts"],
-                 createdAt: row["created_at"], group: row["work_group"], cursor: row["cursor"])
+        WorkItem(
+            id: row["id"],
+            kind: row["kind"],
+            key: row["key"],
+            payload: try JSON.parse(row["payload"] as String),
+            attempts: row["attempts"],
+            createdAt: row["created_at"],
+            group: row["work_group"],
+            cursor: row["cursor"]
+        )
     }
 }

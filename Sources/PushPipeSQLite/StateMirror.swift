@@ -1,5 +1,5 @@
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// Stage state (the dedupe filter's watermarks) kept in memory beside the SQLite file.
 ///

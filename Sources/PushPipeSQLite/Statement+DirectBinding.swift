@@ -64,7 +64,10 @@ struct DirectBindings {
     }
 
     mutating func bind(_ value: String?, at index: Int32) {
-        guard let value else { sqlite3_bind_null(handle, index); return }
+        guard let value else {
+            sqlite3_bind_null(handle, index)
+            return
+        }
         bind(value, at: index)
     }
 

@@ -5,10 +5,12 @@ extension StatementArguments {
     /// Arguments with each string made storable (`StoredText`): SQLite keeps a NUL, but every
     /// read of the column stops at it, and the same value on PostgreSQL failed its write.
     static func storable(_ values: [(any DatabaseValueConvertible)?]) -> StatementArguments {
-        StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
-            guard let text = value as? String else { return value }
-            return StoredText.storable(text) as String
-        })
+        StatementArguments(
+            values.map { value -> (any DatabaseValueConvertible)? in
+                guard let text = value as? String else { return value }
+                return StoredText.storable(text) as String
+            }
+        )
     }
 }
 

@@ -1,5 +1,5 @@
-import Synchronization
 import PushPipeCore
+import Synchronization
 
 /// When the per-user index takes in the table's tail (`SQLiteStore+UserIndex`): once the tail
 /// holds a batch, or once rows have waited in it for `delay`. Under load a batch fills in a

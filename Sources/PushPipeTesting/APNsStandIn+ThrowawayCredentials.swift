@@ -7,17 +7,25 @@ extension APNsStandIn {
     /// - Parameters:
     ///   - signingKey: the key written for pushpipe to sign with; by default the trusted one.
     ///   - maxConcurrentStreams: the stand-in's SETTINGS_MAX_CONCURRENT_STREAMS.
-    public static func startWithThrowawayCredentials(in directory: TemporaryDirectory, teamID: String, keyID: String,
-                                                     keyFile: String = "AuthKey.p8", signingKey: P256.Signing.PrivateKey? = nil,
-                                                     maxConcurrentStreams: Int = 100)
+    public static func startWithThrowawayCredentials(
+        in directory: TemporaryDirectory,
+        teamID: String,
+        keyID: String,
+        keyFile: String = "AuthKey.p8",
+        signingKey: P256.Signing.PrivateKey? = nil,
+        maxConcurrentStreams: Int = 100
+    )
         async throws -> (standIn: APNsStandIn, environment: [String: String])
     {
         let key = P256.Signing.PrivateKey()
         try directory.write(keyFile, (signingKey ?? key).pemRepresentation)
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
-        let standIn = try await start(credentials: .init(teamID: teamID, keyID: keyID, publicKey: key.publicKey), authority: authority,
-                                    maxConcurrentStreams: maxConcurrentStreams)
+        let standIn = try await start(
+            credentials: .init(teamID: teamID, keyID: keyID, publicKey: key.publicKey),
+            authority: authority,
+            maxConcurrentStreams: maxConcurrentStreams
+        )
         let environment = [
             "APNS_TEAM_ID": teamID, "APNS_KEY_ID": keyID, "APNS_KEY_PATH": directory.file(keyFile),
             // The stand-in serves sends and channel management on one port; Apple has two hosts.

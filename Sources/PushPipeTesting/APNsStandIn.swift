@@ -81,7 +81,11 @@ public final class APNsStandIn: Sendable {
         self.channel = channel
     }
 
-    public static func start(credentials: Credentials, authority: TestCertificateAuthority, maxConcurrentStreams: Int = 100) async throws -> APNsStandIn {
+    public static func start(
+        credentials: Credentials,
+        authority: TestCertificateAuthority,
+        maxConcurrentStreams: Int = 100
+    ) async throws -> APNsStandIn {
         let tls = try authority.serverContext()
         let box = LateBound<APNsStandIn>()
         let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
@@ -90,7 +94,10 @@ public final class APNsStandIn: Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    box.value?.state.update { $0.connections += 1; $0.openConnections += 1 }
+                    box.value?.state.update {
+                        $0.connections += 1
+                        $0.openConnections += 1
+                    }
                     let connectionID = ObjectIdentifier(channel)
                     channel.closeFuture.whenComplete { _ in
                         let lost = box.value?.state.update { state -> (@Sendable () -> Void)? in
@@ -166,14 +173,20 @@ public final class APNsStandIn: Sendable {
     /// Waits until at least `count` requests arrived.
     @discardableResult
     public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Request] {
-        try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
-                             failure: { WaitTimedOut("expected \(count) APNs requests, got \($0.requests.count)") })
+        try await state.wait(
+            timeout: timeout,
+            { $0.requests.count >= count ? $0.requests : nil },
+            failure: { WaitTimedOut("expected \(count) APNs requests, got \($0.requests.count)") }
+        )
     }
 
     /// Waits until exactly `count` connections are open (clients close the ones they retire).
     public func waitForOpenConnections(_ count: Int, timeout: Double = 20) async throws {
-        try await state.wait(timeout: timeout, { $0.openConnections == count ? () : nil },
-                             failure: { WaitTimedOut("expected \(count) open APNs connections, have \($0.openConnections)") })
+        try await state.wait(
+            timeout: timeout,
+            { $0.openConnections == count ? () : nil },
+            failure: { WaitTimedOut("expected \(count) open APNs connections, have \($0.openConnections)") }
+        )
     }
 
     public func stop() async {
@@ -190,10 +203,23 @@ public final class APNsStandIn: Sendable {
         let json = try? JSON.parse(body.readableBytesView)
         let (issuedAt, tokenProblem) = verifyProviderToken(fields["authorization"] ?? "")
         let management = path.hasPrefix("/1/apps/")
-        let rejection = tokenProblem ?? (management ? nil : broadcast ? checkBroadcast(fields, channel: token, body: body, json: json)
-                                                                      : check(fields, token: token, body: body, json: json))
-        let request = Request(path: path, token: token, headers: fields, body: json, bodySize: body.readableBytes,
-                              tokenIssuedAt: issuedAt, authorization: fields["authorization"] ?? "", rejection: rejection)
+        let rejection =
+            tokenProblem
+            ?? (management
+                ? nil
+                : broadcast
+                    ? checkBroadcast(fields, channel: token, body: body, json: json)
+                    : check(fields, token: token, body: body, json: json))
+        let request = Request(
+            path: path,
+            token: token,
+            headers: fields,
+            body: json,
+            bodySize: body.readableBytes,
+            tokenIssuedAt: issuedAt,
+            authorization: fields["authorization"] ?? "",
+            rejection: rejection
+        )
         let answer = state.update { state -> Answer in
             state.requests.append(request)
             if rejection == nil, management { return Self.manageChannels(request, &state) }
@@ -215,11 +241,15 @@ public final class APNsStandIn: Sendable {
 
     func check(_ fields: [String: String], token: String, body: ByteBuffer, json: JSON?) -> String? {
         guard fields[":method"] == "POST" else { return "MethodNotAllowed" }
-        guard !token.isEmpty, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else { return token.isEmpty ? "MissingDeviceToken" : "BadDeviceToken" }
+        guard !token.isEmpty, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            return token.isEmpty ? "MissingDeviceToken" : "BadDeviceToken"
+        }
         guard let topic = fields["apns-topic"] else { return "MissingTopic" }
         let pushType = fields["apns-push-type"] ?? ""
-        guard ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk", "widgets"]
-            .contains(pushType) else { return "InvalidPushType" }
+        guard
+            ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk", "widgets"]
+                .contains(pushType)
+        else { return "InvalidPushType" }
         let liveActivityTopic = topic.hasSuffix(".push-type.liveactivity")
         if (pushType == "liveactivity") != liveActivityTopic || (pushType == "voip") != topic.hasSuffix(".voip") { return "DeviceTokenNotForTopic" }
         if let priority = fields["apns-priority"] {
@@ -243,8 +273,9 @@ public final class APNsStandIn: Sendable {
         let echo = request.headers["apns-request-id"].map { ["apns-request-id": $0] } ?? [:]
         func refuse(_ reason: String) -> Answer { .respond(status: 400, headers: echo, body: ["reason": .string(reason)]) }
         if request.path.hasSuffix("/all-channels") {
-            return method == "GET" ? .respond(status: 200, headers: echo, body: ["channels": .array(state.channels.sorted().map(JSON.string))])
-                                   : .respond(status: 405, headers: echo, body: ["reason": "MethodNotAllowed"])
+            return method == "GET"
+                ? .respond(status: 200, headers: echo, body: ["channels": .array(state.channels.sorted().map(JSON.string))])
+                : .respond(status: 405, headers: echo, body: ["reason": "MethodNotAllowed"])
         }
         guard request.path.hasSuffix("/channels") else { return .respond(status: 404, headers: echo, body: ["reason": "BadPath"]) }
         switch method {
@@ -262,8 +293,11 @@ public final class APNsStandIn: Sendable {
                 state.channels.remove(id)
                 return .respond(status: 204, headers: echo, body: nil)
             }
-            return .respond(status: 200, headers: echo,
-                            body: ["message-storage-policy": .int(Int64(state.channelPolicies[id] ?? 0)), "push-type": "LiveActivity"])
+            return .respond(
+                status: 200,
+                headers: echo,
+                body: ["message-storage-policy": .int(Int64(state.channelPolicies[id] ?? 0)), "push-type": "LiveActivity"]
+            )
         default:
             return .respond(status: 405, headers: echo, body: ["reason": "MethodNotAllowed"])
         }
@@ -290,12 +324,14 @@ public final class APNsStandIn: Sendable {
         guard authorization.lowercased().hasPrefix("bearer ") else { return (nil, "MissingProviderToken") }
         let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Self.base64URL(parts[0]), let claimsData = Self.base64URL(parts[1]),
-              let signatureData = Self.base64URL(parts[2]),
-              let header = try? JSON.parse(headerData), let claims = try? JSON.parse(claimsData) else { return (nil, "InvalidProviderToken") }
+            let signatureData = Self.base64URL(parts[2]),
+            let header = try? JSON.parse(headerData), let claims = try? JSON.parse(claimsData)
+        else { return (nil, "InvalidProviderToken") }
         guard header["alg"] == "ES256" else { return (nil, "InvalidProviderToken") }
         guard header["kid"]?.stringValue == credentials.keyID else { return (nil, "InvalidProviderToken") }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
-              credentials.publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)) else { return (nil, "InvalidProviderToken") }
+            credentials.publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { return (nil, "InvalidProviderToken") }
         guard claims["iss"]?.stringValue == credentials.teamID else { return (nil, "InvalidProviderToken") }
         guard case .int(let issuedAt)? = claims["iat"] else { return (nil, "InvalidProviderToken") }
         guard Date().timeIntervalSince1970 - Double(issuedAt) < 3600 else { return (Int(issuedAt), "ExpiredProviderToken") }
@@ -350,34 +386,49 @@ final class StandInStreamHandler: ChannelInboundHandler {
         }
         switch answer {
         case .accept:
-            let answer: HPACKHeaders = if let requestID = headers.first(name: "apns-request-id"), headers.first(name: "apns-channel-id") != nil {
-                // A broadcast: its request id echoed, and the id of the message APNs sends to the channel.
-                [":status": "200", "apns-request-id": requestID, "apns-unique-id": UUID().uuidString.lowercased()]
-            } else {
-                [":status": "200", "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
-            }
+            let answer: HPACKHeaders =
+                if let requestID = headers.first(name: "apns-request-id"), headers.first(name: "apns-channel-id") != nil {
+                    // A broadcast: its request id echoed, and the id of the message APNs sends to the channel.
+                    [":status": "200", "apns-request-id": requestID, "apns-unique-id": UUID().uuidString.lowercased()]
+                } else {
+                    [":status": "200", "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
+                }
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: answer, endStream: true))), promise: nil)
         case .reject(let status, let reason, let timestamp):
             var json: [String: JSON] = ["reason": .string(reason)]
             if let timestamp { json["timestamp"] = .int(timestamp) }
-            let responseHeaders: HPACKHeaders = [":status": String(status), "content-type": "application/json",
-                                                 "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
+            let responseHeaders: HPACKHeaders = [
+                ":status": String(status), "content-type": "application/json",
+                "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased(),
+            ]
             context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: JSON.object(json).serialized())), endStream: true))), promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: JSON.object(json).serialized())), endStream: true))),
+                promise: nil
+            )
         case .respond(let status, let extra, let body):
             var responseHeaders: HPACKHeaders = [":status": String(status)]
             for (name, value) in extra { responseHeaders.add(name: name, value: value) }
             if let body {
                 responseHeaders.add(name: "content-type", value: "application/json")
                 context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: body.serialized())), endStream: true))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(data: body.serialized())), endStream: true))),
+                    promise: nil
+                )
             } else {
                 context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: true))), promise: nil)
             }
         case .goAway(let reason):
             guard let parent = context.channel.parent else { return }
-            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .rootStream, errorCode: .noError,
-                                                                           opaqueData: ByteBuffer(string: "{\"reason\":\"\(reason)\"}")))
+            let frame = HTTP2Frame(
+                streamID: .rootStream,
+                payload: .goAway(
+                    lastStreamID: .rootStream,
+                    errorCode: .noError,
+                    opaqueData: ByteBuffer(string: "{\"reason\":\"\(reason)\"}")
+                )
+            )
             parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
         case .delayed(let seconds, let then):
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)

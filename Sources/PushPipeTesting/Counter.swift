@@ -7,6 +7,11 @@ public final class Counter: Sendable {
 
     /// Adds one and returns the new value.
     @discardableResult
-    public func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+    public func increment() -> Int {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
     public var current: Int { value.withLock { $0 } }
 }

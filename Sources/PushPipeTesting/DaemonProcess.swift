@@ -1,5 +1,6 @@
 import Foundation
 import Subprocess
+
 #if canImport(System)
 import System
 #else
@@ -50,8 +51,12 @@ public final class DaemonProcess: Sendable {
     ///     job does, so `signalProcessGroup` can do what a terminal's Ctrl-C does without
     ///     reaching the test runner.
     public static func run<T: Sendable>(
-        arguments: [String], directory: String, environment: [String: String] = [:], launcher: [String] = [],
-        ownProcessGroup: Bool = false, _ body: @Sendable (DaemonProcess) async throws -> T
+        arguments: [String],
+        directory: String,
+        environment: [String: String] = [:],
+        launcher: [String] = [],
+        ownProcessGroup: Bool = false,
+        _ body: @Sendable (DaemonProcess) async throws -> T
     ) async throws -> T {
         let daemon = DaemonProcess()
         // Many daemons run at once in tests: each gets its own admin port unless the test chose one.
@@ -65,8 +70,14 @@ public final class DaemonProcess: Sendable {
                 var options = PlatformOptions()
                 if !launcher.isEmpty || ownProcessGroup { options.processGroupID = 0 }
                 let result = try await Subprocess.run(
-                    .path(FilePath(executable)), arguments: Arguments(Array(all)), environment: processEnvironment,
-                    workingDirectory: FilePath(directory), platformOptions: options, input: .none, output: .sequence, error: .sequence
+                    .path(FilePath(executable)),
+                    arguments: Arguments(Array(all)),
+                    environment: processEnvironment,
+                    workingDirectory: FilePath(directory),
+                    platformOptions: options,
+                    input: .none,
+                    output: .sequence,
+                    error: .sequence
                 ) { execution in
                     daemon.changed {
                         $0.pid = execution.processIdentifier.value
@@ -79,10 +90,11 @@ public final class DaemonProcess: Sendable {
                         try await streams.waitForAll()
                     }
                 }
-                let status: Int32 = switch result.terminationStatus {
-                case .exited(let code): code
-                case .signaled(let signal): 128 + signal
-                }
+                let status: Int32 =
+                    switch result.terminationStatus {
+                    case .exited(let code): code
+                    case .signaled(let signal): 128 + signal
+                    }
                 daemon.changed { $0.exitStatus = status }
                 return nil
             }
@@ -121,7 +133,8 @@ public final class DaemonProcess: Sendable {
     public func port() async throws -> Int {
         let line = try await waitForLine(containing: "listening on http://")
         guard let range = line.range(of: #"listening on http://(\[[^\]]*\]|[^:]+):(\d+)"#, options: .regularExpression),
-              let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
+            let port = Int(line[range].split(separator: ":").last ?? "")
+        else { throw DaemonProcessError.noPort(line) }
         return port
     }
 
@@ -129,7 +142,8 @@ public final class DaemonProcess: Sendable {
     public func adminPort() async throws -> Int {
         let line = try await waitForLine(containing: "admin on http://")
         guard let range = line.range(of: #"admin on http://(\[[^\]]*\]|[^:]+):(\d+)"#, options: .regularExpression),
-              let port = Int(line[range].split(separator: ":").last ?? "") else { throw DaemonProcessError.noPort(line) }
+            let port = Int(line[range].split(separator: ":").last ?? "")
+        else { throw DaemonProcessError.noPort(line) }
         return port
     }
 
@@ -167,7 +181,9 @@ public final class DaemonProcess: Sendable {
     public var childProcesses: [pid_t] {
         guard let pid = state.value.pid, let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [] }
         return tasks.flatMap { task in
-            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { pid_t($0) }
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap {
+                pid_t($0)
+            }
         }
     }
 
@@ -177,15 +193,19 @@ public final class DaemonProcess: Sendable {
     }
 
     private func waitFor<T>(_ what: String, timeout: Double, exitIsFailure: Bool = true, _ check: @escaping (State) -> T?) async throws -> T {
-        try await state.wait(timeout: timeout, { snapshot in
-            if let value = check(snapshot) { return value }
-            if exitIsFailure, let status = snapshot.exitStatus {
-                throw DaemonProcessError.exited(status: status, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
+        try await state.wait(
+            timeout: timeout,
+            { snapshot in
+                if let value = check(snapshot) { return value }
+                if exitIsFailure, let status = snapshot.exitStatus {
+                    throw DaemonProcessError.exited(status: status, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
+                }
+                return nil
+            },
+            failure: { snapshot in
+                DaemonProcessError.timedOut(waitingFor: what, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
             }
-            return nil
-        }, failure: { snapshot in
-            DaemonProcessError.timedOut(waitingFor: what, output: (snapshot.stderr + snapshot.stdout).suffix(30).joined(separator: "\n"))
-        })
+        )
     }
 }
 

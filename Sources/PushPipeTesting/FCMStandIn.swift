@@ -70,8 +70,11 @@ public final class FCMStandIn: HTTP1StandIn {
 
     @discardableResult
     public func waitForSends(_ count: Int, timeout: Double = 20) async throws -> [Send] {
-        try await state.wait(timeout: timeout, { $0.sends.count >= count ? $0.sends : nil },
-                             failure: { WaitTimedOut("expected \(count) FCM sends, got \($0.sends.count)") })
+        try await state.wait(
+            timeout: timeout,
+            { $0.sends.count >= count ? $0.sends : nil },
+            failure: { WaitTimedOut("expected \(count) FCM sends, got \($0.sends.count)") }
+        )
     }
 
     public func stop() async { try? await channel.close() }
@@ -117,16 +120,22 @@ public final class FCMStandIn: HTTP1StandIn {
         guard grant == "urn:ietf:params:oauth:grant-type:jwt-bearer" else { return "unsupported grant_type" }
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = APNsStandIn.base64URL(parts[0]), let claimsData = APNsStandIn.base64URL(parts[1]),
-              let signature = APNsStandIn.base64URL(parts[2]), let header = try? JSON.parse(headerData), let claims = try? JSON.parse(claimsData)
+            let signature = APNsStandIn.base64URL(parts[2]), let header = try? JSON.parse(headerData), let claims = try? JSON.parse(claimsData)
         else { return "malformed assertion" }
         guard header["alg"] == "RS256" else { return "assertion is not RS256" }
-        guard publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: Data("\(parts[0]).\(parts[1])".utf8),
-                                         padding: .insecurePKCS1v1_5) else { return "invalid assertion signature" }
+        guard
+            publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature),
+                for: Data("\(parts[0]).\(parts[1])".utf8),
+                padding: .insecurePKCS1v1_5
+            )
+        else { return "invalid assertion signature" }
         guard claims["iss"]?.stringValue == clientEmail else { return "wrong iss" }
         guard claims["scope"] == "https://www.googleapis.com/auth/firebase.messaging" else { return "wrong scope" }
         guard claims["aud"]?.stringValue == tokenURI else { return "wrong aud" }
         guard let issuedAt = claims["iat"]?.intValue, let expires = claims["exp"]?.intValue, expires - issuedAt == 3600,
-              abs(Double(issuedAt) - Date().timeIntervalSince1970) < 300 else { return "bad iat/exp" }
+            abs(Double(issuedAt) - Date().timeIntervalSince1970) < 300
+        else { return "bad iat/exp" }
         return nil
     }
 
@@ -136,13 +145,26 @@ public final class FCMStandIn: HTTP1StandIn {
         let message = json?["message"]
         var rejection: String?
         let targets = ["token", "topic", "condition"].filter { message?[$0] != nil }
-        if message == nil { rejection = "no message" } else if targets.count != 1 { rejection = "exactly one of token, topic, condition" }
-        else if let data = message?["data"]?.objectValue, data.values.contains(where: { $0.stringValue == nil }) { rejection = "data values must be strings" }
-        else if body.count > 4096 + 128 { rejection = "message too big" }
+        if message == nil {
+            rejection = "no message"
+        } else if targets.count != 1 {
+            rejection = "exactly one of token, topic, condition"
+        } else if let data = message?["data"]?.objectValue, data.values.contains(where: { $0.stringValue == nil }) {
+            rejection = "data values must be strings"
+        } else if body.count > 4096 + 128 {
+            rejection = "message too big"
+        }
         return state.update { state in
             let authorized = state.validTokens.contains(bearer)
-            state.sends.append(Send(projectID: project, message: message, validateOnly: json?["validate_only"] == true, accessToken: bearer,
-                                    rejection: authorized ? rejection : "unauthenticated"))
+            state.sends.append(
+                Send(
+                    projectID: project,
+                    message: message,
+                    validateOnly: json?["validate_only"] == true,
+                    accessToken: bearer,
+                    rejection: authorized ? rejection : "unauthenticated"
+                )
+            )
             guard authorized else {
                 return (401, [], ["error": ["code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"]])
             }

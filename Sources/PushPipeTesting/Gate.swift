@@ -39,7 +39,10 @@ public final class Gate: Sendable {
     public func open() {
         let (waiting, actions) = state.withLock { state in
             state.open = true
-            defer { state.waiting.removeAll(); state.actions.removeAll() }
+            defer {
+                state.waiting.removeAll()
+                state.actions.removeAll()
+            }
             return (state.waiting, state.actions)
         }
         for continuation in waiting { continuation.resume() }

@@ -1,11 +1,11 @@
 import Foundation
-import PushPipeCore
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PushPipeCore
 
 /// A stand-in that answers whole requests with JSON (FCM, Web Push push services), over
 /// HTTP/1.1 or, where it offers it, HTTP/2 (each stream seen as an HTTP/1 exchange).
@@ -30,8 +30,10 @@ extension HTTP1StandIn {
     /// handing each request to the stand-in `box` will hold. `http2`: ALPN offers `h2` first,
     /// as push services do; HTTP/1.1 otherwise.
     static func bind(authority: TestCertificateAuthority, box: LateBound<Self>, port: Int = 0, http2: Bool = false) async throws -> any Channel {
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(authority.serverCertificate)],
-                                                           privateKey: .privateKey(authority.serverKey))
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(authority.serverCertificate)],
+            privateKey: .privateKey(authority.serverKey)
+        )
         tls.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
         let context = try NIOSSLContext(configuration: tls)
         @Sendable func http1(_ channel: any Channel) -> EventLoopFuture<Void> {
@@ -49,13 +51,19 @@ extension HTTP1StandIn {
                 }
                 guard http2 else { return tlsAdded.flatMap { http1(channel) } }
                 return tlsAdded.flatMap {
-                    channel.configureHTTP2SecureUpgrade(h2ChannelConfigurator: { connection in
-                        connection.configureHTTP2Pipeline(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
-                            stream.eventLoop.makeCompletedFuture {
-                                try stream.pipeline.syncOperations.addHandlers([HTTP2FramePayloadToHTTP1ServerCodec(), HTTP1StandInHandler(box: box)])
-                            }
-                        }.map { _ in }
-                    }, http1ChannelConfigurator: http1)
+                    channel.configureHTTP2SecureUpgrade(
+                        h2ChannelConfigurator: { connection in
+                            connection.configureHTTP2Pipeline(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()) {
+                                stream in
+                                stream.eventLoop.makeCompletedFuture {
+                                    try stream.pipeline.syncOperations.addHandlers([
+                                        HTTP2FramePayloadToHTTP1ServerCodec(), HTTP1StandInHandler(box: box),
+                                    ])
+                                }
+                            }.map { _ in }
+                        },
+                        http1ChannelConfigurator: http1
+                    )
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
@@ -81,11 +89,21 @@ final class HTTP1StandInHandler<StandIn: HTTP1StandIn>: ChannelInboundHandler {
             body.append(contentsOf: buffer.readableBytesView)
         case .end:
             guard let head, let standIn = box.value else { return }
-            let (status, extra, bytes) = standIn.respond(version: head.version, method: head.method.rawValue,
-                                                         path: String(head.uri.split(separator: "?").first ?? ""), headers: head.headers, body: body)
+            let (status, extra, bytes) = standIn.respond(
+                version: head.version,
+                method: head.method.rawValue,
+                path: String(head.uri.split(separator: "?").first ?? ""),
+                headers: head.headers,
+                body: body
+            )
             // An HTTP/2 stream ends with its answer; the connection stays whatever the head says.
-            HTTP1JSONResponse.write(status: status, headers: extra, body: ByteBuffer(data: bytes),
-                                    keepAlive: head.isKeepAlive || head.version.major == 2, context: context)
+            HTTP1JSONResponse.write(
+                status: status,
+                headers: extra,
+                body: ByteBuffer(data: bytes),
+                keepAlive: head.isKeepAlive || head.version.major == 2,
+                context: context
+            )
         }
     }
 }

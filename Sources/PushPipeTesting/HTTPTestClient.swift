@@ -34,8 +34,14 @@ public struct HTTPTestClient: Sendable {
         public var headers: [String: String] = [:]
     }
 
-    public func request(_ method: String, _ path: String, json: JSON? = nil, rawBody: String? = nil,
-                        headers: [String: String] = [:], timeout: Int64 = 30) async throws -> Response {
+    public func request(
+        _ method: String,
+        _ path: String,
+        json: JSON? = nil,
+        rawBody: String? = nil,
+        headers: [String: String] = [:],
+        timeout: Int64 = 30
+    ) async throws -> Response {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = HTTPMethod(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }

@@ -66,7 +66,7 @@ public final class ManualClock: DaemonClock {
                     return state.reachedWatchers()
                 }
                 guard let watchers else { return continuation.resume(throwing: CancellationError()) }
-                watchers.forEach { $0.resume(returning: true) }
+                for watcher in watchers { watcher.resume(returning: true) }
             }
         } onCancel: {
             state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
@@ -90,7 +90,7 @@ public final class ManualClock: DaemonClock {
             for id in due.keys { state.sleepers[id] = nil }
             return due.values.sorted { $0.until < $1.until }.map(\.continuation)
         }
-        woken.forEach { $0.resume() }
+        for continuation in woken { continuation.resume() }
     }
 
     public func advance(seconds: Double) {

@@ -1,8 +1,8 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOSSL
 import NIOPosix
+import NIOSSL
 import PushPipeCore
 
 /// An in-process online-go.com answering `GET /api/v1/players/{id}/full` from memory, with
@@ -66,8 +66,10 @@ public final class OGSStandIn: Sendable {
     /// - Parameter authority: serve HTTPS with a certificate from this throwaway CA.
     public static func start(authority: TestCertificateAuthority? = nil) async throws -> OGSStandIn {
         let tls = try authority.map { authority in
-            var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(authority.serverCertificate)],
-                                                               privateKey: .privateKey(authority.serverKey))
+            var tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: [.certificate(authority.serverCertificate)],
+                privateKey: .privateKey(authority.serverKey)
+            )
             tls.applicationProtocols = ["http/1.1"]
             return try NIOSSLContext(configuration: tls)
         }
@@ -129,13 +131,19 @@ public final class OGSStandIn: Sendable {
 
     /// Waits until every one of `players` was asked for after the first `skip` requests.
     public func waitForRequests(from players: Set<Int64>, after skip: Int, timeout: Double = 20) async throws {
-        try await state.wait(timeout: timeout, { state in players.isSubset(of: Set(state.requests.dropFirst(skip))) ? () : nil },
-                             failure: { state in WaitTimedOut("\(players.subtracting(state.requests.dropFirst(skip)).count) players not asked for") })
+        try await state.wait(
+            timeout: timeout,
+            { state in players.isSubset(of: Set(state.requests.dropFirst(skip))) ? () : nil },
+            failure: { state in WaitTimedOut("\(players.subtracting(state.requests.dropFirst(skip)).count) players not asked for") }
+        )
     }
 
     public func waitForRequests(_ count: Int, timeout: Double = 20) async throws -> [Int64] {
-        try await state.wait(timeout: timeout, { $0.requests.count >= count ? $0.requests : nil },
-                             failure: { WaitTimedOut("expected \(count) OGS requests, got \($0.requests.count)") })
+        try await state.wait(
+            timeout: timeout,
+            { $0.requests.count >= count ? $0.requests : nil },
+            failure: { WaitTimedOut("expected \(count) OGS requests, got \($0.requests.count)") }
+        )
     }
 
     public func stop() async {
@@ -171,8 +179,10 @@ public final class OGSStandIn: Sendable {
 
     static func document(player owner: Int64, games: [Game]) -> JSON {
         func player(_ id: Int64) -> JSON {
-            ["id": .int(id), "username": .string("player\(id)"), "ranking": 28.5, "pro": false,
-             "ratings": ["version": 5, "overall": ["rating": 1500.0, "deviation": 350.0, "volatility": 0.06]]]
+            [
+                "id": .int(id), "username": .string("player\(id)"), "ranking": 28.5, "pro": false,
+                "ratings": ["version": 5, "overall": ["rating": 1500.0, "deviation": 350.0, "volatility": 0.06]],
+            ]
         }
         let active: [JSON] = games.map { game in
             [
@@ -180,8 +190,10 @@ public final class OGSStandIn: Sendable {
                 "width": 19, "height": 19, "time_per_move": .int(game.timePerMove),
                 "json": [
                     "game_id": .int(game.id), "game_name": .string(game.name), "phase": "play",
-                    "players": ["black": ["id": .int(game.black), "username": .string("player\(game.black)")],
-                                "white": ["id": .int(game.white), "username": .string("player\(game.white)")]],
+                    "players": [
+                        "black": ["id": .int(game.black), "username": .string("player\(game.black)")],
+                        "white": ["id": .int(game.white), "username": .string("player\(game.white)")],
+                    ],
                     "clock": [
                         "game_id": .int(game.id), "current_player": .int(game.currentPlayer), "black_player_id": .int(game.black),
                         "white_player_id": .int(game.white), "title": .string(game.name), "last_move": .int(game.lastMove),
@@ -233,6 +245,12 @@ final class OGSRequestHandler: ChannelInboundHandler {
     }
 
     func respond(_ answer: (status: Int, headers: [(String, String)], body: String, delay: Double), context: ChannelHandlerContext) {
-        HTTP1JSONResponse.write(status: answer.status, headers: answer.headers, body: ByteBuffer(string: answer.body), keepAlive: keepAlive, context: context)
+        HTTP1JSONResponse.write(
+            status: answer.status,
+            headers: answer.headers,
+            body: ByteBuffer(string: answer.body),
+            keepAlive: keepAlive,
+            context: context
+        )
     }
 }

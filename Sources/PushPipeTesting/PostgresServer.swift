@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Subprocess
+
 #if canImport(System)
 import System
 #else
@@ -65,7 +66,11 @@ public struct PostgresServer: Sendable {
             let port = try await Self.freePort()
             let options = (settings + ["port=\(port)"]).map { "-c \($0)" }.joined(separator: " ")
             do {
-                try await run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log", "-w", "start"], as: owner)
+                try await run(
+                    "\(binaries)/pg_ctl",
+                    ["-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log", "-w", "start"],
+                    as: owner
+                )
                 return PostgresServer(port: port, directory: directory)
             } catch let failure as Failure {
                 let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? ""
@@ -95,11 +100,17 @@ public struct PostgresServer: Sendable {
     /// As root, through `su` (as `.ci/run` does): a child that changes its user before exec is
     /// forked from this multithreaded process, and such a child can deadlock before it execs.
     private static func run(_ executable: String, _ arguments: [String], as owner: (uid: uid_t, gid: gid_t)?) async throws {
-        let (program, all) = owner == nil
+        let (program, all) =
+            owner == nil
             ? (executable, arguments)
             : ("/bin/su", ["postgres", "-s", "/bin/sh", "-c", ([executable] + arguments).map(Self.quoted).joined(separator: " ")])
-        let result = try await Subprocess.run(.path(FilePath(program)), arguments: Arguments(all), workingDirectory: "/tmp",
-                                              output: .string(limit: 1 << 16), error: .string(limit: 1 << 16))
+        let result = try await Subprocess.run(
+            .path(FilePath(program)),
+            arguments: Arguments(all),
+            workingDirectory: "/tmp",
+            output: .string(limit: 1 << 16),
+            error: .string(limit: 1 << 16)
+        )
         guard case .exited(0) = result.terminationStatus else {
             throw Failure(description: "\(executable) \(arguments.first ?? "") failed (\(result.terminationStatus)): \(result.standardError)")
         }

@@ -25,27 +25,41 @@ public struct TestCertificateAuthority: Sendable {
         let caName = try DistinguishedName { CommonName("pushpipe throwaway test CA \(UUID().uuidString.prefix(8))") }
         let now = Date()
         let ca = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400),
-            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(86400),
+            issuer: caName,
+            subject: caName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 KeyUsage(keyCertSign: true, cRLSign: true)
             },
-            issuerPrivateKey: .init(caKey))
+            issuerPrivateKey: .init(caKey)
+        )
         let serverKey = P256.Signing.PrivateKey()
         let server = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(serverKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400),
-            issuer: caName, subject: try DistinguishedName { CommonName(serverNames.first ?? "localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(serverKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(86400),
+            issuer: caName,
+            subject: try DistinguishedName { CommonName(serverNames.first ?? "localhost") },
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
-                SubjectAlternativeNames(serverNames.map { name in
-                    let octets = name.split(separator: ".").compactMap { UInt8($0) }
-                    return octets.count == 4 ? .ipAddress(ASN1OctetString(contentBytes: ArraySlice(octets))) : .dnsName(name)
-                })
+                SubjectAlternativeNames(
+                    serverNames.map { name in
+                        let octets = name.split(separator: ".").compactMap { UInt8($0) }
+                        return octets.count == 4 ? .ipAddress(ASN1OctetString(contentBytes: ArraySlice(octets))) : .dnsName(name)
+                    }
+                )
                 try ExtendedKeyUsage([.serverAuth])
             },
-            issuerPrivateKey: .init(caKey))
+            issuerPrivateKey: .init(caKey)
+        )
         caCertificatePEM = try ca.serializeAsPEM().pemString
         serverCertificatePEM = try server.serializeAsPEM().pemString
         serverKeyPEM = serverKey.pemRepresentation
@@ -61,7 +75,10 @@ public struct TestCertificateAuthority: Sendable {
     }
 
     public func serverContext() throws -> NIOSSLContext {
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(serverCertificate)], privateKey: .privateKey(serverKey))
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(serverCertificate)],
+            privateKey: .privateKey(serverKey)
+        )
         configuration.applicationProtocols = ["h2"]
         return try NIOSSLContext(configuration: configuration)
     }

@@ -78,7 +78,12 @@ public final class WebPushStandIn: HTTP1StandIn {
     public var messages: [Message] { state.value.messages }
 
     /// - Parameter http2: offer `h2` in ALPN, as the browsers' push services do.
-    public static func start(authority: TestCertificateAuthority, checks: Bool = true, port: Int = 0, http2: Bool = false) async throws -> WebPushStandIn {
+    public static func start(
+        authority: TestCertificateAuthority,
+        checks: Bool = true,
+        port: Int = 0,
+        http2: Bool = false
+    ) async throws -> WebPushStandIn {
         let box = LateBound<WebPushStandIn>()
         let channel = try await bind(authority: authority, box: box, port: port, http2: http2)
         let standIn = WebPushStandIn(port: channel.localAddress?.port ?? 0, checks: checks, channel: channel)
@@ -90,9 +95,13 @@ public final class WebPushStandIn: HTTP1StandIn {
     public func subscribe(_ id: String = UUID().uuidString.lowercased()) -> JSON {
         let browser = Browser(key: P256.KeyAgreement.PrivateKey(), auth: Data((0..<16).map { _ in UInt8.random(in: 0...255) }))
         state.update { $0.browsers[id] = browser }
-        return ["endpoint": .string("\(origin)/push/\(id)"), "expirationTime": nil,
-                "keys": ["p256dh": .string(browser.key.publicKey.x963Representation.base64URLEncodedString()),
-                         "auth": .string(browser.auth.base64URLEncodedString())]]
+        return [
+            "endpoint": .string("\(origin)/push/\(id)"), "expirationTime": nil,
+            "keys": [
+                "p256dh": .string(browser.key.publicKey.x963Representation.base64URLEncodedString()),
+                "auth": .string(browser.auth.base64URLEncodedString()),
+            ],
+        ]
     }
 
     /// The browser unsubscribed: its endpoint answers 410 from now on.
@@ -105,8 +114,11 @@ public final class WebPushStandIn: HTTP1StandIn {
 
     @discardableResult
     public func waitForMessages(_ count: Int, timeout: Double = 20) async throws -> [Message] {
-        try await state.wait(timeout: timeout, { $0.messages.count >= count ? $0.messages : nil },
-                             failure: { WaitTimedOut("expected \(count) Web Push messages, got \($0.messages.count)") })
+        try await state.wait(
+            timeout: timeout,
+            { $0.messages.count >= count ? $0.messages : nil },
+            failure: { WaitTimedOut("expected \(count) Web Push messages, got \($0.messages.count)") }
+        )
     }
 
     public func stop() async { try? await channel.close() }
@@ -123,7 +135,13 @@ public final class WebPushStandIn: HTTP1StandIn {
         return (status, extra, raw ?? json.serialized())
     }
 
-    private func answer(version: HTTPVersion, method: String, path: String, headers: HTTPHeaders, body: Data) -> (Int, [(String, String)], JSON, Data?) {
+    private func answer(
+        version: HTTPVersion,
+        method: String,
+        path: String,
+        headers: HTTPHeaders,
+        body: Data
+    ) -> (Int, [(String, String)], JSON, Data?) {
         let parts = path.split(separator: "/")
         guard method == "POST", parts.count == 2, parts[0] == "push" else { return (404, [], ["error": "not found"], nil) }
         let id = String(parts[1])
@@ -168,11 +186,12 @@ public final class WebPushStandIn: HTTP1StandIn {
             if pair.count == 2 { values[pair[0]] = pair[1] }
         }
         guard let token = values["t"], let keyText = values["k"], let keyData = Data(base64URLEncoded: keyText),
-              let key = try? P256.Signing.PublicKey(x963Representation: keyData) else { return (nil, "VAPID: no t or k") }
+            let key = try? P256.Signing.PublicKey(x963Representation: keyData)
+        else { return (nil, "VAPID: no t or k") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Data(base64URLEncoded: parts[0]).flatMap({ try? JSON.parse($0) }),
-              let claims = Data(base64URLEncoded: parts[1]).flatMap({ try? JSON.parse($0) }),
-              let signature = Data(base64URLEncoded: parts[2]).flatMap({ try? P256.Signing.ECDSASignature(rawRepresentation: $0) })
+            let claims = Data(base64URLEncoded: parts[1]).flatMap({ try? JSON.parse($0) }),
+            let signature = Data(base64URLEncoded: parts[2]).flatMap({ try? P256.Signing.ECDSASignature(rawRepresentation: $0) })
         else { return (nil, "VAPID: malformed JWT") }
         guard header["alg"] == "ES256" else { return (nil, "VAPID: not ES256") }
         guard key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)) else { return (nil, "VAPID: bad signature") }
@@ -200,8 +219,10 @@ public final class WebPushStandIn: HTTP1StandIn {
         keyInfo.append(1)
         let ikm = HMAC<SHA256>.authenticationCode(for: keyInfo, using: SymmetricKey(data: Data(prkKey)))
         let prk = HMAC<SHA256>.authenticationCode(for: Data(ikm), using: SymmetricKey(data: salt))
-        let cek = Data(HMAC<SHA256>.authenticationCode(for: Data("Content-Encoding: aes128gcm\0\u{1}".utf8), using: SymmetricKey(data: Data(prk)))).prefix(16)
-        let nonce = Data(HMAC<SHA256>.authenticationCode(for: Data("Content-Encoding: nonce\0\u{1}".utf8), using: SymmetricKey(data: Data(prk)))).prefix(12)
+        let cek = Data(HMAC<SHA256>.authenticationCode(for: Data("Content-Encoding: aes128gcm\0\u{1}".utf8), using: SymmetricKey(data: Data(prk))))
+            .prefix(16)
+        let nonce = Data(HMAC<SHA256>.authenticationCode(for: Data("Content-Encoding: nonce\0\u{1}".utf8), using: SymmetricKey(data: Data(prk))))
+            .prefix(12)
         let record = body[86...]
         let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: record.dropLast(16), tag: record.suffix(16))
         var padded = try AES.GCM.open(box, using: SymmetricKey(data: cek))

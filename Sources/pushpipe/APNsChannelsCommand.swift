@@ -10,8 +10,11 @@ struct APNsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "apns", abstract: "APNs tools.", subcommands: [Channels.self])
 
     struct Channels: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "channels", abstract: "Manage broadcast channels for Live Activities (iOS 18).",
-                                                        subcommands: [Create.self, List.self, Read.self, Delete.self])
+        static let configuration = CommandConfiguration(
+            commandName: "channels",
+            abstract: "Manage broadcast channels for Live Activities (iOS 18).",
+            subcommands: [Create.self, List.self, Read.self, Delete.self]
+        )
     }
 
     struct Credentials: ParsableArguments {
@@ -26,11 +29,19 @@ struct APNsCommand: ParsableCommand {
         func manager() async throws -> APNsChannelManager {
             let environment = ProcessInfo.processInfo.environment
             guard let team = teamId ?? environment["APNS_TEAM_ID"], let key = keyId ?? environment["APNS_KEY_ID"],
-                  let path = keyPath ?? environment["APNS_KEY_PATH"] else {
+                let path = keyPath ?? environment["APNS_KEY_PATH"]
+            else {
                 throw ValidationError("give --team-id, --key-id and --key-path (or APNS_TEAM_ID, APNS_KEY_ID, APNS_KEY_PATH)")
             }
-            return try await APNsChannelManager(keyPath: path, keyID: key, teamID: team, bundleID: bundleId, sandbox: sandbox,
-                                                baseURL: baseUrl, caFile: caFile)
+            return try await APNsChannelManager(
+                keyPath: path,
+                keyID: key,
+                teamID: team,
+                bundleID: bundleId,
+                sandbox: sandbox,
+                baseURL: baseUrl,
+                caFile: caFile
+            )
         }
     }
 

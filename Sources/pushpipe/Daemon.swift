@@ -1,12 +1,12 @@
 import Foundation
 import Logging
+import PushPipeCore
+import PushPipeHTTP
+import PushPipePlugins
 import PushPipeStores
 import ServiceLifecycle
 import Tracing
 import UnixSignals
-import PushPipeCore
-import PushPipeHTTP
-import PushPipePlugins
 
 /// `pushpipe run`: the pipelines, the HTTP host and the store under one service group.
 /// SIGTERM/SIGINT drain and stop; SIGHUP reloads, keeping the old configuration when the
@@ -30,9 +30,19 @@ public final class Daemon: Sendable {
         /// Where requests to URLs users chose may go (`--allow-private-endpoint`).
         public var egress: EgressPolicy
 
-        public init(pipelinePaths: [String], pluginsDirectory: String, store: StoreLocation, host: String, port: Int, mode: RunMode,
-                    environment: [String: String], admin: (host: String, port: Int)? = nil, adminAccess: AdminAccess = AdminAccess(token: nil),
-                    protection: HTTPHost.Protection = HTTPHost.Protection(), egress: EgressPolicy = .standard) {
+        public init(
+            pipelinePaths: [String],
+            pluginsDirectory: String,
+            store: StoreLocation,
+            host: String,
+            port: Int,
+            mode: RunMode,
+            environment: [String: String],
+            admin: (host: String, port: Int)? = nil,
+            adminAccess: AdminAccess = AdminAccess(token: nil),
+            protection: HTTPHost.Protection = HTTPHost.Protection(),
+            egress: EgressPolicy = .standard
+        ) {
             self.protection = protection
             self.egress = egress
             self.admin = admin
@@ -63,8 +73,14 @@ public final class Daemon: Sendable {
     let tracing: Tracing?
     public let telemetry: Telemetry
 
-    public init(options: Options, builtins: [any Registrable], webhookPoster: (any WebhookPoster)? = nil,
-                identityLookup: (any IdentityLookup)? = nil, tracing: Tracing? = nil, logger: Logger) {
+    public init(
+        options: Options,
+        builtins: [any Registrable],
+        webhookPoster: (any WebhookPoster)? = nil,
+        identityLookup: (any IdentityLookup)? = nil,
+        tracing: Tracing? = nil,
+        logger: Logger
+    ) {
         self.identityLookup = identityLookup
         self.tracing = tracing
         telemetry = Telemetry.prometheus(tracer: tracing?.tracer)
@@ -75,9 +91,15 @@ public final class Daemon: Sendable {
     }
 
     var loader: ConfigLoader {
-        ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: options.environment,
-                                                                                  allowsUndefined: options.mode == .dryRun),
-                     pluginHost: ChildProcessPluginHost(), egress: options.egress)
+        ConfigLoader(
+            builtins: builtins,
+            interpolation: EnvironmentInterpolation(
+                environment: options.environment,
+                allowsUndefined: options.mode == .dryRun
+            ),
+            pluginHost: ChildProcessPluginHost(),
+            egress: options.egress
+        )
     }
 
     public func load() async -> ConfigLoader.Result {
@@ -94,52 +116,85 @@ public final class Daemon: Sendable {
         // Held until the store is closed: a second daemon on the same SQLite state stops here.
         let lock = try options.store.lockForDaemon()
         defer { lock?.release() }
-        let store = try await options.store.open(logger: logger,
-                                                 observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"), lock: lock)
+        let store = try await options.store.open(
+            logger: logger,
+            observers: telemetry.storeObservers(named: options.store.isPostgres ? "postgres" : "sqlite"),
+            lock: lock
+        )
         logger.info("store: \(options.store)")
         let storeService = StoreService(store)
         let host = HTTPHost(protection: options.protection, identityLookup: identityLookup, logger: logger)
-        let supervisor = PipelineSupervisor(initial: initial.pipelines, store: store, host: host, logger: logger, mode: options.mode,
-                                            telemetry: telemetry, webhookPoster: webhookPoster)
+        let supervisor = PipelineSupervisor(
+            initial: initial.pipelines,
+            store: store,
+            host: host,
+            logger: logger,
+            mode: options.mode,
+            telemetry: telemetry,
+            webhookPoster: webhookPoster
+        )
         host.setReadiness { await supervisor.readinessProblems() }
         let logger = self.logger
         let options = self.options
         // Each listener tells when it listens; the pipelines start once all of them do.
         let (listening, listened) = AsyncStream<Void>.makeStream()
-        let application = ListenerService(listener: "app listener", address: "\(options.host):\(options.port)", option: "--listen HOST:PORT",
-                                          service: host.application(host: options.host, port: options.port) { port in
-            listened.yield()
-            logger.notice("listening on http://\(Self.urlHost(options.host)):\(port)", metadata: [
-                "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
-                "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
-                "allocator": .string(ProcessAllocator.name),
-            ])
-        })
+        let application = ListenerService(
+            listener: "app listener",
+            address: "\(options.host):\(options.port)",
+            option: "--listen HOST:PORT",
+            service: host.application(host: options.host, port: options.port) { port in
+                listened.yield()
+                logger.notice(
+                    "listening on http://\(Self.urlHost(options.host)):\(port)",
+                    metadata: [
+                        "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
+                        "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
+                        "allocator": .string(ProcessAllocator.name),
+                    ]
+                )
+            }
+        )
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
         var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let admin = options.admin {
-            let adminHost = AdminHost(supervisor: supervisor, statusPage: StatusPage(store: "\(options.store)", mode: options.mode),
-                                      access: options.adminAccess, logger: logger)
-            adminServices.append(.init(service: ListenerService(listener: "admin listener", address: "\(admin.host):\(admin.port)",
-                                                                option: "--admin-listen HOST:PORT (or --admin-listen off)",
-                                                                service: adminHost.application(host: admin.host, port: admin.port) { port in
-                listened.yield()
-                logger.notice("admin on http://\(Self.urlHost(admin.host)):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
-            })))
+            let adminHost = AdminHost(
+                supervisor: supervisor,
+                statusPage: StatusPage(store: "\(options.store)", mode: options.mode),
+                access: options.adminAccess,
+                logger: logger
+            )
+            adminServices.append(
+                .init(
+                    service: ListenerService(
+                        listener: "admin listener",
+                        address: "\(admin.host):\(admin.port)",
+                        option: "--admin-listen HOST:PORT (or --admin-listen off)",
+                        service: adminHost.application(host: admin.host, port: admin.port) { port in
+                            listened.yield()
+                            logger.notice("admin on http://\(Self.urlHost(admin.host)):\(port) (/metrics, /healthz, /readyz, /tap, status page at /)")
+                        }
+                    )
+                )
+            )
         }
         // The group stops its services in the reverse of this order: the store first, so it
         // closes last, once the pipelines drained; then the trace exporter, so the spans of the
         // events drained at shutdown are exported too.
         let exporter = tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: storeService)] + exporter + [
-                .init(service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
-                      successTerminationBehavior: .gracefullyShutdownGroup),
-                .init(service: application),
-                .init(service: reloader, successTerminationBehavior: .ignore),
-            ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: storeService)] + exporter + [
+                    .init(
+                        service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
+                        successTerminationBehavior: .gracefullyShutdownGroup
+                    ),
+                    .init(service: application),
+                    .init(service: reloader, successTerminationBehavior: .ignore),
+                ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
         do {
             try await group.run()
         } catch {

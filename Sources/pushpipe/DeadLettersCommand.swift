@@ -5,8 +5,11 @@ import PushPipeCore
 /// `pushpipe dead-letters`: events that failed for good, kept with their input, to read,
 /// replay once the cause is fixed (only to the recipients that did not get them) or drop.
 struct DeadLettersCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "dead-letters", abstract: "List, show, replay or drop events that failed for good.",
-                                                    subcommands: [List.self, Show.self, Replay.self, Drop.self])
+    static let configuration = CommandConfiguration(
+        commandName: "dead-letters",
+        abstract: "List, show, replay or drop events that failed for good.",
+        subcommands: [List.self, Show.self, Replay.self, Drop.self]
+    )
 
     /// What every subcommand shares: where the store is and which pipeline.
     struct Selection: ParsableArguments {
@@ -27,7 +30,10 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 throw DeadLetterError(id: id, problem: "no dead letter \(id)\(pipeline.map { " in pipeline \($0)" } ?? "")")
             }
             guard found.count == 1 else {
-                throw DeadLetterError(id: id, problem: "dead letter \(id) is in pipelines \(found.map(\.pipeline).joined(separator: ", ")): choose one with --pipeline")
+                throw DeadLetterError(
+                    id: id,
+                    problem: "dead letter \(id) is in pipelines \(found.map(\.pipeline).joined(separator: ", ")): choose one with --pipeline"
+                )
             }
             return record
         }
@@ -67,15 +73,20 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
         func run() async throws {
             let cutoff = try since.map { try DeadLettersCommand.time(since: $0) }
-            let letters = try await selection.withStore { store in try await store.deadLetters(pipeline: selection.pipeline, since: cutoff, limit: limit) }
+            let letters = try await selection.withStore { store in
+                try await store.deadLetters(pipeline: selection.pipeline, since: cutoff, limit: limit)
+            }
             if json {
                 print(String(decoding: JSON.array(letters.map(\.statusJSON)).serialized(pretty: true), as: UTF8.self))
                 return
             }
             for letter in letters {
                 let failed = letter.recipients.filter(\.isUnresolved).count
-                let recipients = letter.recipients.isEmpty ? "before delivery" : "\(failed) of \(letter.recipients.count + letter.omittedRecipients) recipients"
-                print("\(EventRecord.timestamp(letter.updatedAt))  \(letter.pipeline)  \(letter.eventID)  user=\(letter.user ?? "-")  \(recipients)  \(letter.reason ?? "")")
+                let recipients =
+                    letter.recipients.isEmpty ? "before delivery" : "\(failed) of \(letter.recipients.count + letter.omittedRecipients) recipients"
+                print(
+                    "\(EventRecord.timestamp(letter.updatedAt))  \(letter.pipeline)  \(letter.eventID)  user=\(letter.user ?? "-")  \(recipients)  \(letter.reason ?? "")"
+                )
             }
             if letters.isEmpty { FileHandle.standardError.write(Data("no dead letters\n".utf8)) }
         }
@@ -103,7 +114,8 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Queue dead letters again: a running daemon of their pipeline sends them, only to the recipients that did not get them.")
+            abstract: "Queue dead letters again: a running daemon of their pipeline sends them, only to the recipients that did not get them."
+        )
 
         @OptionGroup var selection: Selection
 
@@ -112,9 +124,18 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await selection.forEachDeadLetter(ids) { record, store in
-                guard let input = record.input else { throw DeadLetterError(id: record.eventID, problem: "dead letter \(record.eventID) kept no input to send") }
-                var replay = QueuedEvent(pipeline: record.pipeline, source: QueuedEventIntake.replayKey, eventID: record.eventID, user: record.user,
-                                         time: input.time, body: input.body, lease: -1)
+                guard let input = record.input else {
+                    throw DeadLetterError(id: record.eventID, problem: "dead letter \(record.eventID) kept no input to send")
+                }
+                var replay = QueuedEvent(
+                    pipeline: record.pipeline,
+                    source: QueuedEventIntake.replayKey,
+                    eventID: record.eventID,
+                    user: record.user,
+                    time: input.time,
+                    body: input.body,
+                    lease: -1
+                )
                 replay.caller = record.caller
                 replay.replayOf = record
                 guard try await store.replayDeadLetter(replay) else { throw DeadLetterError.changed(record.eventID) }
@@ -134,7 +155,9 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await selection.forEachDeadLetter(ids) { record, store in
-                guard try await store.pipeline(record.pipeline).dropDeadLetter(eventID: record.eventID) else { throw DeadLetterError.changed(record.eventID) }
+                guard try await store.pipeline(record.pipeline).dropDeadLetter(eventID: record.eventID) else {
+                    throw DeadLetterError.changed(record.eventID)
+                }
                 print("dropped \(record.eventID) (pipeline \(record.pipeline))")
             }
         }
@@ -155,5 +178,7 @@ struct DeadLetterError: Error {
     var id: String
     var problem: String
 
-    static func changed(_ id: String) -> DeadLetterError { DeadLetterError(id: id, problem: "dead letter \(id) changed meanwhile (replayed or dropped)") }
+    static func changed(_ id: String) -> DeadLetterError {
+        DeadLetterError(id: id, problem: "dead letter \(id) changed meanwhile (replayed or dropped)")
+    }
 }

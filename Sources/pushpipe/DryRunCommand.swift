@@ -5,7 +5,9 @@ import PushPipeSQLite
 
 struct DryRunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "dry-run", abstract: "Feed one event through a pipeline and print what each stage produced. Nothing is sent or stored.")
+        commandName: "dry-run",
+        abstract: "Feed one event through a pipeline and print what each stage produced. Nothing is sent or stored."
+    )
 
     @Argument(help: "Pipeline file, or the name of a pipeline in --pipelines.")
     var pipeline: String
@@ -32,7 +34,14 @@ struct DryRunCommand: AsyncParsableCommand {
         let copy = "\(directory)/state.sqlite"
         if FileManager.default.fileExists(atPath: state) { try SQLiteStore.snapshot(of: state, to: copy) }
         let store = try SQLiteStore(path: copy)
-        let context = StageContext(pipeline: definition.name, stage: "sources[0]", key: definition.sources.first?.key, store: store, logger: logger, mode: .dryRun)
+        let context = StageContext(
+            pipeline: definition.name,
+            stage: "sources[0]",
+            key: definition.sources.first?.key,
+            store: store,
+            logger: logger,
+            mode: .dryRun
+        )
         let inputs = try await events(for: definition, context: context)
         if inputs.isEmpty { print("the source has no event right now") }
         let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun)
@@ -57,7 +66,9 @@ struct DryRunCommand: AsyncParsableCommand {
             return [try EventInput.event(from: try JSON.parse(data), pipeline: definition.name)]
         }
         guard let source = definition.sources.first(where: { $0.stage is any OneShotSource }) else {
-            throw ValidationError("the sources of \(definition.name) cannot run once (\(definition.sources.map(\.type).joined(separator: ", "))); pass --event FILE")
+            throw ValidationError(
+                "the sources of \(definition.name) cannot run once (\(definition.sources.map(\.type).joined(separator: ", "))); pass --event FILE"
+            )
         }
         return try await (source.stage as! any OneShotSource).eventsOnce(context: context.forStage(source.id, key: source.key))
     }

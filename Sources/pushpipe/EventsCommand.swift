@@ -5,12 +5,17 @@ import PushPipeCore
 /// `pushpipe events show ID`: what became of an event, read from the store every daemon of a
 /// group shares, so it answers whichever daemon took the event.
 struct EventsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "events", abstract: "What became of events, from the store.",
-                                                    subcommands: [Show.self])
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "What became of events, from the store.",
+        subcommands: [Show.self]
+    )
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show",
-                                                        abstract: "Print an event's status: its state and each recipient's outcome (tokens masked).")
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "Print an event's status: its state and each recipient's outcome (tokens masked)."
+        )
 
         @Argument(help: "The event id (the `id` of its 202 answer).")
         var id: String

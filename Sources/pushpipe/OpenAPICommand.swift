@@ -15,8 +15,10 @@ struct OpenAPICommand: AsyncParsableCommand {
 
     func run() async throws {
         // Undefined variables (secrets) are allowed: the document names no secret.
-        let result = await options.loader(dryRun: true).load(pipelineFiles: ConfigLoader.pipelineFiles(in: paths),
-                                                             pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths))
+        let result = await options.loader(dryRun: true).load(
+            pipelineFiles: ConfigLoader.pipelineFiles(in: paths),
+            pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths)
+        )
         if result.diagnostics.hasErrors {
             printDiagnostics(result.diagnostics)
             throw ExitCode(1)

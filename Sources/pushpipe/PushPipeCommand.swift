@@ -10,14 +10,21 @@ struct PushPipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
-        subcommands: [RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self, TapCommand.self, VAPIDCommand.self, APNsCommand.self,
-                      EventsCommand.self, DeadLettersCommand.self, OpenAPICommand.self],
-        defaultSubcommand: RunCommand.self)
+        subcommands: [
+            RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self,
+            TapCommand.self, VAPIDCommand.self, APNsCommand.self,
+            EventsCommand.self, DeadLettersCommand.self, OpenAPICommand.self,
+        ],
+        defaultSubcommand: RunCommand.self
+    )
 }
 
 /// Options every command that reads configuration shares.
 struct ConfigurationOptions: ParsableArguments {
-    @Option(name: .long, help: "Folder of plugin folders (each with a plugin.yaml). Default: ./plugins.d, else the plugins.d beside the pipelines folder.")
+    @Option(
+        name: .long,
+        help: "Folder of plugin folders (each with a plugin.yaml). Default: ./plugins.d, else the plugins.d beside the pipelines folder."
+    )
     var plugins: String?
 
     /// `--plugins`, or `plugins.d` in the working directory, or the one beside the pipelines'
@@ -40,7 +47,10 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
-    @Option(name: .long, help: "Log lines as text or json (one object per line, with pipeline, stage, event and masked token). Also PUSHPIPE_LOG_FORMAT.")
+    @Option(
+        name: .long,
+        help: "Log lines as text or json (one object per line, with pipeline, stage, event and masked token). Also PUSHPIPE_LOG_FORMAT."
+    )
     var logFormat: LogFormat?
 
     enum LogFormat: String, ExpressibleByArgument, CaseIterable {
@@ -68,9 +78,11 @@ struct ConfigurationOptions: ParsableArguments {
     }
 
     func loader(dryRun: Bool) -> ConfigLoader {
-        ConfigLoader(builtins: BuiltinStages.all,
-                     interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun),
-                     pluginHost: ChildProcessPluginHost())
+        ConfigLoader(
+            builtins: BuiltinStages.all,
+            interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun),
+            pluginHost: ChildProcessPluginHost()
+        )
     }
 }
 

@@ -32,7 +32,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds a connection may take to send a whole request (headers and body), from its start or its last response.")
     var requestTimeout: Double = 30
 
-    @Option(name: .long, help: "Bearer token the admin listener asks for on /tap, the status page and /metrics (also PUSHPIPE_ADMIN_TOKEN). Required to listen beyond loopback.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Bearer token the admin listener asks for on /tap, the status page and /metrics (also PUSHPIPE_ADMIN_TOKEN). Required to listen beyond "
+                + "loopback."
+        )
+    )
     var adminToken: String?
 
     @Flag(name: .long, help: "Leave /metrics open without the admin token, for a scraper.")
@@ -41,7 +47,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Taps (pushpipe tap) streaming at once; the next one gets 429.")
     var adminMaxTaps = 8
 
-    @Option(name: .long, help: "An origin (https://host:port) that URLs users chose may name although it is on loopback or a private network: a stand-in, an internal push gateway. Repeat for several; none by default.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "An origin (https://host:port) that URLs users chose may name although it is on loopback or a private network: a stand-in, an internal "
+                + "push gateway. Repeat for several; none by default."
+        )
+    )
     var allowPrivateEndpoint: [String] = []
 
     @Flag(name: .long, help: "Print the requests transports would send instead of sending; record nothing as delivered.")
@@ -52,8 +64,11 @@ struct RunCommand: AsyncParsableCommand {
         let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
         guard requestTimeout >= 1 else { throw ValidationError("--request-timeout must be 1 second or more") }
-        let adminAccess = AdminAccess(token: adminToken ?? ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"],
-                                      metricsPublic: adminMetricsPublic, maximumTaps: adminMaxTaps)
+        let adminAccess = AdminAccess(
+            token: adminToken ?? ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"],
+            metricsPublic: adminMetricsPublic,
+            maximumTaps: adminMaxTaps
+        )
         if let admin {
             do {
                 try adminAccess.checkBinding(host: admin.host)
@@ -69,12 +84,25 @@ struct RunCommand: AsyncParsableCommand {
         let location = try storeOptions.location()
         let tracing = try tracingOptions.backend(environment: ProcessInfo.processInfo.environment, logger: logger)
         let daemon = Daemon(
-            options: .init(pipelinePaths: paths, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
-                           store: location, host: host, port: port, mode: dryRun ? .dryRun : .live,
-                           environment: ProcessInfo.processInfo.environment, admin: admin, adminAccess: adminAccess,
-                           protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
-                           egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)),
-            builtins: BuiltinStages.all, webhookPoster: StandardWebhookPoster(), identityLookup: HTTPIdentityLookup(), tracing: tracing, logger: logger)
+            options: .init(
+                pipelinePaths: paths,
+                pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
+                store: location,
+                host: host,
+                port: port,
+                mode: dryRun ? .dryRun : .live,
+                environment: ProcessInfo.processInfo.environment,
+                admin: admin,
+                adminAccess: adminAccess,
+                protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
+                egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)
+            ),
+            builtins: BuiltinStages.all,
+            webhookPoster: StandardWebhookPoster(),
+            identityLookup: HTTPIdentityLookup(),
+            tracing: tracing,
+            logger: logger
+        )
         do {
             try await daemon.run()
         } catch let error as ConfigurationError {

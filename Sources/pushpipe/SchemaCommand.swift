@@ -10,7 +10,10 @@ struct SchemaCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigurationOptions
 
     func run() async throws {
-        let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"]))
+        let result = await options.loader(dryRun: true).load(
+            pipelineFiles: [],
+            pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"])
+        )
         printDiagnostics(result.diagnostics)
         print(JSONSchemaGenerator.pipelineFileSchema(registry: result.registry).prettyText)
     }

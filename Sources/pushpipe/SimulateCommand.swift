@@ -7,14 +7,19 @@ import PushPipeSQLite
 /// the backend's events, whether or not the daemon is running (the store is shared).
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "simulate", abstract: "Send one notification through a pipeline (Pong by default).",
+        commandName: "simulate",
+        abstract: "Send one notification through a pipeline (Pong by default).",
         // `-h` is the title here, as in Pong's original tool; help is `--help` only.
-        helpNames: [.long])
+        helpNames: [.long]
+    )
 
     @Option(name: [.customShort("u"), .customLong("user")], help: "Recipient user id.")
     var user: String
 
-    @Option(name: [.customShort("t"), .customLong("type")], help: "Notification type (upvote, comment, hot, top, leader, message, reply, violation, generic).")
+    @Option(
+        name: [.customShort("t"), .customLong("type")],
+        help: "Notification type (upvote, comment, hot, top, leader, message, reply, violation, generic)."
+    )
     var type = "generic"
 
     @Option(name: [.customShort("r"), .customLong("resource")], help: "Resource path: /posts/ID, /messages/ID, /stats, or / .")
@@ -46,7 +51,9 @@ struct SimulateCommand: AsyncParsableCommand {
         let logger = options.makeLogger()
         let definition = try await options.loadPipeline(pipeline, in: pipelines, dryRun: dryRun)
         if !Self.knownTypes.contains(type) {
-            FileHandle.standardError.write(Data("warning: type '\(type)' is not one of \(Self.knownTypes.joined(separator: ", ")); sending it anyway\n".utf8))
+            FileHandle.standardError.write(
+                Data("warning: type '\(type)' is not one of \(Self.knownTypes.joined(separator: ", ")); sending it anyway\n".utf8)
+            )
         }
         var fields: [String: JSON] = ["user": .string(user), "type": .string(type), "title": .string(title), "body": .string(body)]
         fields["resource"] = resource.map(JSON.string)

@@ -11,7 +11,10 @@ struct StagesCommand: AsyncParsableCommand {
     var markdown = false
 
     func run() async throws {
-        let result = await options.loader(dryRun: true).load(pipelineFiles: [], pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"]))
+        let result = await options.loader(dryRun: true).load(
+            pipelineFiles: [],
+            pluginsDirectory: options.pluginsDirectory(forPipelinesIn: ["pipelines"])
+        )
         printDiagnostics(result.diagnostics)
         if markdown {
             print(StageReference.markdown(registry: result.registry), terminator: "")

@@ -9,12 +9,19 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "SQLite state file (the same as --store sqlite:PATH).")
     var state: String?
 
-    @Option(name: .long, help: "Where state lives: sqlite:PATH (default sqlite:var/pushpipe.sqlite) or postgres://user:password@host:port/database[?sslmode=...]. Also PUSHPIPE_STORE.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Where state lives: sqlite:PATH (default sqlite:var/pushpipe.sqlite) or postgres://user:password@host:port/database[?sslmode=...]. "
+                + "Also PUSHPIPE_STORE."
+        )
+    )
     var store: String?
 
     func location() throws -> StoreLocation {
         do {
-            let chosen = store ?? state.map { "sqlite:\($0)" } ?? ProcessInfo.processInfo.environment["PUSHPIPE_STORE"] ?? "sqlite:var/pushpipe.sqlite"
+            let chosen =
+                store ?? state.map { "sqlite:\($0)" } ?? ProcessInfo.processInfo.environment["PUSHPIPE_STORE"] ?? "sqlite:var/pushpipe.sqlite"
             return try StoreLocation(parsing: chosen)
         } catch {
             throw ValidationError("--store: \(error)")

@@ -8,7 +8,8 @@ import PushPipeCore
 struct TapCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tap",
-        abstract: "Print, live, each event as it passes each stage of a running daemon (one JSON object per line).")
+        abstract: "Print, live, each event as it passes each stage of a running daemon (one JSON object per line)."
+    )
 
     @Option(name: .long, help: "The daemon's admin listener.")
     var admin = "http://127.0.0.1:9090"

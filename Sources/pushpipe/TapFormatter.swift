@@ -5,7 +5,8 @@ import PushPipeCore
 enum TapFormatter {
     static func readable(_ text: String) -> String {
         guard let record = try? JSON.parse(text), case .object(var fields) = record else { return text }
-        let time = fields.removeValue(forKey: "time")?.doubleValue.map { Date(timeIntervalSince1970: $0) }
+        let time =
+            fields.removeValue(forKey: "time")?.doubleValue.map { Date(timeIntervalSince1970: $0) }
             .map { $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true).time(includingFractionalSeconds: true)) } ?? ""
         let pipeline = fields.removeValue(forKey: "pipeline")?.stringValue ?? ""
         let stage = fields.removeValue(forKey: "stage")?.stringValue ?? ""

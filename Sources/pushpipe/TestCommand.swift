@@ -15,7 +15,11 @@ struct TestCommand: AsyncParsableCommand {
         let logger = options.makeLogger()
         // Variables come from each test file's `env:` and the pipeline's defaults, never from
         // this shell: a pipeline test gives the same answer on every machine.
-        let runner = PipelineTestRunner(builtins: BuiltinStages.all, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths), logger: logger)
+        let runner = PipelineTestRunner(
+            builtins: BuiltinStages.all,
+            pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
+            logger: logger
+        )
         var passed = 0
         var failed = 0
         for file in PipelineTestFile.files(in: paths) {

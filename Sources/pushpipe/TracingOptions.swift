@@ -11,7 +11,11 @@ import Tracing
 /// must not try to reach a collector nobody runs. Once on, the standard `OTEL_*` variables
 /// (sampler, service name, batch timing, headers) apply as in any OpenTelemetry SDK.
 struct TracingOptions: ParsableArguments {
-    @Option(name: .long, help: "Export traces over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); also OTEL_EXPORTER_OTLP_ENDPOINT. Off when neither is set.")
+    @Option(
+        name: .long,
+        help:
+            "Export traces over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); also OTEL_EXPORTER_OTLP_ENDPOINT. Off when neither is set."
+    )
     var otlpEndpoint: String?
 
     static let endpointVariables = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
@@ -38,7 +42,9 @@ struct TracingOptions: ParsableArguments {
         configuration.diagnosticLogger = .custom(logger)
         configuration.diagnosticLogLevel = .warning
         let backend = try OTel.makeTracingBackend(configuration: configuration)
-        logger.notice("tracing: spans exported over OTLP/HTTP to \(otlpEndpoint ?? Self.endpointVariables.compactMap { environment[$0] }.first ?? "")")
+        logger.notice(
+            "tracing: spans exported over OTLP/HTTP to \(otlpEndpoint ?? Self.endpointVariables.compactMap { environment[$0] }.first ?? "")"
+        )
         return Daemon.Tracing(tracer: backend.factory, exporter: backend.service)
     }
 }

@@ -5,12 +5,17 @@ import PushPipeStages
 /// `pushpipe vapid generate | public-key`: the key pair a `webpush` transport signs with, and
 /// the public key a page passes to `pushManager.subscribe` as its `applicationServerKey`.
 struct VAPIDCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "vapid", abstract: "Make and read the VAPID key pair of Web Push.",
-                                                    subcommands: [Generate.self, PublicKey.self])
+    static let configuration = CommandConfiguration(
+        commandName: "vapid",
+        abstract: "Make and read the VAPID key pair of Web Push.",
+        subcommands: [Generate.self, PublicKey.self]
+    )
 
     struct Generate: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "generate",
-                                                        abstract: "Write a new P-256 key pair (PEM, mode 0600) and print its public key.")
+        static let configuration = CommandConfiguration(
+            commandName: "generate",
+            abstract: "Write a new P-256 key pair (PEM, mode 0600) and print its public key."
+        )
 
         @Argument(help: "Where to write the key; an existing file is never replaced.")
         var path = "vapid.pem"
@@ -26,8 +31,10 @@ struct VAPIDCommand: ParsableCommand {
     }
 
     struct PublicKey: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "public-key",
-                                                        abstract: "Print the base64url applicationServerKey of a key pair.")
+        static let configuration = CommandConfiguration(
+            commandName: "public-key",
+            abstract: "Print the base64url applicationServerKey of a key pair."
+        )
 
         @Argument(help: "The key written by `pushpipe vapid generate`.")
         var path = "vapid.pem"

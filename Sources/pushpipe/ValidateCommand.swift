@@ -15,7 +15,10 @@ struct ValidateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let files = ConfigLoader.pipelineFiles(in: paths)
-        let result = await options.loader(dryRun: dryRun).load(pipelineFiles: files, pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths))
+        let result = await options.loader(dryRun: dryRun).load(
+            pipelineFiles: files,
+            pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths)
+        )
         for file in result.validFiles { print("ok \(file)") }
         for diagnostic in result.diagnostics { print("\(diagnostic)") }
         if result.diagnostics.hasErrors { throw ExitCode(1) }

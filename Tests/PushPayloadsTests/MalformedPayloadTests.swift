@@ -22,10 +22,12 @@ import Testing
     }
 
     @Test func ogsNotificationDecodesFromUserInfo() {
-        let userInfo: [AnyHashable: Any] = ["aps": ["alert": ["title": "t", "body": "b"], "badge": 1], "web_url": "https://online-go.com/game/12345678",
-                                            "app_url": "ogs://game/12345678", "game_id": 12345678, "action": "open_game", "game_name": "Game Name"]
+        let userInfo: [AnyHashable: Any] = [
+            "aps": ["alert": ["title": "t", "body": "b"], "badge": 1], "web_url": "https://online-go.com/game/12345678",
+            "app_url": "ogs://game/12345678", "game_id": 12_345_678, "action": "open_game", "game_name": "Game Name",
+        ]
         let decoded = OGSTurnNotification(userInfo: userInfo)
-        #expect(decoded?.gameID == 12345678)
+        #expect(decoded?.gameID == 12_345_678)
         #expect(decoded?.destination?.absoluteString == "https://online-go.com/game/12345678")
     }
 

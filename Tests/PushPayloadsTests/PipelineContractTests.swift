@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PushPayloads
 import PushPipeCore
-@testable import pushpipe
 import PushPipeStages
 import Testing
+
+@testable import pushpipe
 
 /// Every shipped pipeline's `_test.yaml` cases are rendered by pushpipe's own renderers and
 /// decoded with the app-side library: renaming a key in a pipeline breaks this test, not the app.
@@ -14,8 +15,11 @@ import Testing
     }
 
     func rendered(_ name: String) async throws -> [PipelineTestRunner.CaseResult] {
-        let runner = PipelineTestRunner(builtins: BuiltinStages.all, pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
-                                        logger: Logger(label: "contract"))
+        let runner = PipelineTestRunner(
+            builtins: BuiltinStages.all,
+            pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
+            logger: Logger(label: "contract")
+        )
         let results = try await runner.run(testFile: Self.repository.appendingPathComponent("pipelines/\(name)_test.yaml").path).get()
         #expect(!results.isEmpty)
         return results

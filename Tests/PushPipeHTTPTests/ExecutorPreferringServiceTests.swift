@@ -1,8 +1,9 @@
 import NIOPosix
-@testable import PushPipeCore
-@testable import PushPipeHTTP
 import ServiceLifecycle
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeHTTP
 
 /// Notes whether it, and a child task it starts (as a server starts one per connection), run
 /// on one of NIO's event loops.

@@ -4,12 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-@testable import PushPipeCore
-@testable import PushPipeHTTP
 import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeHTTP
 
 /// The app listener in process (Hummingbird's test framework), with real routes on a real
 /// SQLite file: what the host itself answers before any handler runs, and that a handler's
@@ -20,43 +21,75 @@ import Testing
 
     /// A host with a real register route, an echo route with a small rate, one with a small body, a route behind a
     /// token and routes that fail, on a store in a temporary directory.
-    func withHost(routesUp: Bool = true, _ body: @escaping @Sendable (HTTPHost, SQLiteStore, any TestClientProtocol) async throws -> Void) async throws {
+    func withHost(
+        routesUp: Bool = true,
+        _ body: @escaping @Sendable (HTTPHost, SQLiteStore, any TestClientProtocol) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory("http-host")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let host = HTTPHost(logger: Logger(label: "test"))
         if routesUp {
             let context = RouteContext(pipeline: "app", store: store, sink: RefusingEventSink())
             var table = RouteTable()
-            table.add(try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/register", "user_field": "user_id", "token_field": "token",
-                                                      "token_kind": "device"]), context: context)
-            table.add(RouteDefinition(method: "POST", path: "/echo/:id",
-                                      limits: RouteLimits(perClient: .init(perSecond: 0.001, burst: 2), maxBodyBytes: 64)) { request, _ in
-                RouteResponse(["id": .string(request.parameters["id"] ?? ""), "body": request.body ?? .null])
-            }, context: context)
-            table.add(RouteDefinition(method: "POST", path: "/small", limits: RouteLimits(maxBodyBytes: 64)) { request, _ in
-                RouteResponse(request.body ?? .null)
-            }, context: context)
-            table.add(RouteDefinition(method: "GET", path: "/private", authentication: .token(String(repeating: "s", count: 32))) { _, _ in
-                RouteResponse(["ok": true])
-            }, context: context)
+            table.add(
+                try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route([
+                    "action": "register", "path": "/register", "user_field": "user_id", "token_field": "token",
+                    "token_kind": "device",
+                ]),
+                context: context
+            )
+            table.add(
+                RouteDefinition(
+                    method: "POST",
+                    path: "/echo/:id",
+                    limits: RouteLimits(perClient: .init(perSecond: 0.001, burst: 2), maxBodyBytes: 64)
+                ) { request, _ in
+                    RouteResponse(["id": .string(request.parameters["id"] ?? ""), "body": request.body ?? .null])
+                },
+                context: context
+            )
+            table.add(
+                RouteDefinition(method: "POST", path: "/small", limits: RouteLimits(maxBodyBytes: 64)) { request, _ in
+                    RouteResponse(request.body ?? .null)
+                },
+                context: context
+            )
+            table.add(
+                RouteDefinition(method: "GET", path: "/private", authentication: .token(String(repeating: "s", count: 32))) { _, _ in
+                    RouteResponse(["ok": true])
+                },
+                context: context
+            )
             table.add(RouteDefinition(method: "GET", path: "/broken") { _, _ in throw Secret() }, context: context)
-            table.add(RouteDefinition(method: "GET", path: "/store-away") { _, _ in
-                throw StoreUnavailableError(store: "test", failingFor: .seconds(3))
-            }, context: context)
+            table.add(
+                RouteDefinition(method: "GET", path: "/store-away") { _, _ in
+                    throw StoreUnavailableError(store: "test", failingFor: .seconds(3))
+                },
+                context: context
+            )
             host.replaceRoutes(table)
         }
         let application = Application(responder: HTTPHost.Responder(host: host), logger: Logger(label: "test"))
-        try await withCleanup({
-            try await application.test(.router) { client in try await body(host, store, client) }
-        }, cleanup: {
-            try? await store.close()
-            directory.remove()
-        })
+        try await withCleanup(
+            {
+                try await application.test(.router) { client in try await body(host, store, client) }
+            },
+            cleanup: {
+                try? await store.close()
+                directory.remove()
+            }
+        )
     }
 
     /// Status and body of one request; a body given as JSON is sent as `application/json`.
-    func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, json: JSON? = nil, raw: String? = nil,
-              headers: HTTPFields = [:]) async throws -> (status: Int, body: JSON?, headers: HTTPFields) {
+    func send(
+        _ client: any TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ uri: String,
+        json: JSON? = nil,
+        raw: String? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> (status: Int, body: JSON?, headers: HTTPFields) {
         var headers = headers
         var body: ByteBuffer?
         if let json {

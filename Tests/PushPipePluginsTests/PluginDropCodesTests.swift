@@ -1,5 +1,6 @@
-@testable import PushPipePlugins
 import Testing
+
+@testable import PushPipePlugins
 
 /// A plugin's drop codes become metric labels: checked for their
 /// characters, and bounded in number, so a plugin naming a new code per event cannot grow the

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
-import PushPipeSQLite
 import PushPipeHTTP
 import PushPipePlugins
+import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
 
 /// Plugins run as real child processes: a crash restarts them, a hang times out one event.
 @Suite struct PluginProcessTests {
@@ -34,21 +35,33 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("flaky/plugin.py", Self.script)
-        let manifestFile = try directory.write("flaky/plugin.yaml", """
+        let manifestFile = try directory.write(
+            "flaky/plugin.yaml",
+            """
             name: flaky
             kind: filter
             command: [python3, plugin.py]
             timeout: \(timeout)
-            """)
+            """
+        )
         let manifest = try PluginManifest.load(file: manifestFile, interpolation: EnvironmentInterpolation(environment: [:])).get()
-        let stage = try manifest.descriptor(servedBy: ChildProcessPluginHost()).make(configuration: ["type": "flaky"], context: StageBuildContext(pipeline: "p", stage: "filters[0]"))
+        let stage = try manifest.descriptor(servedBy: ChildProcessPluginHost()).make(
+            configuration: ["type": "flaky"],
+            context: StageBuildContext(pipeline: "p", stage: "filters[0]")
+        )
         guard case .filter(let filter) = stage, let longRunning = stage.longRunning else {
             Issue.record("a filter plugin must build a long-running filter")
             return
         }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "test"), mode: .live,
-                                   telemetry: Telemetry.prometheus())
+        let context = StageContext(
+            pipeline: "p",
+            stage: "filters[0]",
+            store: store,
+            logger: Logger(label: "test"),
+            mode: .live,
+            telemetry: Telemetry.prometheus()
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await longRunning.run(context: context) }
             try await body(filter, context, manifest)
@@ -64,7 +77,9 @@ import Testing
             let results = try await withThrowingTaskGroup(of: (Int64, JSON?).self) { group in
                 for index in Int64(0)..<20 {
                     group.addTask {
-                        guard case .pass(let passed) = try await filter.apply(to: self.event(["n": .int(index)]), context: context) else { return (index, nil) }
+                        guard case .pass(let passed) = try await filter.apply(to: self.event(["n": .int(index)]), context: context) else {
+                            return (index, nil)
+                        }
                         return (index, passed.body)
                     }
                 }
@@ -97,8 +112,10 @@ import Testing
                 return
             }
             #expect(passed.body["seen_by_plugin"] == true)
-            #expect(context.telemetry.exposition().contains(#"pushpipe_plugin_restarts_total{pipeline="p",stage="filters[0]",plugin="flaky"} 1"#),
-                    "\(context.telemetry.exposition())")
+            #expect(
+                context.telemetry.exposition().contains(#"pushpipe_plugin_restarts_total{pipeline="p",stage="filters[0]",plugin="flaky"} 1"#),
+                "\(context.telemetry.exposition())"
+            )
         }
     }
 

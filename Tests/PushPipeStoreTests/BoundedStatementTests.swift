@@ -1,13 +1,14 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeStores
 import PushPipeTesting
 import Synchronization
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// Every statement of the PostgreSQL store is bounded in time, even one that ignores both the
 /// closing of its connection and cancellation: otherwise a pipeline could never finish
@@ -53,7 +54,7 @@ struct BoundedStatementTests {
             // statement_timeout (1 s) + 5 s once connected, and a margin for a loaded machine.
             group.addTask {
                 try await Task.sleep(for: .seconds(40))
-                stuck.release() // a caller that waits for the statement itself ends only now
+                stuck.release()  // a caller that waits for the statement itself ends only now
                 return "still waiting"
             }
             defer { group.cancelAll() }
@@ -77,7 +78,10 @@ struct BoundedStatementTests {
         let outage = try DatabaseOutage(url: url)
         let stuck = Stuck()
         let outcome = try await withThrowingTaskGroup(of: String?.self, returning: String.self) { group in
-            group.addTask { await outage.run(); return nil }
+            group.addTask {
+                await outage.run()
+                return nil
+            }
             group.addTask {
                 do {
                     try await store.connections.withConnection { _ in await stuck.wait() }
@@ -90,7 +94,7 @@ struct BoundedStatementTests {
             }
             group.addTask {
                 try await Task.sleep(for: .seconds(20))
-                stuck.release() // a caller that waits for the statement itself ends only now
+                stuck.release()  // a caller that waits for the statement itself ends only now
                 return "still waiting"
             }
             defer { group.cancelAll() }

@@ -1,12 +1,23 @@
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// Each delivered notification's row carries its user's history record for the event, once;
 /// history with no delivery becomes a row of its own, after the deliveries.
 @Suite struct DeliveryRowTests {
     func delivery(_ event: String, _ user: String, token: String, outcome: String = "delivered") -> DeliveryRecord {
-        DeliveryRecord(pipeline: "p", eventID: event, user: user, tokenKind: "device", token: token, outcome: outcome,
-                       reason: nil, providerID: nil, attempts: 1, createdAt: 1)
+        DeliveryRecord(
+            pipeline: "p",
+            eventID: event,
+            user: user,
+            tokenKind: "device",
+            token: token,
+            outcome: outcome,
+            reason: nil,
+            providerID: nil,
+            attempts: 1,
+            createdAt: 1
+        )
     }
 
     func history(_ event: String, _ user: String) -> HistoryEntry {
@@ -17,9 +28,9 @@ import Testing
 
     @Test func recordsGoToTheFirstDeliveredRowOfTheirUserAndEventInAnyOrder() {
         let deliveries = [
-            delivery("e1", "alice", token: "a1", outcome: "retry-after"), // not delivered: no record
+            delivery("e1", "alice", token: "a1", outcome: "retry-after"),  // not delivered: no record
             delivery("e1", "alice", token: "a2"),
-            delivery("e1", "alice", token: "a3"), // alice's second device: the record is taken
+            delivery("e1", "alice", token: "a3"),  // alice's second device: the record is taken
             delivery("e1", "bob", token: "b1"),
             delivery("e2", "carol", token: "c1"),
         ]

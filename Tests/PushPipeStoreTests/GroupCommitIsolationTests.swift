@@ -1,7 +1,8 @@
-@testable import PushPipeCore
-import Synchronization
 import PushPipeTesting
+import Synchronization
 import Testing
+
+@testable import PushPipeCore
 
 /// A failed batch is committed again write by write, so one write the store refuses does not
 /// fail every write of its group commit and have the runtime retry them all for ever.

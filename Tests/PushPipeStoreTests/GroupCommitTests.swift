@@ -1,8 +1,9 @@
 import Foundation
-@testable import PushPipeCore
-import Synchronization
 import PushPipeTesting
+import Synchronization
 import Testing
+
+@testable import PushPipeCore
 
 @Suite struct GroupCommitTests {
     struct Broken: Error {}
@@ -78,7 +79,10 @@ import Testing
             }
             // A bound, not a synchronisation: a leader that waits out the window would still be
             // in its first one (60 s). Generous, for a loaded 2-core machine running every suite at once.
-            tasks.addTask { try? await Task.sleep(for: .seconds(50)); return nil }
+            tasks.addTask {
+                try? await Task.sleep(for: .seconds(50))
+                return nil
+            }
             tasks.addTask {
                 var made = 0
                 for await _ in commits.stream {

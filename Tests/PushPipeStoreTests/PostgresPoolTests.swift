@@ -1,10 +1,11 @@
 import Logging
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeTesting
 import ServiceLifecycle
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// A pool the store replaced (wedged after an outage) lives until the store closes, not until
 /// the daemon's graceful shutdown begins: closed at SIGTERM, it would leave the pipelines

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// The PostgreSQL store's group commit under cancellation.
 @Suite struct PostgresStoreCommitTests {

@@ -10,7 +10,8 @@ import Testing
 /// What a `postgres://` store location sets, and what the store refuses.
 @Suite struct PostgresStoreLocationTests {
     @Test func poolSizeAndStatementTimeoutComeFromTheURL() throws {
-        guard case .postgres(let location) = try StoreLocation(parsing: "postgres://p@db:5432/p?sslmode=disable&pool_size=4&statement_timeout=5") else {
+        guard case .postgres(let location) = try StoreLocation(parsing: "postgres://p@db:5432/p?sslmode=disable&pool_size=4&statement_timeout=5")
+        else {
             Issue.record("not a PostgreSQL location")
             return
         }

@@ -1,10 +1,11 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// The poll schedule's upkeep on a shared database: it reads every
 /// registration and every scheduled user, so it must run once per period for all daemons,
@@ -18,13 +19,21 @@ struct PostgresStorePollScheduleTests {
         let first = try await PostgresStore(location: location, logger: logger)
         let second = try await PostgresStore(location: location, logger: logger)
         for user in ["1", "2"] {
-            try await first.pipeline("p").register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32) + user), environment: nil, replace: false)
+            try await first.pipeline("p").register(
+                DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32) + user),
+                environment: nil,
+                replace: false
+            )
         }
         let registered = { try await first.pipeline("p").tokens(user: nil, kind: "device").map(\.user) }
         try await first.pipeline("p").work.schedule("poll:s", every: 30) { try await registered() }
         let scheduled = { try await first.connections.rows("SELECT count(*) FROM work WHERE kind = 'poll:s'").first?.decode(Int.self) ?? -1 }
         #expect(try await scheduled() == 2)
-        try await first.pipeline("p").register(DeviceToken(user: "3", kind: "device", value: String(repeating: "cd", count: 32)), environment: nil, replace: false)
+        try await first.pipeline("p").register(
+            DeviceToken(user: "3", kind: "device", value: String(repeating: "cd", count: 32)),
+            environment: nil,
+            replace: false
+        )
         // The second daemon's sync, within the period: already done by the first, so skipped.
         var asked = false
         let synced = try await second.pipeline("p").work.schedule("poll:s", every: 30) {

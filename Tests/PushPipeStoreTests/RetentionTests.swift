@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// Retention prunes `deliveries` and history, which would otherwise grow forever.
 @Suite struct RetentionTests {
@@ -15,10 +16,23 @@ import Testing
         let createdAt = now.timeIntervalSince1970 - age
         let event = "e-\(user)-\(number)"
         try await store.pipeline("p").recordOutcome(
-            deliveries: [DeliveryRecord(pipeline: "p", eventID: event, user: user, tokenKind: "device", token: "ab", outcome: "delivered",
-                                        reason: nil, providerID: nil, attempts: 1, createdAt: createdAt)],
+            deliveries: [
+                DeliveryRecord(
+                    pipeline: "p",
+                    eventID: event,
+                    user: user,
+                    tokenKind: "device",
+                    token: "ab",
+                    outcome: "delivered",
+                    reason: nil,
+                    providerID: nil,
+                    attempts: 1,
+                    createdAt: createdAt
+                )
+            ],
             history: [HistoryEntry(pipeline: "p", user: user, eventID: event, createdAt: createdAt, record: ["n": .int(Int64(number))])],
-            state: [])
+            state: []
+        )
     }
 
     @Test func oldRowsGoAndEachUserKeepsItsNewestAndHistoryPagesAcrossPruning() async throws {
@@ -31,16 +45,34 @@ import Testing
         for number in 0..<10 { try await deliver(store, user: "alice", age: 200 * day, now: now, number: number) }
         for number in 10..<30 { try await deliver(store, user: "alice", age: day - Double(number), now: now, number: number) }
         for number in 0..<5 { try await deliver(store, user: "bob", age: day, now: now, number: number) }
-        try await store.pipeline("other").recordOutcome(deliveries: [DeliveryRecord(pipeline: "other", eventID: "x", user: "alice", tokenKind: "device", token: "ab",
-                                                                  outcome: "delivered", reason: nil, providerID: nil, attempts: 1,
-                                                                  createdAt: now.timeIntervalSince1970 - 300 * day)],
-                                      history: [], state: [])
+        try await store.pipeline("other").recordOutcome(
+            deliveries: [
+                DeliveryRecord(
+                    pipeline: "other",
+                    eventID: "x",
+                    user: "alice",
+                    tokenKind: "device",
+                    token: "ab",
+                    outcome: "delivered",
+                    reason: nil,
+                    providerID: nil,
+                    attempts: 1,
+                    createdAt: now.timeIntervalSince1970 - 300 * day
+                )
+            ],
+            history: [],
+            state: []
+        )
 
         let firstPage = try await store.pipeline("p").history(user: "alice", limit: 5, before: nil)
         #expect(firstPage.map { $0.record["n"] } == [29, 28, 27, 26, 25])
 
-        let pruner = RetentionPruner(policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600), store: store.pipeline("p"),
-                                     logger: .init(label: "retention"), clock: clock)
+        let pruner = RetentionPruner(
+            policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600),
+            store: store.pipeline("p"),
+            logger: .init(label: "retention"),
+            clock: clock
+        )
         #expect(await pruner.pruneOnce() == 15, "10 by age, 5 beyond alice's newest 15")
         #expect(await pruner.pruneOnce() == 0, "nothing left to prune")
 
@@ -49,8 +81,10 @@ import Testing
         #expect(secondPage.map { $0.record["n"] } == (15..<25).reversed().map { .int(Int64($0)) })
         #expect(try await store.pipeline("p").history(user: "bob", limit: 100, before: nil).count == 5)
         let counts = try await DatabaseQueue(path: directory.file("state.sqlite")).read { db in
-            (try Int.fetchOne(db, sql: "SELECT count(*) FROM deliveries WHERE pipeline = 'other'") ?? -1,
-             try Int.fetchOne(db, sql: "SELECT count(*) FROM user_deliveries WHERE pipeline = 'p'") ?? -1)
+            (
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM deliveries WHERE pipeline = 'other'") ?? -1,
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM user_deliveries WHERE pipeline = 'p'") ?? -1
+            )
         }
         #expect(counts.0 == 1, "another pipeline's retention is its own")
         #expect(counts.1 == 20, "the per-user index lost the pruned rows too")

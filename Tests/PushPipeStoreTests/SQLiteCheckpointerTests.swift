@@ -1,11 +1,12 @@
 import Dispatch
 import Foundation
 import GRDB
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Synchronization
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// Checkpoints run on a connection of their own, beside the writer: no commit may wait for
 /// one, every frame must reach the database file, and the WAL must stay bounded.
@@ -14,8 +15,13 @@ import Testing
     static let threshold: Int32 = 16
 
     static func entry(_ number: Int) -> HistoryEntry {
-        HistoryEntry(pipeline: "p", user: "u", eventID: "e\(number)", createdAt: Double(number),
-                     record: .string(String(repeating: "x", count: 2_000) + "\(number)"))
+        HistoryEntry(
+            pipeline: "p",
+            user: "u",
+            eventID: "e\(number)",
+            createdAt: Double(number),
+            record: .string(String(repeating: "x", count: 2_000) + "\(number)")
+        )
     }
 
     @Test func everyFrameReachesTheDatabaseFileOffTheWriter() async throws {
@@ -101,8 +107,10 @@ import Testing
         // A frame is a page and its 24-byte header; the file has a 32-byte header.
         let mostFound = max(Int(threshold), seen.map(\.walFrames).max() ?? 0)
         let frameBytes = 4096 + 24
-        #expect(largestWAL <= 32 + (mostFound + 16) * frameBytes,
-                "WAL reached \(largestWAL) bytes; checkpoints found at most \(mostFound) frames")
+        #expect(
+            largestWAL <= 32 + (mostFound + 16) * frameBytes,
+            "WAL reached \(largestWAL) bytes; checkpoints found at most \(mostFound) frames"
+        )
         // A catch-up copies every frame (nothing appends meanwhile, nobody reads): the next
         // commit starts the WAL over.
         #expect(seen.filter { $0.kind == .catchUp }.allSatisfy { $0.checkpointedFrames == $0.walFrames })

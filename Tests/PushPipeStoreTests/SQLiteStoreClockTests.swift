@@ -1,8 +1,9 @@
 import Logging
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// The SQLite store keeps its leases, due times and expiries on the clock it is given,
 /// so a lease of minutes or a time to live of a day is tested by moving the clock, exactly at
@@ -68,29 +69,51 @@ import Testing
             var event = QueuedEvent(pipeline: "p", source: "events", eventID: "e1", user: "alice", time: clock.now, body: [:], lease: 30)
             event.instance = QueuedEvent.thisProcess
             try await store.enqueue(event)
-            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
-                    "this process works on it under a running lease")
+            #expect(
+                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
+                "this process works on it under a running lease"
+            )
             clock.advance(by: .seconds(29))
             try await store.pipeline("p").renewLeases(source: "events", keys: [event.key], lease: 30)
             clock.advance(by: .seconds(29))
             #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "renewed at 29 s")
             clock.advance(by: .seconds(2))
-            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).map(\.eventID) == ["e1"],
-                    "not renewed for a lease: taken back")
+            #expect(
+                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).map(\.eventID) == ["e1"],
+                "not renewed for a lease: taken back"
+            )
         }
     }
 
     /// The retention pass runs at start and then every interval of the clock, not of the machine.
     @Test func retentionRunsEveryIntervalOfItsClock() async throws {
         try await Self.withStore { store, clock in
-            let pruner = RetentionPruner(policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600), store: store.pipeline("p"),
-                                         logger: Logger(label: "retention"), clock: clock)
+            let pruner = RetentionPruner(
+                policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600),
+                store: store.pipeline("p"),
+                logger: Logger(label: "retention"),
+                clock: clock
+            )
             let running = Task { await pruner.run() }
             try await clock.sleepers(atLeast: 1)
             try await store.pipeline("p").recordOutcome(
-                deliveries: [DeliveryRecord(pipeline: "p", eventID: "e", user: "u", tokenKind: "device", token: "ab", outcome: "delivered",
-                                            reason: nil, providerID: nil, attempts: 1, createdAt: clock.now)],
-                history: [], state: [])
+                deliveries: [
+                    DeliveryRecord(
+                        pipeline: "p",
+                        eventID: "e",
+                        user: "u",
+                        tokenKind: "device",
+                        token: "ab",
+                        outcome: "delivered",
+                        reason: nil,
+                        providerID: nil,
+                        attempts: 1,
+                        createdAt: clock.now
+                    )
+                ],
+                history: [],
+                state: []
+            )
             clock.advance(by: .seconds(86_401))
             // The pass that ran when the clock passed the interval (it slept once more after it).
             try await clock.sleepers(atLeast: 1)

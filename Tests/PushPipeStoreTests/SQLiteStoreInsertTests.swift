@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// Deliveries go in by up to `rowsPerInsert` rows per statement: every row must arrive whole,
 /// with its own values and record, in the order of the write, whatever the chunks.
@@ -14,9 +15,18 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let deliveries = (0..<count).map { index in
-            DeliveryRecord(pipeline: "p", eventID: "e\(index)", user: "user\(index % 7)", tokenKind: "device", token: "t\(index)",
-                           outcome: index % 5 == 4 ? "retry-after" : "delivered", reason: index % 5 == 4 ? "later" : nil,
-                           providerID: index % 5 == 4 ? nil : "id\(index)", attempts: index % 3 + 1, createdAt: Double(index))
+            DeliveryRecord(
+                pipeline: "p",
+                eventID: "e\(index)",
+                user: "user\(index % 7)",
+                tokenKind: "device",
+                token: "t\(index)",
+                outcome: index % 5 == 4 ? "retry-after" : "delivered",
+                reason: index % 5 == 4 ? "later" : nil,
+                providerID: index % 5 == 4 ? nil : "id\(index)",
+                attempts: index % 3 + 1,
+                createdAt: Double(index)
+            )
         }
         let history = deliveries.filter { $0.outcome == "delivered" }.map {
             HistoryEntry(pipeline: "p", user: $0.user, eventID: $0.eventID, createdAt: $0.createdAt, record: ["n": .string($0.eventID)])

@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// What the SQLite store answers from memory instead of its file: watermarks (`StateMirror`)
 /// and the tokens of users a poller claimed. Each answer must be the file's, and a change the
@@ -17,7 +18,10 @@ import Testing
     func writeBehindTheStore(_ path: String, key: String, value: Int64) throws {
         let other = try DatabaseQueue(path: path)
         try other.write { db in
-            try db.execute(sql: "UPDATE stage_state SET value = ? WHERE pipeline = 'p' AND stage = 'dedupe' AND key = ?", arguments: ["\(value)", key])
+            try db.execute(
+                sql: "UPDATE stage_state SET value = ? WHERE pipeline = 'p' AND stage = 'dedupe' AND key = ?",
+                arguments: ["\(value)", key]
+            )
         }
         try other.close()
     }
@@ -46,7 +50,11 @@ import Testing
 
         // A new process reads what the file holds: memory never ran ahead of it.
         let reopened = try SQLiteStore(path: path)
-        #expect(try await reopened.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "bob/1"]) == ["alice/1": 7, "alice/2": 5, "bob/1": 1])
+        #expect(
+            try await reopened.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "bob/1"]) == [
+                "alice/1": 7, "alice/2": 5, "bob/1": 1,
+            ]
+        )
         try await reopened.close()
     }
 
@@ -71,7 +79,11 @@ import Testing
         for (user, token) in [("1", "aa01"), ("1", "aa02"), ("2", "bb01")] {
             try await store.pipeline("p").register(DeviceToken(user: user, kind: "device", value: token), environment: nil, replace: false)
         }
-        try await store.pipeline("p").register(DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"), environment: nil, replace: false)
+        try await store.pipeline("p").register(
+            DeviceToken(user: "2", kind: "activity", value: "cc01", scope: "game"),
+            environment: nil,
+            replace: false
+        )
         // An interval of 0 makes every user due now.
         let work = store.pipeline("p").work
         try await work.schedule("poll:s", every: 0) { ["1", "2"] }

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 import NIOPosix
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 @Suite struct SQLiteStoreTests {
     /// The per-event reads (tokens, settings) made on one of the server's event loops (routes
@@ -15,8 +16,10 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let (onLoop, readOnLoop) = try await withTaskExecutorPreference(EventLoopGroupTaskExecutor.singleton) {
-            (MultiThreadedEventLoopGroup.currentEventLoop != nil,
-             try await store.read { _ in MultiThreadedEventLoopGroup.currentEventLoop != nil })
+            (
+                MultiThreadedEventLoopGroup.currentEventLoop != nil,
+                try await store.read { _ in MultiThreadedEventLoopGroup.currentEventLoop != nil }
+            )
         }
         #expect(onLoop, "the caller runs on an event loop")
         #expect(!readOnLoop, "the read is not made on it")
@@ -60,7 +63,9 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for index in 1...5 {
-            try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e\(index)", createdAt: Double(index), record: ["n": .int(Int64(index))]))
+            try await store.appendHistory(
+                HistoryEntry(pipeline: "p", user: "u", eventID: "e\(index)", createdAt: Double(index), record: ["n": .int(Int64(index))])
+            )
         }
         let first = try await store.pipeline("p").history(user: "u", limit: 2, before: nil)
         #expect(first.map(\.record) == [["n": 5], ["n": 4]])
@@ -79,8 +84,14 @@ import Testing
             let queue = try DatabaseQueue(path: path)
             try SQLiteStore.migrator.migrate(queue, upTo: "v1-registrations-settings-state")
             try await queue.write { db in
-                try db.execute(sql: "INSERT INTO registrations (pipeline, user_id, token_kind, token, created_at, updated_at) VALUES ('p', 'u', 'device', 'ab12', 1, 1)")
-                try db.execute(sql: "INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES ('p', 'filters[0]', 'u', '1758474319701', 1)")
+                try db.execute(
+                    sql:
+                        "INSERT INTO registrations (pipeline, user_id, token_kind, token, created_at, updated_at) VALUES ('p', 'u', 'device', "
+                        + "'ab12', 1, 1)"
+                )
+                try db.execute(
+                    sql: "INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES ('p', 'filters[0]', 'u', '1758474319701', 1)"
+                )
             }
             #expect(try await queue.read { db in try db.tableExists("history") } == false)
             try queue.close()
@@ -90,7 +101,7 @@ import Testing
         let tokens = try await store.pipeline("p").tokens(user: "u", kind: "device")
         #expect(tokens.map(\.value) == ["ab12"])
         #expect(tokens.first?.scope == "")
-        #expect(try await store.pipeline("p").state(stage: "filters[0]", key: "u") == .int(1758474319701))
+        #expect(try await store.pipeline("p").state(stage: "filters[0]", key: "u") == .int(1_758_474_319_701))
         try await store.appendHistory(HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 2, record: ["ok": true]))
         try await store.close()
     }
@@ -105,20 +116,26 @@ import Testing
             let queue = try DatabaseQueue(path: path)
             try SQLiteStore.migrator.migrate(queue, upTo: "v17-poll-work")
             try await queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent)
-                    VALUES ('p', 'http.event', 'gone', 'e1', 'alice', 2.5, '{"text":"nul\\u0000"}', 0, 'token', NULL, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
-                           ('p', 'http.event', 'gone', 'e1', NULL, 3, '{}', 0, NULL, NULL, NULL),
-                           ('p', 'http.event', 'alive', 'e2', NULL, 4, '{}', 1e12, NULL, NULL, NULL)
-                    """)
+                try db.execute(
+                    sql: """
+                        INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of,
+                        trace_parent)
+                        VALUES ('p', 'http.event', 'gone', 'e1', 'alice', 2.5, '{"text":"nul\\u0000"}', 0, 'token', NULL,
+                        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
+                               ('p', 'http.event', 'gone', 'e1', NULL, 3, '{}', 0, NULL, NULL, NULL),
+                               ('p', 'http.event', 'alive', 'e2', NULL, 4, '{}', 1e12, NULL, NULL, NULL)
+                        """
+                )
             }
             try queue.close()
         }
         let store = try SQLiteStore(path: path)
         let claimed = try await store.pipeline("p").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e1"], "both of a reused id; the one under a running lease stays with its holder")
-        #expect(claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
-                    && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        #expect(
+            claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
+                && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        )
         #expect(try await store.eventRecords(eventID: "e2", pipeline: nil).queued.map(\.instance) == ["alive"])
         #expect(try await store.database.read { db in try db.tableExists("queued_events") } == false)
         try await store.close()
@@ -133,13 +150,17 @@ import Testing
             try SQLiteStore.migrator.migrate(queue, upTo: "v3-token-scope-environment")
             try await queue.write { db in
                 for index in 1...3 {
-                    try db.execute(sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES ('p', 'u', ?, ?, ?)",
-                                   arguments: ["e\(index)", Double(index), "{\"n\":\(index)}"])
+                    try db.execute(
+                        sql: "INSERT INTO history (pipeline, user_id, event_id, created_at, record) VALUES ('p', 'u', ?, ?, ?)",
+                        arguments: ["e\(index)", Double(index), "{\"n\":\(index)}"]
+                    )
                 }
-                try db.execute(sql: """
-                    INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, attempts, created_at)
-                    VALUES ('p', 'e3', 'u', 'device', 'ab12', 'delivered', 1, 3)
-                    """)
+                try db.execute(
+                    sql: """
+                        INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, attempts, created_at)
+                        VALUES ('p', 'e3', 'u', 'device', 'ab12', 'delivered', 1, 3)
+                        """
+                )
             }
             try queue.close()
         }
@@ -154,13 +175,25 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         func delivery(_ token: String, _ outcome: String) -> DeliveryRecord {
-            DeliveryRecord(pipeline: "p", eventID: "e1", user: "u", tokenKind: "device", token: token, outcome: outcome, reason: nil,
-                           providerID: outcome == "delivered" ? "id-\(token)" : nil, attempts: 1, createdAt: 1)
+            DeliveryRecord(
+                pipeline: "p",
+                eventID: "e1",
+                user: "u",
+                tokenKind: "device",
+                token: token,
+                outcome: outcome,
+                reason: nil,
+                providerID: outcome == "delivered" ? "id-\(token)" : nil,
+                attempts: 1,
+                createdAt: 1
+            )
         }
         // Two devices of one user, one of them dead: one history entry, kept with a delivered row.
-        try await store.pipeline("p").recordOutcome(deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
-                                      history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e1", createdAt: 1, record: ["title": "hi"])],
-                                      state: [])
+        try await store.pipeline("p").recordOutcome(
+            deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
+            history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e1", createdAt: 1, record: ["title": "hi"])],
+            state: []
+        )
         let history = try await store.pipeline("p").history(user: "u", limit: 10, before: nil)
         #expect(history.map(\.record) == [["title": "hi"]])
         #expect(history.first?.eventID == "e1")
@@ -178,8 +211,11 @@ extension SQLiteStoreTests {
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let recording = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            try await store.pipeline("p").recordOutcome(deliveries: [], history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
-                                          state: [StateWrite(stage: "filters[0]", key: "u", value: 5)])
+            try await store.pipeline("p").recordOutcome(
+                deliveries: [],
+                history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
+                state: [StateWrite(stage: "filters[0]", key: "u", value: 5)]
+            )
         }
         try await recording.value
         #expect(try await store.pipeline("p").history(user: "u", limit: 5, before: nil).map(\.record) == [["n": 1]])
@@ -195,7 +231,15 @@ extension SQLiteStoreTests {
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         func queued(_ id: String, instance: String, source: String = "sources[0]") -> QueuedEvent {
-            QueuedEvent(pipeline: "p", source: source, instance: instance, eventID: id, user: "u-\(id)", time: 1_700_000_000.5, body: ["id": .string(id)])
+            QueuedEvent(
+                pipeline: "p",
+                source: source,
+                instance: instance,
+                eventID: id,
+                user: "u-\(id)",
+                time: 1_700_000_000.5,
+                body: ["id": .string(id)]
+            )
         }
         try await store.enqueue(queued("e1", instance: "earlier"))
         // In flight here for the whole test, however slowly a loaded machine runs it.
@@ -208,10 +252,23 @@ extension SQLiteStoreTests {
         let beforeClaim = Date().timeIntervalSince1970
         let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
-        #expect(claimed.first.map { claimed in var event = claimed; event.lease = 0; event.key = ""; return event }
-                    == { var event = queued("e1", instance: QueuedEvent.thisProcess); event.key = ""; return event }())
+        #expect(
+            claimed.first.map { claimed in
+                var event = claimed
+                event.lease = 0
+                event.key = ""
+                return event
+            }
+                == {
+                    var event = queued("e1", instance: QueuedEvent.thisProcess)
+                    event.key = ""
+                    return event
+                }()
+        )
         #expect(claimed.first?.lease == 15, "claimed with a lease")
-        let leases = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT lease_until FROM work WHERE key = ?", arguments: [claimed[0].key]) }
+        let leases = try await store.database.read { db in
+            try Double.fetchAll(db, sql: "SELECT lease_until FROM work WHERE key = ?", arguments: [claimed[0].key])
+        }
         #expect(leases.allSatisfy { $0 >= beforeClaim + 15 }, "stored with the lease: \(leases)")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
         #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).isEmpty, "claimed once")
@@ -220,7 +277,9 @@ extension SQLiteStoreTests {
         again.lease = 600
         try await store.enqueue(again)
         for event in claimed { try await store.pipeline("p").dequeue(source: "sources[0]", key: event.key) }
-        let left = try await store.database.read { db in try String.fetchAll(db, sql: "SELECT json_extract(payload, '$.event_id') FROM work ORDER BY id") }
+        let left = try await store.database.read { db in
+            try String.fetchAll(db, sql: "SELECT json_extract(payload, '$.event_id') FROM work ORDER BY id")
+        }
         #expect(left == ["own", "other-source", "e2"], "one item per dequeue, even when a backend reuses an id")
         try await store.close()
     }
@@ -237,7 +296,10 @@ extension SQLiteStoreTests {
         #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "under its holder's lease")
         try await store.close()
         store = try SQLiteStore(path: directory.file("state.sqlite"))
-        #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "a command opens it without taking over")
+        #expect(
+            try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
+            "a command opens it without taking over"
+        )
         try await store.close()
         store = try SQLiteStore(path: directory.file("state.sqlite"), takingOverQueuedEvents: true)
         let claimed = try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10)
@@ -254,7 +316,11 @@ extension SQLiteStoreTests {
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for user in (1...60).reversed() {
-            try await store.pipeline("p").register(DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)), environment: nil, replace: false)
+            try await store.pipeline("p").register(
+                DeviceToken(user: "\(user)", kind: "device", value: String(format: "%04x", user)),
+                environment: nil,
+                replace: false
+            )
         }
         try await store.pipeline("p").register(DeviceToken(user: "7", kind: "device", value: "ff07"), environment: nil, replace: false)
         let start = Date().timeIntervalSince1970
@@ -267,7 +333,9 @@ extension SQLiteStoreTests {
         let byDue = try await schedule(orderedBy: "due_at")
         #expect(byDue == (1...60).map { "\($0)" }.sorted(), "once each, in the order of their ids (as text)")
         #expect(try await schedule(orderedBy: "rowid") == byDue)
-        let times = try await store.database.read { db in try Double.fetchAll(db, sql: "SELECT due_at FROM work WHERE kind = 'poll:s' ORDER BY due_at") }
+        let times = try await store.database.read { db in
+            try Double.fetchAll(db, sql: "SELECT due_at FROM work WHERE kind = 'poll:s' ORDER BY due_at")
+        }
         #expect(abs(times[0] - start) < 1, "the first is due now")
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")

@@ -1,18 +1,44 @@
 import Foundation
 import GRDB
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 /// Rows reach the per-user index in batches; reads must see indexed and unindexed rows alike.
 @Suite struct SQLiteStoreUserIndexTests {
     func outcome(_ event: Int, user: String = "u", outcome: String = "delivered") -> OutcomeWrite {
-        .outcome(deliveries: [DeliveryRecord(pipeline: "p", eventID: "e\(event)", user: user, tokenKind: "device", token: "t\(event)",
-                                             outcome: outcome, reason: nil, providerID: "id\(event)", attempts: 1, createdAt: Double(event))],
-                 history: outcome == "delivered" ? [HistoryEntry(pipeline: "p", user: user, eventID: "e\(event)", createdAt: Double(event),
-                                                                 record: ["n": .int(Int64(event))])] : [],
-                 state: [], events: [], webhooks: [], pipeline: "p")
+        .outcome(
+            deliveries: [
+                DeliveryRecord(
+                    pipeline: "p",
+                    eventID: "e\(event)",
+                    user: user,
+                    tokenKind: "device",
+                    token: "t\(event)",
+                    outcome: outcome,
+                    reason: nil,
+                    providerID: "id\(event)",
+                    attempts: 1,
+                    createdAt: Double(event)
+                )
+            ],
+            history: outcome == "delivered"
+                ? [
+                    HistoryEntry(
+                        pipeline: "p",
+                        user: user,
+                        eventID: "e\(event)",
+                        createdAt: Double(event),
+                        record: ["n": .int(Int64(event))]
+                    )
+                ] : [],
+            state: [],
+            events: [],
+            webhooks: [],
+            pipeline: "p"
+        )
     }
 
     /// One write holding the deliveries of several events, as a worker's batch records them.
@@ -41,7 +67,9 @@ import Testing
         let schedule = UserIndexSchedule()
         let start = ContinuousClock.now
         func commit(_ writes: [OutcomeWrite], after seconds: Double) async throws {
-            try await store.database.write { db in try SQLiteStore.commit(writes, in: db, indexing: schedule, at: Date().timeIntervalSince1970, now: start + .seconds(seconds)) }
+            try await store.database.write { db in
+                try SQLiteStore.commit(writes, in: db, indexing: schedule, at: Date().timeIntervalSince1970, now: start + .seconds(seconds))
+            }
         }
         // Light traffic: a row waits in the tail...
         try await commit([outcome(1)], after: 0)
@@ -78,8 +106,13 @@ import Testing
         }
         // Rows 4-7 stay in the tail, with another user's rows and a failed delivery between them.
         try await store.database.write { db in
-            try SQLiteStore.commit([outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)], in: db, indexing: schedule,
-                                   at: Date().timeIntervalSince1970, now: now)
+            try SQLiteStore.commit(
+                [outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)],
+                in: db,
+                indexing: schedule,
+                at: Date().timeIntervalSince1970,
+                now: now
+            )
         }
         #expect(try await counts(store) == (3, 3))
         let first = try await store.pipeline("p").history(user: "u", limit: 2, before: nil)
@@ -94,7 +127,11 @@ import Testing
         // Once indexed, the same reads give the same answers.
         try await store.database.write { db in try SQLiteStore.indexUserDeliveries(after: 3, through: 7, in: db) }
         #expect(try await counts(store) == (7, 7))
-        #expect(try await store.pipeline("p").history(user: "u", limit: 10, before: nil).map(\.record) == [["n": 7], ["n": 4], ["n": 3], ["n": 2], ["n": 1]])
+        #expect(
+            try await store.pipeline("p").history(user: "u", limit: 10, before: nil).map(\.record) == [
+                ["n": 7], ["n": 4], ["n": 3], ["n": 2], ["n": 1],
+            ]
+        )
         #expect(try await store.pipeline("p").lastDelivery(user: "u")?.eventID == "e7")
         try await store.close()
     }
@@ -107,8 +144,12 @@ import Testing
         for rows in [SQLiteStore.UserRows.history, .delivered] {
             for query in [rows.tailQuery, rows.indexQuery] {
                 let plan = try await store.database.read { db in
-                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query, arguments: StatementArguments(Array(repeating: 1, count: 5).prefix(query.filter { $0 == "?" }.count)))
-                        .map { $0["detail"] as String }
+                    try Row.fetchAll(
+                        db,
+                        sql: "EXPLAIN QUERY PLAN " + query,
+                        arguments: StatementArguments(Array(repeating: 1, count: 5).prefix(query.filter { $0 == "?" }.count))
+                    )
+                    .map { $0["detail"] as String }
                 }
                 #expect(plan.allSatisfy { $0.hasPrefix("SEARCH") }, "\(plan)")
                 #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "no sort: \(plan)")

@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeSQLite
 
 /// The deliveries insert binds its values through SQLite's C API (`executeBinding`) instead of
 /// GRDB's arguments: every kind of value must arrive as GRDB would have stored it, nothing of

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// While the store fails, one operation at a time probes it. A probe that never comes back
 /// must not keep the store "away" for good: every later operation would be refused long after

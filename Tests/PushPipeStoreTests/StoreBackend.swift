@@ -1,10 +1,11 @@
 import Logging
-@testable import PushPipePostgres
-import PushPipePostgresTesting
-@testable import PushPipeSQLite
 import PushPipeCore
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
+
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 
 /// The stores a contract runs against, each fresh for each test case: a file of its own, or a
 /// database of its own on the test server.
@@ -22,10 +23,11 @@ enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func withStore(_ body: (any Store) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("store")
         defer { directory.remove() }
-        let store: any Store = switch self {
-        case .sqlite: try SQLiteStore(path: directory.file("state.sqlite"))
-        case .postgres: try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Self.logger)
-        }
+        let store: any Store =
+            switch self {
+            case .sqlite: try SQLiteStore(path: directory.file("state.sqlite"))
+            case .postgres: try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Self.logger)
+            }
         try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
     }
 }

@@ -6,10 +6,29 @@ extension StoreContractTests {
     /// letters are listed newest first, replayed once (queued with what they replay, in one
     /// transaction) or dropped, and outlive retention.
     func eventRecords(_ store: any Store) async throws {
-        let recipient = EventRecord.Recipient(user: "u", tokenKind: "device", token: "ab12cd34ef", transport: "apns", outcome: .retryAfter,
-                                              providerID: nil, attempts: 3, reason: "500 InternalServerError", reasonCode: "InternalServerError", at: 20)
-        let processing = EventRecord(pipeline: "r", eventID: "e1", state: .processing, source: "events", caller: "token", user: "u",
-                                     recipients: [recipient], acceptedAt: 10, updatedAt: 15)
+        let recipient = EventRecord.Recipient(
+            user: "u",
+            tokenKind: "device",
+            token: "ab12cd34ef",
+            transport: "apns",
+            outcome: .retryAfter,
+            providerID: nil,
+            attempts: 3,
+            reason: "500 InternalServerError",
+            reasonCode: "InternalServerError",
+            at: 20
+        )
+        let processing = EventRecord(
+            pipeline: "r",
+            eventID: "e1",
+            state: .processing,
+            source: "events",
+            caller: "token",
+            user: "u",
+            recipients: [recipient],
+            acceptedAt: 10,
+            updatedAt: 15
+        )
         try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [processing])
         var dead = processing
         dead.state = .deadLetter
@@ -21,8 +40,15 @@ extension StoreContractTests {
         #expect(try await store.eventRecords(eventID: "e1", pipeline: nil).records == [dead])
         #expect(try await store.eventRecords(eventID: "e1", pipeline: "other").records.isEmpty)
 
-        let older = EventRecord(pipeline: "r", eventID: "e0", state: .deadLetter, reason: "render", acceptedAt: 1, updatedAt: 2,
-                                input: EventRecord.Input(time: 1, body: [:]))
+        let older = EventRecord(
+            pipeline: "r",
+            eventID: "e0",
+            state: .deadLetter,
+            reason: "render",
+            acceptedAt: 1,
+            updatedAt: 2,
+            input: EventRecord.Input(time: 1, body: [:])
+        )
         let delivered = EventRecord(pipeline: "r", eventID: "e2", state: .delivered, acceptedAt: 1, updatedAt: 2)
         try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [older, delivered])
         #expect(try await store.deadLetters(pipeline: "r", since: nil, limit: 10).map(\.eventID) == ["e1", "e0"])
@@ -36,8 +62,16 @@ extension StoreContractTests {
         #expect(try await store.deadLetterCounts() == ["r": 2])
 
         // A replay: queued with its dead letter, the record accepted; only once.
-        var replay = QueuedEvent(pipeline: "r", source: QueuedEventIntake.replayKey, instance: "the-cli", eventID: "e1", user: "u", time: 10,
-                                 body: ["text": "hi"], lease: -1)
+        var replay = QueuedEvent(
+            pipeline: "r",
+            source: QueuedEventIntake.replayKey,
+            instance: "the-cli",
+            eventID: "e1",
+            user: "u",
+            time: 10,
+            body: ["text": "hi"],
+            lease: -1
+        )
         replay.caller = "token"
         replay.replayOf = dead
         #expect(try await store.replayDeadLetter(replay))

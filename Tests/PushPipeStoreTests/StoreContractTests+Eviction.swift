@@ -10,14 +10,32 @@ extension StoreContractTests {
     func tokenEviction(_ store: any Store) async throws {
         let pipeline = "evict"
         func register(_ value: String, user: String = "1783478") async throws {
-            try await store.pipeline(pipeline).register(DeviceToken(user: user, kind: "device", value: value), environment: nil, replace: false,
-                                     keepingAtMost: 3)
+            try await store.pipeline(pipeline).register(
+                DeviceToken(user: user, kind: "device", value: value),
+                environment: nil,
+                replace: false,
+                keepingAtMost: 3
+            )
         }
         func deliver(_ value: String, user: String = "1783478", outcome: String = "delivered") async throws {
-            try await store.pipeline(pipeline).recordOutcome(deliveries: [DeliveryRecord(pipeline: pipeline, eventID: "e-\(value)", user: user, tokenKind: "device",
-                                                                      token: value, outcome: outcome, reason: nil, providerID: nil, attempts: 1,
-                                                                      createdAt: Date().timeIntervalSince1970)],
-                                          history: [], state: [])
+            try await store.pipeline(pipeline).recordOutcome(
+                deliveries: [
+                    DeliveryRecord(
+                        pipeline: pipeline,
+                        eventID: "e-\(value)",
+                        user: user,
+                        tokenKind: "device",
+                        token: value,
+                        outcome: outcome,
+                        reason: nil,
+                        providerID: nil,
+                        attempts: 1,
+                        createdAt: Date().timeIntervalSince1970
+                    )
+                ],
+                history: [],
+                state: []
+            )
         }
         func tokens(_ user: String = "1783478") async throws -> [String] {
             try await store.pipeline(pipeline).tokens(user: user, kind: "device").map(\.value).sorted()
@@ -30,13 +48,29 @@ extension StoreContractTests {
         try await deliver("tablet", outcome: "failed")
         // A delivered outcome of another pipeline, user or kind confirms nothing here.
         try await register("fake0")
-        try await store.pipeline("elsewhere").recordOutcome(deliveries: [DeliveryRecord(pipeline: "elsewhere", eventID: "x", user: "1783478", tokenKind: "device",
-                                                                  token: "fake0", outcome: "delivered", reason: nil, providerID: nil, attempts: 1,
-                                                                  createdAt: Date().timeIntervalSince1970)],
-                                      history: [], state: [])
+        try await store.pipeline("elsewhere").recordOutcome(
+            deliveries: [
+                DeliveryRecord(
+                    pipeline: "elsewhere",
+                    eventID: "x",
+                    user: "1783478",
+                    tokenKind: "device",
+                    token: "fake0",
+                    outcome: "delivered",
+                    reason: nil,
+                    providerID: nil,
+                    attempts: 1,
+                    createdAt: Date().timeIntervalSince1970
+                )
+            ],
+            history: [],
+            state: []
+        )
         for fake in 1...10 { try await register("fake\(fake)") }
-        #expect(try await tokens() == ["fake10", "fake9", "phone"],
-                "ten fake registrations evict each other and the failing tablet, never the phone that received notifications")
+        #expect(
+            try await tokens() == ["fake10", "fake9", "phone"],
+            "ten fake registrations evict each other and the failing tablet, never the phone that received notifications"
+        )
 
         // Registered again, the phone stays confirmed (by recency alone it would go at fake13).
         try await register("phone")

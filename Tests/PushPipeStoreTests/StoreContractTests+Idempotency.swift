@@ -19,8 +19,10 @@ extension StoreContractTests {
         // A request whose commit failed ambiguously releases its key, but the answer
         // was stored after all: it stays, or a retry would make a second event.
         try await store.releaseIdempotencyKey(key)
-        #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]),
-                "an answered key is never released")
+        #expect(
+            try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .answered(status: 200, body: ["id": "e1"]),
+            "an answered key is never released"
+        )
         // A stored event taken back (its pipeline stopped before taking it): its answer goes with it.
         try await store.withdrawIdempotencyKey(key)
         #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 3600) == .claimed, "withdrawn, answered or not")
@@ -42,11 +44,15 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "first", hold: -1, ttl: 3600) == .claimed)
         #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "retry", hold: 60, ttl: 3600) == .claimed)
         try await store.releaseIdempotencyKey(slow, holder: "first")
-        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .inProgress,
-                "the retry still holds it")
+        #expect(
+            try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .inProgress,
+            "the retry still holds it"
+        )
         try await store.releaseIdempotencyKey(slow, holder: "retry")
-        #expect(try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .claimed,
-                "released by its holder")
+        #expect(
+            try await store.claimIdempotencyKey(slow, fingerprint: "f1", holder: "third", hold: 60, ttl: 3600) == .claimed,
+            "released by its holder"
+        )
 
         // Stored with its event, in one transaction.
         let queuedKey = IdempotencyKey(pipeline: "i", scope: "s", key: "queued")
@@ -62,8 +68,10 @@ extension StoreContractTests {
         #expect(try await store.claimIdempotencyKey(expired, fingerprint: "f2", hold: 60, ttl: -1) == .claimed)
         #expect(try await store.pipeline("i").pruneExpiredIdempotencyKeys(limit: 100) == 1)
         #expect(try await store.pipeline("i").pruneExpiredIdempotencyKeys(limit: 100) == 0)
-        #expect(try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]),
-                "a live key is kept")
+        #expect(
+            try await store.claimIdempotencyKey(queuedKey, fingerprint: "f", hold: 60, ttl: 3600) == .answered(status: 202, body: ["id": "q1"]),
+            "a live key is kept"
+        )
     }
 }
 

@@ -1,25 +1,33 @@
 import Foundation
 import GRDB
 import Logging
+import Testing
+
 @testable import PushPipeCore
 @testable import PushPipePostgres
 @testable import PushPipeSQLite
-import Testing
 
 extension StoreContractTests {
     /// Outcomes written with their deliveries wait until claimed; a claim holds them for its
     /// lease; a failed send puts them back for later; a taken one is gone; age prunes the rest.
     func webhookOutbox(_ store: any Store) async throws {
         let outcomes = (1...3).map { index in
-            WebhookOutcome(pipeline: "w", target: "http://127.0.0.1:1/hooks", outcomeID: "w/e\(index)/delivered", payload: ["n": .int(Int64(index))],
-                           createdAt: Double(index))
+            WebhookOutcome(
+                pipeline: "w",
+                target: "http://127.0.0.1:1/hooks",
+                outcomeID: "w/e\(index)/delivered",
+                payload: ["n": .int(Int64(index))],
+                createdAt: Double(index)
+            )
         }
         try await store.pipeline("w").recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
         let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 2, lease: 60)
         #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "oldest first")
         #expect(claimed.first?.payload == ["n": 1] && claimed.first?.attempts == 0)
-        #expect(try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
-                "claimed ones are held")
+        #expect(
+            try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
+            "claimed ones are held"
+        )
         #expect(try await store.pipeline("other").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
 
         try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: [claimed[0].key])
@@ -43,10 +51,18 @@ extension StoreContractTests {
     /// message to the first webhook, then removed for both.
     func twoWebhooksToldOfTheSameOutcomes(_ store: any Store) async throws {
         let targets = ["http://127.0.0.1:1/hooks", "http://127.0.0.1:2/hooks"]
-        try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e1", target: target), Self.webhookOutcome("two", "e2", target: target)] })
+        try await Self.write(
+            store,
+            targets.flatMap { target in [Self.webhookOutcome("two", "e1", target: target), Self.webhookOutcome("two", "e2", target: target)] }
+        )
         let poster = ScriptedWebhookPoster([])
-        let dispatcher = WebhookDispatcher(targets: targets.map { WebhookTarget(url: $0, secret: "whsec_AAAA") }, work: store.pipeline("two").work,
-                                           poster: poster, telemetry: .unobserved, logger: Self.logger)
+        let dispatcher = WebhookDispatcher(
+            targets: targets.map { WebhookTarget(url: $0, secret: "whsec_AAAA") },
+            work: store.pipeline("two").work,
+            poster: poster,
+            telemetry: .unobserved,
+            logger: Self.logger
+        )
         _ = try await dispatcher.sendDue()
         #expect(poster.targets.sorted() == targets, "\(poster.targets)")
         #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
@@ -65,8 +81,13 @@ extension StoreContractTests {
     }
 
     static func webhookOutcome(_ pipeline: String, _ name: String, target: String = "http://127.0.0.1:1/hooks") -> WebhookOutcome {
-        WebhookOutcome(pipeline: pipeline, target: target, outcomeID: "\(pipeline)/\(name)/delivered", payload: ["event": .string(name)],
-                       createdAt: Date().timeIntervalSince1970)
+        WebhookOutcome(
+            pipeline: pipeline,
+            target: target,
+            outcomeID: "\(pipeline)/\(name)/delivered",
+            payload: ["event": .string(name)],
+            createdAt: Date().timeIntervalSince1970
+        )
     }
 
     static func write(_ store: any Store, _ outcomes: [WebhookOutcome]) async throws {
@@ -85,13 +106,19 @@ extension StoreContractTests {
 
         try await Self.write(store, [Self.webhookOutcome("b", "e3"), Self.webhookOutcome("b", "e4", target: "http://127.0.0.1:2/other")])
         let again = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 1, lease: -1)
-        #expect(again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
-                "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))")
+        #expect(
+            again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
+            "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))"
+        )
         let all = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: 60)
         let byBatch = Dictionary(grouping: all, by: { $0.batch ?? "" }).mapValues { $0.map(\.outcomeID) }
-        #expect(byBatch == [batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
-                            WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"]],
-                "\(byBatch)")
+        #expect(
+            byBatch == [
+                batch: ["b/e1/delivered", "b/e2/delivered"], WebhookOutcome.batchID(outcomeIDs: ["b/e3/delivered"]): ["b/e3/delivered"],
+                WebhookOutcome.batchID(outcomeIDs: ["b/e4/delivered"]): ["b/e4/delivered"],
+            ],
+            "\(byBatch)"
+        )
         try await store.pipeline("b").work.complete(WebhookOutcome.kind, keys: Set(all.map(\.key)))
     }
 
@@ -108,8 +135,10 @@ extension StoreContractTests {
 
         let sent = poster.sent
         try #require(sent.count == 3, "\(sent.map(\.id))")
-        #expect(sent[1].id == sent[0].id && Self.events(sent[1]) == ["e1", "e2"] && Self.events(sent[0]) == ["e1", "e2"],
-                "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })")
+        #expect(
+            sent[1].id == sent[0].id && Self.events(sent[1]) == ["e1", "e2"] && Self.events(sent[0]) == ["e1", "e2"],
+            "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })"
+        )
         #expect(sent[2].id != sent[0].id && Self.events(sent[2]) == ["e3"])
         #expect(try await store.pipeline("r").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
     }
@@ -130,8 +159,10 @@ extension StoreContractTests {
             let wait = nextAt - before
             #expect(attempts == 1 && leaseUntil == 0, "\(seconds): put back, not left to its lease (\(leaseUntil))")
             if seconds > 86_400 {
-                #expect(wait.isFinite && wait <= WebhookDispatcher.longestRetryAfter + 5 && wait < WebhookDispatcher.longestWait,
-                        "Retry-After \(seconds) s waited \(wait) s")
+                #expect(
+                    wait.isFinite && wait <= WebhookDispatcher.longestRetryAfter + 5 && wait < WebhookDispatcher.longestWait,
+                    "Retry-After \(seconds) s waited \(wait) s"
+                )
             } else {
                 #expect(wait.isFinite && wait > 0 && wait <= 1.1 + 5, "Retry-After \(seconds) is none: the backoff, not \(wait) s")
             }
@@ -141,8 +172,13 @@ extension StoreContractTests {
     }
 
     static func dispatcher(_ pipeline: String, store: any Store, poster: ScriptedWebhookPoster) -> WebhookDispatcher {
-        WebhookDispatcher(targets: [WebhookTarget(url: "http://127.0.0.1:1/hooks", secret: "whsec_AAAA")], work: store.pipeline(pipeline).work,
-                          poster: poster, telemetry: .unobserved, logger: logger)
+        WebhookDispatcher(
+            targets: [WebhookTarget(url: "http://127.0.0.1:1/hooks", secret: "whsec_AAAA")],
+            work: store.pipeline(pipeline).work,
+            poster: poster,
+            telemetry: .unobserved,
+            logger: logger
+        )
     }
 
     static func events(_ message: WebhookMessage) -> [String] {
@@ -153,8 +189,12 @@ extension StoreContractTests {
     static func outboxRow(_ store: any Store, pipeline: String) async throws -> (nextAt: Double, leaseUntil: Double, attempts: Int)? {
         if let sqlite = store as? SQLiteStore {
             return try await sqlite.database.read { db in
-                try Row.fetchOne(db, sql: "SELECT due_at, lease_until, attempts FROM work WHERE pipeline = ? AND kind = 'webhook'", arguments: [pipeline])
-                    .map { row in ((row["due_at"] as Double?) ?? .nan, row["lease_until"], row["attempts"]) }
+                try Row.fetchOne(
+                    db,
+                    sql: "SELECT due_at, lease_until, attempts FROM work WHERE pipeline = ? AND kind = 'webhook'",
+                    arguments: [pipeline]
+                )
+                .map { row in ((row["due_at"] as Double?) ?? .nan, row["lease_until"], row["attempts"]) }
             }
         }
         let postgres = try #require(store as? PostgresStore)

@@ -1,12 +1,13 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
-import PushPipePostgresTesting
-@testable import PushPipeSQLite
-@testable import PushPipePostgres
 import PostgresNIO
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 
 /// What every store must do, run against the embedded SQLite store and against PostgreSQL.
 /// The PostgreSQL half needs a server: `.ci/run` starts one and exports
@@ -27,10 +28,12 @@ import Testing
         // Another daemon's hold counts until its lease runs out.
         let store = try await PostgresStore(location: location, logger: Self.logger)
         let now = Date().timeIntervalSince1970
-        _ = try await store.connections.rows("""
+        _ = try await store.connections.rows(
+            """
             INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at) VALUES
             ('d', 'hold:s', 'alive', 1e300, 'another-daemon', \(now + 60), '{}', 0), ('d', 'hold:s', 'dead', 1e300, 'another-daemon', \(now - 1), '{}', 0)
-            """)
+            """
+        )
         #expect(try await store.pipeline("d").hold(keys: ["alive", "dead"], stage: "s", lease: 60) == ["dead"])
         try await store.pipeline("d").release(keys: ["alive"], stage: "s")
         #expect(try await store.pipeline("d").hold(keys: ["alive"], stage: "s", lease: 60).isEmpty, "only its holder releases it")
@@ -47,22 +50,41 @@ import Testing
     /// (an outage its holder is coming back from) waits for the grace a claim would wait.
     func postgresPositionMoves(_ store: PostgresStore, now: Double) async throws {
         for (id, lease) in [("alive", 3600.0), ("lapsed", -1)] {
-            try await store.enqueue(QueuedEvent(pipeline: "old", source: "sources[0]", instance: "another-daemon", eventID: id, user: "u",
-                                                time: 1, body: [:], lease: lease))
+            try await store.enqueue(
+                QueuedEvent(
+                    pipeline: "old",
+                    source: "sources[0]",
+                    instance: "another-daemon",
+                    eventID: id,
+                    user: "u",
+                    time: 1,
+                    body: [:],
+                    lease: lease
+                )
+            )
         }
-        _ = try await store.connections.rows("""
-            INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', \(QueuedEvent.kind(source: "sources[0]")), \(now - 100), 0, 0)
-            """)
-        #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0,
-                "nobody renewed for 100 s: the holder may still be sending it")
+        _ = try await store.connections.rows(
+            """
+            INSERT INTO lease_clocks (pipeline, source, renewed_at, resumed_at, gap) VALUES ('old', \(QueuedEvent.kind(source: "sources[0]")),
+            \(now - 100), 0, 0)
+            """
+        )
+        #expect(
+            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0,
+            "nobody renewed for 100 s: the holder may still be sending it"
+        )
         // The move does not start the grace itself: started again at every pass, it would
         // never let the rows of daemons that are gone (nobody renews the old key) move.
         _ = try await store.connections.rows("UPDATE lease_clocks SET renewed_at = renewed_at - 100 WHERE pipeline = 'old'")
-        #expect(try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1,
-                "nobody renewed for 200 s, longer than a lease and the longest grace: its daemons are gone")
-        #expect(try await store.queuedEventCounts().filter { $0.pipeline == "old" } == [
-            QueuedEventCount(pipeline: "old", source: "http.event", count: 1), QueuedEventCount(pipeline: "old", source: "sources[0]", count: 1),
-        ])
+        #expect(
+            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1,
+            "nobody renewed for 200 s, longer than a lease and the longest grace: its daemons are gone"
+        )
+        #expect(
+            try await store.queuedEventCounts().filter { $0.pipeline == "old" } == [
+                QueuedEventCount(pipeline: "old", source: "http.event", count: 1), QueuedEventCount(pipeline: "old", source: "sources[0]", count: 1),
+            ]
+        )
         try await postgresEarlierVersionsEvents(store, now: now)
     }
 
@@ -70,16 +92,20 @@ import Testing
     /// events in `queued_events`. What they hold stays theirs; what they let lapse (they died)
     /// moves onto the work queue at a claim of its source, and is claimed whole.
     func postgresEarlierVersionsEvents(_ store: PostgresStore, now: Double) async throws {
-        _ = try await store.connections.rows("""
+        _ = try await store.connections.rows(
+            """
             INSERT INTO queued_events (pipeline, source, instance, event_id, user_id, time, body, lease_until, caller, replay_of, trace_parent) VALUES
             ('up', 'http.event', 'an-old-daemon', 'sending', 'u', 1, '{"n":1}', \(now + 3600), NULL, NULL, NULL),
             ('up', 'http.event', 'an-old-daemon-that-died', 'left', 'alice', 2.5, '{"text":"nul\\u0000"}', \(now - 1), 'token',
              NULL, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')
-            """)
+            """
+        )
         let claimed = try await store.pipeline("up").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
         #expect(claimed.map(\.eventID) == ["left"])
-        #expect(claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
-                    && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        #expect(
+            claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
+                && claimed.first?.caller == "token" && claimed.first?.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        )
         let left = try await store.connections.rows("SELECT event_id FROM queued_events WHERE pipeline = 'up'").map { try $0.decode(String.self) }
         #expect(left == ["sending"], "an earlier daemon's event under a running lease stays with it")
         #expect(try await store.eventRecords(eventID: "left", pipeline: "up").queued.count == 1)
@@ -101,7 +127,7 @@ import Testing
 
     enum StoreMechanism: String, CaseIterable, Sendable {
         case registrations, settingsAndState, outcomesAndHistory, queuedEvents, positionMoves, retention, holds, pollSchedule, idempotency,
-             eventRecords, webhookOutbox, tokenEviction
+            eventRecords, webhookOutbox, tokenEviction
     }
 
     func check(_ mechanism: StoreMechanism, _ store: any Store) async throws {
@@ -145,16 +171,22 @@ import Testing
 
         // A bound per user and kind: the least recently registered token goes.
         func register(_ value: String, kind: String = "device") async throws {
-            try await store.pipeline("bounded").register(DeviceToken(user: "erin", kind: kind, value: value), environment: nil, replace: false,
-                                     keepingAtMost: 3)
+            try await store.pipeline("bounded").register(
+                DeviceToken(user: "erin", kind: kind, value: value),
+                environment: nil,
+                replace: false,
+                keepingAtMost: 3
+            )
         }
         for value in ["f1", "f2", "f3", "f4"] { try await register(value) }
         try await register("other", kind: "push-to-start")
         #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f3", "f4"])
         try await register("f2")
         try await register("f5")
-        #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f4", "f5"],
-                "registered again, f2 is recent; f3 is the oldest")
+        #expect(
+            try await store.pipeline("bounded").tokens(user: "erin", kind: "device").map(\.value).sorted() == ["f2", "f4", "f5"],
+            "registered again, f2 is recent; f3 is the oldest"
+        )
         #expect(try await store.pipeline("bounded").tokens(user: "erin", kind: "push-to-start").map(\.value) == ["other"], "per kind")
     }
 
@@ -163,15 +195,23 @@ import Testing
         #expect(try await store.pipeline("p").setting(user: "alice", key: "enabled") == false)
         #expect(try await store.pipeline("p").settings(user: "alice") == ["enabled": false, "quiet": ["from": 22]])
         #expect(try await store.pipeline("p").setting(user: "nobody", key: "enabled") == nil)
-        try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200)])
+        try await store.pipeline("p").setState([
+            StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200),
+        ])
         try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/1", value: 150)])
         #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/3"]) == ["alice/1": 150, "alice/2": 200])
         #expect(try await store.pipeline("p").state(stage: "dedupe", key: "alice/2") == 200)
         // Watermarks only move forward, whatever order two daemons commit them in.
-        try await store.pipeline("p").setState([StateWrite(stage: "dedupe", key: "alice/2", value: 180, onlyForward: true),
-                                  StateWrite(stage: "dedupe", key: "alice/1", value: 1_500_000_000_000, onlyForward: true),
-                                  StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true)])
-        #expect(try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == ["alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7])
+        try await store.pipeline("p").setState([
+            StateWrite(stage: "dedupe", key: "alice/2", value: 180, onlyForward: true),
+            StateWrite(stage: "dedupe", key: "alice/1", value: 1_500_000_000_000, onlyForward: true),
+            StateWrite(stage: "dedupe", key: "alice/9", value: 7, onlyForward: true),
+        ])
+        #expect(
+            try await store.pipeline("p").states(stage: "dedupe", keys: ["alice/1", "alice/2", "alice/9"]) == [
+                "alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7,
+            ]
+        )
         // Watermarks not moved since a cutoff are removed, a batch at a time; what a read
         // returns afterwards (SQLite's copy in memory included) is what is left.
         let now = Date().timeIntervalSince1970
@@ -187,11 +227,33 @@ import Testing
         for number in 0..<5 {
             let event = "e\(number)"
             try await store.pipeline("h").recordOutcome(
-                deliveries: [DeliveryRecord(pipeline: "h", eventID: event, user: "alice", tokenKind: "device", token: "aa11",
-                                            outcome: number == 4 ? "retry-after" : "delivered", reason: number == 4 ? "ServiceUnavailable" : nil,
-                                            providerID: "id-\(number)", attempts: 1, createdAt: now + Double(number))],
-                history: number == 4 ? [] : [HistoryEntry(pipeline: "h", user: "alice", eventID: event, createdAt: now + Double(number), record: ["n": .int(Int64(number))])],
-                state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))])
+                deliveries: [
+                    DeliveryRecord(
+                        pipeline: "h",
+                        eventID: event,
+                        user: "alice",
+                        tokenKind: "device",
+                        token: "aa11",
+                        outcome: number == 4 ? "retry-after" : "delivered",
+                        reason: number == 4 ? "ServiceUnavailable" : nil,
+                        providerID: "id-\(number)",
+                        attempts: 1,
+                        createdAt: now + Double(number)
+                    )
+                ],
+                history: number == 4
+                    ? []
+                    : [
+                        HistoryEntry(
+                            pipeline: "h",
+                            user: "alice",
+                            eventID: event,
+                            createdAt: now + Double(number),
+                            record: ["n": .int(Int64(number))]
+                        )
+                    ],
+                state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))]
+            )
         }
         let firstPage = try await store.pipeline("h").history(user: "alice", limit: 2, before: nil)
         #expect(firstPage.map { $0.record["n"] } == [3, 2])
@@ -205,23 +267,43 @@ import Testing
     }
 
     func queuedEvents(_ store: any Store) async throws {
-        var earlier = QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "left", user: "alice", time: 1,
-                                  body: ["text": "left over"])
+        var earlier = QueuedEvent(
+            pipeline: "q",
+            source: "sources[0]",
+            instance: "an-earlier-process",
+            eventID: "left",
+            user: "alice",
+            time: 1,
+            body: ["text": "left over"]
+        )
         earlier.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         try await store.enqueue(earlier)
         // In flight here for the whole test, however slowly a loaded machine runs it.
         let mine = QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 600)
         try await store.enqueue(mine)
         for number in 0..<3 {
-            try await store.enqueue(QueuedEvent(pipeline: "q", source: "sources[0]", instance: "an-earlier-process", eventID: "more-\(number)",
-                                                user: nil, time: 3, body: [:]))
+            try await store.enqueue(
+                QueuedEvent(
+                    pipeline: "q",
+                    source: "sources[0]",
+                    instance: "an-earlier-process",
+                    eventID: "more-\(number)",
+                    user: nil,
+                    time: 3,
+                    body: [:]
+                )
+            )
         }
         // A source's rows nobody works on move to a new key (a key by position to a stable one),
         // and back; the one this process holds under a running lease stays where it renews it.
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "sources[0]", count: 5)])
         #expect(try await store.pipeline("q").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 4)
-        #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
-                                                        QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1)])
+        #expect(
+            try await store.queuedEventCounts() == [
+                QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
+                QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1),
+            ]
+        )
         #expect(try await store.pipeline("q").renameSource(from: "http.event", to: "sources[0]", lease: 15) == 4)
         let claimed = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
@@ -233,18 +315,31 @@ import Testing
         let queue = store.pipeline("q")
         try await queue.renewLeases(source: "sources[0]", keys: Set(claimed.map(\.key)), lease: 15)
         try await queue.renewLeases(source: "sources[0]", keys: [mine.key], lease: -1)
-        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
-                "an event this process let lapse is claimed again; the renewed ones are not")
+        #expect(
+            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
+            "an event this process let lapse is claimed again; the renewed ones are not"
+        )
         try await queue.releaseLeases(source: "sources[0]", keys: [more[0].key])
-        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
-                "a released event is claimed at once")
+        #expect(
+            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
+            "a released event is claimed at once"
+        )
         for event in claimed + more + [mine] { try await queue.dequeue(source: "sources[0]", key: event.key) }
         #expect(try await store.queuedEventCounts().filter { $0.pipeline == "q" }.isEmpty, "each dequeued once")
         // As deep as a request body may nest: the item that keeps it nests deeper, and must be read back.
         var deep = JSON.int(1)
         for _ in 1..<JSON.acceptedDepth { deep = .array([deep]) }
-        try await store.enqueue(QueuedEvent(pipeline: "q", source: "deep", instance: "an-earlier-process", eventID: "deep", user: nil, time: 4,
-                                            body: ["nested": deep]))
+        try await store.enqueue(
+            QueuedEvent(
+                pipeline: "q",
+                source: "deep",
+                instance: "an-earlier-process",
+                eventID: "deep",
+                user: nil,
+                time: 4,
+                body: ["nested": deep]
+            )
+        )
         #expect(try await queue.claimQueuedEvents(source: "deep", lease: 15, limit: 10).map(\.body) == [["nested": deep]])
         #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: -1, limit: 10).isEmpty)
     }
@@ -256,19 +351,43 @@ import Testing
     /// what it holds, on either store.
     func positionMoves(_ store: any Store) async throws {
         func waiting() async throws -> [QueuedEventCount] { try await store.queuedEventCounts().filter { $0.pipeline == "m" } }
-        try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "held", user: "u",
-                                            time: 1, body: [:], lease: -1))
+        try await store.enqueue(
+            QueuedEvent(
+                pipeline: "m",
+                source: "sources[0]",
+                instance: "an-earlier-daemon",
+                eventID: "held",
+                user: "u",
+                time: 1,
+                body: [:],
+                lease: -1
+            )
+        )
         let queue = store.pipeline("m")
         let held = try await queue.claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
         #expect(held.map(\.eventID) == ["held"])
         #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Accepted under the position after that move, and let go of: the next move takes it.
-        try await store.enqueue(QueuedEvent(pipeline: "m", source: "sources[0]", instance: "an-earlier-daemon", eventID: "later", user: "u",
-                                            time: 2, body: [:], lease: -1))
+        try await store.enqueue(
+            QueuedEvent(
+                pipeline: "m",
+                source: "sources[0]",
+                instance: "an-earlier-daemon",
+                eventID: "later",
+                user: "u",
+                time: 2,
+                body: [:],
+                lease: -1
+            )
+        )
         #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1)
-        #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
-                                        QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
+        #expect(
+            try await waiting() == [
+                QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
+                QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1),
+            ]
+        )
         // Its holder lets go of the held one (a drain timeout, or its lease lapses): the next move takes it too.
         try await queue.renewLeases(source: "sources[0]", keys: Set(held.map(\.key)), lease: 3600)
         #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
@@ -324,10 +443,25 @@ import Testing
         for number in 0..<12 {
             let age = number < 4 ? 400 * 86400.0 : Double(100 - number)
             try await store.pipeline("r").recordOutcome(
-                deliveries: [DeliveryRecord(pipeline: "r", eventID: "r\(number)", user: "alice", tokenKind: "device", token: "aa11",
-                                            outcome: "delivered", reason: nil, providerID: nil, attempts: 1, createdAt: now - age)],
-                history: [HistoryEntry(pipeline: "r", user: "alice", eventID: "r\(number)", createdAt: now - age, record: ["n": .int(Int64(number))])],
-                state: [])
+                deliveries: [
+                    DeliveryRecord(
+                        pipeline: "r",
+                        eventID: "r\(number)",
+                        user: "alice",
+                        tokenKind: "device",
+                        token: "aa11",
+                        outcome: "delivered",
+                        reason: nil,
+                        providerID: nil,
+                        attempts: 1,
+                        createdAt: now - age
+                    )
+                ],
+                history: [
+                    HistoryEntry(pipeline: "r", user: "alice", eventID: "r\(number)", createdAt: now - age, record: ["n": .int(Int64(number))])
+                ],
+                state: []
+            )
         }
         #expect(try await store.pipeline("r").pruneDeliveries(createdBefore: now - 365 * 86400, limit: 3) == 3)
         #expect(try await store.pipeline("r").pruneDeliveries(createdBefore: now - 365 * 86400, limit: 3) == 1)

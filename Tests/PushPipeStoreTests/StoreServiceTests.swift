@@ -1,17 +1,22 @@
 import Foundation
 import Logging
 import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import ServiceLifecycle
 import Testing
+
+@testable import PushPipeSQLite
 
 /// The store as the daemon's first service: closed when the group stops gracefully (last, as
 /// the group stops services in reverse), left open when the group is cancelled (other services
 /// may still write), and closed once whoever closes it after the group.
 @Suite struct StoreServiceTests {
     static func write(_ store: SQLiteStore, _ user: String) async throws {
-        try await store.pipeline("p").register(DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32)), environment: nil, replace: false)
+        try await store.pipeline("p").register(
+            DeviceToken(user: user, kind: "device", value: String(repeating: "ab", count: 32)),
+            environment: nil,
+            replace: false
+        )
     }
 
     @Test func aGracefulStopClosesTheStoreACancellationLeavesItOpen() async throws {

@@ -2,12 +2,13 @@ import Dispatch
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 
 /// On real stores: a provider's answer with a NUL would make PostgreSQL refuse a delivery's
 /// row (SQLSTATE 22P05) and fail every write of its group commit, and SQLite would keep it and
@@ -33,12 +34,15 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await withCleanup({
-            // The writer's queue is held, so the first commit waits behind it while a batch forms.
-            let writer = DispatchSemaphore(value: 0)
-            store.database.asyncWriteWithoutTransaction { _ in writer.wait() }
-            try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "SQLITE_CONSTRAINT (1299)") { writer.signal() }
-        }, cleanup: { try? await store.close() })
+        try await withCleanup(
+            {
+                // The writer's queue is held, so the first commit waits behind it while a batch forms.
+                let writer = DispatchSemaphore(value: 0)
+                store.database.asyncWriteWithoutTransaction { _ in writer.wait() }
+                try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "SQLITE_CONSTRAINT (1299)") { writer.signal() }
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
@@ -46,25 +50,28 @@ import Testing
         let location = try await TestStores.freshPostgresDatabase()
         let store = try await PostgresStore(location: location, logger: Self.logger)
         let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: Self.logger)
-        try await withCleanup({
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await locker.run() }
-                // A lock on the table holds the first commit while a batch forms.
-                let locked = ObservedState(false)
-                let unlock = Gate()
-                group.addTask {
-                    try await locker.withTransaction(logger: Self.logger) { connection in
-                        try await connection.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE", logger: Self.logger)
-                        locked.update { $0 = true }
-                        await unlock.wait()
+        try await withCleanup(
+            {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await locker.run() }
+                    // A lock on the table holds the first commit while a batch forms.
+                    let locked = ObservedState(false)
+                    let unlock = Gate()
+                    group.addTask {
+                        try await locker.withTransaction(logger: Self.logger) { connection in
+                            try await connection.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE", logger: Self.logger)
+                            locked.update { $0 = true }
+                            await unlock.wait()
+                        }
                     }
+                    try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
+                    // NOT NULL of `created_at`: a NaN time is written as null.
+                    try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "23502") { unlock.open() }
+                    group.cancelAll()
                 }
-                try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
-                // NOT NULL of `created_at`: a NaN time is written as null.
-                try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "23502") { unlock.open() }
-                group.cancelAll()
-            }
-        }, cleanup: { try? await store.close() })
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 
     /// Every kind of row the stores write, each string with a NUL: each is stored with the
@@ -75,14 +82,28 @@ import Testing
         try await store.pipeline("p").register(DeviceToken(user: "a\0b", kind: "device", value: "t\0"), environment: nil, replace: false)
         #expect(try await store.pipeline("p").tokens(user: "a\u{FFFD}b", kind: "device").map(\.value) == ["t\u{FFFD}"])
 
-        let delivery = DeliveryRecord(pipeline: "p", eventID: "e\0", user: "a\0b", tokenKind: "device", token: "t\0", outcome: "delivered",
-                                      reason: "bad\0answer " + String(repeating: "x", count: 5000), providerID: "id\0", attempts: 1, createdAt: now)
+        let delivery = DeliveryRecord(
+            pipeline: "p",
+            eventID: "e\0",
+            user: "a\0b",
+            tokenKind: "device",
+            token: "t\0",
+            outcome: "delivered",
+            reason: "bad\0answer " + String(repeating: "x", count: 5000),
+            providerID: "id\0",
+            attempts: 1,
+            createdAt: now
+        )
         // A payload serialized elsewhere, with a byte that is not UTF-8.
         let payload = Data(#"{"x":"?"}"#.utf8.map { $0 == UInt8(ascii: "?") ? 0xFF : $0 })
         let history = HistoryEntry(pipeline: "p", user: "a\0b", eventID: "e\0", createdAt: now, record: [:], serializedRecord: payload)
         let record = EventRecord(pipeline: "p", eventID: "e\0", state: .delivered, user: "a\0b", reason: "why\0", acceptedAt: now, updatedAt: now)
-        try await store.pipeline("p").recordOutcome(deliveries: [delivery], history: [history], state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
-                                      events: [record])
+        try await store.pipeline("p").recordOutcome(
+            deliveries: [delivery],
+            history: [history],
+            state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
+            events: [record]
+        )
 
         let last = try #require(try await store.pipeline("p").lastDelivery(user: "a\u{FFFD}b"))
         #expect(last.eventID == "e\u{FFFD}")
@@ -108,11 +129,25 @@ import Testing
     /// A commit is held (by `release`'s counterpart), a batch of four forms behind it with one
     /// write the store refuses (a NaN time), and the hold ends: that write fails with the
     /// store's code, the other three are committed.
-    static func neighboursOfARefusedWrite(_ store: any Store, outcomes: GroupCommit<OutcomeWrite>, refusal: String,
-                                          release: () -> Void) async throws {
+    static func neighboursOfARefusedWrite(
+        _ store: any Store,
+        outcomes: GroupCommit<OutcomeWrite>,
+        refusal: String,
+        release: () -> Void
+    ) async throws {
         @Sendable func write(_ id: String, at time: Double = Date().timeIntervalSince1970) async throws {
-            let delivery = DeliveryRecord(pipeline: "p", eventID: id, user: "user-\(id)", tokenKind: "device", token: "t", outcome: "delivered",
-                                          reason: nil, providerID: nil, attempts: 1, createdAt: time)
+            let delivery = DeliveryRecord(
+                pipeline: "p",
+                eventID: id,
+                user: "user-\(id)",
+                tokenKind: "device",
+                token: "t",
+                outcome: "delivered",
+                reason: nil,
+                providerID: nil,
+                attempts: 1,
+                createdAt: time
+            )
             try await store.pipeline("p").recordOutcome(deliveries: [delivery], history: [], state: [])
         }
         let held = Task { try await write("held") }

@@ -1,8 +1,9 @@
-@testable import PushPipeCore
-@testable import PushPipeSQLite
-@testable import PushPipeHTTP
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeHTTP
+@testable import PushPipeSQLite
 
 /// What operators see of the store: its commits and, for SQLite, its WAL checkpoints.
 @Suite(.timeLimit(.minutes(1))) struct TelemetryStoreTests {
@@ -13,8 +14,11 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let telemetry = Telemetry.prometheus()
-        let store = try SQLiteStore(path: directory.file("state.sqlite"), checkpointThreshold: SQLiteCheckpointerTests.threshold,
-                                    observers: telemetry.storeObservers(named: "sqlite"))
+        let store = try SQLiteStore(
+            path: directory.file("state.sqlite"),
+            checkpointThreshold: SQLiteCheckpointerTests.threshold,
+            observers: telemetry.storeObservers(named: "sqlite")
+        )
         #expect(!telemetry.exposition().contains("pushpipe_store_checkpoint_seconds"))
         // A background pass runs beside the writer; the writer's catch-up comes at a commit
         // after it ended. Writes go on until both were counted (each within a few writes).

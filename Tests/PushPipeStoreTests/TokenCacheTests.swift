@@ -1,7 +1,8 @@
-@testable import PushPipeCore
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipeSQLite
 
 @Suite struct TokenCacheTests {
     let query = TokenCache.Query(pipeline: "p", user: "u", kind: "device")
@@ -9,12 +10,21 @@ import Testing
 
     @Test func aLookupThatRacedWithAnInvalidationIsNotCached() {
         let cache = TokenCache()
-        guard case .miss(let generation) = cache.lookup(query) else { Issue.record("empty cache hit"); return }
-        cache.invalidate() // a registration committed while the lookup was reading
+        guard case .miss(let generation) = cache.lookup(query) else {
+            Issue.record("empty cache hit")
+            return
+        }
+        cache.invalidate()  // a registration committed while the lookup was reading
         cache.store([token], for: query, readAt: generation)
-        guard case .miss(let next) = cache.lookup(query) else { Issue.record("a stale read was cached"); return }
+        guard case .miss(let next) = cache.lookup(query) else {
+            Issue.record("a stale read was cached")
+            return
+        }
         cache.store([token], for: query, readAt: next)
-        guard case .hit(let tokens) = cache.lookup(query) else { Issue.record("a clean read was not cached"); return }
+        guard case .hit(let tokens) = cache.lookup(query) else {
+            Issue.record("a clean read was not cached")
+            return
+        }
         #expect(tokens.map(\.value) == [token.value])
     }
 
@@ -22,7 +32,10 @@ import Testing
         let cache = TokenCache(lifetime: .zero)
         guard case .miss(let generation) = cache.lookup(query) else { return }
         cache.store([token], for: query, readAt: generation)
-        guard case .miss = cache.lookup(query) else { Issue.record("an expired entry was served"); return }
+        guard case .miss = cache.lookup(query) else {
+            Issue.record("an expired entry was served")
+            return
+        }
     }
 
     @Test func registrationsThroughTheStoreAreSeenAtOnce() async throws {

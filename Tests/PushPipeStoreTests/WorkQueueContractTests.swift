@@ -2,12 +2,13 @@ import Foundation
 import GRDB
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 
 /// The leased-work primitive (`WorkQueue`), the same contract on each backend: what
 /// is due, who holds it, what a retry, a release, a lapsed lease and a saved cursor leave.
@@ -85,8 +86,10 @@ import Testing
             try await work.retry("job", keys: Set(mine.map(\.key)), after: 3600)
             try await work.saveProgress("job", key: try #require(mine.first?.key), cursor: "mine")
             let again = try await work.claim("job", limit: 10, lease: 60)
-            #expect(again.map(\.key) == ["taken"] && again.first?.attempts == 0 && again.first?.cursor == nil,
-                    "neither completed, retried nor moved by a daemon that no longer holds it")
+            #expect(
+                again.map(\.key) == ["taken"] && again.first?.attempts == 0 && again.first?.cursor == nil,
+                "neither completed, retried nor moved by a daemon that no longer holds it"
+            )
             // Held by the other daemon now: this one neither lets it go nor shortens its lease.
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
             try await work.release("job", keys: Set(again.map(\.key)))
@@ -121,7 +124,10 @@ import Testing
             // Due after the lapsed group (a claimed item falls due again when its lease ends).
             try await work.add([Self.item("k3"), Self.item("k4")])
             let again = try await work.claim("job", limit: 1, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
-            #expect(again.map(\.key) == ["k1", "k2"] && again.allSatisfy { $0.group == "g1" }, "the same group, whole though the limit is 1: \(again)")
+            #expect(
+                again.map(\.key) == ["k1", "k2"] && again.allSatisfy { $0.group == "g1" },
+                "the same group, whole though the limit is 1: \(again)"
+            )
             let rest = try await work.claim("job", limit: 10, lease: 60) { fresh in [("g2", fresh.map(\.id))] }
             #expect(rest.map(\.key) == ["k3", "k4"] && rest.allSatisfy { $0.group == "g2" }, "\(rest)")
         }
@@ -131,7 +137,9 @@ import Testing
     func pruningRemovesWhatWaitedTooLong(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let work = store.pipeline("p").work
-            try await work.add([WorkItem(kind: "job", key: "old", payload: [:], createdAt: 1), WorkItem(kind: "job", key: "new", payload: [:], createdAt: 3)])
+            try await work.add([
+                WorkItem(kind: "job", key: "old", payload: [:], createdAt: 1), WorkItem(kind: "job", key: "new", payload: [:], createdAt: 3),
+            ])
             try await work.add([WorkItem(kind: "digest", key: "old", payload: [:], createdAt: 1)])
             #expect(try await work.prune("job", createdBefore: 2, limit: 10) == 1)
             #expect(try await work.claim("job", limit: 10, lease: 60).map(\.key) == ["new"])
@@ -195,52 +203,65 @@ import Testing
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func daemonsClaimingAtOnceSplitTheItems() async throws {
         let location = try await TestStores.freshPostgresDatabase()
-        let stores = [try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger)]
-        try await withCleanup({
-            try await stores[0].pipeline("p").work.add((0..<200).map { Self.item(String(format: "k%03d", $0)) })
-            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
-                for store in stores {
-                    for _ in 0..<3 {
-                        group.addTask {
-                            var keys: [String] = []
-                            while case let batch = try await store.pipeline("p").work.claim("job", limit: 7, lease: 60), !batch.isEmpty {
-                                keys += batch.map(\.key)
-                            }
-                            return keys
-                        }
-                    }
-                }
-                return try await group.reduce(into: [String]()) { $0 += $1 }
-            }
-            #expect(claimed.count == 200 && Set(claimed).count == 200, "\(claimed.count) claims of \(Set(claimed).count) items")
-
-            // Grouped claims at once (a webhook's batches): every group goes whole to one claim.
-            try await stores[0].pipeline("g").work.add((0..<120).map { Self.item(String(format: "k%03d", $0)) })
-            let groups = try await withThrowingTaskGroup(of: [[WorkItem]].self) { group in
-                for store in stores {
-                    for _ in 0..<3 {
-                        group.addTask {
-                            var claims: [[WorkItem]] = []
-                            while case let batch = try await store.pipeline("g").work.claim("job", limit: 7, lease: 60, grouping: { fresh in
-                                // Groups of three, named by their first key.
-                                stride(from: 0, to: fresh.count, by: 3).map { start in
-                                    let members = fresh[start..<min(start + 3, fresh.count)]
-                                    return (members.first!.key, members.map(\.id))
+        let stores = [
+            try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger),
+        ]
+        try await withCleanup(
+            {
+                try await stores[0].pipeline("p").work.add((0..<200).map { Self.item(String(format: "k%03d", $0)) })
+                let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                    for store in stores {
+                        for _ in 0..<3 {
+                            group.addTask {
+                                var keys: [String] = []
+                                while case let batch = try await store.pipeline("p").work.claim("job", limit: 7, lease: 60), !batch.isEmpty {
+                                    keys += batch.map(\.key)
                                 }
-                            }), !batch.isEmpty {
-                                claims.append(batch)
+                                return keys
                             }
-                            return claims
                         }
                     }
+                    return try await group.reduce(into: [String]()) { $0 += $1 }
                 }
-                return try await group.reduce(into: [[WorkItem]]()) { $0 += $1 }
-            }
-            let items = groups.flatMap { $0 }
-            #expect(items.count == 120 && Set(items.map(\.key)).count == 120, "\(items.count) claimed of \(Set(items.map(\.key)).count) items")
-            let claimsOfGroup = Dictionary(grouping: groups.enumerated().flatMap { claim in claim.element.map { ($0.group ?? "", claim.offset) } }, by: \.0)
-            #expect(claimsOfGroup.values.allSatisfy { Set($0.map(\.1)).count == 1 }, "a group split between claims")
-        }, cleanup: { for store in stores { try? await store.close() } })
+                #expect(claimed.count == 200 && Set(claimed).count == 200, "\(claimed.count) claims of \(Set(claimed).count) items")
+
+                // Grouped claims at once (a webhook's batches): every group goes whole to one claim.
+                try await stores[0].pipeline("g").work.add((0..<120).map { Self.item(String(format: "k%03d", $0)) })
+                let groups = try await withThrowingTaskGroup(of: [[WorkItem]].self) { group in
+                    for store in stores {
+                        for _ in 0..<3 {
+                            group.addTask {
+                                var claims: [[WorkItem]] = []
+                                while case let batch = try await store.pipeline("g").work.claim(
+                                    "job",
+                                    limit: 7,
+                                    lease: 60,
+                                    grouping: { fresh in
+                                        // Groups of three, named by their first key.
+                                        stride(from: 0, to: fresh.count, by: 3).map { start in
+                                            let members = fresh[start..<min(start + 3, fresh.count)]
+                                            return (members.first!.key, members.map(\.id))
+                                        }
+                                    }
+                                ), !batch.isEmpty {
+                                    claims.append(batch)
+                                }
+                                return claims
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [[WorkItem]]()) { $0 += $1 }
+                }
+                let items = groups.flatMap { $0 }
+                #expect(items.count == 120 && Set(items.map(\.key)).count == 120, "\(items.count) claimed of \(Set(items.map(\.key)).count) items")
+                let claimsOfGroup = Dictionary(
+                    grouping: groups.enumerated().flatMap { claim in claim.element.map { ($0.group ?? "", claim.offset) } },
+                    by: \.0
+                )
+                #expect(claimsOfGroup.values.allSatisfy { Set($0.map(\.1)).count == 1 }, "a group split between claims")
+            },
+            cleanup: { for store in stores { try? await store.close() } }
+        )
     }
 
     /// Webhook outcomes waiting in the table of an earlier version move into the work table with
@@ -253,70 +274,89 @@ import Testing
             let queue = try DatabaseQueue(path: path)
             try SQLiteStore.migrator.migrate(queue, upTo: "v15-idempotency-holder")
             try await queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL),
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
-                    ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"text":"a\\u0000b"}', 4, 0, 0, 0, 'msg_4');
-                    INSERT INTO poll_schedule (pipeline, source, user_id, due_at) VALUES ('w', 'sources[0]', '1', 0), ('w', 'sources[0]', '2', 9e9);
-                    """)
+                try db.execute(
+                    sql: """
+                        INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
+                        ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
+                        ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"n":2}', 2, 0, 0, 0, NULL),
+                        ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
+                        ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"text":"a\\u0000b"}', 4, 0, 0, 0, 'msg_4');
+                        INSERT INTO poll_schedule (pipeline, source, user_id, due_at) VALUES ('w', 'sources[0]', '1', 0), ('w', 'sources[0]', '2',
+                        9e9);
+                        """
+                )
             }
             try queue.close()
         }
         let store = try SQLiteStore(path: path)
-        try await withCleanup({
-            let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
-            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
-            #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
-            #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
-            // Taken by the receiver: gone, under the key the move gave them.
-            try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: Set(claimed.map(\.key)))
-            #expect(try await store.pipeline("w").work.keys(WebhookOutcome.kind).count == 1, "only the one not due yet is left")
-            let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
-            #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
-        }, cleanup: { try? await store.close() })
+        try await withCleanup(
+            {
+                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
+                #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
+                #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
+                #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
+                // Taken by the receiver: gone, under the key the move gave them.
+                try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: Set(claimed.map(\.key)))
+                #expect(try await store.pipeline("w").work.keys(WebhookOutcome.kind).count == 1, "only the one not due yet is left")
+                let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+                #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresWebhookOutcomesOfAnEarlierVersionMoveIntoWork() async throws {
         let location = try await TestStores.freshPostgresDatabase()
         try await location.withConnection(logger: Self.logger) { connection in
-            _ = try await connection.query("CREATE TABLE pushpipe_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
-                                           logger: Self.logger)
+            _ = try await connection.query(
+                "CREATE TABLE pushpipe_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+                logger: Self.logger
+            )
             for migration in PostgresStore.migrations.prefix(while: { $0.name != "v13-work" }) {
                 for statement in migration.sql { _ = try await connection.query(statement, logger: Self.logger) }
                 _ = try await connection.query("INSERT INTO pushpipe_migrations (name) VALUES (\(migration.name))", logger: Self.logger)
             }
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO webhook_outbox (pipeline, target, outcome_id, payload, created_at, attempts, next_at, lease_until, batch) VALUES
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e1/delivered', '{"n":1}', 1, 2, 0, 0, 'msg_1'),
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e2/delivered', '{"text":"a\\u0000b"}', 2, 0, 0, 0, NULL),
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e3/delivered', '{"n":3}', 3, 0, 9e9, 0, NULL),
                 ('w', 'http://127.0.0.1:1/hooks', 'w/e4/delivered', '{"n":4}', 4, 0, 0, 9e9, 'msg_4')
-                """, logger: Self.logger)
-            _ = try await connection.query("""
+                """,
+                logger: Self.logger
+            )
+            _ = try await connection.query(
+                """
                 INSERT INTO poll_schedule (pipeline, source, user_id, due_at) VALUES ('w', 'sources[0]', '1', 0), ('w', 'sources[0]', '2', 9e9)
-                """, logger: Self.logger)
+                """,
+                logger: Self.logger
+            )
         }
         let store = try await PostgresStore(location: location, logger: Self.logger)
-        try await withCleanup({
-            let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
-            #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
-                    "not the one not due yet, nor the one a daemon of the earlier version holds")
-            #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
-            let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
-            #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
-            // That daemon let go of it (its lease ran out): a retention pass takes it over.
-            _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
-            #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 0, limit: 10) == 0)
-            let adopted = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
-            #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
-            // New items get ids after the moved ones.
-            try await store.pipeline("w").work.add([Self.item("after")])
-            let added = try #require(try await store.pipeline("w").work.claim("job", limit: 1, lease: 60).first)
-            #expect(added.id > (claimed.map(\.id).max() ?? 0))
-        }, cleanup: { try? await store.close() })
+        try await withCleanup(
+            {
+                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
+                #expect(
+                    claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
+                    "not the one not due yet, nor the one a daemon of the earlier version holds"
+                )
+                #expect(claimed.first?.batch == "msg_1" && claimed.last?.payload == ["text": "a\u{0}b"])
+                let polled = try await store.pipeline("w").work.claimRecurring(WorkItem.pollKind(source: "sources[0]"), every: 60, limit: 10)
+                #expect(polled == ["1"], "a poller's schedule moves too, each user due as it was")
+                // That daemon let go of it (its lease ran out): a retention pass takes it over.
+                _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
+                #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 0, limit: 10) == 0)
+                let adopted = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
+                #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
+                // New items get ids after the moved ones.
+                try await store.pipeline("w").work.add([Self.item("after")])
+                let added = try #require(try await store.pipeline("w").work.claim("job", limit: 1, lease: 60).first)
+                #expect(added.id > (claimed.map(\.id).max() ?? 0))
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 
     /// Runs a statement on the store's own database (what no operation of the queue does).

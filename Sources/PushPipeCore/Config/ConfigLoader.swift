@@ -11,8 +11,12 @@ public struct ConfigLoader: Sendable {
     /// Handed to every stage: where requests to URLs users chose may go.
     public var egress: EgressPolicy
 
-    public init(builtins: [any Registrable], interpolation: EnvironmentInterpolation, pluginHost: (any PluginHost)? = nil,
-                egress: EgressPolicy = .standard) {
+    public init(
+        builtins: [any Registrable],
+        interpolation: EnvironmentInterpolation,
+        pluginHost: (any PluginHost)? = nil,
+        egress: EgressPolicy = .standard
+    ) {
         self.builtins = builtins
         self.interpolation = interpolation
         self.pluginHost = pluginHost
@@ -52,8 +56,14 @@ public struct ConfigLoader: Sendable {
             for plugin in plugins {
                 if let existing = result.registry.register(plugin.descriptor(servedBy: pluginHost)) {
                     let clash = existing.origin == .builtin ? "a built-in" : "another plugin"
-                    result.diagnostics.append(Diagnostic(.invalidPlugin, at: plugin.location, keyPath: "name",
-                                                         "plugin name '\(plugin.name)' is already \(clash) \(plugin.kind.rawValue) type"))
+                    result.diagnostics.append(
+                        Diagnostic(
+                            .invalidPlugin,
+                            at: plugin.location,
+                            keyPath: "name",
+                            "plugin name '\(plugin.name)' is already \(clash) \(plugin.kind.rawValue) type"
+                        )
+                    )
                 } else {
                     result.plugins.append(plugin)
                 }
@@ -78,8 +88,14 @@ public struct ConfigLoader: Sendable {
         var names: [String: PipelineDefinition] = [:]
         for pipeline in pipelines {
             if let other = names[pipeline.name] {
-                diagnostics.append(Diagnostic(.duplicatePipeline, at: pipeline.location, keyPath: "pipeline",
-                                              "pipeline name '\(pipeline.name)' is also used by \(other.file)"))
+                diagnostics.append(
+                    Diagnostic(
+                        .duplicatePipeline,
+                        at: pipeline.location,
+                        keyPath: "pipeline",
+                        "pipeline name '\(pipeline.name)' is also used by \(other.file)"
+                    )
+                )
             }
             names[pipeline.name] = pipeline
         }
@@ -87,8 +103,14 @@ public struct ConfigLoader: Sendable {
         for (index, (pipeline, declared)) in routes.enumerated() {
             for (otherPipeline, other) in routes[..<index] where declared.route.collides(with: other.route) {
                 let whose = otherPipeline.name == pipeline.name ? "this pipeline" : "pipeline '\(otherPipeline.name)'"
-                diagnostics.append(Diagnostic(.duplicateRoute, at: declared.location, keyPath: declared.keyPath,
-                                              "route \(declared.route.method) \(declared.route.path) is already served by \(whose) at \(other.location)"))
+                diagnostics.append(
+                    Diagnostic(
+                        .duplicateRoute,
+                        at: declared.location,
+                        keyPath: declared.keyPath,
+                        "route \(declared.route.method) \(declared.route.path) is already served by \(whose) at \(other.location)"
+                    )
+                )
             }
         }
         return diagnostics
@@ -129,13 +151,17 @@ public struct ConfigLoader: Sendable {
     static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
         switch error {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
+            .composer(let context, let problem, let mark, _):
             var detail = context.map { "\(problem) \($0.text)" } ?? problem
             if let context, context.mark.line != mark.line { detail += " (which started at \(context.mark.line):\(context.mark.column))" }
             return Diagnostic(.yamlSyntax, at: SourceLocation(file: file, line: mark.line, column: mark.column), keyPath: "", detail)
         case .duplicatedKeysInMapping(let duplicates, let context):
-            return Diagnostic(.duplicateKey, at: SourceLocation(file: file, line: context.mark.line, column: context.mark.column),
-                              keyPath: "", "duplicate keys: \(duplicates.joined(separator: ", "))")
+            return Diagnostic(
+                .duplicateKey,
+                at: SourceLocation(file: file, line: context.mark.line, column: context.mark.column),
+                keyPath: "",
+                "duplicate keys: \(duplicates.joined(separator: ", "))"
+            )
         default:
             return Diagnostic(.yamlSyntax, at: SourceLocation(file: file, line: 1, column: 1), keyPath: "", "\(error)")
         }

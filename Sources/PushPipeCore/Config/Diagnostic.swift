@@ -32,8 +32,12 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
     public var expected: String?
 
     public init(
-        _ severity: Severity = .error, _ code: Code, at location: SourceLocation, keyPath: String,
-        _ message: String, expected: String? = nil
+        _ severity: Severity = .error,
+        _ code: Code,
+        at location: SourceLocation,
+        keyPath: String,
+        _ message: String,
+        expected: String? = nil
     ) {
         self.severity = severity
         self.code = code

@@ -4,12 +4,14 @@ import Foundation
 ///
 /// `{"user": "alice", "body": {...}, "id": "optional", "time": "2026-01-01T12:00:00Z" or UNIX seconds}`
 public enum EventInput {
-    public static let valueType: ValueType = .object(Schema([
-        SchemaKey("user", .string, "Recipient user; omit to send to every registered user."),
-        SchemaKey("id", .string, "Event id; fixed ids make rendered payloads reproducible."),
-        SchemaKey("time", .any, "ISO 8601 time or UNIX seconds; now when omitted."),
-        SchemaKey("body", .any, default: [:], "The event's JSON body."),
-    ]))
+    public static let valueType: ValueType = .object(
+        Schema([
+            SchemaKey("user", .string, "Recipient user; omit to send to every registered user."),
+            SchemaKey("id", .string, "Event id; fixed ids make rendered payloads reproducible."),
+            SchemaKey("time", .any, "ISO 8601 time or UNIX seconds; now when omitted."),
+            SchemaKey("body", .any, default: [:], "The event's JSON body."),
+        ])
+    )
 
     public static func event(from json: JSON, pipeline: String) throws -> Event {
         var time = Date()
@@ -27,8 +29,13 @@ public enum EventInput {
         default:
             throw RouteError.badRequest("time must be ISO 8601 text or UNIX seconds", field: "time")
         }
-        return Event(id: json["id"]?.textValue ?? Event.makeID(), pipeline: pipeline, user: json["user"]?.textValue, time: time,
-                     body: json["body"] ?? .object([:]))
+        return Event(
+            id: json["id"]?.textValue ?? Event.makeID(),
+            pipeline: pipeline,
+            user: json["user"]?.textValue,
+            time: time,
+            body: json["body"] ?? .object([:])
+        )
     }
 
     /// ISO 8601 keeping every fractional digit (Foundation's formatter stops at milliseconds,

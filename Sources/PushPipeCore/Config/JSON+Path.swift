@@ -35,7 +35,8 @@ extension JSON {
         let keys = path.split(separator: ".").map(String.init)
         guard let first = keys.first else { return value }
         var members = objectValue ?? [:]
-        members[first] = keys.count == 1 ? value : (members[first] ?? .object([:])).replacing(at: keys.dropFirst().joined(separator: "."), with: value)
+        members[first] =
+            keys.count == 1 ? value : (members[first] ?? .object([:])).replacing(at: keys.dropFirst().joined(separator: "."), with: value)
         return .object(members)
     }
 

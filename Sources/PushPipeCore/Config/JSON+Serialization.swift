@@ -10,7 +10,10 @@ extension JSON {
             output.append(contentsOf: (value.isFinite ? JSON.format(value) : "null").utf8)
         case .string(let value): JSON.writeString(value, to: &output)
         case .array(let elements):
-            if elements.isEmpty { output.append(contentsOf: "[]".utf8); return }
+            if elements.isEmpty {
+                output.append(contentsOf: "[]".utf8)
+                return
+            }
             output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -20,7 +23,10 @@ extension JSON {
             JSON.newline(&output, pretty: pretty, indent: indent)
             output.append(UInt8(ascii: "]"))
         case .object(let members):
-            if members.isEmpty { output.append(contentsOf: "{}".utf8); return }
+            if members.isEmpty {
+                output.append(contentsOf: "{}".utf8)
+                return
+            }
             output.append(UInt8(ascii: "{"))
             // Keys in order, so equal objects serialize equally. The order is sorted on the stack:
             // payloads are serialized once per notification, and a sorted copy would be a heap allocation per object.

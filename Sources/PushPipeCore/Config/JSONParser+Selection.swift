@@ -77,7 +77,8 @@ extension JSONParser {
         index += 1
         while index < bytes.count {
             if index + 8 <= bytes.count,
-               !Self.mayEndString(UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))) {
+                !Self.mayEndString(UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)))
+            {
                 index += 8
                 continue
             }
@@ -163,8 +164,14 @@ extension JSONParser {
             try element(&self)
             skipWhitespace()
             guard index < bytes.count else { throw failure("unterminated \(kind)") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == closer { index += 1; return }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == closer {
+                index += 1
+                return
+            }
             throw failure("expected ',' or '\(Character(UnicodeScalar(closer)))'")
         }
     }

@@ -41,9 +41,11 @@ struct JSONParser {
 
     private mutating func literal(_ text: StaticString, _ value: JSON) throws -> JSON {
         let count = text.utf8CodeUnitCount
-        guard index + count <= bytes.count, text.withUTF8Buffer({ expected in
-            (0..<count).allSatisfy { expected[$0] == bytes[index + $0] }
-        }) else { throw failure("invalid literal") }
+        guard index + count <= bytes.count,
+            text.withUTF8Buffer({ expected in
+                (0..<count).allSatisfy { expected[$0] == bytes[index + $0] }
+            })
+        else { throw failure("invalid literal") }
         index += count
         return value
     }

@@ -25,8 +25,12 @@ public enum JSONSchemaGenerator {
         case .number: return ["anyOf": [["type": "number"], interpolated]]
         case .boolean: return ["anyOf": [["type": "boolean"], interpolated]]
         case .duration:
-            return ["anyOf": [["type": "number", "minimum": 0],
-                              ["type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)?\\s*$"], interpolated]]
+            return [
+                "anyOf": [
+                    ["type": "number", "minimum": 0],
+                    ["type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)?\\s*$"], interpolated,
+                ]
+            ]
         case .oneOf(let values):
             return ["anyOf": [["enum": .array(values.map(JSON.string))], interpolated]]
         case .list(let element): return ["type": "array", "items": Self.type(element)]
@@ -61,8 +65,10 @@ public enum JSONSchemaGenerator {
         var branches: [JSON] = []
         for name in names {
             let variant = object(tagged.common + tagged.variants[name]!, extraProperties: [tagged.discriminator: discriminator])
-            branches.append(["if": ["properties": [tagged.discriminator: ["const": .string(name)]], "required": [.string(tagged.discriminator)]],
-                             "then": variant])
+            branches.append([
+                "if": ["properties": [tagged.discriminator: ["const": .string(name)]], "required": [.string(tagged.discriminator)]],
+                "then": variant,
+            ])
             if name == tagged.defaultVariant {
                 branches.append(["if": ["not": ["required": [.string(tagged.discriminator)]]], "then": variant])
             }

@@ -28,7 +28,9 @@ struct PipelineBuilder {
         }
         let sourceKeys = sourceKeys()
         let sources = (json["sources"]?.arrayValue ?? []).enumerated().compactMap { index, stage in
-            build(stage, id: "sources[\(index)]", key: sourceKeys[index], kind: .source, pipeline: name) { if case .source(let s) = $0 { s } else { nil } }
+            build(stage, id: "sources[\(index)]", key: sourceKeys[index], kind: .source, pipeline: name) {
+                if case .source(let s) = $0 { s } else { nil }
+            }
         }
         if sources.isEmpty && json["sources"]?.arrayValue?.isEmpty == true {
             report(.invalidValue, at: "sources", "a pipeline needs at least one source", expected: "a list with one or more sources")
@@ -36,8 +38,12 @@ struct PipelineBuilder {
         let filters = (json["filters"]?.arrayValue ?? []).enumerated().compactMap { index, stage in
             build(stage, id: "filters[\(index)]", kind: .filter, pipeline: name) { if case .filter(let s) = $0 { s } else { nil } }
         }
-        let renderer = json["renderer"].flatMap { build($0, id: "renderer", kind: .renderer, pipeline: name) { if case .renderer(let s) = $0 { s } else { nil } } }
-        let transport = json["transport"].flatMap { build($0, id: "transport", kind: .transport, pipeline: name) { if case .transport(let s) = $0 { s } else { nil } } }
+        let renderer = json["renderer"].flatMap {
+            build($0, id: "renderer", kind: .renderer, pipeline: name) { if case .renderer(let s) = $0 { s } else { nil } }
+        }
+        let transport = json["transport"].flatMap {
+            build($0, id: "transport", kind: .transport, pipeline: name) { if case .transport(let s) = $0 { s } else { nil } }
+        }
 
         var routes: [PipelineDefinition.DeclaredRoute] = []
         var routeServices: [PipelineDefinition.Stage<any LongRunningStage>] = []
@@ -65,14 +71,20 @@ struct PipelineBuilder {
         if delivery.fanout < 1 || delivery.fanout > 10_000 {
             report(.invalidValue, at: "delivery.fanout", "\(delivery.fanout) is out of range", expected: "1 to 10000")
         }
-        let retention = (try? RetentionPolicy.schema.decode(RetentionPolicy.self, from: json["retention"] ?? RetentionPolicy.defaults.json)) ?? .defaults
+        let retention =
+            (try? RetentionPolicy.schema.decode(RetentionPolicy.self, from: json["retention"] ?? RetentionPolicy.defaults.json)) ?? .defaults
         if retention.perUser < 0 { report(.invalidValue, at: "retention.per_user", "must not be negative", expected: "0 (keep all) or more") }
         if retention.interval < 1 { report(.invalidValue, at: "retention.interval", "pruning more often than every second", expected: "1s or more") }
-        let idempotency = (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
+        let idempotency =
+            (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
             ?? .defaults
         if idempotency.ttl < IdempotencyPolicy.hold {
-            report(.invalidValue, at: "idempotency.ttl", "a key kept less than the \(Int(IdempotencyPolicy.hold)) s a request holds it would free the keys of requests still being stored",
-                   expected: "\(Int(IdempotencyPolicy.hold))s or more")
+            report(
+                .invalidValue,
+                at: "idempotency.ttl",
+                "a key kept less than the \(Int(IdempotencyPolicy.hold)) s a request holds it would free the keys of requests still being stored",
+                expected: "\(Int(IdempotencyPolicy.hold))s or more"
+            )
         }
         var webhooks: [WebhookTarget] = []
         for (index, webhookJSON) in (json["webhooks"]?.arrayValue ?? []).enumerated() {
@@ -88,9 +100,18 @@ struct PipelineBuilder {
         }
         let fingerprint = json.compactText + usedPlugins.map(\.fingerprint).joined()
         var definition = PipelineDefinition(
-            name: name, file: file, description: json["description"]?.stringValue, fingerprint: fingerprint,
-            sources: sources, filters: filters, renderer: renderer, transport: transport, routes: routes,
-            delivery: delivery, location: SourceLocation(file: file, line: 1, column: 1))
+            name: name,
+            file: file,
+            description: json["description"]?.stringValue,
+            fingerprint: fingerprint,
+            sources: sources,
+            filters: filters,
+            renderer: renderer,
+            transport: transport,
+            routes: routes,
+            delivery: delivery,
+            location: SourceLocation(file: file, line: 1, column: 1)
+        )
         definition.retention = retention
         definition.idempotency = idempotency
         definition.webhooks = webhooks
@@ -98,7 +119,14 @@ struct PipelineBuilder {
         return definition
     }
 
-    mutating func build<S>(_ stageJSON: JSON, id: String, key: String? = nil, kind: StageKind, pipeline: String, extract: (AnyStage) -> S?)
+    mutating func build<S>(
+        _ stageJSON: JSON,
+        id: String,
+        key: String? = nil,
+        kind: StageKind,
+        pipeline: String,
+        extract: (AnyStage) -> S?
+    )
         -> PipelineDefinition.Stage<S>?
     {
         let type = stageJSON["type"]?.stringValue ?? ""
@@ -132,8 +160,12 @@ struct PipelineBuilder {
                 continue
             }
             if let first = firstWithKey[key] {
-                report(.invalidValue, at: keyPath, "sources[\(first)] has the key '\(key)' too: their queued events would mix",
-                       expected: "a distinct `key:` on each source of one type")
+                report(
+                    .invalidValue,
+                    at: keyPath,
+                    "sources[\(first)] has the key '\(key)' too: their queued events would mix",
+                    expected: "a distinct `key:` on each source of one type"
+                )
                 continue
             }
             firstWithKey[key] = index
@@ -151,12 +183,18 @@ struct PipelineBuilder {
             return nil
         }
         if let secret = routeJSON["auth"]?["secret"]?.stringValue, secret.utf8.count < RouteAuthentication.minimumSecretBytes,
-           !(secret.isEmpty && validator.interpolation.allowsUndefined) {
-            report(.invalidValue, at: "\(keyPath).auth.secret", "the JWT secret is \(secret.utf8.count) bytes long",
-                   expected: "at least \(RouteAuthentication.minimumSecretBytes) bytes (HS256)")
+            !(secret.isEmpty && validator.interpolation.allowsUndefined)
+        {
+            report(
+                .invalidValue,
+                at: "\(keyPath).auth.secret",
+                "the JWT secret is \(secret.utf8.count) bytes long",
+                expected: "at least \(RouteAuthentication.minimumSecretBytes) bytes (HS256)"
+            )
         }
         if routeJSON["auth"]?["type"]?.stringValue == "identity", routeJSON["auth"]?["url"]?.stringValue?.isEmpty != false,
-           !validator.interpolation.allowsUndefined {
+            !validator.interpolation.allowsUndefined
+        {
             report(.invalidValue, at: "\(keyPath).auth.url", "the identity URL is empty", expected: "https://online-go.com/api/v1/me")
         }
         do {

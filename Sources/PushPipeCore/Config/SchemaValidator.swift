@@ -20,8 +20,12 @@ public struct SchemaValidator {
     }
 
     public mutating func report(
-        _ code: Diagnostic.Code, _ node: Node, _ path: String, _ message: String,
-        expected: String? = nil, severity: Diagnostic.Severity = .error
+        _ code: Diagnostic.Code,
+        _ node: Node,
+        _ path: String,
+        _ message: String,
+        expected: String? = nil,
+        severity: Diagnostic.Severity = .error
     ) {
         diagnostics.append(Diagnostic(severity, code, at: location(of: node), keyPath: path, message, expected: expected))
     }
@@ -211,8 +215,13 @@ public struct SchemaValidator {
             return text
         case .failure(.undefined(let variable, let message)):
             let detail = message.map { ": \($0)" } ?? ""
-            report(.undefinedVariable, node, path, "environment variable '\(variable)' is not set\(detail)",
-                   expected: "a value in the environment, or a default: ${\(variable):-default}")
+            report(
+                .undefinedVariable,
+                node,
+                path,
+                "environment variable '\(variable)' is not set\(detail)",
+                expected: "a value in the environment, or a default: ${\(variable):-default}"
+            )
             return nil
         case .failure(.malformed(let reason)):
             report(.malformedInterpolation, node, path, reason)
@@ -245,7 +254,9 @@ public struct SchemaValidator {
         default: break
         }
         if let value = Int64(text) { return .int(value) }
-        if text.contains(where: { $0.isNumber }), !text.hasPrefix("+"), let value = Double(text), text.lowercased() != "nan", !text.lowercased().contains("inf") {
+        if text.contains(where: { $0.isNumber }), !text.hasPrefix("+"), let value = Double(text), text.lowercased() != "nan",
+            !text.lowercased().contains("inf")
+        {
             return .double(value)
         }
         return .string(text)

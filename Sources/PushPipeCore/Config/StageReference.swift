@@ -69,7 +69,8 @@ public enum StageReference {
     }
 
     static func duration(_ seconds: Double) -> String {
-        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60), ("s", 1)] where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60), ("s", 1)]
+        where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
             return "\(Int(seconds / size))\(unit)"
         }
         return seconds < 1 ? "\(Int((seconds * 1000).rounded()))ms" : "\(seconds)s"

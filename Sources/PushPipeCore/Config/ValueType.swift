@@ -46,8 +46,14 @@ public struct Tagged: Sendable {
     /// The diagnostic code of a value that names no variant.
     public var unknownCode: Diagnostic.Code
 
-    public init(discriminator: String, noun: String, variants: [String: Schema], common: Schema = Schema(), defaultVariant: String? = nil,
-                unknownCode: Diagnostic.Code = .invalidValue) {
+    public init(
+        discriminator: String,
+        noun: String,
+        variants: [String: Schema],
+        common: Schema = Schema(),
+        defaultVariant: String? = nil,
+        unknownCode: Diagnostic.Code = .invalidValue
+    ) {
         self.discriminator = discriminator
         self.noun = noun
         self.variants = variants

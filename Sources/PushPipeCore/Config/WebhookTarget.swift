@@ -13,8 +13,13 @@ public struct WebhookTarget: Sendable, Decodable, Equatable {
     public static let schema = Schema([
         .required("url", .string, "Where outcomes are POSTed (http or https), e.g. `https://backend.example/hooks/push`."),
         .required("secret", .string, "Signing secret: `whsec_` and the base64 of a random key of 16 to 128 bytes (Standard Webhooks). Use `${VAR}`."),
-        SchemaKey("events", .list(.oneOf(outcomeTypes)), default: .array(outcomeTypes.map(JSON.string)),
-                  "Outcomes to send: `delivered` (an event reached every recipient, or some, the others' tokens dead), `failed` (every token was dead), `dead_token` (a token the provider declared dead, removed), `dead_letter`."),
+        SchemaKey(
+            "events",
+            .list(.oneOf(outcomeTypes)),
+            default: .array(outcomeTypes.map(JSON.string)),
+            "Outcomes to send: `delivered` (an event reached every recipient, or some, the others' tokens dead), `failed` (every token was dead), "
+                + "`dead_token` (a token the provider declared dead, removed), `dead_letter`."
+        ),
     ])
 
     public init(url: String, secret: String, events: [String] = WebhookTarget.outcomeTypes) {
@@ -36,7 +41,10 @@ public struct WebhookTarget: Sendable, Decodable, Equatable {
             return ("url", "'\(url)' is not an http or https URL", "https://host/path")
         }
         guard let key, (16...128).contains(key.count) else {
-            return ("secret", "the secret is not `whsec_` and the base64 of a key of 16 to 128 bytes", "whsec_ and base64, e.g. from `openssl rand -base64 32`")
+            return (
+                "secret", "the secret is not `whsec_` and the base64 of a key of 16 to 128 bytes",
+                "whsec_ and base64, e.g. from `openssl rand -base64 32`"
+            )
         }
         return nil
     }

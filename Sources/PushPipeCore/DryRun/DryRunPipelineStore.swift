@@ -25,9 +25,16 @@ struct DryRunPipelineStore: PipelineStore {
     func warmTokens(users: [String]) async throws { try await base.warmTokens(users: users) }
 
     // What was sent: nothing was.
-    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                       webhooks: [WebhookOutcome]) async throws {}
-    func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] { try await base.history(user: user, limit: limit, before: before) }
+    func recordOutcome(
+        deliveries: [DeliveryRecord],
+        history: [HistoryEntry],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome]
+    ) async throws {}
+    func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
+        try await base.history(user: user, limit: limit, before: before)
+    }
     func lastDelivery(user: String) async throws -> DeliveryRecord? { try await base.lastDelivery(user: user) }
     func dropDeadLetter(eventID: String) async throws -> Bool { false }
 
@@ -37,13 +44,19 @@ struct DryRunPipelineStore: PipelineStore {
     // Watermarks are read, never moved; holds are the stages' own (a dry run's filter takes none).
     func states(stage: String, keys: [String]) async throws -> [String: JSON] { try await base.states(stage: stage, keys: keys) }
     func setState(_ writes: [StateWrite]) async throws {}
-    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String> { try await base.hold(keys: keys, stage: stage, lease: lease) }
+    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String> {
+        try await base.hold(keys: keys, stage: stage, lease: lease)
+    }
     func release(keys: Set<String>, stage: String) async throws { try await base.release(keys: keys, stage: stage) }
-    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws { try await base.renewHolds(keys: keys, stage: stage, lease: lease) }
+    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws {
+        try await base.renewHolds(keys: keys, stage: stage, lease: lease)
+    }
 
     // Retention is the live daemon's: a dry run removes nothing.
     func pruneDeliveries(createdBefore cutoff: Double, limit: Int) async throws -> Int { 0 }
-    func pruneDeliveries(keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws -> (deleted: Int, lastUser: String?) { (0, nil) }
+    func pruneDeliveries(keepingPerUser keep: Int, usersAfter after: String?, users: Int) async throws -> (deleted: Int, lastUser: String?) {
+        (0, nil)
+    }
     func pruneStates(stage: String, unchangedSince cutoff: Double, limit: Int) async throws -> Int { 0 }
     func pruneEventRecords(unchangedSince cutoff: Double, limit: Int) async throws -> Int { 0 }
     func pruneExpiredIdempotencyKeys(limit: Int) async throws -> Int { 0 }

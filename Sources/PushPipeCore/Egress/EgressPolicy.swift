@@ -58,7 +58,8 @@ public struct EgressPolicy: Sendable, Equatable {
     /// `https://host[:port]`, lowercased, the default port left out; nil for no URL.
     public static func origin(of text: String) -> String? {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
+            let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         if let port = components.port, !(scheme == "https" && port == 443) && !(scheme == "http" && port == 80) {
             return "\(scheme)://\(bracketed):\(port)"

@@ -25,9 +25,11 @@ public final class PipelineTelemetry: Sendable {
         transport = definition.transport.id
         transportType = definition.transport.type
         let pipeline = definition.name
-        receivedBySource = Dictionary(uniqueKeysWithValues: definition.sources.map {
-            ($0.id, telemetry.counter(.eventsReceived, [("pipeline", pipeline), ("stage", $0.id)]))
-        })
+        receivedBySource = Dictionary(
+            uniqueKeysWithValues: definition.sources.map {
+                ($0.id, telemetry.counter(.eventsReceived, [("pipeline", pipeline), ("stage", $0.id)]))
+            }
+        )
         renderedCounter = telemetry.counter(.notificationsRendered, [("pipeline", pipeline), ("stage", definition.renderer.id)])
         delivered = telemetry.counter(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", "delivered"), ("reason", "")])
         latency = telemetry.timer(.deliveryLatency, [("pipeline", pipeline), ("transport", transportType)])
@@ -57,7 +59,12 @@ public final class PipelineTelemetry: Sendable {
         telemetry.increment(.eventsDropped, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", code)])
         activity.update { $0.dropped += 1 }
         tap.publish(pipeline: pipeline, stage: stage) {
-            record(stage: stage, kind: "filter", event: event, ["what": "drop", "type": .string(type), "reason": .string(reason), "code": .string(code)])
+            record(
+                stage: stage,
+                kind: "filter",
+                event: event,
+                ["what": "drop", "type": .string(type), "reason": .string(reason), "code": .string(code)]
+            )
         }
     }
 
@@ -65,7 +72,9 @@ public final class PipelineTelemetry: Sendable {
         telemetry.increment(.eventsFailed, [("pipeline", pipeline), ("stage", stage)])
         activity.update { $0.failed += 1 }
         activity.problem(stage: stage, "event \(event.id): \(reason)")
-        tap.publish(pipeline: pipeline, stage: stage) { record(stage: stage, kind: "event", event: event, ["what": "failed", "reason": .string(reason)]) }
+        tap.publish(pipeline: pipeline, stage: stage) {
+            record(stage: stage, kind: "event", event: event, ["what": "failed", "reason": .string(reason)])
+        }
     }
 
     func rendered(_ event: Event, _ notifications: [RenderedNotification], stage: String) {
@@ -73,9 +82,16 @@ public final class PipelineTelemetry: Sendable {
         activity.update { $0.rendered += notifications.count }
         for notification in notifications {
             tap.publish(pipeline: pipeline, stage: stage) {
-                record(stage: stage, kind: "renderer", event: event, ["what": "rendered", "user": .string(notification.token.user),
-                                                                     "token_kind": .string(notification.token.kind),
-                                                                     "token": .string(notification.token.masked), "payload": notification.payload])
+                record(
+                    stage: stage,
+                    kind: "renderer",
+                    event: event,
+                    [
+                        "what": "rendered", "user": .string(notification.token.user),
+                        "token_kind": .string(notification.token.kind),
+                        "token": .string(notification.token.masked), "payload": notification.payload,
+                    ]
+                )
             }
         }
     }
@@ -106,8 +122,13 @@ public final class PipelineTelemetry: Sendable {
         if outcome == "delivered" {
             delivered.increment()
         } else {
-            telemetry.increment(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
-                                              ("reason", telemetry.reasonLabel(providerReason?.code))])
+            telemetry.increment(
+                .deliveries,
+                [
+                    ("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
+                    ("reason", telemetry.reasonLabel(providerReason?.code)),
+                ]
+            )
         }
         let now = Date()
         if outcome != "dry_run" && outcome != "refused" {
@@ -119,8 +140,10 @@ public final class PipelineTelemetry: Sendable {
             activity.problem(stage: transport, "\(token.masked): \(reason)")
         }
         tap.publish(pipeline: pipeline, stage: transport) {
-            var fields: [String: JSON] = ["what": "outcome", "outcome": .string(outcome), "user": .string(token.user),
-                                          "token": .string(token.masked), "attempts": .int(Int64(attempts))]
+            var fields: [String: JSON] = [
+                "what": "outcome", "outcome": .string(outcome), "user": .string(token.user),
+                "token": .string(token.masked), "attempts": .int(Int64(attempts)),
+            ]
             if let reason { fields["reason"] = .string(reason) }
             return record(stage: transport, kind: "transport", event: event, fields)
         }

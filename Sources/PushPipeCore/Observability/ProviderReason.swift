@@ -30,10 +30,11 @@ public struct ProviderReason: Sendable, Equatable, CustomStringConvertible {
     /// Whether `text` has the form codes have (1 to 48 letters, digits, `_`, `-` and `.`): what
     /// may become a metric label, or be repeated from a body a stranger's server wrote.
     public static func isCode(_ text: some StringProtocol, longest: Int = 48) -> Bool {
-        (1...longest).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
-                || byte == 0x2E
-        }
+        (1...longest).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
+                    || byte == 0x2E
+            }
     }
 
     public var description: String { text }

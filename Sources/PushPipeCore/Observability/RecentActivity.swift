@@ -52,7 +52,11 @@ public final class RecentActivity: Sendable {
 
         public func delivery(_ delivery: Delivery) {
             entry.withLock { entry in
-                if delivery.outcome == "delivered" || delivery.outcome == "dry_run" { entry.totals.delivered += 1 } else { entry.totals.notDelivered += 1 }
+                if delivery.outcome == "delivered" || delivery.outcome == "dry_run" {
+                    entry.totals.delivered += 1
+                } else {
+                    entry.totals.notDelivered += 1
+                }
                 entry.deliveries.append(delivery)
                 if entry.deliveries.count > RecentActivity.kept { entry.deliveries.removeFirst() }
             }

@@ -20,12 +20,21 @@ public struct PluginManifest: Sendable {
         SchemaKey("description", .string, default: "", "One line shown by `pushpipe stages`."),
         .required("command", .list(.string), "argv of the plugin process, run in the plugin folder; no shell."),
         SchemaKey("timeout", .duration, default: 5, "How long one request may take before the event counts as failed."),
-        SchemaKey("config", .map(.object(Schema([
-            .required("type", .oneOf(["string", "integer", "number", "boolean", "duration", "list", "map", "any"]), "Value type."),
-            SchemaKey("required", .boolean, default: false, "Whether pipelines must set it."),
-            SchemaKey("default", .any, "Value when not set."),
-            SchemaKey("doc", .string, default: "", "One line of documentation."),
-        ]))), default: [:], "Configuration keys the stage accepts, validated like a built-in's."),
+        SchemaKey(
+            "config",
+            .map(
+                .object(
+                    Schema([
+                        .required("type", .oneOf(["string", "integer", "number", "boolean", "duration", "list", "map", "any"]), "Value type."),
+                        SchemaKey("required", .boolean, default: false, "Whether pipelines must set it."),
+                        SchemaKey("default", .any, "Value when not set."),
+                        SchemaKey("doc", .string, default: "", "One line of documentation."),
+                    ])
+                )
+            ),
+            default: [:],
+            "Configuration keys the stage accepts, validated like a built-in's."
+        ),
     ])
 
     /// Every `*/plugin.yaml` under `directory`; a missing directory has no plugins.
@@ -60,30 +69,48 @@ public struct PluginManifest: Sendable {
         }
         let command = (json["command"]?.arrayValue ?? []).compactMap(\.stringValue)
         guard !command.isEmpty, !command[0].isEmpty else {
-            return .failure(ConfigurationError([Diagnostic(.invalidPlugin, at: start, keyPath: "command", "command must name a program",
-                                                          expected: "an argv list such as [python3, plugin.py]")]))
+            return .failure(
+                ConfigurationError([
+                    Diagnostic(
+                        .invalidPlugin,
+                        at: start,
+                        keyPath: "command",
+                        "command must name a program",
+                        expected: "an argv list such as [python3, plugin.py]"
+                    )
+                ])
+            )
         }
         var keys: [SchemaKey] = []
         for (key, spec) in (json["config"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
-            let type: ValueType = switch spec["type"]?.stringValue {
-            case "integer": .integer
-            case "number": .number
-            case "boolean": .boolean
-            case "duration": .duration
-            case "list": .list(.any)
-            case "map": .map(.any)
-            case "any": .any
-            default: .string
-            }
+            let type: ValueType =
+                switch spec["type"]?.stringValue {
+                case "integer": .integer
+                case "number": .number
+                case "boolean": .boolean
+                case "duration": .duration
+                case "list": .list(.any)
+                case "map": .map(.any)
+                case "any": .any
+                default: .string
+                }
             var schemaKey = SchemaKey(key, type, default: spec["default"], spec["doc"]?.stringValue ?? "")
             schemaKey.required = spec["required"]?.boolValue ?? false
             keys.append(schemaKey)
         }
-        return .success(PluginManifest(
-            name: json["name"]?.stringValue ?? "", kind: StageKind(rawValue: json["kind"]?.stringValue ?? "") ?? .filter,
-            summary: json["description"]?.stringValue ?? "", command: command,
-            directory: (file as NSString).deletingLastPathComponent, timeout: json["timeout"]?.doubleValue ?? 5,
-            schema: Schema(keys), location: start, fingerprint: json.compactText))
+        return .success(
+            PluginManifest(
+                name: json["name"]?.stringValue ?? "",
+                kind: StageKind(rawValue: json["kind"]?.stringValue ?? "") ?? .filter,
+                summary: json["description"]?.stringValue ?? "",
+                command: command,
+                directory: (file as NSString).deletingLastPathComponent,
+                timeout: json["timeout"]?.doubleValue ?? 5,
+                schema: Schema(keys),
+                location: start,
+                fingerprint: json.compactText
+            )
+        )
     }
 
     /// This plugin's stage type, its stages made by `host` (nil: a program that runs no

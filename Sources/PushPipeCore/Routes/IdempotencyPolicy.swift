@@ -4,8 +4,13 @@ public struct IdempotencyPolicy: Sendable, Decodable, Equatable {
     public var ttl: Double
 
     public static let schema = Schema([
-        SchemaKey("ttl", .duration, default: 86_400,
-                  "How long a key and its answer are kept (default 24h, at least 60s): a request repeated with the key within it gets the first answer again."),
+        SchemaKey(
+            "ttl",
+            .duration,
+            default: 86_400,
+            "How long a key and its answer are kept (default 24h, at least 60s): a request repeated with the key within it gets the first answer "
+                + "again."
+        )
     ])
 
     public static let defaults = IdempotencyPolicy(ttl: 86_400)

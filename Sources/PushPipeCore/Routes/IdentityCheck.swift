@@ -25,12 +25,25 @@ public struct IdentityCheck: Sendable, Equatable {
     }
 
     public static let schema = Schema([
-        .required("url", .string,
-                  "URL asked (`GET`, no redirects followed) with the caller's `Authorization` header; a 2xx JSON answer names the user, e.g. `${OGS_API_BASE:-https://online-go.com}/api/v1/me`."),
-        SchemaKey("id_field", .string, default: "id", "Field of the answer holding the user's id (a string or an integer; a dotted path such as `user.id`)."),
+        .required(
+            "url",
+            .string,
+            "URL asked (`GET`, no redirects followed) with the caller's `Authorization` header; a 2xx JSON answer names the user, e.g. "
+                + "`${OGS_API_BASE:-https://online-go.com}/api/v1/me`."
+        ),
+        SchemaKey(
+            "id_field",
+            .string,
+            default: "id",
+            "Field of the answer holding the user's id (a string or an integer; a dotted path such as `user.id`)."
+        ),
         SchemaKey("timeout", .duration, default: 5, "How long the URL may take to answer; past it the request gets 503."),
-        SchemaKey("cache", .duration, default: 60,
-                  "How long a positive answer is reused for the same credential (at most 10,000 credentials are kept); 0: ask every time."),
+        SchemaKey(
+            "cache",
+            .duration,
+            default: 60,
+            "How long a positive answer is reused for the same credential (at most 10,000 credentials are kept); 0: ask every time."
+        ),
         SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust for `url`; verification stays on."),
     ])
 
@@ -39,8 +52,13 @@ public struct IdentityCheck: Sendable, Equatable {
         func seconds(_ key: String, _ fallback: Double) -> Duration {
             .milliseconds(Int64(max(0, json?[key]?.doubleValue ?? fallback) * 1000))
         }
-        self.init(url: json?["url"]?.stringValue ?? "", idField: json?["id_field"]?.stringValue ?? "id", timeout: seconds("timeout", 5),
-                  cacheLifetime: seconds("cache", 60), caFile: json?["ca_file"]?.stringValue ?? "")
+        self.init(
+            url: json?["url"]?.stringValue ?? "",
+            idField: json?["id_field"]?.stringValue ?? "id",
+            timeout: seconds("timeout", 5),
+            cacheLifetime: seconds("cache", 60),
+            caFile: json?["ca_file"]?.stringValue ?? ""
+        )
     }
 
     /// Why `url` cannot be asked, or nil: an https URL with a host, no credentials in it. Plain
@@ -48,7 +66,8 @@ public struct IdentityCheck: Sendable, Equatable {
     /// the clear.
     public static func problem(url: String) -> String? {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty,
-              let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme) else { return "'\(url)' is not an http(s) URL" }
+            let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme)
+        else { return "'\(url)' is not an http(s) URL" }
         guard components.user == nil, components.password == nil else { return "the URL carries credentials" }
         if scheme == "http", !["localhost", "127.0.0.1", "[::1]", "::1"].contains(host.lowercased()) {
             return "'\(url)' is plain http to another host: callers' bearer tokens would travel in the clear; use https"

@@ -1,15 +1,28 @@
 extension RouteAction {
     public static let diagnostics = RouteAction(
-        name: "diagnostics", summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.", defaultMethod: "GET",
-        schema: Schema(userKeys + [
-            SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`."),
-        ]),
+        name: "diagnostics",
+        summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.",
+        defaultMethod: "GET",
+        schema: Schema(
+            userKeys + [
+                SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`.")
+            ]
+        ),
         contract: { configuration in
-            RouteContract(summary: "What pushpipe knows of a user.", path: UserSelector(configuration).pathParameter(),
-                          responses: [200: RouteContract.object(["user_id": RouteContract.string, "device_token_registered": ["type": "boolean"],
-                                                                 "device_token_preview": RouteContract.nullableString, "device_count": ["type": "integer"],
-                                                                 "last_notification_time": ["type": "integer"], "settings": RouteContract.object],
-                                                                required: ["user_id", "device_token_registered", "device_count", "settings"])])
+            RouteContract(
+                summary: "What pushpipe knows of a user.",
+                path: UserSelector(configuration).pathParameter(),
+                responses: [
+                    200: RouteContract.object(
+                        [
+                            "user_id": RouteContract.string, "device_token_registered": ["type": "boolean"],
+                            "device_token_preview": RouteContract.nullableString, "device_count": ["type": "integer"],
+                            "last_notification_time": ["type": "integer"], "settings": RouteContract.object,
+                        ],
+                        required: ["user_id", "device_token_registered", "device_count", "settings"]
+                    )
+                ]
+            )
         }
     ) { configuration in
         let users = UserSelector(configuration)
@@ -17,7 +30,9 @@ extension RouteAction {
         let kind = configuration["token_kind"]?.stringValue ?? "device"
         return { request, context in
             let user = try users.user(in: request)
-            guard try await context.registrations.isRegistered(user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field) }
+            guard try await context.registrations.isRegistered(user: user) else {
+                throw RouteError.notFound("unknown user '\(user)'", field: users.parameter ?? users.field)
+            }
             let tokens = try await context.registrations.tokens(user: user, kind: kind)
             let last = try await context.deliveries.lastDelivery(user: user)
             let settings = try await context.registrations.settings(user: user)

@@ -1,18 +1,32 @@
 extension RouteAction {
     public static let history = RouteAction(
-        name: "history", summary: "Lists the notifications delivered to a user, newest first (`?limit=&before=`).", defaultMethod: "GET",
-        schema: Schema(userKeys + [
-            SchemaKey("default_limit", .integer, default: 50, "Entries per page without `?limit=`."),
-            SchemaKey("max_limit", .integer, default: 500, "Largest `?limit=` accepted."),
-        ]),
+        name: "history",
+        summary: "Lists the notifications delivered to a user, newest first (`?limit=&before=`).",
+        defaultMethod: "GET",
+        schema: Schema(
+            userKeys + [
+                SchemaKey("default_limit", .integer, default: 50, "Entries per page without `?limit=`."),
+                SchemaKey("max_limit", .integer, default: 500, "Largest `?limit=` accepted."),
+            ]
+        ),
         contract: { configuration in
-            RouteContract(summary: "The notifications delivered to a user, newest first.",
-                          query: ["limit": ["type": "integer", "minimum": 1, "maximum": .int(configuration["max_limit"]?.intValue ?? 500)],
-                                  "before": ["type": "integer", "minimum": 1]],
-                          path: UserSelector(configuration).pathParameter(),
-                          responses: [200: RouteContract.object(["history": ["type": "array", "items": RouteContract.object],
-                                                                 "next_before": ["type": ["integer", "null"]]],
-                                                                required: ["history", "next_before"])])
+            RouteContract(
+                summary: "The notifications delivered to a user, newest first.",
+                query: [
+                    "limit": ["type": "integer", "minimum": 1, "maximum": .int(configuration["max_limit"]?.intValue ?? 500)],
+                    "before": ["type": "integer", "minimum": 1],
+                ],
+                path: UserSelector(configuration).pathParameter(),
+                responses: [
+                    200: RouteContract.object(
+                        [
+                            "history": ["type": "array", "items": RouteContract.object],
+                            "next_before": ["type": ["integer", "null"]],
+                        ],
+                        required: ["history", "next_before"]
+                    )
+                ]
+            )
         }
     ) { configuration in
         let users = UserSelector(configuration)

@@ -1,69 +1,102 @@
 extension RouteAction {
     /// Stores a token in one of `formats` (a route's `token_format`, `hex` unless it says).
-    public static func register(formats: TokenFormats) -> RouteAction { RouteAction(
-        name: "register", summary: "Stores a push token of one kind for a user.", defaultMethod: "POST",
-        schema: Schema(userKeys + [
-            .required("token_kind", .string, "Kind the token is stored as (`device`, `push-to-start`, ...): the renderer asks for tokens of a kind."),
-            .required("token_field", .string, "Body field holding the token."),
-            TokenFormats.schemaKey(formats.all, default: "hex", "How the token is written; a format whose token names its scope replaces the token of that scope."),
-            SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
-            SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
-            SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
-            SchemaKey("max_tokens_per_user", .integer, default: 10,
-                      "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, or, when every other one was delivered to, the least recently registered."),
-        ]),
-        contract: { configuration in
+    public static func register(formats: TokenFormats) -> RouteAction {
+        RouteAction(
+            name: "register",
+            summary: "Stores a push token of one kind for a user.",
+            defaultMethod: "POST",
+            schema: Schema(
+                userKeys + [
+                    .required(
+                        "token_kind",
+                        .string,
+                        "Kind the token is stored as (`device`, `push-to-start`, ...): the renderer asks for tokens of a kind."
+                    ),
+                    .required("token_field", .string, "Body field holding the token."),
+                    TokenFormats.schemaKey(
+                        formats.all,
+                        default: "hex",
+                        "How the token is written; a format whose token names its scope replaces the token of that scope."
+                    ),
+                    SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
+                    SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
+                    SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
+                    SchemaKey(
+                        "max_tokens_per_user",
+                        .integer,
+                        default: 10,
+                        "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, "
+                            + "or, when every other one was delivered to, the least recently registered."
+                    ),
+                ]
+            ),
+            contract: { configuration in
+                let users = UserSelector(configuration)
+                let field = configuration["token_field"]?.stringValue ?? "token"
+                var properties = users.bodyProperty()
+                properties[field] = formats.chosen(configuration, default: "hex").schema
+                var required = Array(properties.keys)
+                if let scope = configuration["scope_field"]?.stringValue {
+                    properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
+                    required.append(scope)
+                }
+                return RouteContract(
+                    summary: "Registers a push token for a user.",
+                    body: RouteContract.object(properties, required: required),
+                    path: users.pathParameter(),
+                    responses: [
+                        200: RouteContract.object(
+                            [
+                                "status": RouteContract.string, "user_id": RouteContract.string,
+                                "token_kind": RouteContract.string, "token_preview": RouteContract.string,
+                            ],
+                            required: ["status", "user_id", "token_kind", "token_preview"]
+                        )
+                    ]
+                )
+            }
+        ) { configuration in
             let users = UserSelector(configuration)
-            let field = configuration["token_field"]?.stringValue ?? "token"
-            var properties = users.bodyProperty()
-            properties[field] = formats.chosen(configuration, default: "hex").schema
-            var required = Array(properties.keys)
-            if let scope = configuration["scope_field"]?.stringValue {
-                properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
-                required.append(scope)
+            try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
+            let kind = configuration["token_kind"]?.stringValue ?? ""
+            let field = configuration["token_field"]?.stringValue ?? ""
+            let format = formats.chosen(configuration, default: "hex")
+            let replace = format.carriesScope || configuration["replace"]?.boolValue ?? false
+            let scopeField = configuration["scope_field"]?.stringValue
+            let environment = configuration["environment"]?.stringValue
+            let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
+            guard keep >= 1 else {
+                throw ConfigurationValueError(keyPath: "max_tokens_per_user", "a user could keep no token", expected: "1 or more")
             }
-            return RouteContract(summary: "Registers a push token for a user.", body: RouteContract.object(properties, required: required),
-                                 path: users.pathParameter(),
-                                 responses: [200: RouteContract.object(["status": RouteContract.string, "user_id": RouteContract.string,
-                                                                        "token_kind": RouteContract.string, "token_preview": RouteContract.string],
-                                                                       required: ["status", "user_id", "token_kind", "token_preview"])])
-        }
-    ) { configuration in
-        let users = UserSelector(configuration)
-        try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
-        let kind = configuration["token_kind"]?.stringValue ?? ""
-        let field = configuration["token_field"]?.stringValue ?? ""
-        let format = formats.chosen(configuration, default: "hex")
-        let replace = format.carriesScope || configuration["replace"]?.boolValue ?? false
-        let scopeField = configuration["scope_field"]?.stringValue
-        let environment = configuration["environment"]?.stringValue
-        let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
-        guard keep >= 1 else {
-            throw ConfigurationValueError(keyPath: "max_tokens_per_user", "a user could keep no token", expected: "1 or more")
-        }
-        return { request, context in
-            let user = try users.user(in: request)
-            var (token, scope) = try format.registration(request.body?[field], field: field)
-            if scope == nil, let scopeField {
-                guard let value = request.body?[scopeField]?.stringValue, !value.isEmpty, value.count <= 256 else {
-                    throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
+            return { request, context in
+                let user = try users.user(in: request)
+                var (token, scope) = try format.registration(request.body?[field], field: field)
+                if scope == nil, let scopeField {
+                    guard let value = request.body?[scopeField]?.stringValue, !value.isEmpty, value.count <= 256 else {
+                        throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
+                    }
+                    scope = value
                 }
-                scope = value
-            }
-            let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope ?? "")
-            for validator in context.tokenValidators {
-                do {
-                    try validator.validate(registered)
-                } catch let rejected as TokenRejected {
-                    throw RouteError.badRequest("'\(field).\(rejected.field)' \(rejected.message)", field: "\(field).\(rejected.field)")
+                let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope ?? "")
+                for validator in context.tokenValidators {
+                    do {
+                        try validator.validate(registered)
+                    } catch let rejected as TokenRejected {
+                        throw RouteError.badRequest("'\(field).\(rejected.field)' \(rejected.message)", field: "\(field).\(rejected.field)")
+                    }
                 }
+                try await context.registrations.register(
+                    registered,
+                    environment: environment,
+                    replace: replace,
+                    keepingAtMost: keep
+                )
+                for observer in context.registrationObservers { await observer.userRegistered(user) }
+                return RouteResponse([
+                    "status": "registered", "user_id": .string(user), "token_kind": .string(kind),
+                    "token_preview": .string(TokenMask.mask(token)),
+                ])
             }
-            try await context.registrations.register(registered,
-                                             environment: environment, replace: replace, keepingAtMost: keep)
-            for observer in context.registrationObservers { await observer.userRegistered(user) }
-            return RouteResponse(["status": "registered", "user_id": .string(user), "token_kind": .string(kind),
-                                  "token_preview": .string(TokenMask.mask(token))])
         }
-    }
     }
 }

@@ -1,18 +1,29 @@
 extension RouteAction {
     public static let settings = RouteAction(
-        name: "settings", summary: "Changes a user's settings (e.g. `enabled`), which filters read.", defaultMethod: "PATCH",
-        schema: Schema(userKeys + [
-            .required("keys", .map(.oneOf(["boolean", "string", "integer"])), "Settings a client may change, with their JSON type."),
-        ]),
+        name: "settings",
+        summary: "Changes a user's settings (e.g. `enabled`), which filters read.",
+        defaultMethod: "PATCH",
+        schema: Schema(
+            userKeys + [
+                .required("keys", .map(.oneOf(["boolean", "string", "integer"])), "Settings a client may change, with their JSON type.")
+            ]
+        ),
         contract: { configuration in
             var properties = UserSelector(configuration).bodyProperty()
             for (key, type) in configuration["keys"]?.objectValue ?? [:] { properties[key] = ["type": type] }
             let userKeys = Array(UserSelector(configuration).bodyProperty().keys)
             let body = RouteContract.object(properties, required: userKeys, minProperties: userKeys.count + 1)
-            return RouteContract(summary: "Changes a user's settings; at least one of them.", body: body,
-                                 path: UserSelector(configuration).pathParameter(),
-                                 responses: [200: RouteContract.object(["user_id": RouteContract.string, "settings": RouteContract.object],
-                                                                       required: ["user_id", "settings"])])
+            return RouteContract(
+                summary: "Changes a user's settings; at least one of them.",
+                body: body,
+                path: UserSelector(configuration).pathParameter(),
+                responses: [
+                    200: RouteContract.object(
+                        ["user_id": RouteContract.string, "settings": RouteContract.object],
+                        required: ["user_id", "settings"]
+                    )
+                ]
+            )
         }
     ) { configuration in
         let users = UserSelector(configuration)
@@ -25,10 +36,11 @@ extension RouteAction {
                 guard let type = keys[key] else {
                     throw RouteError.badRequest("unknown setting '\(key)'; known: \(keys.keys.sorted().joined(separator: ", "))", field: key)
                 }
-                let matches = switch (type, value) {
-                case ("boolean", .bool), ("string", .string), ("integer", .int): true
-                default: false
-                }
+                let matches =
+                    switch (type, value) {
+                    case ("boolean", .bool), ("string", .string), ("integer", .int): true
+                    default: false
+                    }
                 guard matches else { throw RouteError.unprocessable("'\(key)' must be a \(type), found \(value.typeName)", field: key) }
                 values[key] = value
             }

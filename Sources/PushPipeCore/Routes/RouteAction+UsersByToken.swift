@@ -3,31 +3,42 @@ extension RouteAction {
     public static func usersByToken(formats: TokenFormats) -> RouteAction {
         let plain = formats.all.filter { !$0.carriesScope }
         return RouteAction(
-        name: "users-by-token", summary: "Lists the users a token is registered for (multi-account devices).", defaultMethod: "GET",
-        schema: Schema([
-            SchemaKey("token_param", .string, default: "device_token", "Path parameter holding the token; also the response key."),
-            SchemaKey("token_kind", .string, "Only tokens of this kind; all kinds when omitted."),
-            TokenFormats.schemaKey(plain, default: "hex", "How the token is written; a token not in this format is a 400."),
-        ]),
-        contract: { configuration in
+            name: "users-by-token",
+            summary: "Lists the users a token is registered for (multi-account devices).",
+            defaultMethod: "GET",
+            schema: Schema([
+                SchemaKey("token_param", .string, default: "device_token", "Path parameter holding the token; also the response key."),
+                SchemaKey("token_kind", .string, "Only tokens of this kind; all kinds when omitted."),
+                TokenFormats.schemaKey(plain, default: "hex", "How the token is written; a token not in this format is a 400."),
+            ]),
+            contract: { configuration in
+                let parameter = configuration["token_param"]?.stringValue ?? "device_token"
+                let format = formats.chosen(configuration, default: "hex")
+                return RouteContract(
+                    summary: "The users a token is registered for.",
+                    path: [parameter: format.schema],
+                    responses: [
+                        200: RouteContract.object(
+                            [
+                                parameter: RouteContract.string,
+                                "user_ids": ["type": "array", "items": RouteContract.string],
+                            ],
+                            required: [parameter, "user_ids"]
+                        )
+                    ]
+                )
+            }
+        ) { configuration in
             let parameter = configuration["token_param"]?.stringValue ?? "device_token"
+            let kind = configuration["token_kind"]?.stringValue
             let format = formats.chosen(configuration, default: "hex")
-            return RouteContract(summary: "The users a token is registered for.", path: [parameter: format.schema],
-                                 responses: [200: RouteContract.object([parameter: RouteContract.string,
-                                                                        "user_ids": ["type": "array", "items": RouteContract.string]],
-                                                                       required: [parameter, "user_ids"])])
+            return { request, context in
+                guard let raw = request.parameters[parameter] else { throw RouteError.badRequest("missing token", field: parameter) }
+                let token = try format.normalize(.string(raw), field: parameter)
+                let users = try await context.registrations.users(token: token, kind: kind)
+                // The caller sent this token: echoing it back reveals nothing new.
+                return RouteResponse([parameter: .string(token), "user_ids": .array(users.map(JSON.string))])
+            }
         }
-    ) { configuration in
-        let parameter = configuration["token_param"]?.stringValue ?? "device_token"
-        let kind = configuration["token_kind"]?.stringValue
-        let format = formats.chosen(configuration, default: "hex")
-        return { request, context in
-            guard let raw = request.parameters[parameter] else { throw RouteError.badRequest("missing token", field: parameter) }
-            let token = try format.normalize(.string(raw), field: parameter)
-            let users = try await context.registrations.users(token: token, kind: kind)
-            // The caller sent this token: echoing it back reveals nothing new.
-            return RouteResponse([parameter: .string(token), "user_ids": .array(users.map(JSON.string))])
-        }
-    }
     }
 }

@@ -1,17 +1,21 @@
 /// The `auth:` key of a route or of a source that serves one.
 public enum RouteAuthConfiguration {
-    public static let valueType: ValueType = .tagged(Tagged(
-        discriminator: "type", noun: "auth type",
-        variants: [
-            "none": Schema(),
-            "token": Schema([.required("token", .string, "Shared secret the caller sends as `Authorization: Bearer <token>`.")]),
-            "jwt": Schema([
-                .required("secret", .string, "HS256 secret the user JWTs are signed with."),
-                SchemaKey("user_claim", .string, default: "sub", "Claim that names the user."),
-            ]),
-            "identity": IdentityCheck.schema,
-        ],
-        defaultVariant: "none"))
+    public static let valueType: ValueType = .tagged(
+        Tagged(
+            discriminator: "type",
+            noun: "auth type",
+            variants: [
+                "none": Schema(),
+                "token": Schema([.required("token", .string, "Shared secret the caller sends as `Authorization: Bearer <token>`.")]),
+                "jwt": Schema([
+                    .required("secret", .string, "HS256 secret the user JWTs are signed with."),
+                    SchemaKey("user_claim", .string, default: "sub", "Claim that names the user."),
+                ]),
+                "identity": IdentityCheck.schema,
+            ],
+            defaultVariant: "none"
+        )
+    )
 
     /// For routes that backends call (event routes): no user credentials, so validation itself
     /// says `unknown auth type 'jwt'` where a user route would be meant.

@@ -14,8 +14,14 @@ public struct RouteContract: Sendable {
     /// Headers a success answer carries (`Location` of a 202), by name, with a description.
     public var responseHeaders: [String: String]
 
-    public init(summary: String, body: JSON? = nil, query: [String: JSON] = [:], path: [String: JSON] = [:],
-                responses: [Int: JSON] = [200: RouteContract.object], responseHeaders: [String: String] = [:]) {
+    public init(
+        summary: String,
+        body: JSON? = nil,
+        query: [String: JSON] = [:],
+        path: [String: JSON] = [:],
+        responses: [Int: JSON] = [200: RouteContract.object],
+        responseHeaders: [String: String] = [:]
+    ) {
         self.path = path
         self.summary = summary
         self.body = body

@@ -12,9 +12,14 @@ public struct RouteDefinition: Sendable {
     public var contract: RouteContract
     public var handler: @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
 
-    public init(method: String, path: String, authentication: RouteAuthentication = .none, limits: RouteLimits = RouteLimits(),
-                contract: RouteContract = .unspecified,
-                handler: @escaping @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse) {
+    public init(
+        method: String,
+        path: String,
+        authentication: RouteAuthentication = .none,
+        limits: RouteLimits = RouteLimits(),
+        contract: RouteContract = .unspecified,
+        handler: @escaping @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
+    ) {
         self.contract = contract
         self.method = method.uppercased()
         self.path = path
@@ -67,9 +72,17 @@ public struct RouteRequest: Sendable {
     /// The W3C `traceparent` header, as sent: an event it posts continues the caller's trace.
     public var traceParent: String?
 
-    public init(method: String, path: String, parameters: [String: String] = [:], query: [String: String] = [:],
-                body: JSON? = nil, authenticatedUser: String? = nil, principal: String = "", idempotencyKey: String? = nil,
-                traceParent: String? = nil) {
+    public init(
+        method: String,
+        path: String,
+        parameters: [String: String] = [:],
+        query: [String: String] = [:],
+        body: JSON? = nil,
+        authenticatedUser: String? = nil,
+        principal: String = "",
+        idempotencyKey: String? = nil,
+        traceParent: String? = nil
+    ) {
         self.principal = principal
         self.idempotencyKey = idempotencyKey
         self.traceParent = traceParent
@@ -119,8 +132,14 @@ public struct RouteContext: Sendable {
     public var eventRecords: any EventRecordStore { store }
     public var idempotencyKeys: any IdempotencyStore { store }
 
-    public init(pipeline: String, store: any Store, sink: any EventSink, registrationObservers: [any RegistrationObserver] = [],
-                diagnosticsProviders: [any DiagnosticsProvider] = [], logger: Logger = Logger(label: "pushpipe.route")) {
+    public init(
+        pipeline: String,
+        store: any Store,
+        sink: any EventSink,
+        registrationObservers: [any RegistrationObserver] = [],
+        diagnosticsProviders: [any DiagnosticsProvider] = [],
+        logger: Logger = Logger(label: "pushpipe.route")
+    ) {
         self.pipeline = pipeline
         self.logger = logger
         self.store = store

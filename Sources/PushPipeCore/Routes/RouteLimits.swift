@@ -37,14 +37,30 @@ public struct RouteLimits: Sendable, Equatable {
 
     /// The `limits` key, described once for every route and source that serves one.
     public static func schemaKey(defaults: JSON) -> SchemaKey {
-        SchemaKey("limits", .object(Schema([
-            SchemaKey("per_client", .string, default: defaults["per_client"],
-                      "Requests per client address, as a token bucket: `N/s`, `N/min`, `N/h`, or `off`. Past it: 429 with `Retry-After`. Behind a proxy, the address is `X-Forwarded-For`'s, from proxies named by `--trusted-proxy` only."),
-            SchemaKey("per_principal", .string, default: defaults["per_principal"],
-                      "Requests per authenticated caller (a JWT's user, a backend's token): `N/s`, `N/min`, `N/h`, or `off`."),
-            SchemaKey("burst", .integer, default: defaults["burst"], "Requests a bucket allows at once, above the rate."),
-            SchemaKey("max_body", .integer, default: defaults["max_body"], "Largest request body, in bytes; larger gets 413."),
-        ])), default: defaults, "Request limits of the route.")
+        SchemaKey(
+            "limits",
+            .object(
+                Schema([
+                    SchemaKey(
+                        "per_client",
+                        .string,
+                        default: defaults["per_client"],
+                        "Requests per client address, as a token bucket: `N/s`, `N/min`, `N/h`, or `off`. Past it: 429 with `Retry-After`. Behind "
+                            + "a proxy, the address is `X-Forwarded-For`'s, from proxies named by `--trusted-proxy` only."
+                    ),
+                    SchemaKey(
+                        "per_principal",
+                        .string,
+                        default: defaults["per_principal"],
+                        "Requests per authenticated caller (a JWT's user, a backend's token): `N/s`, `N/min`, `N/h`, or `off`."
+                    ),
+                    SchemaKey("burst", .integer, default: defaults["burst"], "Requests a bucket allows at once, above the rate."),
+                    SchemaKey("max_body", .integer, default: defaults["max_body"], "Largest request body, in bytes; larger gets 413."),
+                ])
+            ),
+            default: defaults,
+            "Request limits of the route."
+        )
     }
 
     /// Reads a validated `limits` object (as written, or camel-cased in a decoded stage
@@ -57,19 +73,23 @@ public struct RouteLimits: Sendable, Equatable {
         guard (1...16 * 1024 * 1024).contains(maxBody) else {
             throw ConfigurationValueError(keyPath: "limits.max_body", "\(maxBody) bytes", expected: "from 1 to 16777216 bytes")
         }
-        return RouteLimits(perClient: try rate(value("per_client"), burst: burst, key: "per_client"),
-                           perPrincipal: try rate(value("per_principal"), burst: burst, key: "per_principal"), maxBodyBytes: maxBody)
+        return RouteLimits(
+            perClient: try rate(value("per_client"), burst: burst, key: "per_client"),
+            perPrincipal: try rate(value("per_principal"), burst: burst, key: "per_principal"),
+            maxBodyBytes: maxBody
+        )
     }
 
     static func rate(_ json: JSON?, burst: Int, key: String) throws -> Rate? {
         guard let text = json?.stringValue, text != "off" else { return nil }
         let parts = text.split(separator: "/")
-        let seconds: Double? = switch parts.count == 2 ? parts[1] : "" {
-        case "s": 1
-        case "min": 60
-        case "h": 3600
-        default: nil
-        }
+        let seconds: Double? =
+            switch parts.count == 2 ? parts[1] : "" {
+            case "s": 1
+            case "min": 60
+            case "h": 3600
+            default: nil
+            }
         guard let seconds, let count = Double(parts[0]), count > 0 else {
             throw ConfigurationValueError(keyPath: "limits.\(key)", "'\(text)' is not a rate", expected: "N/s, N/min, N/h or off, e.g. 20/s")
         }

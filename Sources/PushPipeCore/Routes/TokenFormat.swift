@@ -54,7 +54,8 @@ public struct OpaqueTokenFormat: TokenFormat {
     public func registration(_ value: JSON?, field: String) throws -> (token: String, scope: String?) {
         let token = try text(value, field: field)
         guard (1...4096).contains(token.count),
-              !token.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+            !token.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else {
             throw RouteError.badRequest("'\(field)' must be 1 to 4096 characters without spaces or control characters", field: field)
         }
         return (token, nil)

@@ -14,8 +14,12 @@ public struct TokenFormats: Sendable {
     /// A `token_format` key taking one of `formats`, each described by its summary.
     static func schemaKey(_ formats: [any TokenFormat], default name: String, _ purpose: String) -> SchemaKey {
         let names = formats.map(\.name)
-        return SchemaKey("token_format", .oneOf(names), default: .string(names.contains(name) ? name : names.first ?? name),
-                         purpose + " " + formats.map { "`\($0.name)`: \($0.summary)" }.joined(separator: " "))
+        return SchemaKey(
+            "token_format",
+            .oneOf(names),
+            default: .string(names.contains(name) ? name : names.first ?? name),
+            purpose + " " + formats.map { "`\($0.name)`: \($0.summary)" }.joined(separator: " ")
+        )
     }
 
     /// The configured format of a route (its schema checked the name).

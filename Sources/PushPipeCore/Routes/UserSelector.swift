@@ -45,8 +45,11 @@ struct UserSelector: Sendable {
     /// A route acting for a user must have a way to name one.
     func check(authenticates: Bool) throws {
         if field == nil && parameter == nil && !authenticates {
-            throw ConfigurationValueError(keyPath: "user_field", "this route has no way to tell the user",
-                                          expected: "`user_field`, `user_param`, or `auth: {type: jwt}`")
+            throw ConfigurationValueError(
+                keyPath: "user_field",
+                "this route has no way to tell the user",
+                expected: "`user_field`, `user_param`, or `auth: {type: jwt}`"
+            )
         }
     }
 }

@@ -16,13 +16,19 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
         SchemaKey("max_backoff", .duration, default: 30, "Largest retry delay."),
         SchemaKey("drain_timeout", .duration, default: 10, "How long a stopping pipeline waits for in-flight events."),
         SchemaKey("fanout", .integer, default: 64, "Deliveries of one event in flight at once (a broadcast's tokens)."),
-        SchemaKey("max_rate", .string, default: "off",
-                  "Sends per second through the transport, per daemon (`N/s`, `N/min` or `off`): below a provider's quota, so it never has to throttle. A provider's own throttling answer with `Retry-After` pauses the transport for every event."),
+        SchemaKey(
+            "max_rate",
+            .string,
+            default: "off",
+            "Sends per second through the transport, per daemon (`N/s`, `N/min` or `off`): below a provider's quota, so it never has to throttle. "
+                + "A provider's own throttling answer with `Retry-After` pauses the transport for every event."
+        ),
     ])
 
     public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10, fanout: 64)
 
-    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64, maxRate: String = "off") {
+    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64, maxRate: String = "off")
+    {
         self.maxRate = maxRate
         self.concurrency = concurrency
         self.attempts = attempts
@@ -47,8 +53,10 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     }
 
     var json: JSON {
-        ["concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
-         "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout),
-         "fanout": .int(Int64(fanout)), "max_rate": .string(maxRate)]
+        [
+            "concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
+            "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout),
+            "fanout": .int(Int64(fanout)), "max_rate": .string(maxRate),
+        ]
     }
 }

@@ -57,7 +57,9 @@ extension EventProcessor {
                     telemetry.request(event, request)
                     // Replaced by the first attempt's outcome below.
                     sending.append((index, attempts.count))
-                    attempts.append(.init(request: request, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true))
+                    attempts.append(
+                        .init(request: request, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true)
+                    )
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
                     attempts.append(.init(request: nil, outcome: .configError(reason: .other("\(error)")), count: 0, metricOutcome: "refused"))
@@ -79,8 +81,10 @@ extension EventProcessor {
                     let scope = pauseScope(of: request)
                     guard let pause = gate.remainingPause(of: scope) else { return false }
                     let seconds = pause / .seconds(1)
-                    deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(seconds: seconds,
-                                                                                                      reason: .other("held: \(shownScope(of: request)) asked to wait"))
+                    deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(
+                        seconds: seconds,
+                        reason: .other("held: \(shownScope(of: request)) asked to wait")
+                    )
                     // Its retry waits the pause out, or ends it unresolved when it is too long (`waitsTooLong`).
                     deliverings[place.delivering].attempts[place.notification].held = true
                     deliverings[place.delivering].attempts[place.notification].notSentYet = false
@@ -91,7 +95,10 @@ extension EventProcessor {
             let requests = chunk.map { deliverings[$0.delivering].attempts[$0.notification].request! }
             if !sendsNothing { await gate.admit(requests.count) }
             if Task.isCancelled { break }
-            let spans = tracer == nil ? [] : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
+            let spans =
+                tracer == nil
+                ? []
+                : chunk.map { attemptSpan(deliverings[$0.delivering].event, deliverings[$0.delivering].notifications[$0.notification], attempt: 1) }
             let outcomes = await definition.transport.stage.send(batch: requests, context: transportContext).map(\.sanitized)
             pauseIfAsked(requests, outcomes)
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
@@ -136,7 +143,9 @@ extension EventProcessor {
     private func retry(_ first: Delivering.Attempt, of notification: RenderedNotification, event: Event) async -> Delivering.Attempt {
         var attempt = first
         let token = notification.token
-        while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome, let request = attempt.request {
+        while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome,
+            let request = attempt.request
+        {
             let scope = pauseScope(of: request)
             if attempt.held {
                 attempt.held = false
@@ -145,8 +154,10 @@ extension EventProcessor {
                 if waitsTooLong(delay) { break }
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason.text)") {
-                    logger.warning("delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
-                                   metadata: Self.metadata(event, token: token, stage: definition.transport.id))
+                    logger.warning(
+                        "delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
+                        metadata: Self.metadata(event, token: token, stage: definition.transport.id)
+                    )
                 }
                 // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
                 do { try await clock.sleep(seconds: delay) } catch { break }
@@ -176,7 +187,8 @@ extension EventProcessor {
 
     /// The scope as logs and reasons may show it: a subscription's endpoint cut as the tap cuts it.
     func shownScope(of request: OutgoingRequest) -> String {
-        definition.transport.stage.destinationsAreUserChosen ? TokenMask.maskURL(request.url, token: request.token.value)
+        definition.transport.stage.destinationsAreUserChosen
+            ? TokenMask.maskURL(request.url, token: request.token.value)
             : TransportGate.scope(of: request.url)
     }
 
@@ -195,7 +207,9 @@ extension EventProcessor {
             let wasPaused = gate.pause(scope, seconds: seconds)
             telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
             if !wasPaused, repeatedFailures.admit("pause: \(definition.transport.type)") != nil {
-                logger.warning("the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)")
+                logger.warning(
+                    "the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)"
+                )
             }
         }
     }
@@ -205,8 +219,13 @@ extension EventProcessor {
         var reports: [DeliveryReport] = []
         reports.reserveCapacity(delivering.notifications.count)
         for (notification, attempt) in zip(delivering.notifications, delivering.attempts) {
-            telemetry.delivery(delivering.event, notification, outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
-                               reason: attempt.outcome.providerReason, attempts: attempt.count)
+            telemetry.delivery(
+                delivering.event,
+                notification,
+                outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
+                reason: attempt.outcome.providerReason,
+                attempts: attempt.count
+            )
             await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
             reports.append(report(notification, attempt.outcome, attempts: attempt.count))
         }
@@ -225,13 +244,31 @@ extension EventProcessor {
             let event = outcome.delivering.event
             var historyUsers: Set<String> = []
             for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) {
-                records.append(DeliveryRecord(pipeline: definition.name, eventID: event.id, user: notification.token.user,
-                                              tokenKind: notification.token.kind, token: notification.token.value, outcome: delivery.outcome.rawValue,
-                                              reason: delivery.reason, providerID: delivery.providerID, attempts: delivery.attempts, createdAt: now))
+                records.append(
+                    DeliveryRecord(
+                        pipeline: definition.name,
+                        eventID: event.id,
+                        user: notification.token.user,
+                        tokenKind: notification.token.kind,
+                        token: notification.token.value,
+                        outcome: delivery.outcome.rawValue,
+                        reason: delivery.reason,
+                        providerID: delivery.providerID,
+                        attempts: delivery.attempts,
+                        createdAt: now
+                    )
+                )
                 guard delivery.outcome == .delivered, historyUsers.insert(notification.token.user).inserted else { continue }
-                history.append(HistoryEntry(pipeline: definition.name, user: notification.token.user, eventID: event.id, createdAt: now,
-                                            record: notification.historyRecord ?? notification.payload,
-                                            serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil))
+                history.append(
+                    HistoryEntry(
+                        pipeline: definition.name,
+                        user: notification.token.user,
+                        eventID: event.id,
+                        createdAt: now,
+                        record: notification.historyRecord ?? notification.payload,
+                        serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil
+                    )
+                )
             }
             state += outcome.state + deviceProgress(of: outcome)
         }
@@ -249,17 +286,26 @@ extension EventProcessor {
     /// How long the outcomes' writes outlive the first cancellation of an event (the drain timeout).
     static var recordGrace: Duration { .seconds(10) }
 
-    private func write(_ outcomes: [Outcome], records: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                       webhooks: [WebhookOutcome]) async {
+    private func write(
+        _ outcomes: [Outcome],
+        records: [DeliveryRecord],
+        history: [HistoryEntry],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome]
+    ) async {
         var failedAttempts = 0
         do {
-            try await retrying(while: { _ in true }, failed: { error, failures in
-                failedAttempts = failures
-                // An unavailable store logged that itself, once; anything else is told now and then.
-                if failures % 30 == 1, !StoreAvailability.meansAway(error) {
-                    logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
+            try await retrying(
+                while: { _ in true },
+                failed: { error, failures in
+                    failedAttempts = failures
+                    // An unavailable store logged that itself, once; anything else is told now and then.
+                    if failures % 30 == 1, !StoreAvailability.meansAway(error) {
+                        logger.warning("the outcome of \(outcomes.count) events is not recorded yet (retried until the store takes it): \(error)")
+                    }
                 }
-            }) {
+            ) {
                 try await pipelineStore.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks)
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
@@ -282,7 +328,10 @@ extension EventProcessor {
             break
         case .retryAfter(_, let reason):
             if let suppressed = repeatedFailures.admit("failed: \(reason.text)") {
-                logger.error("delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))", metadata: context())
+                logger.error(
+                    "delivery to \(token.masked) failed after \(attempts) attempts: \(reason)\(repeatedFailures.summary(suppressed))",
+                    metadata: context()
+                )
             }
         case .dropToken(let reason, let since):
             do {
@@ -291,7 +340,10 @@ extension EventProcessor {
                     telemetry.tokenPruned()
                     logger.notice("removed dead \(token.kind) token \(token.masked) of user \(token.user): \(reason)", metadata: context())
                 } else {
-                    logger.notice("kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))", metadata: context())
+                    logger.notice(
+                        "kept \(token.kind) token \(token.masked): re-registered after the provider declared it dead (\(reason))",
+                        metadata: context()
+                    )
                 }
             } catch {
                 logger.error("could not remove dead token \(token.masked): \(error)", metadata: context())
@@ -306,8 +358,16 @@ extension EventProcessor {
     private func report(_ notification: RenderedNotification, _ outcome: TransportOutcome, attempts: Int) -> DeliveryReport {
         var providerID: String?
         if case .delivered(let id) = outcome { providerID = id }
-        return DeliveryReport(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.masked,
-                              outcome: outcome.outcome, reason: outcome.reason, providerID: providerID, attempts: attempts,
-                              payload: notification.payload, reasonCode: outcome.providerReason?.code)
+        return DeliveryReport(
+            user: notification.token.user,
+            tokenKind: notification.token.kind,
+            token: notification.token.masked,
+            outcome: outcome.outcome,
+            reason: outcome.reason,
+            providerID: providerID,
+            attempts: attempts,
+            payload: notification.payload,
+            reasonCode: outcome.providerReason?.code
+        )
     }
 }

@@ -16,7 +16,9 @@ extension EventProcessor {
             do {
                 notifications = try await rendered(event, context: rendererContext)
             } catch {
-                finished.append(Finished(event: event, report: failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id)))
+                finished.append(
+                    Finished(event: event, report: failed(event, "renderer (\(definition.renderer.type)): \(error)", stage: definition.renderer.id))
+                )
                 continue
             }
             guard !notifications.isEmpty else {
@@ -69,13 +71,29 @@ extension EventProcessor {
             tally.add(deliveries)
             tallies.append(tally)
             // Watermarks move only when everything that could be delivered was.
-            outcomes.append(Outcome(delivering: delivering, deliveries: deliveries,
-                                    state: tally.status == .delivered ? delivering.event.commitOnDelivery : []))
+            outcomes.append(
+                Outcome(
+                    delivering: delivering,
+                    deliveries: deliveries,
+                    state: tally.status == .delivered ? delivering.event.commitOnDelivery : []
+                )
+            )
             var recipients = RecipientList()
             recipients.add(self.recipients(of: delivering, at: now))
-            finished.append(Finished(event: delivering.event, report: EventReport(eventID: delivering.event.id, pipeline: definition.name, user: nil,
-                                                                                   status: tally.status, reason: tally.unresolvedReason),
-                                     recipients: recipients, recorded: true))
+            finished.append(
+                Finished(
+                    event: delivering.event,
+                    report: EventReport(
+                        eventID: delivering.event.id,
+                        pipeline: definition.name,
+                        user: nil,
+                        status: tally.status,
+                        reason: tally.unresolvedReason
+                    ),
+                    recipients: recipients,
+                    recorded: true
+                )
+            )
         }
         await record(outcomes, events: finished.compactMap { eventRecord($0, now: now) })
         // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
@@ -101,8 +119,10 @@ extension EventProcessor {
                 audience.reached = progress.reached
                 audience.reachedAll = progress.reachedAll
                 recipients = RecipientList(resuming: earlier)
-                logger.notice("broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
-                              metadata: Self.metadata(event))
+                logger.notice(
+                    "broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
+                    metadata: Self.metadata(event)
+                )
             }
         } catch {
             return failed(event, "broadcast progress: \(error)", stage: definition.renderer.id)
@@ -114,8 +134,11 @@ extension EventProcessor {
         /// Ends the broadcast before its last page: its record keeps where.
         func stopped(_ reason: String) -> EventReport {
             recipients.progress = progress
-            return failed(event, "\(reason); stopped after \(progress.after.map { "user \($0)" } ?? "no user") with \(progress.deliveries) deliveries made",
-                          stage: definition.renderer.id)
+            return failed(
+                event,
+                "\(reason); stopped after \(progress.after.map { "user \($0)" } ?? "no user") with \(progress.deliveries) deliveries made",
+                stage: definition.renderer.id
+            )
         }
         while true {
             let users: [String]
@@ -153,8 +176,10 @@ extension EventProcessor {
                     recipients.add(self.recipients(of: page[0], at: clock.now), keeping: audience.retrying)
                     progress.advance(past: reached, earlier: earlier, tally)
                     // The page's deliveries and the progress past it, in one transaction.
-                    await record([Outcome(delivering: page[0], deliveries: deliveries, state: [])],
-                                 events: [progressRecord(event, progress, recipients)])
+                    await record(
+                        [Outcome(delivering: page[0], deliveries: deliveries, state: [])],
+                        events: [progressRecord(event, progress, recipients)]
+                    )
                 } else {
                     progress.advance(past: last, earlier: earlier, tally)
                 }
@@ -165,7 +190,9 @@ extension EventProcessor {
             if users.count < Self.usersPerPage, after == last { break }
             guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
             if recipients.unresolved >= RecipientList.unresolvedLimit {
-                return stopped("\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? DeliveryOutcome.retryAfter.rawValue)); replay it once the provider answers")
+                return stopped(
+                    "\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? DeliveryOutcome.retryAfter.rawValue)); replay it once the provider answers"
+                )
             }
         }
         // Every page went out: kept in the record, a run that resumes it (killed before the
@@ -203,10 +230,20 @@ extension EventProcessor {
 
     /// The record of a broadcast under way: its recipients so far and its progress.
     private func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
-        EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller, user: event.user,
-                    recipients: recipients.kept, omittedRecipients: recipients.omitted, traceID: event.trace?.traceID,
-                    acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: clock.now,
-                    broadcast: progress)
+        EventRecord(
+            pipeline: definition.name,
+            eventID: event.id,
+            state: .processing,
+            source: event.source,
+            caller: event.caller,
+            user: event.user,
+            recipients: recipients.kept,
+            omittedRecipients: recipients.omitted,
+            traceID: event.trace?.traceID,
+            acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
+            updatedAt: clock.now,
+            broadcast: progress
+        )
     }
 
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as

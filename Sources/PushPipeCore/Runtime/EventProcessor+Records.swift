@@ -52,10 +52,18 @@ extension EventProcessor {
         zip(delivering.notifications, delivering.attempts).map { notification, attempt in
             var providerID: String?
             if case .delivered(let id) = attempt.outcome { providerID = id }
-            return EventRecord.Recipient(user: notification.token.user, tokenKind: notification.token.kind, token: notification.token.value,
-                                         transport: definition.transport.type, outcome: attempt.outcome.outcome, providerID: providerID,
-                                         attempts: attempt.count, reason: attempt.outcome.reason,
-                                         reasonCode: attempt.outcome.providerReason?.code, at: now)
+            return EventRecord.Recipient(
+                user: notification.token.user,
+                tokenKind: notification.token.kind,
+                token: notification.token.value,
+                transport: definition.transport.type,
+                outcome: attempt.outcome.outcome,
+                providerID: providerID,
+                attempts: attempt.count,
+                reason: attempt.outcome.reason,
+                reasonCode: attempt.outcome.providerReason?.code,
+                at: now
+            )
         }
     }
 
@@ -88,10 +96,23 @@ extension EventProcessor {
         default:
             state = EventRecord.state(of: recipients)
         }
-        var record = EventRecord(pipeline: definition.name, eventID: event.id, state: state, source: event.source, caller: event.caller,
-                                 user: event.user, stage: report.stage, code: report.code, reason: state == .delivered ? nil : report.reason,
-                                 recipients: recipients, omittedRecipients: omitted, traceID: event.trace?.traceID,
-                                 acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now, broadcast: progress)
+        var record = EventRecord(
+            pipeline: definition.name,
+            eventID: event.id,
+            state: state,
+            source: event.source,
+            caller: event.caller,
+            user: event.user,
+            stage: report.stage,
+            code: report.code,
+            reason: state == .delivered ? nil : report.reason,
+            recipients: recipients,
+            omittedRecipients: omitted,
+            traceID: event.trace?.traceID,
+            acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
+            updatedAt: now,
+            broadcast: progress
+        )
         if state == .deadLetter {
             // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
             // and sends it again; a dead letter too would send it twice.
@@ -110,9 +131,18 @@ extension EventProcessor {
         let now = clock.now
         let records = deliverings.map { delivering in
             let event = delivering.event
-            return EventRecord(pipeline: definition.name, eventID: event.id, state: .processing, source: event.source, caller: event.caller,
-                               user: event.user, recipients: recipients(of: delivering, at: now), traceID: event.trace?.traceID,
-                               acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970, updatedAt: now)
+            return EventRecord(
+                pipeline: definition.name,
+                eventID: event.id,
+                state: .processing,
+                source: event.source,
+                caller: event.caller,
+                user: event.user,
+                recipients: recipients(of: delivering, at: now),
+                traceID: event.trace?.traceID,
+                acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
+                updatedAt: now
+            )
         }
         try? await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: records)
     }
@@ -144,8 +174,11 @@ extension EventProcessor {
         guard !delivered.isEmpty else { return [] }
         return event.commitOnDelivery.compactMap { write in
             guard let before = write.perDevice, let upTo = write.value.doubleValue else { return nil }
-            return StateWrite(stage: write.stage, key: DeliveredDevices.key(of: write.key),
-                              value: DeliveredDevices(upTo: upTo, devices: before.union(delivered)).json)
+            return StateWrite(
+                stage: write.stage,
+                key: DeliveredDevices.key(of: write.key),
+                value: DeliveredDevices(upTo: upTo, devices: before.union(delivered)).json
+            )
         }
     }
 }
@@ -177,8 +210,16 @@ extension EventProcessor {
             letter.input = EventRecord.Input(time: event.time.timeIntervalSince1970, body: event.receivedBody ?? event.body)
         }
         // Refused again (the record's own data): the letter with nothing but the reason.
-        let bare = EventRecord(pipeline: letter.pipeline, eventID: letter.eventID, state: .deadLetter, source: letter.source, code: letter.code,
-                               reason: letter.reason, acceptedAt: letter.acceptedAt, updatedAt: letter.updatedAt)
+        let bare = EventRecord(
+            pipeline: letter.pipeline,
+            eventID: letter.eventID,
+            state: .deadLetter,
+            source: letter.source,
+            code: letter.code,
+            reason: letter.reason,
+            acceptedAt: letter.acceptedAt,
+            updatedAt: letter.updatedAt
+        )
         for candidate in [letter, bare] {
             let webhooks = webhookOutcomes(of: [candidate], at: candidate.updatedAt)
             do {
@@ -186,8 +227,10 @@ extension EventProcessor {
                     try await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: [candidate], webhooks: webhooks)
                 }
                 if !webhooks.isEmpty { onWebhookOutcomes?() }
-                logger.error("the store refused the outcome of event \(letter.eventID), now a dead letter: \(refusal)",
-                             metadata: event.map { Self.metadata($0) } ?? [:])
+                logger.error(
+                    "the store refused the outcome of event \(letter.eventID), now a dead letter: \(refusal)",
+                    metadata: event.map { Self.metadata($0) } ?? [:]
+                )
                 return
             } catch is StoreDataError {
                 continue
@@ -195,7 +238,9 @@ extension EventProcessor {
                 break
             }
         }
-        logger.error("the store refused the outcome of event \(letter.eventID), and its dead letter: \(refusal)",
-                     metadata: event.map { Self.metadata($0) } ?? [:])
+        logger.error(
+            "the store refused the outcome of event \(letter.eventID), and its dead letter: \(refusal)",
+            metadata: event.map { Self.metadata($0) } ?? [:]
+        )
     }
 }

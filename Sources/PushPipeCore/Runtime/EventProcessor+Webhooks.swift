@@ -21,18 +21,21 @@ extension EventProcessor {
             payload["type"] = .string(type)
             outcomes.append((type, id, .object(payload)))
         }
-        let type: String? = switch record.state {
-        case .delivered, .partiallyDelivered: "delivered"
-        case .failed: "failed"
-        case .deadLetter: "dead_letter"
-        case .accepted, .processing, .dropped: nil
-        }
+        let type: String? =
+            switch record.state {
+            case .delivered, .partiallyDelivered: "delivered"
+            case .failed: "failed"
+            case .deadLetter: "dead_letter"
+            case .accepted, .processing, .dropped: nil
+            }
         if let type { add(type, "\(record.pipeline)/\(record.eventID)/\(type)", ["event": record.statusJSON]) }
         guard record.state != .processing else { return outcomes }
         for recipient in record.recipients where recipient.outcome == .dropToken {
             let token = TokenMask.mask(recipient.token)
-            var fields: [String: JSON] = ["event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
-                                          "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport)]
+            var fields: [String: JSON] = [
+                "event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
+                "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport),
+            ]
             fields["reason"] = recipient.reason.map(JSON.string)
             fields["reason_code"] = recipient.reasonCode.map(JSON.string)
             add("dead_token", "\(record.pipeline)/\(record.eventID)/dead_token/\(recipient.tokenKind):\(StableHash.hex(recipient.token))", fields)

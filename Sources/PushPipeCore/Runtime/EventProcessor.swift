@@ -34,8 +34,15 @@ public struct EventProcessor: Sendable {
     let rendererContext: StageContext
     let transportContext: StageContext
 
-    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                telemetry: Telemetry = .unobserved, clock: any DaemonClock = .system) {
+    public init(
+        definition: PipelineDefinition,
+        store: any Store,
+        logger: Logger,
+        mode: RunMode,
+        output: OutputSink = .standardOutput,
+        telemetry: Telemetry = .unobserved,
+        clock: any DaemonClock = .system
+    ) {
         // A dry run is a printing transport and a store that keeps nothing sent: the one place it differs.
         let definition = mode.pipeline(definition)
         let store = mode.store(store)
@@ -50,8 +57,16 @@ public struct EventProcessor: Sendable {
         tracer = telemetry.tracer
         spanNames = telemetry.tracer == nil ? nil : SpanNames(definition)
         gate = TransportGate(rate: try? definition.delivery.sendRate(), clock: clock)
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: mode, telemetry: telemetry,
-                                   output: output, clock: clock)
+        let context = StageContext(
+            pipeline: definition.name,
+            stage: "pipeline",
+            store: store,
+            logger: logger,
+            mode: mode,
+            telemetry: telemetry,
+            output: output,
+            clock: clock
+        )
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
         rendererContext = context.forStage(definition.renderer.id, key: definition.renderer.key)
         transportContext = context.forStage(definition.transport.id, key: definition.transport.key)
@@ -158,7 +173,7 @@ public struct EventProcessor: Sendable {
                     // starts, with no task scheduled on the pool and no thread woken for it (a
                     // task per event costs both); one that waits (a store write) leaves its task
                     // waiting and the next begins, so their writes still share a commit.
-                            if let onComplete = finished.event.onComplete { group.addImmediateTask { await onComplete(report) } }
+                    if let onComplete = finished.event.onComplete { group.addImmediateTask { await onComplete(report) } }
                 }
             }
         }
@@ -187,8 +202,18 @@ public struct EventProcessor: Sendable {
                     span?.attributes["pushpipe.drop.code"] = code
                     telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)", metadata: Self.metadata(event))
-                    return .finished(EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .filtered,
-                                                 reason: "\(filter.type): \(reason)", stage: filter.id, code: code), event)
+                    return .finished(
+                        EventReport(
+                            eventID: event.id,
+                            pipeline: definition.name,
+                            user: event.user,
+                            status: .filtered,
+                            reason: "\(filter.type): \(reason)",
+                            stage: filter.id,
+                            code: code
+                        ),
+                        event
+                    )
                 }
             } catch {
                 span?.recordError(error)
@@ -207,17 +232,29 @@ public struct EventProcessor: Sendable {
 
     func noRecipients(_ event: Event) -> EventReport {
         telemetry.noRecipients(event, stage: definition.renderer.id)
-        return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: .noRecipients,
-                           reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")", stage: definition.renderer.id,
-                           code: "no_recipients")
+        return EventReport(
+            eventID: event.id,
+            pipeline: definition.name,
+            user: event.user,
+            status: .noRecipients,
+            reason: "no registered token for \(event.user.map { "user \($0)" } ?? "any user")",
+            stage: definition.renderer.id,
+            code: "no_recipients"
+        )
     }
 
     func finalReport(_ event: Event, _ tally: DeliveryTally) -> EventReport {
         let status = tally.status
         logger.debug("event \(status.rawValue): \(tally.delivered) of \(tally.total) deliveries accepted", metadata: Self.metadata(event))
-        return EventReport(eventID: event.id, pipeline: definition.name, user: event.user, status: status,
-                           reason: tally.unresolvedReason, deliveries: tally.reports,
-                           omittedDeliveries: tally.total > tally.reports.count ? tally.total - tally.reports.count : nil)
+        return EventReport(
+            eventID: event.id,
+            pipeline: definition.name,
+            user: event.user,
+            status: status,
+            reason: tally.unresolvedReason,
+            deliveries: tally.reports,
+            omittedDeliveries: tally.total > tally.reports.count ? tally.total - tally.reports.count : nil
+        )
     }
 
     /// A log line's context, built only when the line is written: making a logger with

@@ -53,7 +53,10 @@ final class EventQueue<Element: Sendable>: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    private enum Admission { case worker(CheckedContinuation<Void, Never>), held, wait, refused }
+    private enum Admission {
+        case worker(CheckedContinuation<Void, Never>)
+        case held, wait, refused
+    }
 
     /// Returns once the queue holds `element`; `false` (and nobody holds it) after `finish`.
     func send(_ element: Element) async -> Bool {

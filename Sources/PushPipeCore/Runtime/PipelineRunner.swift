@@ -28,20 +28,41 @@ public final class PipelineRunner: EventSink, Sendable {
     /// Sends the outcomes of `definition.webhooks` (live, with a poster), nil otherwise.
     let webhooks: WebhookDispatcher?
 
-    public init(definition: PipelineDefinition, store: any Store, logger: Logger, mode: RunMode, output: OutputSink = .standardOutput,
-                telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil, clock: any DaemonClock = .system,
-                onEventCompleted: (@Sendable (EventReport) -> Void)? = nil) {
+    public init(
+        definition: PipelineDefinition,
+        store: any Store,
+        logger: Logger,
+        mode: RunMode,
+        output: OutputSink = .standardOutput,
+        telemetry: Telemetry = .unobserved,
+        webhookPoster: (any WebhookPoster)? = nil,
+        clock: any DaemonClock = .system,
+        onEventCompleted: (@Sendable (EventReport) -> Void)? = nil
+    ) {
         self.definition = mode.pipeline(definition)
         self.onEventCompleted = onEventCompleted
         var logger = logger
         logger[metadataKey: "pipeline"] = .string(definition.name)
         self.logger = logger
         queue = EventQueue(capacity: definition.delivery.concurrency)
-        var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
-                                       clock: clock)
+        var processor = EventProcessor(
+            definition: definition,
+            store: store,
+            logger: logger,
+            mode: mode,
+            output: output,
+            telemetry: telemetry,
+            clock: clock
+        )
         if !definition.webhooks.isEmpty, let webhookPoster = mode.webhookPoster(webhookPoster) {
-            let dispatcher = WebhookDispatcher(targets: definition.webhooks, work: store.pipeline(definition.name).work, poster: webhookPoster,
-                                               telemetry: telemetry, logger: logger, clock: clock)
+            let dispatcher = WebhookDispatcher(
+                targets: definition.webhooks,
+                work: store.pipeline(definition.name).work,
+                poster: webhookPoster,
+                telemetry: telemetry,
+                logger: logger,
+                clock: clock
+            )
             processor.onWebhookOutcomes = dispatcher.nudge
             webhooks = dispatcher
         } else {
@@ -98,8 +119,16 @@ public final class PipelineRunner: EventSink, Sendable {
         let store = processor.store
         // The same output as the processor's stages: what a source or a long-running stage prints
         // goes where the runner's caller asked, like the stdout transport's lines.
-        let context = StageContext(pipeline: definition.name, stage: "pipeline", store: store, logger: logger, mode: processor.mode,
-                                   telemetry: telemetry.telemetry, output: processor.output, clock: processor.clock)
+        let context = StageContext(
+            pipeline: definition.name,
+            stage: "pipeline",
+            store: store,
+            logger: logger,
+            mode: processor.mode,
+            telemetry: telemetry.telemetry,
+            output: processor.output,
+            clock: processor.clock
+        )
         await withTaskGroup(of: Void.self) { stages in
             for (id, key, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
@@ -127,7 +156,10 @@ public final class PipelineRunner: EventSink, Sendable {
                     for source in definition.sources {
                         sources.addTask(executorPreference: source.stage.preferredExecutor) {
                             do {
-                                try await source.stage.run(into: SourceSink(runner: self, source: source.id), context: context.forStage(source.id, key: source.key))
+                                try await source.stage.run(
+                                    into: SourceSink(runner: self, source: source.id),
+                                    context: context.forStage(source.id, key: source.key)
+                                )
                             } catch is CancellationError {
                             } catch {
                                 self.logger.error("source \(source.id) (\(source.type)) stopped: \(error)")

@@ -74,8 +74,11 @@ extension PipelineSupervisor {
             telemetry.set(.eventsQueued, [("pipeline", pipeline)], to: runner.queued)
             telemetry.set(.eventsInFlight, [("pipeline", pipeline)], to: runner.processing)
             if let transport = runner.definition.configuredTransport as? any ConnectionReporting {
-                telemetry.set(.providerConnections, [("pipeline", pipeline), ("transport", runner.definition.transport.type)],
-                              to: transport.openConnections)
+                telemetry.set(
+                    .providerConnections,
+                    [("pipeline", pipeline), ("transport", runner.definition.transport.type)],
+                    to: transport.openConnections
+                )
             }
         }
     }

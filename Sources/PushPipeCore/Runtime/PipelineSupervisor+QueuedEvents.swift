@@ -26,14 +26,18 @@ extension PipelineSupervisor {
     /// those are reported, with how to have them sent.
     func reportUnclaimedQueuedEvents(_ definitions: [PipelineDefinition]) async {
         do {
-            let claimed = Set(definitions.flatMap { definition in
-                (definition.sources.map(\.key) + [QueuedEventIntake.replayKey]).map { "\(definition.name)/\($0)" }
-            })
+            let claimed = Set(
+                definitions.flatMap { definition in
+                    (definition.sources.map(\.key) + [QueuedEventIntake.replayKey]).map { "\(definition.name)/\($0)" }
+                }
+            )
             for waiting in try await store.queuedEventCounts() where !claimed.contains("\(waiting.pipeline)/\(waiting.source)") {
-                logger.warning("""
+                logger.warning(
+                    """
                     queued events: \(waiting.count) accepted events of pipeline '\(waiting.pipeline)' wait for a source keyed '\(waiting.source)', \
                     which no pipeline has (renamed or removed?): they are sent once pipeline '\(waiting.pipeline)' has a source with `key: \(waiting.source)`
-                    """)
+                    """
+                )
             }
         } catch {
             logger.warning("queued events: could not look for events that no source claims: \(error)")

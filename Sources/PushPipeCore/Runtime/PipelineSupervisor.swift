@@ -31,9 +31,17 @@ public final class PipelineSupervisor: Service, Sendable {
     }
 
     /// - Parameter initial: the pipelines started as soon as `run` begins.
-    public init(initial: [PipelineDefinition], store: any Store, host: any RouteServing, logger: Logger, mode: RunMode,
-                output: OutputSink = .standardOutput, telemetry: Telemetry = .unobserved, webhookPoster: (any WebhookPoster)? = nil,
-                clock: any DaemonClock = .system) {
+    public init(
+        initial: [PipelineDefinition],
+        store: any Store,
+        host: any RouteServing,
+        logger: Logger,
+        mode: RunMode,
+        output: OutputSink = .standardOutput,
+        telemetry: Telemetry = .unobserved,
+        webhookPoster: (any WebhookPoster)? = nil,
+        clock: any DaemonClock = .system
+    ) {
         // Routes and pipelines alike: a dry run's accepted events are kept nowhere.
         self.store = mode.store(store)
         self.clock = clock
@@ -99,8 +107,16 @@ public final class PipelineSupervisor: Service, Sendable {
         }
         var starting: [Running] = []
         for definition in definitions where running.withLock({ $0[definition.name] == nil }) {
-            let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: mode, output: output, telemetry: telemetry,
-                                        webhookPoster: webhookPoster, clock: clock)
+            let runner = PipelineRunner(
+                definition: definition,
+                store: store,
+                logger: logger,
+                mode: mode,
+                output: output,
+                telemetry: telemetry,
+                webhookPoster: webhookPoster,
+                clock: clock
+            )
             let (finished, finish) = AsyncStream<Void>.makeStream()
             let entry = Running(runner: runner, finished: finished, finish: finish)
             running.withLock { $0[definition.name] = entry }
@@ -123,11 +139,17 @@ public final class PipelineSupervisor: Service, Sendable {
         var table = RouteTable()
         for entry in running.withLock({ $0.values.sorted { $0.runner.definition.name < $1.runner.definition.name } }) {
             let definition = entry.runner.definition
-            let stages: [any Sendable] = definition.sources.map(\.stage) + definition.filters.map(\.stage)
+            let stages: [any Sendable] =
+                definition.sources.map(\.stage) + definition.filters.map(\.stage)
                 + [definition.renderer.stage, definition.configuredTransport]
-            var context = RouteContext(pipeline: definition.name, store: store, sink: entry.runner,
-                                       registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
-                                       diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider }, logger: entry.runner.logger)
+            var context = RouteContext(
+                pipeline: definition.name,
+                store: store,
+                sink: entry.runner,
+                registrationObservers: stages.compactMap { $0 as? any RegistrationObserver },
+                diagnosticsProviders: stages.compactMap { $0 as? any DiagnosticsProvider },
+                logger: entry.runner.logger
+            )
             context.idempotency = definition.idempotency
             context.mode = mode
             context.tokenValidators = stages.compactMap { $0 as? any TokenValidator }

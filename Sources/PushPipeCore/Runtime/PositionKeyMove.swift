@@ -25,8 +25,14 @@ struct PositionKeyMove: Sendable {
     static func moves(for definition: PipelineDefinition, store: any Store, logger: Logger) -> [PositionKeyMove] {
         definition.sources.filter { $0.key != $0.id }.map { source in
             let intake = (source.stage as? any QueuedEventSource)?.intake
-            return PositionKeyMove(store: store.pipeline(definition.name), from: source.id, to: source.key,
-                                   lease: intake?.lease ?? leaseOfOtherSources, repeats: intake != nil, logger: logger)
+            return PositionKeyMove(
+                store: store.pipeline(definition.name),
+                from: source.id,
+                to: source.key,
+                lease: intake?.lease ?? leaseOfOtherSources,
+                repeats: intake != nil,
+                logger: logger
+            )
         }
     }
 

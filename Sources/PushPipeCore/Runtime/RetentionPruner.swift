@@ -33,8 +33,11 @@ struct RetentionPruner: Sendable {
             if policy.perUser > 0 {
                 var after: String?
                 repeat {
-                    let (deleted, last) = try await store.pruneDeliveries(keepingPerUser: policy.perUser, usersAfter: after,
-                                                                          users: Self.usersPerBatch)
+                    let (deleted, last) = try await store.pruneDeliveries(
+                        keepingPerUser: policy.perUser,
+                        usersAfter: after,
+                        users: Self.usersPerBatch
+                    )
                     pruned += deleted
                     after = last
                     await Task.yield()

@@ -14,8 +14,10 @@ public func uncancelled<Result: Sendable>(_ body: @escaping @Sendable () async t
 /// finishing after a stop (what it records went out already) but not worth holding the stop
 /// for ever. The writes of one stop share one deadline (`StopDeadline`), so a stop lasts one
 /// grace, not one per write.
-public func uncancelled<Result: Sendable>(until deadline: @escaping @Sendable () -> ContinuousClock.Instant,
-                                          _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+public func uncancelled<Result: Sendable>(
+    until deadline: @escaping @Sendable () -> ContinuousClock.Instant,
+    _ body: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
     let task = Task { try await body() }
     let timer = Mutex<Task<Void, Never>?>(nil)
     defer { timer.withLock { $0?.cancel() } }

@@ -81,7 +81,9 @@ struct WebhookDispatcher: Sendable {
                 try await work.retry(WebhookOutcome.kind, keys: Set(outcomes.map(\.key)), after: delay)
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
-                    logger.warning("webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))")
+                    logger.warning(
+                        "webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))"
+                    )
                 }
             }
         }
@@ -119,8 +121,10 @@ struct WebhookDispatcher: Sendable {
     static func message(_ outcomes: [WebhookOutcome], pipeline: String, now: Date = Date()) -> WebhookMessage {
         let sorted = outcomes.sorted { $0.id < $1.id }
         let id = sorted.first?.batch ?? WebhookOutcome.batchID(outcomeIDs: sorted.map(\.outcomeID))
-        let body: JSON = ["type": "pushpipe.outcomes", "timestamp": .string(EventRecord.timestamp(now.timeIntervalSince1970)),
-                          "data": ["pipeline": .string(pipeline), "outcomes": .array(sorted.map(\.payload))]]
+        let body: JSON = [
+            "type": "pushpipe.outcomes", "timestamp": .string(EventRecord.timestamp(now.timeIntervalSince1970)),
+            "data": ["pipeline": .string(pipeline), "outcomes": .array(sorted.map(\.payload))],
+        ]
         return WebhookMessage(id: id, timestamp: Int64(now.timeIntervalSince1970), body: body)
     }
 }

@@ -1,7 +1,8 @@
 /// What became of one event: filtered, or rendered and delivered (or not) per token.
 public struct EventReport: Sendable, Codable {
     public enum Status: String, Sendable, Codable {
-        case delivered, filtered, failed, partial, noRecipients = "no-recipients"
+        case delivered, filtered, failed, partial
+        case noRecipients = "no-recipients"
     }
 
     public var eventID: String
@@ -16,8 +17,17 @@ public struct EventReport: Sendable, Codable {
     /// The first deliveries only (a broadcast may have 100,000): how many more there were.
     public var omittedDeliveries: Int?
 
-    public init(eventID: String, pipeline: String, user: String?, status: Status, reason: String? = nil, stage: String? = nil,
-                code: String? = nil, deliveries: [DeliveryReport] = [], omittedDeliveries: Int? = nil) {
+    public init(
+        eventID: String,
+        pipeline: String,
+        user: String?,
+        status: Status,
+        reason: String? = nil,
+        stage: String? = nil,
+        code: String? = nil,
+        deliveries: [DeliveryReport] = [],
+        omittedDeliveries: Int? = nil
+    ) {
         self.stage = stage
         self.code = code
         self.eventID = eventID
@@ -30,7 +40,9 @@ public struct EventReport: Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case eventID = "event_id", pipeline, user, status, reason, stage, code, deliveries, omittedDeliveries = "omitted_deliveries"
+        case eventID = "event_id"
+        case pipeline, user, status, reason, stage, code, deliveries
+        case omittedDeliveries = "omitted_deliveries"
     }
 }
 
@@ -47,8 +59,17 @@ public struct DeliveryReport: Sendable, Codable {
     public var attempts: Int
     public var payload: JSON
 
-    public init(user: String, tokenKind: String, token: String, outcome: DeliveryOutcome, reason: String?, providerID: String?, attempts: Int, payload: JSON,
-                reasonCode: String? = nil) {
+    public init(
+        user: String,
+        tokenKind: String,
+        token: String,
+        outcome: DeliveryOutcome,
+        reason: String?,
+        providerID: String?,
+        attempts: Int,
+        payload: JSON,
+        reasonCode: String? = nil
+    ) {
         self.user = user
         self.tokenKind = tokenKind
         self.token = token
@@ -61,6 +82,11 @@ public struct DeliveryReport: Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case user, tokenKind = "token_kind", token, outcome, reason, reasonCode = "reason_code", providerID = "provider_id", attempts, payload
+        case user
+        case tokenKind = "token_kind"
+        case token, outcome, reason
+        case reasonCode = "reason_code"
+        case providerID = "provider_id"
+        case attempts, payload
     }
 }

@@ -48,8 +48,14 @@ public struct OutgoingRequest: Sendable {
     /// A request carrying the notification's payload as it is, with the bytes the renderer
     /// serialized already.
     public init(method: String = "POST", url: String, headers: [(name: String, value: String)], sending notification: RenderedNotification) {
-        self.init(method: method, url: url, headers: headers, body: notification.payload, bodyBytes: notification.payloadBytes,
-                  token: notification.token)
+        self.init(
+            method: method,
+            url: url,
+            headers: headers,
+            body: notification.payload,
+            bodyBytes: notification.payloadBytes,
+            token: notification.token
+        )
     }
 
     private init(method: String, url: String, headers: [(name: String, value: String)], body: JSON, bodyBytes: Data, token: DeviceToken) {
@@ -73,8 +79,10 @@ public struct OutgoingRequest: Sendable {
     public var maskedJSON: JSON {
         var headerObject: [String: JSON] = [:]
         for header in headers { headerObject[header.name.lowercased()] = .string(maskedValue(of: header)) }
-        return ["method": .string(method), "url": .string(TokenMask.maskURL(url, token: token.value)),
-                "headers": .object(headerObject), "body": Self.masking(token.value, as: token.masked, in: body)]
+        return [
+            "method": .string(method), "url": .string(TokenMask.maskURL(url, token: token.value)),
+            "headers": .object(headerObject), "body": Self.masking(token.value, as: token.masked, in: body),
+        ]
     }
 
     static func masking(_ secret: String, as masked: String, in value: JSON) -> JSON {

@@ -7,7 +7,12 @@ import Synchronization
 /// Instead SplitMix64 over one atomic counter, seeded once from the system generator.
 public enum RandomIdentifier {
     private static let hexDigits = Array("0123456789abcdef".utf8)
-    private static let state = Atomic<UInt64>({ var system = SystemRandomNumberGenerator(); return system.next() }())
+    private static let state = Atomic<UInt64>(
+        {
+            var system = SystemRandomNumberGenerator()
+            return system.next()
+        }()
+    )
 
     struct Generator: RandomNumberGenerator {
         mutating func nextHex(nibbles: Int) -> String {
@@ -30,8 +35,8 @@ public enum RandomIdentifier {
         var generator = Generator()
         var high = generator.next() as UInt64
         var low = generator.next() as UInt64
-        high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000 // version 4
-        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000 // RFC 4122 variant
+        high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4
+        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant
         var bytes: [UInt8] = []
         bytes.reserveCapacity(36)
         appendHex(high, nibbles: 16, to: &bytes)
@@ -41,8 +46,16 @@ public enum RandomIdentifier {
     }
 
     /// This process's part of `objectID`, and its counter, which starts anywhere.
-    private static let process = { var generator = Generator(); return generator.nextHex(nibbles: 10) }()
-    private static let counter = Atomic<UInt32>({ var generator = Generator(); return UInt32(truncatingIfNeeded: generator.next() as UInt64) }())
+    private static let process = {
+        var generator = Generator()
+        return generator.nextHex(nibbles: 10)
+    }()
+    private static let counter = Atomic<UInt32>(
+        {
+            var generator = Generator()
+            return UInt32(truncatingIfNeeded: generator.next() as UInt64)
+        }()
+    )
 
     /// 24 lower-case hex digits laid out as a MongoDB ObjectId: the UNIX seconds, a part for
     /// this process, then a counter. Unique, and increasing within a process: rows keyed by

@@ -15,7 +15,10 @@ public struct RenderedNotification: Sendable {
         _read { yield storage.fields.payload }
         set {
             let bytes = newValue.serialized()
-            storage.update { $0.payload = newValue; $0.payloadBytes = bytes }
+            storage.update {
+                $0.payload = newValue
+                $0.payloadBytes = bytes
+            }
         }
     }
 
@@ -51,7 +54,12 @@ public struct RenderedNotification: Sendable {
     }
 
     /// The same payload for each token, serialized once (an event for every user has many).
-    public static func each(of tokens: [DeviceToken], payload: JSON, options: [String: JSON] = [:], historyRecord: JSON? = nil)
+    public static func each(
+        of tokens: [DeviceToken],
+        payload: JSON,
+        options: [String: JSON] = [:],
+        historyRecord: JSON? = nil
+    )
         -> [RenderedNotification]
     {
         guard !tokens.isEmpty else { return [] }

@@ -22,8 +22,17 @@ public struct StageContext: Sendable {
     /// What the stage reads the time from and waits on (a poller's interval, a watermark's hold).
     public var clock: any DaemonClock
 
-    public init(pipeline: String, stage: String, key: String? = nil, store: any Store, logger: Logger, mode: RunMode,
-                telemetry: Telemetry = .unobserved, output: OutputSink = .standardOutput, clock: any DaemonClock = .system) {
+    public init(
+        pipeline: String,
+        stage: String,
+        key: String? = nil,
+        store: any Store,
+        logger: Logger,
+        mode: RunMode,
+        telemetry: Telemetry = .unobserved,
+        output: OutputSink = .standardOutput,
+        clock: any DaemonClock = .system
+    ) {
         self.clock = clock
         self.pipeline = pipeline
         self.stage = stage

@@ -14,8 +14,14 @@ public struct StageDescriptor: Sendable {
     public var tokenFormats: [any TokenFormat] = []
     let factory: @Sendable (JSON, StageBuildContext) throws -> AnyStage
 
-    public init(kind: StageKind, type: String, summary: String, schema: Schema, origin: Origin = .builtin,
-                factory: @escaping @Sendable (JSON, StageBuildContext) throws -> AnyStage) {
+    public init(
+        kind: StageKind,
+        type: String,
+        summary: String,
+        schema: Schema,
+        origin: Origin = .builtin,
+        factory: @escaping @Sendable (JSON, StageBuildContext) throws -> AnyStage
+    ) {
         self.kind = kind
         self.type = type
         self.summary = summary
@@ -36,7 +42,10 @@ public struct StageDescriptor: Sendable {
     }
 
     public static func source<C: StageConfiguration>(
-        _ type: String, _ summary: String, _ configuration: C.Type, make: @escaping @Sendable (C, StageBuildContext) throws -> any Source
+        _ type: String,
+        _ summary: String,
+        _ configuration: C.Type,
+        make: @escaping @Sendable (C, StageBuildContext) throws -> any Source
     ) -> StageDescriptor {
         StageDescriptor(kind: .source, type: type, summary: summary, schema: C.schema) { json, context in
             .source(try make(try C.schema.decode(C.self, from: json), context))
@@ -44,7 +53,10 @@ public struct StageDescriptor: Sendable {
     }
 
     public static func filter<C: StageConfiguration>(
-        _ type: String, _ summary: String, _ configuration: C.Type, make: @escaping @Sendable (C, StageBuildContext) throws -> any Filter
+        _ type: String,
+        _ summary: String,
+        _ configuration: C.Type,
+        make: @escaping @Sendable (C, StageBuildContext) throws -> any Filter
     ) -> StageDescriptor {
         StageDescriptor(kind: .filter, type: type, summary: summary, schema: C.schema) { json, context in
             .filter(try make(try C.schema.decode(C.self, from: json), context))
@@ -52,7 +64,10 @@ public struct StageDescriptor: Sendable {
     }
 
     public static func renderer<C: StageConfiguration>(
-        _ type: String, _ summary: String, _ configuration: C.Type, make: @escaping @Sendable (C, StageBuildContext) throws -> any Renderer
+        _ type: String,
+        _ summary: String,
+        _ configuration: C.Type,
+        make: @escaping @Sendable (C, StageBuildContext) throws -> any Renderer
     ) -> StageDescriptor {
         StageDescriptor(kind: .renderer, type: type, summary: summary, schema: C.schema) { json, context in
             .renderer(try make(try C.schema.decode(C.self, from: json), context))
@@ -60,7 +75,10 @@ public struct StageDescriptor: Sendable {
     }
 
     public static func transport<C: StageConfiguration>(
-        _ type: String, _ summary: String, _ configuration: C.Type, make: @escaping @Sendable (C, StageBuildContext) throws -> any Transport
+        _ type: String,
+        _ summary: String,
+        _ configuration: C.Type,
+        make: @escaping @Sendable (C, StageBuildContext) throws -> any Transport
     ) -> StageDescriptor {
         StageDescriptor(kind: .transport, type: type, summary: summary, schema: C.schema) { json, context in
             .transport(try make(try C.schema.decode(C.self, from: json), context))

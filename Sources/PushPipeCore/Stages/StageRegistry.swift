@@ -54,13 +54,24 @@ public struct StageRegistry: Sendable {
     /// The schema of "a stage of this kind": its `type` chooses the variant.
     public func stageType(kind: StageKind) -> ValueType {
         let variants = (descriptors[kind] ?? [:]).mapValues(\.schema)
-        return .tagged(Tagged(discriminator: "type", noun: "\(kind.rawValue) type", variants: variants,
-                              common: kind == .source ? Self.sourceCommon : Schema(), unknownCode: .unknownStageType))
+        return .tagged(
+            Tagged(
+                discriminator: "type",
+                noun: "\(kind.rawValue) type",
+                variants: variants,
+                common: kind == .source ? Self.sourceCommon : Schema(),
+                unknownCode: .unknownStageType
+            )
+        )
     }
 
     /// Keys every source accepts.
     static let sourceCommon = Schema([
-        SchemaKey("key", .string, "Names the source's durable state (queued events, poll schedule); defaults to its type. "
-                  + "Give one to each of two sources of a type; keep it when the pipeline is edited."),
+        SchemaKey(
+            "key",
+            .string,
+            "Names the source's durable state (queued events, poll schedule); defaults to its type. "
+                + "Give one to each of two sources of a type; keep it when the pipeline is edited."
+        )
     ])
 }

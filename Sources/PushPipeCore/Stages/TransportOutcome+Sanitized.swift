@@ -14,11 +14,15 @@ extension TransportOutcome {
         case .delivered(let providerID):
             return .delivered(providerID: providerID.map { Self.sanitize($0, limit: 128) })
         case .retryAfter(let seconds, let reason):
-            return .retryAfter(seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint) : nil },
-                               reason: Self.sanitize(reason))
+            return .retryAfter(
+                seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint) : nil },
+                reason: Self.sanitize(reason)
+            )
         case .dropToken(let reason, let since):
-            return .dropToken(reason: Self.sanitize(reason),
-                              since: since.flatMap { $0.isFinite && $0 >= 0 && $0 < 32_503_680_000 ? $0 : nil })
+            return .dropToken(
+                reason: Self.sanitize(reason),
+                since: since.flatMap { $0.isFinite && $0 >= 0 && $0 < 32_503_680_000 ? $0 : nil }
+            )
         case .configError(let reason):
             return .configError(reason: Self.sanitize(reason))
         }
@@ -27,8 +31,11 @@ extension TransportOutcome {
     /// A reason's text as `sanitize(_:limit:)` keeps it; its code, a metric label, only in the
     /// form codes have (a plugin's may be anything): else `other`.
     static func sanitize(_ reason: ProviderReason) -> ProviderReason {
-        ProviderReason(code: ProviderReason.isCode(reason.code) ? reason.code : ProviderReason.otherCode, sanitize(reason.text, limit: longestReason),
-                       throttlesSender: reason.throttlesSender)
+        ProviderReason(
+            code: ProviderReason.isCode(reason.code) ? reason.code : ProviderReason.otherCode,
+            sanitize(reason.text, limit: longestReason),
+            throttlesSender: reason.throttlesSender
+        )
     }
 
     /// Printable text only: control characters (NUL included) become spaces, and at most
@@ -41,7 +48,8 @@ extension TransportOutcome {
         var count = 0
         for scalar in text.unicodeScalars {
             if count == limit { return clean + "…" }
-            let printable = scalar.properties.generalCategory != .control && scalar.properties.generalCategory != .format
+            let printable =
+                scalar.properties.generalCategory != .control && scalar.properties.generalCategory != .format
                 && scalar.properties.generalCategory != .surrogate && scalar.properties.generalCategory != .unassigned
             clean.unicodeScalars.append(printable ? scalar : " ")
             count += 1

@@ -20,8 +20,14 @@ public struct BroadcastProgress: Sendable, Equatable {
     /// Why a delivery of an earlier page was left unresolved, if one was.
     public var unresolvedReason: String?
 
-    public init(after: String? = nil, reached: String? = nil, reachedAll: Bool = false, deliveries: Int = 0, delivered: Int = 0,
-                unresolvedReason: String? = nil) {
+    public init(
+        after: String? = nil,
+        reached: String? = nil,
+        reachedAll: Bool = false,
+        deliveries: Int = 0,
+        delivered: Int = 0,
+        unresolvedReason: String? = nil
+    ) {
         self.after = after
         self.reached = reached
         self.reachedAll = reachedAll
@@ -42,8 +48,13 @@ public struct BroadcastProgress: Sendable, Equatable {
 
     public init?(json: JSON) {
         guard json.objectValue != nil else { return nil }
-        self.init(after: json["after"]?.stringValue, reached: json["reached"]?.stringValue, reachedAll: json["reached_all"]?.boolValue ?? false,
-                  deliveries: Int(json["deliveries"]?.intValue ?? 0), delivered: Int(json["delivered"]?.intValue ?? 0),
-                  unresolvedReason: json["unresolved_reason"]?.stringValue)
+        self.init(
+            after: json["after"]?.stringValue,
+            reached: json["reached"]?.stringValue,
+            reachedAll: json["reached_all"]?.boolValue ?? false,
+            deliveries: Int(json["deliveries"]?.intValue ?? 0),
+            delivered: Int(json["delivered"]?.intValue ?? 0),
+            unresolvedReason: json["unresolved_reason"]?.stringValue
+        )
     }
 }

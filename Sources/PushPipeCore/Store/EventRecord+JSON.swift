@@ -40,21 +40,36 @@ extension EventRecord {
 
     public init(pipeline: String, eventID: String, state: String, updatedAt: Double, stored: JSON) throws {
         guard let state = State(rawValue: state) else { throw StoredRecordError(eventID: eventID, field: "state") }
-        self.init(pipeline: pipeline, eventID: eventID, state: state, source: stored["source"]?.stringValue, caller: stored["caller"]?.stringValue,
-                  user: stored["user"]?.stringValue, stage: stored["stage"]?.stringValue, code: stored["code"]?.stringValue,
-                  reason: stored["reason"]?.stringValue, recipients: try (stored["recipients"]?.arrayValue ?? []).map { try Recipient(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt) },
-                  omittedRecipients: Int(stored["omitted"]?.intValue ?? 0), traceID: stored["trace_id"]?.stringValue,
-                  acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt, updatedAt: updatedAt,
-                  input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } },
-                  broadcast: stored["broadcast"].flatMap(BroadcastProgress.init(json:)))
+        self.init(
+            pipeline: pipeline,
+            eventID: eventID,
+            state: state,
+            source: stored["source"]?.stringValue,
+            caller: stored["caller"]?.stringValue,
+            user: stored["user"]?.stringValue,
+            stage: stored["stage"]?.stringValue,
+            code: stored["code"]?.stringValue,
+            reason: stored["reason"]?.stringValue,
+            recipients: try (stored["recipients"]?.arrayValue ?? []).map {
+                try Recipient(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt)
+            },
+            omittedRecipients: Int(stored["omitted"]?.intValue ?? 0),
+            traceID: stored["trace_id"]?.stringValue,
+            acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt,
+            updatedAt: updatedAt,
+            input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } },
+            broadcast: stored["broadcast"].flatMap(BroadcastProgress.init(json:))
+        )
     }
 
     /// As callers see it (the status route, `pushpipe events show`): tokens masked, times in
     /// ISO 8601, no input and no caller.
     public var statusJSON: JSON {
-        var fields: [String: JSON] = ["id": .string(eventID), "pipeline": .string(pipeline), "state": .string(state.rawValue),
-                                      "accepted_at": .string(Self.timestamp(acceptedAt)), "updated_at": .string(Self.timestamp(updatedAt)),
-                                      "recipients": .array(recipients.map(\.statusJSON))]
+        var fields: [String: JSON] = [
+            "id": .string(eventID), "pipeline": .string(pipeline), "state": .string(state.rawValue),
+            "accepted_at": .string(Self.timestamp(acceptedAt)), "updated_at": .string(Self.timestamp(updatedAt)),
+            "recipients": .array(recipients.map(\.statusJSON)),
+        ]
         addDescription(to: &fields)
         if omittedRecipients > 0 { fields["omitted_recipients"] = .int(Int64(omittedRecipients)) }
         // Where a broadcast is, or where it stopped: a replay goes on after `reached_user`.
@@ -86,17 +101,28 @@ extension EventRecord {
 extension EventRecord.Recipient {
     init(stored: JSON, eventID: String, recordedAt: Double) throws {
         guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
-              let outcome = stored["outcome"]?.stringValue.flatMap(DeliveryOutcome.init(rawValue:))
+            let outcome = stored["outcome"]?.stringValue.flatMap(DeliveryOutcome.init(rawValue:))
         else { throw StoredRecordError(eventID: eventID, field: "recipients") }
-        self.init(user: user, tokenKind: kind, token: token, transport: stored["transport"]?.stringValue ?? "", outcome: outcome,
-                  providerID: stored["provider_id"]?.stringValue, attempts: Int(stored["attempts"]?.intValue ?? 0),
-                  reason: stored["reason"]?.stringValue, reasonCode: stored["reason_code"]?.stringValue, at: stored["at"]?.doubleValue ?? recordedAt)
+        self.init(
+            user: user,
+            tokenKind: kind,
+            token: token,
+            transport: stored["transport"]?.stringValue ?? "",
+            outcome: outcome,
+            providerID: stored["provider_id"]?.stringValue,
+            attempts: Int(stored["attempts"]?.intValue ?? 0),
+            reason: stored["reason"]?.stringValue,
+            reasonCode: stored["reason_code"]?.stringValue,
+            at: stored["at"]?.doubleValue ?? recordedAt
+        )
     }
 
     var statusJSON: JSON {
-        var fields: [String: JSON] = ["user": .string(user), "token": .string(TokenMask.mask(token)), "token_kind": .string(tokenKind),
-                                      "transport": .string(transport), "outcome": .string(outcome.rawValue), "attempts": .int(Int64(attempts)),
-                                      "at": .string(EventRecord.timestamp(at))]
+        var fields: [String: JSON] = [
+            "user": .string(user), "token": .string(TokenMask.mask(token)), "token_kind": .string(tokenKind),
+            "transport": .string(transport), "outcome": .string(outcome.rawValue), "attempts": .int(Int64(attempts)),
+            "at": .string(EventRecord.timestamp(at)),
+        ]
         fields["provider_id"] = providerID.map(JSON.string)
         fields["reason"] = reason.map(JSON.string)
         fields["reason_code"] = reasonCode.map(JSON.string)

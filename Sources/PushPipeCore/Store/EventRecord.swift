@@ -71,8 +71,18 @@ public struct EventRecord: Sendable, Equatable {
         public var reasonCode: String?
         public var at: Double
 
-        public init(user: String, tokenKind: String, token: String, transport: String, outcome: DeliveryOutcome, providerID: String?, attempts: Int,
-                    reason: String?, reasonCode: String? = nil, at: Double) {
+        public init(
+            user: String,
+            tokenKind: String,
+            token: String,
+            transport: String,
+            outcome: DeliveryOutcome,
+            providerID: String?,
+            attempts: Int,
+            reason: String?,
+            reasonCode: String? = nil,
+            at: Double
+        ) {
             self.user = user
             self.tokenKind = tokenKind
             self.token = token
@@ -93,9 +103,24 @@ public struct EventRecord: Sendable, Equatable {
         var address: String { tokenKind + ":" + token }
     }
 
-    public init(pipeline: String, eventID: String, state: State, source: String? = nil, caller: String? = nil, user: String? = nil,
-                stage: String? = nil, code: String? = nil, reason: String? = nil, recipients: [Recipient] = [], omittedRecipients: Int = 0,
-                traceID: String? = nil, acceptedAt: Double, updatedAt: Double, input: Input? = nil, broadcast: BroadcastProgress? = nil) {
+    public init(
+        pipeline: String,
+        eventID: String,
+        state: State,
+        source: String? = nil,
+        caller: String? = nil,
+        user: String? = nil,
+        stage: String? = nil,
+        code: String? = nil,
+        reason: String? = nil,
+        recipients: [Recipient] = [],
+        omittedRecipients: Int = 0,
+        traceID: String? = nil,
+        acceptedAt: Double,
+        updatedAt: Double,
+        input: Input? = nil,
+        broadcast: BroadcastProgress? = nil
+    ) {
         self.pipeline = pipeline
         self.eventID = eventID
         self.state = state

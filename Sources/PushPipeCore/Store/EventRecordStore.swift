@@ -23,8 +23,16 @@ extension EventRecordStore {
         for record in records { byPipeline[record.pipeline] = record }
         for event in queued {
             guard var record = byPipeline[event.pipeline] else {
-                byPipeline[event.pipeline] = EventRecord(pipeline: event.pipeline, eventID: event.eventID, state: .accepted, source: event.source,
-                                                         caller: event.caller, user: event.user, acceptedAt: event.time, updatedAt: event.time)
+                byPipeline[event.pipeline] = EventRecord(
+                    pipeline: event.pipeline,
+                    eventID: event.eventID,
+                    state: .accepted,
+                    source: event.source,
+                    caller: event.caller,
+                    user: event.user,
+                    acceptedAt: event.time,
+                    updatedAt: event.time
+                )
                 continue
             }
             if record.state != .processing { record.state = .accepted }

@@ -61,9 +61,11 @@ package final class GroupCommit<Write: Sendable>: Sendable {
     /// Whether a batch that failed with this error is committed again write by write.
     private let isolates: @Sendable (any Error) -> Bool
 
-    package init(gatheringWindow: Duration = .milliseconds(2),
-                 isolates: @escaping @Sendable (any Error) -> Bool = { !StoreAvailability.meansAway($0) && !($0 is CancellationError) },
-                 commit: @escaping @Sendable ([Write]) async throws -> Void) {
+    package init(
+        gatheringWindow: Duration = .milliseconds(2),
+        isolates: @escaping @Sendable (any Error) -> Bool = { !StoreAvailability.meansAway($0) && !($0 is CancellationError) },
+        commit: @escaping @Sendable ([Write]) async throws -> Void
+    ) {
         self.gatheringWindow = TimeAmount(gatheringWindow)
         self.isolates = isolates
         self.commit = commit

@@ -19,10 +19,23 @@ extension GroupCommittedPipelineStore {
         try await outcomes.submitUnlessEmpty(.state(writes, pipeline: name))
     }
 
-    package func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                               webhooks: [WebhookOutcome]) async throws {
-        try await outcomes.submitUnlessEmpty(.outcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: webhooks,
-                                                      pipeline: name))
+    package func recordOutcome(
+        deliveries: [DeliveryRecord],
+        history: [HistoryEntry],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome]
+    ) async throws {
+        try await outcomes.submitUnlessEmpty(
+            .outcome(
+                deliveries: deliveries,
+                history: history,
+                state: state,
+                events: events,
+                webhooks: webhooks,
+                pipeline: name
+            )
+        )
     }
 
     package func dequeue(source: String, key: String) async throws {

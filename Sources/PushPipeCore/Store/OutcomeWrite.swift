@@ -4,8 +4,14 @@ import Foundation
 /// tasks at once, one or two small rows each.
 package enum OutcomeWrite: Sendable {
     case state([StateWrite], pipeline: String)
-    case outcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome],
-                 pipeline: String)
+    case outcome(
+        deliveries: [DeliveryRecord],
+        history: [HistoryEntry],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome],
+        pipeline: String
+    )
     /// Boxed: an event is many times the size of every other case, and each write is moved
     /// through the group commit's queue several times. With its item and the item's payload
     /// as stored, apart (`enqueue(_:)`).
@@ -77,8 +83,11 @@ package struct DeliveryRow {
             delivery.providerID = StoredText.storable(delivery.providerID, limit: StoredText.longestFreeText)
             var record: Record?
             if delivery.outcome == DeliveryOutcome.delivered.rawValue,
-               let index = history.indices[firstUnattached...].first(where: { !attached[$0] && history[$0].user == delivery.user
-                                                                                && history[$0].eventID == delivery.eventID }) {
+                let index = history.indices[firstUnattached...].first(where: {
+                    !attached[$0] && history[$0].user == delivery.user
+                        && history[$0].eventID == delivery.eventID
+                })
+            {
                 attached[index] = true
                 record = text(of: history[index])
                 while firstUnattached < history.count, attached[firstUnattached] { firstUnattached += 1 }
@@ -90,9 +99,21 @@ package struct DeliveryRow {
     }
 
     package static func historyOnly(_ entry: HistoryEntry) -> DeliveryRow {
-        DeliveryRow(delivery: DeliveryRecord(pipeline: entry.pipeline, eventID: entry.eventID, user: entry.user, tokenKind: "", token: "",
-                                             outcome: "history", reason: nil, providerID: nil, attempts: 0, createdAt: entry.createdAt),
-                    record: text(of: entry))
+        DeliveryRow(
+            delivery: DeliveryRecord(
+                pipeline: entry.pipeline,
+                eventID: entry.eventID,
+                user: entry.user,
+                tokenKind: "",
+                token: "",
+                outcome: "history",
+                reason: nil,
+                providerID: nil,
+                attempts: 0,
+                createdAt: entry.createdAt
+            ),
+            record: text(of: entry)
+        )
     }
 
     private static func text(of entry: HistoryEntry) -> Record {

@@ -43,11 +43,20 @@ extension QueuedEvent {
     /// The event an item of `kind(source:)` holds; throws for an item it cannot read.
     public init(work: WorkItem, pipeline: String, owner: String?, lease: Double) throws {
         let payload = work.payload
-        guard let source = Self.source(ofKind: work.kind), let eventID = payload["event_id"]?.stringValue, let time = payload["time"]?.doubleValue else {
+        guard let source = Self.source(ofKind: work.kind), let eventID = payload["event_id"]?.stringValue, let time = payload["time"]?.doubleValue
+        else {
             throw UnreadableQueuedEvent(kind: work.kind, key: work.key)
         }
-        self.init(pipeline: pipeline, source: source, instance: owner ?? "", eventID: eventID, user: payload["user"]?.stringValue, time: time,
-                  body: payload["body"] ?? .object([:]), lease: lease)
+        self.init(
+            pipeline: pipeline,
+            source: source,
+            instance: owner ?? "",
+            eventID: eventID,
+            user: payload["user"]?.stringValue,
+            time: time,
+            body: payload["body"] ?? .object([:]),
+            lease: lease
+        )
         key = work.key
         caller = payload["caller"]?.stringValue
         traceParent = payload["trace_parent"]?.stringValue

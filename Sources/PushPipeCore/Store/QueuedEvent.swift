@@ -34,8 +34,16 @@ public struct QueuedEvent: Sendable, Equatable {
     /// continues the caller's trace.
     public var traceParent: String?
 
-    public init(pipeline: String, source: String, instance: String = QueuedEvent.thisProcess, eventID: String, user: String?, time: Double,
-                body: JSON, lease: Double = 0) {
+    public init(
+        pipeline: String,
+        source: String,
+        instance: String = QueuedEvent.thisProcess,
+        eventID: String,
+        user: String?,
+        time: Double,
+        body: JSON,
+        lease: Double = 0
+    ) {
         self.pipeline = pipeline
         self.source = source
         self.instance = instance
@@ -85,7 +93,12 @@ extension QueuedEvent {
 
     public static func replay(stored text: String, pipeline: String, eventID: String) throws -> EventRecord {
         let stored = try JSON.parse(text)
-        return try EventRecord(pipeline: pipeline, eventID: eventID, state: stored["state"]?.stringValue ?? "", updatedAt: stored["updated_at"]?.doubleValue ?? 0,
-                               stored: stored)
+        return try EventRecord(
+            pipeline: pipeline,
+            eventID: eventID,
+            state: stored["state"]?.stringValue ?? "",
+            updatedAt: stored["updated_at"]?.doubleValue ?? 0,
+            stored: stored
+        )
     }
 }

@@ -67,8 +67,13 @@ public protocol DeliveryStore: Sendable {
     /// delivery, the history entries, the state writes to commit with them, and what became
     /// of each event (its record: replaces an earlier record of the same event), and the
     /// outcomes its webhooks are to be told of.
-    func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord],
-                       webhooks: [WebhookOutcome]) async throws
+    func recordOutcome(
+        deliveries: [DeliveryRecord],
+        history: [HistoryEntry],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome]
+    ) async throws
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(user: String) async throws -> DeliveryRecord?
 }
@@ -178,8 +183,18 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var attempts: Int
     public var createdAt: Double
 
-    public init(pipeline: String, eventID: String, user: String, tokenKind: String, token: String, outcome: String,
-                reason: String?, providerID: String?, attempts: Int, createdAt: Double) {
+    public init(
+        pipeline: String,
+        eventID: String,
+        user: String,
+        tokenKind: String,
+        token: String,
+        outcome: String,
+        reason: String?,
+        providerID: String?,
+        attempts: Int,
+        createdAt: Double
+    ) {
         self.pipeline = pipeline
         self.eventID = eventID
         self.user = user

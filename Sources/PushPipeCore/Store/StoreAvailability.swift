@@ -95,7 +95,8 @@ public struct StoreUnavailableError: Error, CustomStringConvertible {
     }
 
     public var description: String {
-        cause.map { "the store (\(store)) cannot be reached: \($0)" } ?? "the store (\(store)) does not answer, for \(failingFor.roundedSeconds) s now"
+        cause.map { "the store (\(store)) cannot be reached: \($0)" }
+            ?? "the store (\(store)) does not answer, for \(failingFor.roundedSeconds) s now"
     }
 }
 

@@ -18,7 +18,12 @@ public final class StoreService: Service, Sendable {
 
     /// Closes the store unless it was closed already.
     public func closeIfOpen() async throws {
-        guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
+        guard
+            closed.withLock({ closed in
+                defer { closed = true }
+                return !closed
+            })
+        else { return }
         try await store.close()
     }
 }

@@ -41,8 +41,14 @@ package enum StoredText {
         var needsRepair = false
         parsing: while true {
             switch parser.parseScalar(from: &input) {
-            case .valid(let encoded): if encoded.count == 1 && encoded.first == 0 { needsRepair = true; break parsing }
-            case .error: needsRepair = true; break parsing
+            case .valid(let encoded):
+                if encoded.count == 1 && encoded.first == 0 {
+                    needsRepair = true
+                    break parsing
+                }
+            case .error:
+                needsRepair = true
+                break parsing
             case .emptyInput: break parsing
             }
         }
@@ -59,9 +65,13 @@ package enum StoredText {
             var escapes: [Int] = []
             var index = 0
             while index < bytes.count {
-                guard bytes[index] == UInt8(ascii: "\\") else { index += 1; continue }
+                guard bytes[index] == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
                 if index + 5 < bytes.count, bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == UInt8(ascii: "0"),
-                   bytes[index + 3] == UInt8(ascii: "0"), bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0") {
+                    bytes[index + 3] == UInt8(ascii: "0"), bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0")
+                {
                     escapes.append(index)
                 }
                 index += 2

@@ -19,8 +19,16 @@ public struct WebhookOutcome: Sendable, Equatable {
     /// an earlier version moved in keeps the key it was given then.
     public var key: String
 
-    public init(id: Int64 = 0, pipeline: String, target: String, outcomeID: String, payload: JSON, attempts: Int = 0, createdAt: Double,
-                batch: String? = nil) {
+    public init(
+        id: Int64 = 0,
+        pipeline: String,
+        target: String,
+        outcomeID: String,
+        payload: JSON,
+        attempts: Int = 0,
+        createdAt: Double,
+        batch: String? = nil
+    ) {
         self.id = id
         self.pipeline = pipeline
         self.target = target
@@ -62,16 +70,30 @@ extension WebhookOutcome {
 
     /// As the outbox keeps it: one item per outcome and webhook.
     public var work: WorkItem {
-        WorkItem(id: id, kind: Self.kind, key: key,
-                 payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
-                 attempts: attempts, createdAt: createdAt, group: batch.map { Self.group(batch: $0, target: target) })
+        WorkItem(
+            id: id,
+            kind: Self.kind,
+            key: key,
+            payload: ["target": .string(target), "outcome_id": .string(outcomeID), "payload": payload],
+            attempts: attempts,
+            createdAt: createdAt,
+            group: batch.map { Self.group(batch: $0, target: target) }
+        )
     }
 
     /// Nil for an item that is not an outcome (written by a later version, say).
     public init?(work: WorkItem, pipeline: String) {
         guard let target = work.payload["target"]?.stringValue, let outcomeID = work.payload["outcome_id"]?.stringValue else { return nil }
-        self.init(id: work.id, pipeline: pipeline, target: target, outcomeID: outcomeID, payload: work.payload["payload"] ?? .null,
-                  attempts: work.attempts, createdAt: work.createdAt, batch: work.group.map(Self.batch(group:)))
+        self.init(
+            id: work.id,
+            pipeline: pipeline,
+            target: target,
+            outcomeID: outcomeID,
+            payload: work.payload["payload"] ?? .null,
+            attempts: work.attempts,
+            createdAt: work.createdAt,
+            batch: work.group.map(Self.batch(group:))
+        )
         key = work.key
     }
 }

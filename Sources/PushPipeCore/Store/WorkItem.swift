@@ -21,8 +21,16 @@ public struct WorkItem: Sendable, Equatable {
     /// next claim, by this daemon or another, goes on from there.
     public var cursor: String?
 
-    public init(id: Int64 = 0, kind: String, key: String, payload: JSON, attempts: Int = 0, createdAt: Double, group: String? = nil,
-                cursor: String? = nil) {
+    public init(
+        id: Int64 = 0,
+        kind: String,
+        key: String,
+        payload: JSON,
+        attempts: Int = 0,
+        createdAt: Double,
+        group: String? = nil,
+        cursor: String? = nil
+    ) {
         self.id = id
         self.kind = kind
         self.key = key

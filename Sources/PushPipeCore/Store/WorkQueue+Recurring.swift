@@ -30,8 +30,10 @@ extension WorkQueue {
             // parameter larger than a database takes.
             for start in stride(from: 0, to: new.count, by: Self.scheduleBatch) {
                 let batch = new.indices[start..<min(new.count, start + Self.scheduleBatch)]
-                try await add(batch.map { WorkItem(kind: kind, key: new[$0], payload: .object([:]), createdAt: now) },
-                              after: batch.map { Double($0) * step })
+                try await add(
+                    batch.map { WorkItem(kind: kind, key: new[$0], payload: .object([:]), createdAt: now) },
+                    after: batch.map { Double($0) * step }
+                )
             }
             return true
         } catch {

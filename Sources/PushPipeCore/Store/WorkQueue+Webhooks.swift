@@ -16,7 +16,8 @@ extension WorkQueue {
             // An item that is no outcome (a later version's) could never be sent: claimed in a
             // group of its own, then removed, so it does not take a claim's places for ever.
             let unreadable = fresh.map(\.id).filter { !readable.contains($0) }
-            return WebhookOutcome.batches(outcomes).map { (group: WebhookOutcome.group(batch: $0.batch, target: $0.target), ids: $0.ids) } + (unreadable.isEmpty ? [] : [("unreadable", unreadable)])
+            return WebhookOutcome.batches(outcomes).map { (group: WebhookOutcome.group(batch: $0.batch, target: $0.target), ids: $0.ids) }
+                + (unreadable.isEmpty ? [] : [("unreadable", unreadable)])
         }
         let unreadable = claimed.filter { $0.group == "unreadable" }
         try await complete(WebhookOutcome.kind, keys: Set(unreadable.map(\.key)))

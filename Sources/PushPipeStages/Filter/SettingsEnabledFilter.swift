@@ -20,6 +20,7 @@ struct SettingsEnabledFilter: Filter {
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         guard let user = event.user else { return .pass(event) }
         let value = try await context.registrations.setting(user: user, key: configuration.key)
-        return (value?.boolValue ?? configuration.default) ? .pass(event) : .drop(reason: "user \(user) has '\(configuration.key)' off", code: "setting_off")
+        return (value?.boolValue ?? configuration.default)
+            ? .pass(event) : .drop(reason: "user \(user) has '\(configuration.key)' off", code: "setting_off")
     }
 }

@@ -31,10 +31,20 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
             SchemaKey("key", .string, "Body path naming the watermark owner; the event's user when omitted."),
             SchemaKey("newest_first", .boolean, default: true, "Sort kept items newest first, so `items[0]` is the newest."),
             SchemaKey("state", .string, default: "dedupe", "Name the watermarks are stored under (keep it when reordering filters)."),
-            SchemaKey("hold", .duration, default: 30,
-                      "How long the items of a notification on its way stay held once their daemon stops renewing them (it died; a shared database). Renewed every third of it while the delivery lasts."),
-            SchemaKey("forget_after", .duration, default: 0,
-                      "Watermarks not moved for this long (users and items that are gone) are removed; an item still there, unchanged, after that long is notified once more. 0 (the default) keeps every watermark."),
+            SchemaKey(
+                "hold",
+                .duration,
+                default: 30,
+                "How long the items of a notification on its way stay held once their daemon stops renewing them (it died; a shared database). "
+                    + "Renewed every third of it while the delivery lasts."
+            ),
+            SchemaKey(
+                "forget_after",
+                .duration,
+                default: 0,
+                "Watermarks not moved for this long (users and items that are gone) are removed; an item still there, unchanged, after that long "
+                    + "is notified once more. 0 (the default) keeps every watermark."
+            ),
         ])
     }
 
@@ -105,8 +115,13 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         // Kept per device: a device that got the newest item of a key (an earlier check, when
         // another device failed) is not sent it again, while the watermark waits for the others.
         let writes = newest.map { key, newest in
-            StateWrite(stage: configuration.state, key: key, value: newest.timestamp, onlyForward: true,
-                       perDevice: DeliveredDevices(watermarks[DeliveredDevices.key(of: key)])?.devices(notifiedOf: newest.seconds) ?? [])
+            StateWrite(
+                stage: configuration.state,
+                key: key,
+                value: newest.timestamp,
+                onlyForward: true,
+                perDevice: DeliveredDevices(watermarks[DeliveredDevices.key(of: key)])?.devices(notifiedOf: newest.seconds) ?? []
+            )
         }
         passed.commitOnDelivery += writes
         let skipped = !writes.alreadyDelivered.isEmpty

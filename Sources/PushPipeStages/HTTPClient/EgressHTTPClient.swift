@@ -45,7 +45,8 @@ struct EgressHTTPClient: Sendable {
         let isExempt = policy.privateOrigins.contains(origin)
         if !isExempt {
             let (host, port) = try Self.hostAndPort(request.url, origin: origin)
-            for address in try await EgressResolver.shared.addresses(of: host, port: port, origin: origin) where !policy.permits(address, origin: origin) {
+            for address in try await EgressResolver.shared.addresses(of: host, port: port, origin: origin)
+            where !policy.permits(address, origin: origin) {
                 throw EgressRefusal(.privateAddress, origin: origin, "resolves to \(address), a private or reserved address")
             }
         }
@@ -58,7 +59,9 @@ struct EgressHTTPClient: Sendable {
     }
 
     static func hostAndPort(_ url: String, origin: String) throws(EgressRefusal) -> (String, Int) {
-        guard let components = URLComponents(string: url), var host = components.host else { throw EgressRefusal(.notHTTPS, origin: origin, "no host") }
+        guard let components = URLComponents(string: url), var host = components.host else {
+            throw EgressRefusal(.notHTTPS, origin: origin, "no host")
+        }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return (host, components.port ?? 443)
     }

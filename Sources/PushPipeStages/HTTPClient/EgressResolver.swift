@@ -65,7 +65,12 @@ final class EgressResolver: Sendable {
         let resolved: [IPAddressBytes] = await withCheckedContinuation { continuation in
             let answered = Mutex(false)
             let answer: @Sendable ([IPAddressBytes]) -> Void = { addresses in
-                if answered.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: addresses) }
+                if answered.withLock({ done in
+                    defer { done = true }
+                    return !done
+                }) {
+                    continuation.resume(returning: addresses)
+                }
             }
             pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { Self.getaddrinfo(host, port: port) }
                 .whenComplete { answer((try? $0.get()) ?? []) }

@@ -34,6 +34,9 @@ public struct HTTPIdentityLookup: IdentityLookup {
         request.headers.add(name: "accept", value: "application/json")
         request.headers.add(name: "user-agent", value: "pushpipe")
         let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
-        return IdentityAnswer(status: Int(response.status.code), body: try await BoundedExchange.prefix(of: response.body, limit: IdentityAnswer.bodyLimit))
+        return IdentityAnswer(
+            status: Int(response.status.code),
+            body: try await BoundedExchange.prefix(of: response.body, limit: IdentityAnswer.bodyLimit)
+        )
     }
 }

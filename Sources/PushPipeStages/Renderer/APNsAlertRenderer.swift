@@ -59,7 +59,11 @@ struct APNsAlertRenderer: Renderer {
             throw ConfigurationValueError(keyPath: "body", "an alert needs a title or a body", expected: "`title` and/or `body`")
         }
         if configuration.custom["aps"] != nil {
-            throw ConfigurationValueError(keyPath: "custom.aps", "`aps` is built from the renderer's own keys", expected: "title, body, sound, badge, ...")
+            throw ConfigurationValueError(
+                keyPath: "custom.aps",
+                "`aps` is built from the renderer's own keys",
+                expected: "title, body, sound, badge, ..."
+            )
         }
         if let priority = configuration.priority, ![1, 5, 10].contains(priority) {
             throw ConfigurationValueError(keyPath: "priority", "\(priority) is not an APNs priority", expected: "10, 5 or 1")
@@ -93,7 +97,11 @@ struct APNsAlertRenderer: Renderer {
         let rendered = JSON.object(payload)
         let renderedOptions = options.render(templateContext)?.objectValue ?? [:]
         let record = history?.render(templateContext)
-        return RenderedNotification.each(of: try await context.tokens(for: event, kind: configuration.tokenKind), payload: rendered,
-                                         options: renderedOptions, historyRecord: record)
+        return RenderedNotification.each(
+            of: try await context.tokens(for: event, kind: configuration.tokenKind),
+            payload: rendered,
+            options: renderedOptions,
+            historyRecord: record
+        )
     }
 }

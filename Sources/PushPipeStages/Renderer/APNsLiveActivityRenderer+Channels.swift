@@ -14,9 +14,10 @@ extension APNsLiveActivityRenderer {
     /// channel yet leaves the start an ordinary one, and the log says so.
     func channelToJoin(_ templates: TemplateContext, event: Event, context: StageContext) async throws -> DeviceToken? {
         guard configuration.event != "update", configuration.event != "end", !configuration.broadcastTokenKind.isEmpty,
-              let owner = inputPushChannelOf?.render(templates)?.textValue, !owner.isEmpty,
-              // A group paged without a channel yet: nothing to join, and no member to start.
-              owner != event.user else { return nil }
+            let owner = inputPushChannelOf?.render(templates)?.textValue, !owner.isEmpty,
+            // A group paged without a channel yet: nothing to join, and no member to start.
+            owner != event.user
+        else { return nil }
         let channel = try await context.registrations.tokens(user: owner, kind: configuration.broadcastTokenKind).first
         if channel == nil {
             context.logger.notice("\(owner) has no broadcast channel: the Live Activity for user \(event.user ?? "-") starts without joining one")

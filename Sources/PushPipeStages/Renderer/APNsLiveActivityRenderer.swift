@@ -27,27 +27,53 @@ struct APNsLiveActivityRenderer: Renderer {
         var vars: [String: JSON]
 
         static let schema = Schema([
-            SchemaKey("event", .oneOf(["auto", "start", "update", "end"]), default: "auto", "`auto`: update when an update token exists, else start."),
+            SchemaKey(
+                "event",
+                .oneOf(["auto", "start", "update", "end"]),
+                default: "auto",
+                "`auto`: update when an update token exists, else start."
+            ),
             .required("attributes_type", .string, "Swift type name of the app's ActivityAttributes."),
             SchemaKey("attributes", .map(.any), default: [:], "Static attributes of a start (templated, JSON types kept)."),
             .required("content_state", .map(.any), "The dynamic ContentState (templated, JSON types kept; keys must match the app's type)."),
-            SchemaKey("alert", .object(Schema([
-                SchemaKey("title", .string, "Title template."),
-                SchemaKey("body", .string, "Body template."),
-                SchemaKey("sound", .string, "Sound name."),
-            ])), "Alert of a start (required by iOS) and of the fallback."),
+            SchemaKey(
+                "alert",
+                .object(
+                    Schema([
+                        SchemaKey("title", .string, "Title template."),
+                        SchemaKey("body", .string, "Body template."),
+                        SchemaKey("sound", .string, "Sound name."),
+                    ])
+                ),
+                "Alert of a start (required by iOS) and of the fallback."
+            ),
             SchemaKey("stale_date", .any, "UNIX seconds (or `{$from: path}`) when the content is outdated."),
             SchemaKey("dismissal_date", .any, "UNIX seconds (or `{$from: path}`) when an ended activity leaves the lock screen."),
             SchemaKey("relevance_score", .any, "A number: which activity the Dynamic Island shows first."),
-            SchemaKey("input_push_token", .boolean, default: false, "iOS 18: send `input-push-token: 1` with a start, asking the device for an update token."),
+            SchemaKey(
+                "input_push_token",
+                .boolean,
+                default: false,
+                "iOS 18: send `input-push-token: 1` with a start, asking the device for an update token."
+            ),
             SchemaKey("priority", .integer, default: 10, "10 counts against the device's update budget; 5 does not."),
             SchemaKey("start_token_kind", .string, default: "push-to-start", "Token kind that starts activities."),
             SchemaKey("update_token_kind", .string, default: "activity-update", "Token kind of a running activity."),
             SchemaKey("fallback_token_kind", .string, default: "device", "Token kind for the fallback alert; empty for none."),
-            SchemaKey("broadcast_token_kind", .string, default: "broadcast-channel",
-                      "Token kind of a broadcast channel (iOS 18): a recipient with one gets a single update or end for every activity on it. Empty for none."),
-            SchemaKey("input_push_channel_of", .string, default: "",
-                      "Template naming the token owner (a group) whose broadcast channel a start joins, as `input-push-channel` (iOS 18); rendering empty, none."),
+            SchemaKey(
+                "broadcast_token_kind",
+                .string,
+                default: "broadcast-channel",
+                "Token kind of a broadcast channel (iOS 18): a recipient with one gets a single update or end for every activity on it. Empty for "
+                    + "none."
+            ),
+            SchemaKey(
+                "input_push_channel_of",
+                .string,
+                default: "",
+                "Template naming the token owner (a group) whose broadcast channel a start joins, as `input-push-channel` (iOS 18); rendering "
+                    + "empty, none."
+            ),
             SchemaKey("vars", .map(.any), default: [:], "Values computed from the event, used as `{{vars.name}}`."),
         ])
     }
@@ -64,11 +90,18 @@ struct APNsLiveActivityRenderer: Renderer {
         self.configuration = configuration
         if configuration.event == "auto" || configuration.event == "start" {
             guard let alert = configuration.alert, alert["title"] != nil || alert["body"] != nil else {
-                throw ConfigurationValueError(keyPath: "alert", "a Live Activity start needs an alert: iOS drops starts without one",
-                                              expected: "alert: {title: ..., body: ...}")
+                throw ConfigurationValueError(
+                    keyPath: "alert",
+                    "a Live Activity start needs an alert: iOS drops starts without one",
+                    expected: "alert: {title: ..., body: ...}"
+                )
             }
             guard !configuration.attributesType.isEmpty else {
-                throw ConfigurationValueError(keyPath: "attributes_type", "a start needs the attributes type", expected: "e.g. PagerActivityAttributes")
+                throw ConfigurationValueError(
+                    keyPath: "attributes_type",
+                    "a start needs the attributes type",
+                    expected: "e.g. PagerActivityAttributes"
+                )
             }
         }
         guard [5, 10].contains(configuration.priority) else {
@@ -82,7 +115,9 @@ struct APNsLiveActivityRenderer: Renderer {
         optional["dismissal-date"] = configuration.dismissalDate
         optional["relevance-score"] = configuration.relevanceScore
         self.optional = try JSONTemplate(compiling: .object(optional), keyPath: "")
-        inputPushChannelOf = configuration.inputPushChannelOf.isEmpty ? nil
+        inputPushChannelOf =
+            configuration.inputPushChannelOf.isEmpty
+            ? nil
             : try JSONTemplate(compiling: .string(configuration.inputPushChannelOf), keyPath: "input_push_channel_of")
         vars = try configuration.vars.compile(keyPath: "vars")
     }
@@ -94,7 +129,8 @@ struct APNsLiveActivityRenderer: Renderer {
         }
         // A start that joins a group's channel is a new activity, whatever else is running.
         let joining = try await channelToJoin(templates, event: event, context: context)
-        let updateTokens = configuration.event == "start" || joining != nil ? [] : try await context.tokens(for: event, kind: configuration.updateTokenKind)
+        let updateTokens =
+            configuration.event == "start" || joining != nil ? [] : try await context.tokens(for: event, kind: configuration.updateTokenKind)
         // One running activity per user: the most recently registered update token.
         if let update = updateTokens.first {
             return [notification(kind: configuration.event == "end" ? "end" : "update", to: update, templates, event)]
@@ -110,14 +146,21 @@ struct APNsLiveActivityRenderer: Renderer {
         guard !configuration.fallbackTokenKind.isEmpty else { return [] }
         let devices = try await context.tokens(for: event, kind: configuration.fallbackTokenKind)
         if !devices.isEmpty {
-            context.logger.notice("user \(event.user ?? "-") has no push-to-start token (iOS < 17.2 or not registered): sending an ordinary alert instead")
+            context.logger.notice(
+                "user \(event.user ?? "-") has no push-to-start token (iOS < 17.2 or not registered): sending an ordinary alert instead"
+            )
         }
         let alertPayload: JSON = ["aps": ["alert": alert?.render(templates) ?? [:], "sound": "default"]]
         return RenderedNotification.each(of: devices, payload: alertPayload, options: ["push_type": "alert", "priority": 10])
     }
 
-    private func notification(kind: String, to token: DeviceToken, _ templates: TemplateContext, _ event: Event,
-                              joining channel: DeviceToken? = nil) -> RenderedNotification {
+    private func notification(
+        kind: String,
+        to token: DeviceToken,
+        _ templates: TemplateContext,
+        _ event: Event,
+        joining channel: DeviceToken? = nil
+    ) -> RenderedNotification {
         var aps = optional.render(templates)?.objectValue ?? [:]
         aps["event"] = .string(kind)
         aps["timestamp"] = .int(Int64(event.time.timeIntervalSince1970))
@@ -131,7 +174,10 @@ struct APNsLiveActivityRenderer: Renderer {
         } else if kind == "end", aps["dismissal-date"] == nil {
             aps["dismissal-date"] = .int(Int64(event.time.timeIntervalSince1970))
         }
-        return RenderedNotification(token: token, payload: ["aps": .object(aps)],
-                                    options: ["push_type": "liveactivity", "priority": .int(Int64(configuration.priority))])
+        return RenderedNotification(
+            token: token,
+            payload: ["aps": .object(aps)],
+            options: ["push_type": "liveactivity", "priority": .int(Int64(configuration.priority))]
+        )
     }
 }

@@ -19,11 +19,17 @@ struct FCMMessageRenderer: Renderer {
 
         static let schema = Schema([
             SchemaKey("token_kind", .string, default: "fcm", "Which registered tokens receive the message."),
-            SchemaKey("notification", .object(Schema([
-                SchemaKey("title", .string, "Title template."),
-                SchemaKey("body", .string, "Body template."),
-                SchemaKey("image", .string, "Image URL template."),
-            ])), "The visible notification."),
+            SchemaKey(
+                "notification",
+                .object(
+                    Schema([
+                        SchemaKey("title", .string, "Title template."),
+                        SchemaKey("body", .string, "Body template."),
+                        SchemaKey("image", .string, "Image URL template."),
+                    ])
+                ),
+                "The visible notification."
+            ),
             SchemaKey("data", .map(.any), default: [:], "Data values (sent as strings; null/missing omitted)."),
             SchemaKey("apns", .any, "APNs override (headers, payload), templated."),
             SchemaKey("android", .any, "Android override, templated."),
@@ -63,7 +69,10 @@ struct FCMMessageRenderer: Renderer {
         var record: JSON = ["notification": renderedNotification ?? .null, "data": .object(renderedData)]
         if let history { record = history.render(templates) ?? .null }
         let payload = JSON.object(message)
-        return RenderedNotification.each(of: try await context.tokens(for: event, kind: configuration.tokenKind), payload: payload,
-                                         historyRecord: record)
+        return RenderedNotification.each(
+            of: try await context.tokens(for: event, kind: configuration.tokenKind),
+            payload: payload,
+            historyRecord: record
+        )
     }
 }

@@ -40,7 +40,11 @@ struct JSONTemplateRenderer: Renderer {
         let rendered = payload.render(templateContext) ?? .null
         let renderedOptions = options.render(templateContext)?.objectValue ?? [:]
         let record = history?.render(templateContext)
-        return RenderedNotification.each(of: try await context.tokens(for: event, kind: tokenKind), payload: rendered,
-                                         options: renderedOptions, historyRecord: record)
+        return RenderedNotification.each(
+            of: try await context.tokens(for: event, kind: tokenKind),
+            payload: rendered,
+            options: renderedOptions,
+            historyRecord: record
+        )
     }
 }

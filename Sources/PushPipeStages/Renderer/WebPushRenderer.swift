@@ -72,7 +72,11 @@ struct WebPushRenderer: Renderer {
         // A templated TTL renders as text.
         if case .string(let text)? = renderedOptions["ttl"] { renderedOptions["ttl"] = Double(text).map(JSON.double) }
         let record = history.map { $0.render(templates) ?? .null } ?? payload
-        return RenderedNotification.each(of: try await context.tokens(for: event, kind: configuration.tokenKind), payload: payload,
-                                         options: renderedOptions, historyRecord: record)
+        return RenderedNotification.each(
+            of: try await context.tokens(for: event, kind: configuration.tokenKind),
+            payload: payload,
+            options: renderedOptions,
+            historyRecord: record
+        )
     }
 }

@@ -20,20 +20,48 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         var limits: JSON
 
         static let schema = Schema([
-            .required("path", .string,
-                      "The route, e.g. `/api/notifications/events`. `GET <path>/:id`, with the same authentication, answers the status of an event this caller posted (the 202's `Location`)."),
+            .required(
+                "path",
+                .string,
+                "The route, e.g. `/api/notifications/events`. `GET <path>/:id`, with the same authentication, answers the status of an event this "
+                    + "caller posted (the 202's `Location`)."
+            ),
             SchemaKey("method", .oneOf(["POST", "PUT"]), default: "POST", "HTTP method."),
-            SchemaKey("auth", RouteAuthConfiguration.backendValueType, default: ["type": "none"], "`{type: token, token}` for the backend's shared secret."),
+            SchemaKey(
+                "auth",
+                RouteAuthConfiguration.backendValueType,
+                default: ["type": "none"],
+                "`{type: token, token}` for the backend's shared secret."
+            ),
             SchemaKey("user_field", .string, default: "user", "Body field naming the recipient (string or number)."),
-            SchemaKey("user_prefix", .string, default: "",
-                      "Put before the recipient, so that recipients of another kind (`group:` for a group's broadcast channel) never share a name with users."),
+            SchemaKey(
+                "user_prefix",
+                .string,
+                default: "",
+                "Put before the recipient, so that recipients of another kind (`group:` for a group's broadcast channel) never share a name with "
+                    + "users."
+            ),
             SchemaKey("require_user", .boolean, default: true, "Reject events without a recipient; false broadcasts them."),
             SchemaKey("id_field", .string, "Body field used as the event id (must be unique); generated when absent."),
-            SchemaKey("wait", .boolean, default: false, "Answer 200 with the delivery report instead of 202. Without it, the 202 comes once the event is in the store: a daemon stopped before processing it sends it after its restart."),
-            SchemaKey("known_values", .map(.list(.string)), default: [:],
-                      "Expected values per field; others are accepted with a warning (lists grow)."),
-            SchemaKey("lease", .duration, default: 15,
-                      "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over."),
+            SchemaKey(
+                "wait",
+                .boolean,
+                default: false,
+                "Answer 200 with the delivery report instead of 202. Without it, the 202 comes once the event is in the store: a daemon stopped "
+                    + "before processing it sends it after its restart."
+            ),
+            SchemaKey(
+                "known_values",
+                .map(.list(.string)),
+                default: [:],
+                "Expected values per field; others are accepted with a warning (lists grow)."
+            ),
+            SchemaKey(
+                "lease",
+                .duration,
+                default: 15,
+                "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over."
+            ),
             RouteLimits.schemaKey(defaults: RouteLimits.backendDefaults),
         ])
     }
@@ -55,14 +83,22 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         let source = context.key
         let intake = QueuedEventIntake(lease: configuration.lease)
         self.intake = intake
-        route = RouteDefinition(method: configuration.method, path: configuration.path,
-                                authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits,
-                                contract: Self.acceptContract(configuration)) { request, routeContext in
+        route = RouteDefinition(
+            method: configuration.method,
+            path: configuration.path,
+            authentication: RouteAuthConfiguration.backend(configuration.auth),
+            limits: limits,
+            contract: Self.acceptContract(configuration)
+        ) { request, routeContext in
             try await Self.accept(request, routeContext, configuration, source: source, intake: intake)
         }
-        statusRoute = RouteDefinition(method: "GET", path: Self.statusPath(configuration.path, id: ":id"),
-                                      authentication: RouteAuthConfiguration.backend(configuration.auth), limits: limits,
-                                      contract: Self.statusContract) { request, routeContext in
+        statusRoute = RouteDefinition(
+            method: "GET",
+            path: Self.statusPath(configuration.path, id: ":id"),
+            authentication: RouteAuthConfiguration.backend(configuration.auth),
+            limits: limits,
+            contract: Self.statusContract
+        ) { request, routeContext in
             try await Self.status(request, routeContext)
         }
     }
@@ -76,21 +112,41 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         if let idField = configuration.idField { properties[idField] = ["type": ["string", "integer"]] }
         let body = RouteContract.object(properties, required: configuration.requireUser ? [configuration.userField] : [])
         if configuration.wait {
-            return RouteContract(summary: "Sends an event through the pipeline and answers its delivery report.", body: body,
-                                 responses: [200: RouteContract.object(["status": RouteContract.string], required: ["status"])])
+            return RouteContract(
+                summary: "Sends an event through the pipeline and answers its delivery report.",
+                body: body,
+                responses: [200: RouteContract.object(["status": RouteContract.string], required: ["status"])]
+            )
         }
-        return RouteContract(summary: "Accepts an event once it is stored; an Idempotency-Key header makes a retry safe.", body: body,
-                             responses: [202: RouteContract.object(["status": RouteContract.string, "id": RouteContract.string,
-                                                                    "event_id": RouteContract.string], required: ["status", "id", "event_id"])],
-                             responseHeaders: ["location": "The event's status: GET it with the same credentials."])
+        return RouteContract(
+            summary: "Accepts an event once it is stored; an Idempotency-Key header makes a retry safe.",
+            body: body,
+            responses: [
+                202: RouteContract.object(
+                    [
+                        "status": RouteContract.string, "id": RouteContract.string,
+                        "event_id": RouteContract.string,
+                    ],
+                    required: ["status", "id", "event_id"]
+                )
+            ],
+            responseHeaders: ["location": "The event's status: GET it with the same credentials."]
+        )
     }
 
     /// An event's record (`EventRecord.statusJSON`).
     static let statusContract = RouteContract(
         summary: "What became of an event this caller posted.",
-        responses: [200: RouteContract.object(["id": RouteContract.string, "state": ["type": "string", "enum": .array(EventRecord.State.allCases.map { .string($0.rawValue) })],
-                                               "recipients": ["type": "array", "items": RouteContract.object]],
-                                              required: ["id", "state"])])
+        responses: [
+            200: RouteContract.object(
+                [
+                    "id": RouteContract.string, "state": ["type": "string", "enum": .array(EventRecord.State.allCases.map { .string($0.rawValue) })],
+                    "recipients": ["type": "array", "items": RouteContract.object],
+                ],
+                required: ["id", "state"]
+            )
+        ]
+    )
 
     /// Where an accepted event's status is: `GET <path>/<id>`, with the route's authentication.
     static func statusPath(_ path: String, id: String) -> String {
@@ -127,8 +183,13 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         await intake.renewWhileRunning(context: context)
     }
 
-    static func accept(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration, source: String,
-                       intake: QueuedEventIntake) async throws -> RouteResponse {
+    static func accept(
+        _ request: RouteRequest,
+        _ context: RouteContext,
+        _ configuration: Configuration,
+        source: String,
+        intake: QueuedEventIntake
+    ) async throws -> RouteResponse {
         let leases = intake.leases
         guard let body = request.body else { throw RouteError.badRequest("the event must be a JSON object", field: "body") }
         var user: String?
@@ -138,8 +199,10 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         case nil, .null?:
             if configuration.requireUser { throw RouteError.badRequest("missing field '\(configuration.userField)'", field: configuration.userField) }
         case let other?:
-            throw RouteError.unprocessable("'\(configuration.userField)' must be a string or a number, found \(other.typeName)",
-                                          field: configuration.userField)
+            throw RouteError.unprocessable(
+                "'\(configuration.userField)' must be a string or a number, found \(other.typeName)",
+                field: configuration.userField
+            )
         }
         var id = Event.makeID()
         if let idField = configuration.idField, let value = body[idField] {
@@ -153,7 +216,11 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
                 context.logger.warning("event \(id): \(field) '\(value)' is not one of \(known.joined(separator: ", ")); accepted")
             }
         }
-        let idempotencyKey = try IdempotentRequest.key(of: request, pipeline: context.pipeline, route: "\(configuration.method) \(configuration.path)")
+        let idempotencyKey = try IdempotentRequest.key(
+            of: request,
+            pipeline: context.pipeline,
+            route: "\(configuration.method) \(configuration.path)"
+        )
         // This request's hold on its key: a failure releases this one, never one taken over since.
         let holder = UUID().uuidString
         if let idempotencyKey {
@@ -176,14 +243,26 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
                 throw error
             }
             if let idempotencyKey {
-                try await context.idempotencyKeys.recordIdempotentAnswer(IdempotentAnswer(key: idempotencyKey, status: response.status, body: response.body))
+                try await context.idempotencyKeys.recordIdempotentAnswer(
+                    IdempotentAnswer(key: idempotencyKey, status: response.status, body: response.body)
+                )
             }
             return response
         }
-        let accepted = RouteResponse(status: 202, ["status": "accepted", "event_id": .string(id), "id": .string(id)],
-                                     headers: ["location": location(configuration, id: id)])
-        var queued = QueuedEvent(pipeline: context.pipeline, source: source, eventID: id, user: user, time: Date().timeIntervalSince1970,
-                                 body: body, lease: configuration.lease)
+        let accepted = RouteResponse(
+            status: 202,
+            ["status": "accepted", "event_id": .string(id), "id": .string(id)],
+            headers: ["location": location(configuration, id: id)]
+        )
+        var queued = QueuedEvent(
+            pipeline: context.pipeline,
+            source: source,
+            eventID: id,
+            user: user,
+            time: Date().timeIntervalSince1970,
+            body: body,
+            lease: configuration.lease
+        )
         queued.caller = request.principal
         queued.traceParent = request.traceParent
         queued.answer = idempotencyKey.map { IdempotentAnswer(key: $0, status: accepted.status, body: accepted.body) }

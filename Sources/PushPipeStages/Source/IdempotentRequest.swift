@@ -24,8 +24,13 @@ enum IdempotentRequest {
     static func claim(_ key: IdempotencyKey, holder: String, body: JSON, context: RouteContext) async throws -> RouteResponse? {
         // Of the parsed body, whose keys serialize in order: the same JSON sent with other spacing is the same request.
         let fingerprint = SHA256.hash(data: Array(body.compactText.utf8)).map { String(format: "%02x", $0) }.joined()
-        switch try await context.idempotencyKeys.claimIdempotencyKey(key, fingerprint: fingerprint, holder: holder, hold: hold,
-                                                                         ttl: context.idempotency.ttl) {
+        switch try await context.idempotencyKeys.claimIdempotencyKey(
+            key,
+            fingerprint: fingerprint,
+            holder: holder,
+            hold: hold,
+            ttl: context.idempotency.ttl
+        ) {
         case .claimed:
             return nil
         case .answered(let status, let body):

@@ -9,9 +9,11 @@ enum OGSPlayerDocument {
             "id": .everything, "name": .everything, "time_per_move": .everything,
             "black": .members(["id": .everything, "username": .everything]),
             "white": .members(["id": .everything, "username": .everything]),
-            "json": .members(["game_id": .everything, "game_name": .everything,
-                              "clock": .members(["current_player": .everything, "last_move": .everything])]),
-        ]),
+            "json": .members([
+                "game_id": .everything, "game_name": .everything,
+                "clock": .members(["current_player": .everything, "last_move": .everything]),
+            ]),
+        ])
     ])
 
     /// The games where it is `user`'s turn (for the notification) and every active game (for
@@ -51,8 +53,10 @@ enum OGSPlayerDocument {
         var name: String
 
         var json: JSON {
-            ["game_id": .int(gameID), "last_move_timestamp": .int(lastMove),
-             "current_player": currentPlayer.map(JSON.int) ?? .null, "is_your_turn": .bool(isYourTurn), "game_name": .string(name)]
+            [
+                "game_id": .int(gameID), "last_move_timestamp": .int(lastMove),
+                "current_player": currentPlayer.map(JSON.int) ?? .null, "is_your_turn": .bool(isYourTurn), "game_name": .string(name),
+            ]
         }
     }
 }

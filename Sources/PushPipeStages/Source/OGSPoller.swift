@@ -43,8 +43,12 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             SchemaKey("check_path", .string, default: "/check/:user_id", "Route that runs one check now; empty for none."),
             SchemaKey("min_time_per_move", .integer, default: 0, "Only games with at least this many seconds per move (3600: correspondence)."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
-            SchemaKey("unknown_player_interval", .duration, default: 21_600,
-                      "Time between two checks of an id OGS has no player for (404), instead of `interval`: made-up ids cost a request per this time."),
+            SchemaKey(
+                "unknown_player_interval",
+                .duration,
+                default: 21_600,
+                "Time between two checks of an id OGS has no player for (404), instead of `interval`: made-up ids cost a request per this time."
+            ),
         ])
     }
 
@@ -102,16 +106,29 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let parameter = configuration.checkPath.split(separator: "/").first { $0.hasPrefix(":") }.map { String($0.dropFirst()) } ?? "user_id"
         // Apps call it, and each call polls OGS: an app route's limits keep a script from making
         // this daemon hammer OGS.
-        let contract = RouteContract(summary: "Checks a user's games on OGS now and notifies what is new.", path: [parameter: UserIDFormat.digits.pathSchema],
-                                     responses: [200: RouteContract.object(["user_id": RouteContract.string, "found": ["type": "array"],
-                                                                            "total_active_games": ["type": "integer"], "error": RouteContract.string],
-                                                                           required: ["user_id"])])
-        return [RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app, contract: contract) { [self] request, context in
-            guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
-            let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
-            guard try await context.registrations.isRegistered(user: user) else { throw RouteError.notFound("unknown user '\(user)'", field: parameter) }
-            return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
-        }]
+        let contract = RouteContract(
+            summary: "Checks a user's games on OGS now and notifies what is new.",
+            path: [parameter: UserIDFormat.digits.pathSchema],
+            responses: [
+                200: RouteContract.object(
+                    [
+                        "user_id": RouteContract.string, "found": ["type": "array"],
+                        "total_active_games": ["type": "integer"], "error": RouteContract.string,
+                    ],
+                    required: ["user_id"]
+                )
+            ]
+        )
+        return [
+            RouteDefinition(method: "GET", path: configuration.checkPath, limits: .app, contract: contract) { [self] request, context in
+                guard let value = request.parameters[parameter] else { throw RouteError.badRequest("missing user", field: parameter) }
+                let user = try UserIDFormat.digits.user(fromText: value, field: parameter)
+                guard try await context.registrations.isRegistered(user: user) else {
+                    throw RouteError.notFound("unknown user '\(user)'", field: parameter)
+                }
+                return RouteResponse(await check(user, pipeline: context.pipeline, sink: context.sink, logger: logger, wait: true))
+            }
+        ]
     }
 
     /// The shared HTTP clients' loop: a check and the pipeline run of what it found share a thread.
@@ -295,10 +312,14 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// The event of one check: the your-turn games (the dedupe filter trims them) and the
     /// counts the notification shows.
     static func turnEvent(user: String, pipeline: String, yourTurn: [JSON], all: [OGSPlayerDocument.MonitoredGame]) -> Event {
-        Event(pipeline: pipeline, user: user, body: [
-            "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
-            "total_active_games": .int(Int64(all.count)),
-        ])
+        Event(
+            pipeline: pipeline,
+            user: user,
+            body: [
+                "user_id": .string(user), "games": .array(yourTurn), "waiting_count": .int(Int64(yourTurn.count)),
+                "total_active_games": .int(Int64(all.count)),
+            ]
+        )
     }
 
     /// One check of every registered user, returning the events instead of submitting them.
@@ -321,12 +342,21 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         }
         // The futures API: the async one starts an unstructured task per request (its cancel
         // handler's registration), which woke a thread of Swift's pool for every check.
-        let request = try HTTPClient.Request(url: "\(baseURL)/api/v1/players/\(user)/full",
-                                             headers: ["accept": "application/json", "user-agent": "pushpipe"])
+        let request = try HTTPClient.Request(
+            url: "\(baseURL)/api/v1/players/\(user)/full",
+            headers: ["accept": "application/json", "user-agent": "pushpipe"]
+        )
         let task = SharedHTTPClients.client(trusting: configuration.caFile)
-            .execute(request: request, delegate: ResponseAccumulator(request: request, maxBodySize: 8 << 20),
-                     deadline: .now() + .milliseconds(Int64(configuration.timeout * 1000)))
-        let response = try await withTaskCancellationHandler { try await task.futureResult.get() } onCancel: { task.cancel() }
+            .execute(
+                request: request,
+                delegate: ResponseAccumulator(request: request, maxBodySize: 8 << 20),
+                deadline: .now() + .milliseconds(Int64(configuration.timeout * 1000))
+            )
+        let response = try await withTaskCancellationHandler {
+            try await task.futureResult.get()
+        } onCancel: {
+            task.cancel()
+        }
         let body = response.body ?? ByteBuffer()
         let code = Int(response.status.code)
         // Whatever the server sends, a pause stays finite and at most an hour.
@@ -358,9 +388,10 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             "total_active_games": .int(Int64(current?.totalActiveGames ?? 0)),
             "last_server_check_time": current?.lastCheck.map { .int(Int64($0.timeIntervalSince1970)) } ?? .null,
         ]
-        view["last_error"] = current?.lastError.map { error in
-            ["message": .string(error), "at": .int(Int64(current?.lastErrorAt?.timeIntervalSince1970 ?? 0))]
-        } ?? .null
+        view["last_error"] =
+            current?.lastError.map { error in
+                ["message": .string(error), "at": .int(Int64(current?.lastErrorAt?.timeIntervalSince1970 ?? 0))]
+            } ?? .null
         return view
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushPipeCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,8 +82,12 @@ struct ClaimFolderOwners {
 
     /// The owners whose folder has not changed for `lease`, as far as this watcher saw: a folder
     /// seen for the first time gets a whole lease from now.
-    mutating func abandoned(among owners: [String], folder timestamp: (String) -> timespec?,
-                            after lease: Duration, now: ContinuousClock.Instant = .now) -> [String] {
+    mutating func abandoned(
+        among owners: [String],
+        folder timestamp: (String) -> timespec?,
+        after lease: Duration,
+        now: ContinuousClock.Instant = .now
+    ) -> [String] {
         var abandoned: [String] = []
         var current: [String: (stamp: timespec, since: ContinuousClock.Instant)] = [:]
         for owner in owners {

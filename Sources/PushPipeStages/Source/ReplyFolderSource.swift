@@ -35,8 +35,12 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             SchemaKey("required_fields", .list(.string), default: ["message_id", "text"], "String fields every reply file must have."),
             SchemaKey("id_field", .string, default: "message_id", "Field used as the event id."),
             SchemaKey("rescan_interval", .duration, default: 60, "How often the folder is scanned besides inotify (a safety net for lost events)."),
-            SchemaKey("claim_lease", .duration, default: 30,
-                      "How long a file claimed by a daemon that stopped renewing its claims (died, restarted) waits before another takes it."),
+            SchemaKey(
+                "claim_lease",
+                .duration,
+                default: 30,
+                "How long a file claimed by a daemon that stopped renewing its claims (died, restarted) waits before another takes it."
+            ),
         ])
     }
 
@@ -49,7 +53,11 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             throw ConfigurationValueError(keyPath: "path", "the reply folder is not set", expected: "a folder path")
         }
         guard configuration.rescanInterval >= 0.1 else {
-            throw ConfigurationValueError(keyPath: "rescan_interval", "a scan more often than 10 times a second is a polling loop", expected: "100ms or more")
+            throw ConfigurationValueError(
+                keyPath: "rescan_interval",
+                "a scan more often than 10 times a second is a polling loop",
+                expected: "100ms or more"
+            )
         }
         guard configuration.claimLease >= 1 else {
             throw ConfigurationValueError(keyPath: "claim_lease", "a claim under a second cannot be renewed in time", expected: "1s or more")
@@ -125,7 +133,9 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
     func handle(_ name: String, foundByScan: Bool, sink: any EventSink, context: StageContext, inFlight: InFlightNames) async throws -> Bool {
         let path = "\(directory)/\(name)"
         var isDirectory: ObjCBool = false
-        guard !name.hasPrefix("."), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+        guard !name.hasPrefix("."), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return false
+        }
         // An empty file was closed before anything was written (touch, or a writer that
         // reopens it): its next close-after-write brings it back.
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
@@ -171,7 +181,9 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
                 // Claimed by this process until its wait is over (`keepClaims` puts it back).
                 let wait = failedReplies.failed(name, firstWait: firstWait)
                 inFlight.end(name)
-                context.logger.warning("reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); sent again in \(wait.components.seconds) s")
+                context.logger.warning(
+                    "reply \(name) not delivered (\(report.reason ?? report.status.rawValue)); sent again in \(wait.components.seconds) s"
+                )
             }
         }
         do {

@@ -44,9 +44,10 @@ extension JSONTemplate {
             if tag.hasPrefix("#") {
                 let call = String(tag.dropFirst()).trimmingCharacters(in: .whitespaces)
                 guard call.hasSuffix(")"), let parenthesis = call.firstIndex(of: "("),
-                      let condition = ListCondition(rawValue: String(call[..<parenthesis])),
-                      let list = names(in: String(call[call.index(after: parenthesis)..<call.index(before: call.endIndex)])),
-                      let inner = Self.parts(of: &rest, closedBy: call) else { return nil }
+                    let condition = ListCondition(rawValue: String(call[..<parenthesis])),
+                    let list = names(in: String(call[call.index(after: parenthesis)..<call.index(before: call.endIndex)])),
+                    let inner = Self.parts(of: &rest, closedBy: call)
+                else { return nil }
                 parts.append(.section(condition, list: list, inner))
                 continue
             }
@@ -61,7 +62,8 @@ extension JSONTemplate {
 
     private static func names(in tag: String) -> [String]? {
         guard let first = tag.first, first.isLetter || first == "_",
-              tag.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }) else { return nil }
+            tag.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." })
+        else { return nil }
         let names = tag.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         return names.contains("") ? nil : names
     }
@@ -93,11 +95,12 @@ extension JSONTemplate {
                 switch context.value(named: list) {
                 case nil, .null?: continue
                 case .array(let elements)?:
-                    let holds = switch condition {
-                    case .single: elements.count == 1
-                    case .many: elements.count > 1
-                    case .empty: elements.isEmpty
-                    }
+                    let holds =
+                        switch condition {
+                        case .single: elements.count == 1
+                        case .many: elements.count > 1
+                        case .empty: elements.isEmpty
+                        }
                     if holds, !append(inner, context, to: &text) { return false }
                 default:
                     return false

@@ -34,15 +34,22 @@ public indirect enum JSONTemplate: Sendable {
                 self = Self.interpolationParts(of: string).map { .interpolation($0, mustache: mustache) } ?? .text(mustache)
             } catch let error as MustacheTemplate.ParserError {
                 let column = max(1, error.context.columnNumber)
-                throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error.error) near character \(column)",
-                                              expected: "a Mustache template, e.g. \"It's your turn in {{game_name}}\"")
+                throw ConfigurationValueError(
+                    keyPath: keyPath,
+                    "template does not parse: \(error.error) near character \(column)",
+                    expected: "a Mustache template, e.g. \"It's your turn in {{game_name}}\""
+                )
             } catch {
                 throw ConfigurationValueError(keyPath: keyPath, "template does not parse: \(error)", expected: "a Mustache template")
             }
         case .object(let members) where members["$switch"] != nil:
             let unknown = members.keys.filter { !["$switch", "cases", "default"].contains($0) }
             guard unknown.isEmpty else {
-                throw ConfigurationValueError(keyPath: "\(keyPath).\(unknown.sorted()[0])", "unknown key next to '$switch'", expected: "$switch, cases, default")
+                throw ConfigurationValueError(
+                    keyPath: "\(keyPath).\(unknown.sorted()[0])",
+                    "unknown key next to '$switch'",
+                    expected: "$switch, cases, default"
+                )
             }
             guard let cases = (members["cases"] ?? [:]).objectValue else {
                 throw ConfigurationValueError(keyPath: "\(keyPath).cases", "cases must map values to templates", expected: "a mapping")
@@ -50,20 +57,27 @@ public indirect enum JSONTemplate: Sendable {
             self = .choice(
                 value: try JSONTemplate(compiling: members["$switch"]!, keyPath: "\(keyPath).$switch"),
                 cases: try cases.mapValues { try JSONTemplate(compiling: $0, keyPath: "\(keyPath).cases") },
-                defaultCase: try members["default"].map { try JSONTemplate(compiling: $0, keyPath: "\(keyPath).default") })
+                defaultCase: try members["default"].map { try JSONTemplate(compiling: $0, keyPath: "\(keyPath).default") }
+            )
         case .object(let members) where members["$from"] != nil:
             guard let path = members["$from"]?.stringValue, !path.isEmpty else {
                 throw ConfigurationValueError(keyPath: "\(keyPath).$from", "'$from' must name a field", expected: "a path such as games[0].id")
             }
             let unknown = members.keys.filter { $0 != "$from" && $0 != "$default" }
             guard unknown.isEmpty else {
-                throw ConfigurationValueError(keyPath: "\(keyPath).\(unknown.sorted()[0])", "unknown key next to '$from'", expected: "$from, $default")
+                throw ConfigurationValueError(
+                    keyPath: "\(keyPath).\(unknown.sorted()[0])",
+                    "unknown key next to '$from'",
+                    expected: "$from, $default"
+                )
             }
             self = .reference(path: JSONPath(path), defaultValue: members["$default"])
         case .object(let members):
-            self = .object(try members.sorted { $0.key < $1.key }.map { key, value in
-                (key, try JSONTemplate(compiling: value, keyPath: keyPath.isEmpty ? key : "\(keyPath).\(key)"))
-            })
+            self = .object(
+                try members.sorted { $0.key < $1.key }.map { key, value in
+                    (key, try JSONTemplate(compiling: value, keyPath: keyPath.isEmpty ? key : "\(keyPath).\(key)"))
+                }
+            )
         case .array(let elements):
             self = .array(try elements.enumerated().map { try JSONTemplate(compiling: $1, keyPath: "\(keyPath)[\($0)]") })
         default:
@@ -90,7 +104,7 @@ public indirect enum JSONTemplate: Sendable {
             return .array(elements.map { $0.render(context) ?? .null })
         case .object(let members):
             var result: [String: JSON] = [:]
-            result.reserveCapacity(members.count) // grown one key at a time it reallocates on the way
+            result.reserveCapacity(members.count)  // grown one key at a time it reallocates on the way
             for (key, template) in members {
                 if let value = template.render(context) { result[key] = value }
             }

@@ -48,11 +48,12 @@ public struct TemplateContext: @unchecked Sendable {
     /// a list's element by its index (`games.0`) or its `count`.
     func value(named names: [String]) -> JSON? {
         guard let first = names.first else { return nil }
-        var value: JSON? = switch first {
-        case "event": metadata
-        case "vars" where !computed.isEmpty: .object(computed)
-        default: body[first]
-        }
+        var value: JSON? =
+            switch first {
+            case "event": metadata
+            case "vars" where !computed.isEmpty: .object(computed)
+            default: body[first]
+            }
         for name in names.dropFirst() {
             switch value {
             case .object(let members)?:

@@ -35,8 +35,11 @@ enum CredentialFile {
         case .unreadable:
             return
         case .serviceAccount:
-            throw ConfigurationValueError(keyPath: "key_path", "'\(path)' is a Google service account (FCM's credentials_file), not an APNs key",
-                                          expected: expected)
+            throw ConfigurationValueError(
+                keyPath: "key_path",
+                "'\(path)' is a Google service account (FCM's credentials_file), not an APNs key",
+                expected: expected
+            )
         case .other:
             throw ConfigurationValueError(keyPath: "key_path", "'\(path)' is not a PEM key", expected: expected)
         case .pemKey:
@@ -55,8 +58,11 @@ enum CredentialFile {
         case .unreadable:
             return
         case .pemKey:
-            throw ConfigurationValueError(keyPath: "credentials_file", "'\(path)' is a PEM key (an APNs .p8 key?), not a service account",
-                                          expected: expected)
+            throw ConfigurationValueError(
+                keyPath: "credentials_file",
+                "'\(path)' is a PEM key (an APNs .p8 key?), not a service account",
+                expected: expected
+            )
         case .serviceAccount, .other:
             do {
                 _ = try GoogleServiceAccount.load(path: path)

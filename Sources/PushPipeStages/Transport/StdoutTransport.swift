@@ -9,7 +9,7 @@ struct StdoutTransport: Transport {
     struct Configuration: StageConfiguration {
         var format: String
         static let schema = Schema([
-            SchemaKey("format", .oneOf(["pretty", "compact"]), default: "pretty", "How the JSON is printed."),
+            SchemaKey("format", .oneOf(["pretty", "compact"]), default: "pretty", "How the JSON is printed.")
         ])
     }
 
@@ -17,8 +17,11 @@ struct StdoutTransport: Transport {
 
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let headers = notification.options.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value.textValue ?? "") }
-        return OutgoingRequest(url: "stdout://\(context.pipeline)/\(notification.token.kind)/\(notification.token.value)", headers: headers,
-                               sending: notification)
+        return OutgoingRequest(
+            url: "stdout://\(context.pipeline)/\(notification.token.kind)/\(notification.token.value)",
+            headers: headers,
+            sending: notification
+        )
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {

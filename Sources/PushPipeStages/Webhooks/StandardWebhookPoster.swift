@@ -27,7 +27,10 @@ public struct StandardWebhookPoster: WebhookPoster {
             // The body is read (bounded, in time too): the connection goes back to the pool for
             // the next batch, and a receiver that sends a head and then nothing holds no batch.
             let (status, retryAfter) = try await BoundedExchange.run(within: timeout) { [request, timeout] in
-                let response = try await SharedHTTPClients.client(trusting: "").execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
+                let response = try await SharedHTTPClients.client(trusting: "").execute(
+                    request,
+                    timeout: .nanoseconds(Int64(timeout / .nanoseconds(1)))
+                )
                 _ = try await BoundedExchange.prefix(of: response.body, limit: 64 * 1024)
                 return (response.status.code, response.headers.first(name: "retry-after"))
             }

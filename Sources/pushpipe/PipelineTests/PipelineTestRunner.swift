@@ -1,9 +1,9 @@
 import Foundation
 import Logging
-import Synchronization
 import PushPipeCore
 import PushPipePlugins
 import PushPipeSQLite
+import Synchronization
 
 /// Runs `_test.yaml` cases: each case gets a fresh SQLite store seeded with `given`, its
 /// event goes through the real filters, renderer and `prepare` of the real transport, and
@@ -38,8 +38,11 @@ public struct PipelineTestRunner: Sendable {
         case .failure(let error): return .failure(error)
         case .success(let loaded): testDefinition = loaded
         }
-        let loader = ConfigLoader(builtins: builtins, interpolation: EnvironmentInterpolation(environment: testDefinition.environment, allowsUndefined: true),
-                                  pluginHost: ChildProcessPluginHost())
+        let loader = ConfigLoader(
+            builtins: builtins,
+            interpolation: EnvironmentInterpolation(environment: testDefinition.environment, allowsUndefined: true),
+            pluginHost: ChildProcessPluginHost()
+        )
         let loaded = await loader.load(pipelineFiles: [testDefinition.pipelineFile], pluginsDirectory: pluginsDirectory)
         guard !loaded.diagnostics.hasErrors, let definition = loaded.pipelines.first else {
             return .failure(ConfigurationError(loaded.diagnostics.errors))
@@ -55,16 +58,21 @@ public struct PipelineTestRunner: Sendable {
         }
         let cases = testDefinition.cases
         let given = testDefinition.given
-        let results: [CaseResult] = (try? await definition.withRunningStages(store: stageStore, logger: logger, mode: .dryRun) { () -> [CaseResult] in
-            var results: [CaseResult] = []
-            for (index, testCase) in cases.enumerated() {
-                let name = testCase["name"]?.stringValue ?? "case \(index + 1)"
-                let (failures, requests) = await runCase(testCase, given: given, definition: definition,
-                                                         storePath: "\(directory)/case-\(index).sqlite")
-                results.append(CaseResult(file: testFile, name: name, failures: failures, requests: requests))
-            }
-            return results
-        }) ?? []
+        let results: [CaseResult] =
+            (try? await definition.withRunningStages(store: stageStore, logger: logger, mode: .dryRun) { () -> [CaseResult] in
+                var results: [CaseResult] = []
+                for (index, testCase) in cases.enumerated() {
+                    let name = testCase["name"]?.stringValue ?? "case \(index + 1)"
+                    let (failures, requests) = await runCase(
+                        testCase,
+                        given: given,
+                        definition: definition,
+                        storePath: "\(directory)/case-\(index).sqlite"
+                    )
+                    results.append(CaseResult(file: testFile, name: name, failures: failures, requests: requests))
+                }
+                return results
+            }) ?? []
         try? await stageStore.close()
         return .success(results)
     }
@@ -89,12 +97,19 @@ public struct PipelineTestRunner: Sendable {
 
     func seed(_ store: SQLiteStore, _ given: JSON, pipeline: String) async throws {
         for registration in given["registrations"]?.arrayValue ?? [] {
-            let token = DeviceToken(user: registration["user"]?.textValue ?? "", kind: registration["kind"]?.stringValue ?? "device",
-                                    value: registration["token"]?.textValue ?? "", scope: registration["scope"]?.stringValue ?? "")
+            let token = DeviceToken(
+                user: registration["user"]?.textValue ?? "",
+                kind: registration["kind"]?.stringValue ?? "device",
+                value: registration["token"]?.textValue ?? "",
+                scope: registration["scope"]?.stringValue ?? ""
+            )
             try await store.pipeline(pipeline).register(token, environment: nil, replace: false)
         }
         for setting in given["settings"]?.arrayValue ?? [] {
-            try await store.pipeline(pipeline).setSettings([setting["key"]?.stringValue ?? "": setting["value"] ?? .null], user: setting["user"]?.textValue ?? "")
+            try await store.pipeline(pipeline).setSettings(
+                [setting["key"]?.stringValue ?? "": setting["value"] ?? .null],
+                user: setting["user"]?.textValue ?? ""
+            )
         }
         let writes = (given["state"]?.arrayValue ?? []).map {
             StateWrite(stage: $0["stage"]?.stringValue ?? "", key: $0["key"]?.textValue ?? "", value: $0["value"] ?? .null)
@@ -144,8 +159,16 @@ public struct PipelineTestRunner: Sendable {
         var oldIndex = 0
         var newIndex = 0
         while oldIndex < old.count || newIndex < new.count {
-            if let line = removed[oldIndex] { lines.append("    - \(line)"); oldIndex += 1; continue }
-            if let line = inserted[newIndex] { lines.append("    + \(line)"); newIndex += 1; continue }
+            if let line = removed[oldIndex] {
+                lines.append("    - \(line)")
+                oldIndex += 1
+                continue
+            }
+            if let line = inserted[newIndex] {
+                lines.append("    + \(line)")
+                newIndex += 1
+                continue
+            }
             if oldIndex < old.count { lines.append("      \(old[oldIndex])") }
             oldIndex += 1
             newIndex += 1

@@ -31,8 +31,10 @@ import Testing
         #expect(single.sources.map(\.key) == ["http.event"])
         #expect(single.sources.map(\.id) == ["sources[0]"])
         let twoSources = { (first: String, second: String) in
-            SamplePipeline.http("a").replacingOccurrences(of: "  - {type: http.event, path: /events}",
-                                                     with: "  - {type: http.event, path: /events\(first)}\n  - {type: http.event, path: /other\(second)}")
+            SamplePipeline.http("a").replacingOccurrences(
+                of: "  - {type: http.event, path: /events}",
+                with: "  - {type: http.event, path: /events\(first)}\n  - {type: http.event, path: /other\(second)}"
+            )
         }
         let clash = try await load(["a.yaml": twoSources("", "")])
         let diagnostic = try #require(clash.diagnostics.first { $0.keyPath == "sources[1].type" })
@@ -54,13 +56,17 @@ import Testing
     }
 
     @Test func parameterSegmentsCollideWithLiterals() async throws {
-        let result = try await load(["a.yaml": SamplePipeline.http("a", routePath: "/users/:id"),
-                                     "b.yaml": SamplePipeline.http("b", routePath: "/users/me", eventPath: "/b/events")])
+        let result = try await load([
+            "a.yaml": SamplePipeline.http("a", routePath: "/users/:id"),
+            "b.yaml": SamplePipeline.http("b", routePath: "/users/me", eventPath: "/b/events"),
+        ])
         #expect(result.diagnostics.contains { $0.code == .duplicateRoute })
     }
 
     @Test func sameNameInTwoFilesIsAnError() async throws {
-        let result = try await load(["a.yaml": SamplePipeline.http("same"), "b.yaml": SamplePipeline.http("same", routePath: "/b", eventPath: "/b/events")])
+        let result = try await load([
+            "a.yaml": SamplePipeline.http("same"), "b.yaml": SamplePipeline.http("same", routePath: "/b", eventPath: "/b/events"),
+        ])
         #expect(result.diagnostics.contains { $0.code == .duplicatePipeline })
     }
 
@@ -82,10 +88,14 @@ import Testing
     }
 
     @Test func environmentValuesCannotInjectStructure() async throws {
-        let result = try await load(["a.yaml": SamplePipeline.http("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
-                                    environment: ["EVIL": "/x}\ntransport: {type: nope"])
+        let result = try await load(
+            ["a.yaml": SamplePipeline.http("a").replacingOccurrences(of: "/events", with: "\"${EVIL}\"")],
+            environment: ["EVIL": "/x}\ntransport: {type: nope"]
+        )
         #expect(result.diagnostics.isEmpty)
-        #expect(result.pipelines.first?.routes.first { $0.route.method == "POST" && $0.route.path != "/register" }?.route.path
-                    == "/x}\ntransport: {type: nope")
+        #expect(
+            result.pipelines.first?.routes.first { $0.route.method == "POST" && $0.route.path != "/register" }?.route.path
+                == "/x}\ntransport: {type: nope"
+        )
     }
 }

@@ -27,8 +27,10 @@ import Testing
     }
 
     @Test func requiredVariableCarriesItsMessage() {
-        #expect(interpolation.interpolate("${APNS_KEY_ID:?the 10-character key id}")
-            == .failure(.undefined(variable: "APNS_KEY_ID", message: "the 10-character key id")))
+        #expect(
+            interpolation.interpolate("${APNS_KEY_ID:?the 10-character key id}")
+                == .failure(.undefined(variable: "APNS_KEY_ID", message: "the 10-character key id"))
+        )
     }
 
     @Test(arguments: ["${unterminated", "${BAD-NAME}", "${}", "${1ABC}"])

@@ -1,9 +1,10 @@
 import Foundation
-import Synchronization
-@testable import PushPipeCore
 import PushPipeStages
 import PushPipeTesting
+import Synchronization
 import Testing
+
+@testable import PushPipeCore
 
 /// A dry run is a printing transport and a store that keeps nothing sent, not mode checks
 /// through the runtime: the runtime runs as it does live, and what differs is decorated.
@@ -39,15 +40,26 @@ import Testing
     /// queued alone: printed and removed from the queue, those notifications would never be sent.
     @Test func aDryRunLeavesALiveDaemonsQueuedEventsAlone() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
-            var left = QueuedEvent(pipeline: "scripted", source: "http.event", eventID: "left-behind", user: "alice", time: Date().timeIntervalSince1970,
-                                   body: ["text": "unsent"], lease: -1)
+            var left = QueuedEvent(
+                pipeline: "scripted",
+                source: "http.event",
+                eventID: "left-behind",
+                user: "alice",
+                time: Date().timeIntervalSince1970,
+                body: ["text": "unsent"],
+                lease: -1
+            )
             left.instance = "a-live-daemon-that-died"
             try await pipeline.store.enqueue(left)
             let dryRun = RunMode.dryRun.store(pipeline.store)
             #expect(try await dryRun.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10).isEmpty)
             try await dryRun.pipeline("scripted").dequeue(source: "http.event", key: left.key)
             try await dryRun.pipeline("scripted").releaseLeases(source: "http.event", keys: [left.key])
-            let claimed = try await RunMode.live.store(pipeline.store).pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10)
+            let claimed = try await RunMode.live.store(pipeline.store).pipeline("scripted").claimQueuedEvents(
+                source: "http.event",
+                lease: 30,
+                limit: 10
+            )
             #expect(claimed.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
         }
     }
@@ -60,13 +72,26 @@ import Testing
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             let token = String(repeating: "cd", count: 16)
             try await pipeline.register("alice", token)
-            var left = QueuedEvent(pipeline: "scripted", source: "http.event", eventID: "left-behind", user: "alice", time: Date().timeIntervalSince1970,
-                                   body: ["text": "unsent"], lease: -1)
+            var left = QueuedEvent(
+                pipeline: "scripted",
+                source: "http.event",
+                eventID: "left-behind",
+                user: "alice",
+                time: Date().timeIntervalSince1970,
+                body: ["text": "unsent"],
+                lease: -1
+            )
             left.instance = "a-live-daemon-that-died"
             try await pipeline.store.enqueue(left)
             let clock = ManualClock()
-            let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: .init(label: "dry-run"), mode: mode,
-                                        output: OutputSink { _ in }, clock: clock)
+            let runner = PipelineRunner(
+                definition: pipeline.definition,
+                store: pipeline.store,
+                logger: .init(label: "dry-run"),
+                mode: mode,
+                output: OutputSink { _ in },
+                clock: clock
+            )
             let running = Task { await runner.run() }
             if mode == .live {
                 await pipeline.transport.waitForSends(1)

@@ -20,17 +20,23 @@ import Testing
     }
 
     static let greeter = Greeter()
-    static let greetings = RouteAction(name: "greetings", summary: "Greets by name.",
-                                       schema: Schema([SchemaKey("greeting", .string, default: "hello", "What to say.")])) { json, context in
+    static let greetings = RouteAction(
+        name: "greetings",
+        summary: "Greets by name.",
+        schema: Schema([SchemaKey("greeting", .string, default: "hello", "What to say.")])
+    ) { json, context in
         let path = json["path"]?.stringValue ?? ""
         let greeting = json["greeting"]?.stringValue ?? "hello"
         let answer = RouteContract(summary: "A greeting.", responses: [200: RouteContract.object(["text": RouteContract.string], required: ["text"])])
-        return ServedRoutes(routes: [
-            RouteDefinition(method: "GET", path: path + "/:name", contract: answer) { request, _ in
-                RouteResponse(["text": .string("\(greeting), \(request.parameters["name"] ?? "")"), "pipeline": .string(context.pipeline)])
-            },
-            RouteDefinition(method: "DELETE", path: path + "/:name") { _, _ in RouteResponse(["text": "forgotten"]) },
-        ], service: greeter)
+        return ServedRoutes(
+            routes: [
+                RouteDefinition(method: "GET", path: path + "/:name", contract: answer) { request, _ in
+                    RouteResponse(["text": .string("\(greeting), \(request.parameters["name"] ?? "")"), "pipeline": .string(context.pipeline)])
+                },
+                RouteDefinition(method: "DELETE", path: path + "/:name") { _, _ in RouteResponse(["text": "forgotten"]) },
+            ],
+            service: greeter
+        )
     }
 
     @Test func aRegisteredKindServesItsRoutesBesideItsService() async throws {
@@ -41,7 +47,9 @@ import Testing
 
         let directory = try TemporaryDirectory("route-kind")
         defer { directory.remove() }
-        let file = try directory.write("greeter.yaml", """
+        let file = try directory.write(
+            "greeter.yaml",
+            """
             pipeline: greeter
             routes:
               - {action: greetings, path: /greet, greeting: hi}
@@ -49,19 +57,32 @@ import Testing
             sources: [{type: idle}]
             renderer: {type: passthrough}
             transport: {type: chirp}
-            """)
-        let loader = ConfigLoader(builtins: TokenFormatTests.descriptors + [Self.greetings], interpolation: EnvironmentInterpolation(environment: [:]))
+            """
+        )
+        let loader = ConfigLoader(
+            builtins: TokenFormatTests.descriptors + [Self.greetings],
+            interpolation: EnvironmentInterpolation(environment: [:])
+        )
         let refused = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         #expect(refused.diagnostics.map(\.keyPath) == ["routes[1].greting"], "its schema checks its keys: \(refused.diagnostics)")
 
-        let fixed = try directory.write("greeter.yaml", String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "greting", with: "greeting"))
+        let fixed = try directory.write(
+            "greeter.yaml",
+            String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "greting", with: "greeting")
+        )
         let loaded = await loader.load(pipelineFiles: [fixed], pluginsDirectory: nil)
         let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
-        #expect(definition.routes.map { "\($0.route.method) \($0.route.path)" } == ["GET /greet/:name", "DELETE /greet/:name", "GET /hello/:name", "DELETE /hello/:name"])
+        #expect(
+            definition.routes.map { "\($0.route.method) \($0.route.path)" } == [
+                "GET /greet/:name", "DELETE /greet/:name", "GET /hello/:name", "DELETE /hello/:name",
+            ]
+        )
         #expect(definition.routes[0].route.contract.summary == "A greeting.")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let answer = try await definition.routes[0].route.handler(RouteRequest(method: "GET", path: "/greet/ann", parameters: ["name": "ann"]),
-                                                                  RouteContext(pipeline: "greeter", store: store, sink: RefusingEventSink()))
+        let answer = try await definition.routes[0].route.handler(
+            RouteRequest(method: "GET", path: "/greet/ann", parameters: ["name": "ann"]),
+            RouteContext(pipeline: "greeter", store: store, sink: RefusingEventSink())
+        )
         #expect(answer.body == ["text": "hi, ann", "pipeline": "greeter"])
 
         #expect(definition.longRunningStages.map(\.id) == ["routes[0]", "routes[1]"])

@@ -77,7 +77,8 @@ import Testing
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let route = try #require(Self.registry.routeAction(named: "register")).route([
-            "action": "register", "path": "/register", "user_field": "user_id", "token_field": "token", "token_format": "chirp", "token_kind": "chirp",
+            "action": "register", "path": "/register", "user_field": "user_id", "token_field": "token", "token_format": "chirp",
+            "token_kind": "chirp",
         ])
         let context = RouteContext(pipeline: "chirps", store: store, sink: RefusingEventSink())
         func register(_ token: JSON) async throws -> RouteResponse {
@@ -100,7 +101,9 @@ import Testing
         let directory = try TemporaryDirectory("chirp-pipeline")
         defer { directory.remove() }
         func load(_ format: String) async throws -> ConfigLoader.Result {
-            let file = try directory.write("chirps-\(format).yaml", """
+            let file = try directory.write(
+                "chirps-\(format).yaml",
+                """
                 pipeline: chirps
                 routes:
                   - {action: register, path: /register, user_field: user_id, token_field: token, token_kind: chirp, token_format: \(format)}
@@ -108,7 +111,8 @@ import Testing
                   - {type: idle}
                 renderer: {type: passthrough}
                 transport: {type: chirp}
-                """)
+                """
+            )
             let loader = ConfigLoader(builtins: Self.descriptors, interpolation: EnvironmentInterpolation(environment: [:]))
             return await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         }
@@ -121,7 +125,8 @@ import Testing
         let pipeline = store.pipeline(definition.name)
         try await pipeline.register(DeviceToken(user: "ann", kind: "chirp", value: "chirp:12345678"), environment: nil, replace: false)
         let report = await EventProcessor(definition: definition, store: store, logger: Logger(label: "chirp"), mode: .live).process(
-            Event(pipeline: definition.name, user: "ann", body: ["text": "hi"]))
+            Event(pipeline: definition.name, user: "ann", body: ["text": "hi"])
+        )
         #expect(report.deliveries.map(\.outcome) == [.dropToken])
         #expect(report.deliveries.first?.reasonCode == "80300007")
         #expect(report.deliveries.first?.token == "chirp:123…")

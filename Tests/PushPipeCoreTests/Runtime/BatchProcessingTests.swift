@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
 import PushPipeTesting
 import Synchronization
 import Testing
+
+@testable import PushPipeCore
 
 /// A worker works on many events at once under load: their notifications go out in
 /// one batch send and are recorded in one write; a retry still delays only its own event.
@@ -26,7 +27,10 @@ import Testing
             #expect(byEvent[events[0].id]?.status == .delivered)
             #expect(byEvent[events[1].id]?.deliveries.first?.outcome == .dropToken)
             #expect(byEvent[events[2].id]?.status == .delivered)
-            #expect(try await pipeline.store.pipeline(pipeline.definition.name).tokens(user: "user1", kind: "device").isEmpty, "the dead token is removed")
+            #expect(
+                try await pipeline.store.pipeline(pipeline.definition.name).tokens(user: "user1", kind: "device").isEmpty,
+                "the dead token is removed"
+            )
             for index in [0, 2] {
                 let history = try await pipeline.store.pipeline(pipeline.definition.name).history(user: "user\(index)", limit: 5, before: nil)
                 #expect(history.map(\.eventID) == [events[index].id])
@@ -94,8 +98,14 @@ import Testing
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {concurrency: 8}") { pipeline in
             for index in 0..<9 { try await pipeline.register("user\(index)", token(index)) }
             let completions = AsyncStream<EventReport>.makeStream()
-            let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: Logger(label: "batch"), mode: .live,
-                                        output: OutputSink { _ in }, onEventCompleted: { completions.continuation.yield($0) })
+            let runner = PipelineRunner(
+                definition: pipeline.definition,
+                store: pipeline.store,
+                logger: Logger(label: "batch"),
+                mode: .live,
+                output: OutputSink { _ in },
+                onEventCompleted: { completions.continuation.yield($0) }
+            )
             pipeline.transport.hold(next: 4)
             var reports: [EventReport] = []
             await withTaskGroup(of: Void.self) { group in

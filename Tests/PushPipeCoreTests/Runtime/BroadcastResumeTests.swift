@@ -18,7 +18,11 @@ import Testing
 
     static func register(_ count: Int, in store: any Store, pipeline: String) async throws {
         for index in 0..<count {
-            try await store.pipeline(pipeline).register(DeviceToken(user: String(format: "user-%05d", index), kind: "device", value: token(index)), environment: nil, replace: false)
+            try await store.pipeline(pipeline).register(
+                DeviceToken(user: String(format: "user-%05d", index), kind: "device", value: token(index)),
+                environment: nil,
+                replace: false
+            )
         }
     }
 
@@ -26,8 +30,15 @@ import Testing
     /// intake does: the event its pipeline then processes.
     static func replay(_ letter: EventRecord, in store: any Store) async throws -> Event {
         let input = try #require(letter.input, "replayable")
-        var queued = QueuedEvent(pipeline: letter.pipeline, source: QueuedEventIntake.replayKey, eventID: letter.eventID, user: letter.user,
-                                 time: input.time, body: input.body, lease: -1)
+        var queued = QueuedEvent(
+            pipeline: letter.pipeline,
+            source: QueuedEventIntake.replayKey,
+            eventID: letter.eventID,
+            user: letter.user,
+            time: input.time,
+            body: input.body,
+            lease: -1
+        )
         queued.caller = letter.caller
         queued.replayOf = letter
         #expect(try await store.replayDeadLetter(queued))
@@ -187,31 +198,40 @@ import Testing
             let (logger, messages) = StreamingLogHandler.logger()
             let store = try await PostgresStore(location: try PostgresLocation(parsing: url), logger: logger)
             let outage = try DatabaseOutage(url: url)
-            try await withCleanup({
-                let name = pipeline.definition.name
-                try await Self.register(3, in: store, pipeline: name)
-                pipeline.transport.hold(next: 3)
-                let event = pipeline.event(user: nil, ["text": "to everyone"])
-                let processor = EventProcessor(definition: pipeline.definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await outage.run() }
-                    defer { group.cancelAll() }
-                    let running = Task { await processor.process(event) }
-                    await pipeline.transport.waitForSends(3)
-                    try await outage.begin()
-                    pipeline.transport.release()
-                    // The page's write found the store away; the drain timeout comes now.
-                    for await message in messages where message.contains("does not answer") { break }
-                    running.cancel()
-                    try await outage.end()
-                    _ = await running.value
-                }
-                let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
-                #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
-                #expect(try await store.pipeline(name).lastDelivery(user: "user-00002")?.eventID == event.id)
-                #expect(await Self.processor(pipeline.definition, store).process(event).status == .delivered)
-                #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
-            }, cleanup: { try? await store.close() })
+            try await withCleanup(
+                {
+                    let name = pipeline.definition.name
+                    try await Self.register(3, in: store, pipeline: name)
+                    pipeline.transport.hold(next: 3)
+                    let event = pipeline.event(user: nil, ["text": "to everyone"])
+                    let processor = EventProcessor(
+                        definition: pipeline.definition,
+                        store: store,
+                        logger: logger,
+                        mode: .live,
+                        output: OutputSink { _ in }
+                    )
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { await outage.run() }
+                        defer { group.cancelAll() }
+                        let running = Task { await processor.process(event) }
+                        await pipeline.transport.waitForSends(3)
+                        try await outage.begin()
+                        pipeline.transport.release()
+                        // The page's write found the store away; the drain timeout comes now.
+                        for await message in messages where message.contains("does not answer") { break }
+                        running.cancel()
+                        try await outage.end()
+                        _ = await running.value
+                    }
+                    let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+                    #expect(record.statusJSON["broadcast"]?["after_user"] == "user-00002", "the page that went out is recorded")
+                    #expect(try await store.pipeline(name).lastDelivery(user: "user-00002")?.eventID == event.id)
+                    #expect(await Self.processor(pipeline.definition, store).process(event).status == .delivered)
+                    #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
+                },
+                cleanup: { try? await store.close() }
+            )
         }
     }
 
@@ -268,7 +288,10 @@ import Testing
             pipeline.transport.answer(.delivered(providerID: "ok"))
             #expect(await pipeline.processor.process(try await Self.replay(dead, in: pipeline.store)).status == .delivered)
             let resent = Array(pipeline.transport.sends[5_000...])
-            #expect(resent.count == users && Set(resent) == Set((0..<users).map(Self.token)), "the 5,000 retried and the 1,000 never reached, once each")
+            #expect(
+                resent.count == users && Set(resent) == Set((0..<users).map(Self.token)),
+                "the 5,000 retried and the 1,000 never reached, once each"
+            )
             #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first?.state == .delivered)
         }
     }

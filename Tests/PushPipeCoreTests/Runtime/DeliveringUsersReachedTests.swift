@@ -1,5 +1,6 @@
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// What a broadcast page stopped at the drain timeout counts as reached: only the notifications
 /// the stop left unsent cut it. A held one (its origin asked to wait) was reached and stays
@@ -9,7 +10,9 @@ struct DeliveringUsersReachedTests {
     static let users = ["u1", "u2", "u3", "u4"]
 
     static func page(_ attempts: [(user: String, Delivering.Attempt)]) -> Delivering {
-        let notifications = attempts.map { RenderedNotification(token: DeviceToken(user: $0.user, kind: "device", value: "t-\($0.user)"), payload: [:]) }
+        let notifications = attempts.map {
+            RenderedNotification(token: DeviceToken(user: $0.user, kind: "device", value: "t-\($0.user)"), payload: [:])
+        }
         var delivering = Delivering(event: Event(id: "e", pipeline: "p", user: nil, body: [:]), notifications: notifications)
         // Each one prepared, as the transport prepares them before any is sent.
         delivering.attempts = zip(attempts, notifications).map { attempt, notification in
@@ -22,7 +25,12 @@ struct DeliveringUsersReachedTests {
 
     static let sent = Delivering.Attempt(request: nil, outcome: .delivered(providerID: "ok"), count: 1)
     static let held = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: 30, reason: .other("held")), count: 0)
-    static let unsent = Delivering.Attempt(request: nil, outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")), count: 0, notSentYet: true)
+    static let unsent = Delivering.Attempt(
+        request: nil,
+        outcome: .retryAfter(seconds: nil, reason: .other("not sent yet")),
+        count: 0,
+        notSentYet: true
+    )
 
     @Test func aHeldNotificationDoesNotCutThePage() {
         var page = Self.page([("u1", Self.held), ("u2", Self.sent), ("u3", Self.sent), ("u4", Self.unsent)])

@@ -1,11 +1,12 @@
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
-@testable import PushPipeSQLite
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeSQLite
 
 /// An outcome the store refuses is not retried for ever, which would keep its event queued,
 /// block its worker and send it again at each restart. On real stores, each refusing one
@@ -18,10 +19,12 @@ import Testing
     @Test func sqliteRefusingAnOutcomeMakesItsEventADeadLetter() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             try await pipeline.store.database.write { db in
-                try db.execute(sql: """
-                    CREATE TRIGGER refuse_poison BEFORE INSERT ON deliveries WHEN NEW.user_id = 'poison'
-                    BEGIN SELECT RAISE(ABORT, 'poison is refused'); END
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER refuse_poison BEFORE INSERT ON deliveries WHEN NEW.user_id = 'poison'
+                        BEGIN SELECT RAISE(ABORT, 'poison is refused'); END
+                        """
+                )
             }
             try await Self.refusedOutcome(pipeline, store: pipeline.store, code: "SQLITE_CONSTRAINT (1811)")
         }
@@ -31,10 +34,13 @@ import Testing
     func postgresRefusingAnOutcomeMakesItsEventADeadLetter() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({
-                _ = try await store.connections.rows("ALTER TABLE deliveries ADD CONSTRAINT refuse_poison CHECK (user_id <> 'poison')")
-                try await Self.refusedOutcome(pipeline, store: store, code: "23514")
-            }, cleanup: { try? await store.close() })
+            try await withCleanup(
+                {
+                    _ = try await store.connections.rows("ALTER TABLE deliveries ADD CONSTRAINT refuse_poison CHECK (user_id <> 'poison')")
+                    try await Self.refusedOutcome(pipeline, store: store, code: "23514")
+                },
+                cleanup: { try? await store.close() }
+            )
         }
     }
 
@@ -45,19 +51,27 @@ import Testing
     func postgresRecordsAnEventWhoseUserAndBodyHoldNUL() async throws {
         try await ScriptedPipeline.with(Self.renderer) { pipeline in
             let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({
-                let name = pipeline.definition.name
-                try await store.pipeline(name).register(DeviceToken(user: "a\0b", kind: "device", value: "t1"), environment: nil, replace: false)
-                let processor = EventProcessor(definition: pipeline.definition, store: store, logger: Logger(label: "test"), mode: .live,
-                                               output: OutputSink { _ in })
-                let event = pipeline.event(user: "a\0b", ["n": 1, "text": "nul\0"])
-                #expect(await processor.process(event).status == .delivered)
-                let record = try await store.eventRecords(eventID: event.id, pipeline: name).records.first
-                #expect(record?.state == .delivered)
-                #expect(try await store.pipeline(name).lastDelivery(user: "a\u{FFFD}b")?.eventID == event.id)
-                #expect(await processor.process(pipeline.event(user: "a\0b", ["n": 2])).status == .delivered, "the worker goes on")
-                #expect(pipeline.transport.sends == ["t1", "t1"])
-            }, cleanup: { try? await store.close() })
+            try await withCleanup(
+                {
+                    let name = pipeline.definition.name
+                    try await store.pipeline(name).register(DeviceToken(user: "a\0b", kind: "device", value: "t1"), environment: nil, replace: false)
+                    let processor = EventProcessor(
+                        definition: pipeline.definition,
+                        store: store,
+                        logger: Logger(label: "test"),
+                        mode: .live,
+                        output: OutputSink { _ in }
+                    )
+                    let event = pipeline.event(user: "a\0b", ["n": 1, "text": "nul\0"])
+                    #expect(await processor.process(event).status == .delivered)
+                    let record = try await store.eventRecords(eventID: event.id, pipeline: name).records.first
+                    #expect(record?.state == .delivered)
+                    #expect(try await store.pipeline(name).lastDelivery(user: "a\u{FFFD}b")?.eventID == event.id)
+                    #expect(await processor.process(pipeline.event(user: "a\0b", ["n": 2])).status == .delivered, "the worker goes on")
+                    #expect(pipeline.transport.sends == ["t1", "t1"])
+                },
+                cleanup: { try? await store.close() }
+            )
         }
     }
 
@@ -67,8 +81,13 @@ import Testing
         for user in ["poison", "alice"] {
             try await store.pipeline(name).register(DeviceToken(user: user, kind: "device", value: "t-\(user)"), environment: nil, replace: false)
         }
-        let processor = EventProcessor(definition: pipeline.definition, store: store, logger: Logger(label: "test"), mode: .live,
-                                       output: OutputSink { _ in })
+        let processor = EventProcessor(
+            definition: pipeline.definition,
+            store: store,
+            logger: Logger(label: "test"),
+            mode: .live,
+            output: OutputSink { _ in }
+        )
         let poison = pipeline.event(user: "poison", ["n": 1])
         let alice = pipeline.event(user: "alice", ["n": 2])
         let started = await processor.start([poison, alice])

@@ -1,9 +1,10 @@
 import Logging
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// A store that is away is waited for: otherwise an event whose recipients cannot be read
 /// during a database outage would fail, and its source would remove it from the queue as
@@ -16,26 +17,42 @@ struct EventProcessorStoreWaitTests {
             let location = try PostgresLocation(parsing: url)
             let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
             let outage = try DatabaseOutage(url: url)
-            try await withCleanup({
-                try await store.pipeline(pipeline.definition.name).register(DeviceToken(user: "u", kind: "device", value: "t1"), environment: nil, replace: false)
-                let (logger, messages) = StreamingLogHandler.logger()
-                let processor = EventProcessor(definition: pipeline.definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
-                let report = try await withThrowingTaskGroup(of: EventReport?.self, returning: EventReport?.self) { group in
-                    group.addTask { await outage.run(); return nil }
-                    defer { group.cancelAll() }
-                    try await outage.begin()
-                    group.addTask { await processor.process(pipeline.event(user: "u", ["n": 1])) }
-                    // Back once the event found the store away (or failed for it, which the checks below catch).
-                    for await message in messages where message.contains("waits for the store") || message.contains("failed") { break }
-                    try await outage.end()
-                    while let next = try await group.next() {
-                        if let report = next { return report }
+            try await withCleanup(
+                {
+                    try await store.pipeline(pipeline.definition.name).register(
+                        DeviceToken(user: "u", kind: "device", value: "t1"),
+                        environment: nil,
+                        replace: false
+                    )
+                    let (logger, messages) = StreamingLogHandler.logger()
+                    let processor = EventProcessor(
+                        definition: pipeline.definition,
+                        store: store,
+                        logger: logger,
+                        mode: .live,
+                        output: OutputSink { _ in }
+                    )
+                    let report = try await withThrowingTaskGroup(of: EventReport?.self, returning: EventReport?.self) { group in
+                        group.addTask {
+                            await outage.run()
+                            return nil
+                        }
+                        defer { group.cancelAll() }
+                        try await outage.begin()
+                        group.addTask { await processor.process(pipeline.event(user: "u", ["n": 1])) }
+                        // Back once the event found the store away (or failed for it, which the checks below catch).
+                        for await message in messages where message.contains("waits for the store") || message.contains("failed") { break }
+                        try await outage.end()
+                        while let next = try await group.next() {
+                            if let report = next { return report }
+                        }
+                        return nil
                     }
-                    return nil
-                }
-                #expect(report?.status == .delivered, "\(report?.reason ?? "no report")")
-                #expect(pipeline.transport.sends == ["t1"])
-            }, cleanup: { try? await store.close() })
+                    #expect(report?.status == .delivered, "\(report?.reason ?? "no report")")
+                    #expect(pipeline.transport.sends == ["t1"])
+                },
+                cleanup: { try? await store.close() }
+            )
         }
     }
 }

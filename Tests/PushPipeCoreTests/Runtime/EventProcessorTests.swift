@@ -21,8 +21,10 @@ import Testing
             let processing = Task { await processor.process(event) }
             // The retry is scheduled: the processor is going into (or is in) its backoff sleep.
             for await message in messages where message.contains("will be retried") { break }
-            #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: nil).records.first?.state == .processing,
-                    "its retries are under way")
+            #expect(
+                try await pipeline.store.eventRecords(eventID: event.id, pipeline: nil).records.first?.state == .processing,
+                "its retries are under way"
+            )
             processing.cancel()
             let report = await processing.value
             #expect(try await pipeline.store.deadLetterCounts().isEmpty)

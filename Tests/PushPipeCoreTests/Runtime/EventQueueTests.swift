@@ -1,6 +1,7 @@
 import NIOPosix
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 @Suite struct EventQueueTests {
     /// Suspends until `queue` has `count` suspended senders (no sleeping: the senders run as soon as they can).

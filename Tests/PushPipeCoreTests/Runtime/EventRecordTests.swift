@@ -14,7 +14,9 @@ import Testing
             for index in 0..<users { try await pipeline.register(String(format: "user-%05d", index), String(format: "%032x", index + 1)) }
             let failing = [1_200, 1_300, 1_400].map { String(format: "%032x", $0 + 1) }
             let failure = ProviderReason(code: "InternalServerError", "500 InternalServerError")
-            for token in failing { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: failure), .retryAfter(seconds: nil, reason: failure)]) }
+            for token in failing {
+                pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: failure), .retryAfter(seconds: nil, reason: failure)])
+            }
             var event = pipeline.event(user: nil, ["text": "to everyone"])
             event.caller = "token"
             _ = await pipeline.processor.process(event)
@@ -23,8 +25,10 @@ import Testing
             #expect(dead.state == .deadLetter)
             #expect(dead.recipients.count == 1_003 && dead.omittedRecipients == 497, "the first 1,000 and every failure")
             #expect(dead.replayAddresses == Set(failing.map { "device:" + $0 }))
-            #expect(dead.recipients.filter(\.isUnresolved).allSatisfy { $0.reasonCode == "InternalServerError" && $0.reason == failure.text },
-                    "the record keeps the code apart from the text")
+            #expect(
+                dead.recipients.filter(\.isUnresolved).allSatisfy { $0.reasonCode == "InternalServerError" && $0.reason == failure.text },
+                "the record keeps the code apart from the text"
+            )
             #expect(dead.statusJSON["recipients"]?.arrayValue?.compactMap { $0["reason_code"]?.stringValue }.count == 3)
             #expect(dead.input?.body == ["text": "to everyone"])
             #expect(try await pipeline.store.deadLetters(pipeline: nil, since: nil, limit: 10).map(\.eventID) == [event.id])

@@ -1,10 +1,11 @@
 import Foundation
 import InMemoryTracing
 import Logging
-@testable import PushPipeCore
 import PushPipeTesting
 import Testing
 import Tracing
+
+@testable import PushPipeCore
 
 /// One span per event, with a child per stage and per delivery attempt, through any
 /// swift-distributed-tracing tracer (here the library's in-memory one).
@@ -17,8 +18,14 @@ import Tracing
         """
 
     func processor(_ pipeline: ScriptedPipeline, tracer: InMemoryTracer) -> EventProcessor {
-        EventProcessor(definition: pipeline.definition, store: pipeline.store, logger: Logger(label: "traced"), mode: .live,
-                       output: OutputSink { _ in }, telemetry: Telemetry(tracer: tracer))
+        EventProcessor(
+            definition: pipeline.definition,
+            store: pipeline.store,
+            logger: Logger(label: "traced"),
+            mode: .live,
+            output: OutputSink { _ in },
+            telemetry: Telemetry(tracer: tracer)
+        )
     }
 
     @Test func anEventsSpanHasAChildPerStageAndPerAttempt() async throws {
@@ -40,18 +47,26 @@ import Tracing
             let filter = pipeline.definition.filters[0].id
             let renderer = pipeline.definition.renderer.id
             let transport = pipeline.definition.transport.id
-            #expect(children.map(\.operationName) == ["filter \(filter)", "render \(renderer)", "send \(transport)", "send \(transport)"],
-                    "\(spans.map(\.operationName))")
+            #expect(
+                children.map(\.operationName) == ["filter \(filter)", "render \(renderer)", "send \(transport)", "send \(transport)"],
+                "\(spans.map(\.operationName))"
+            )
             let attempts = children.filter { $0.operationName.hasPrefix("send") }
             #expect(attempts.map { $0.attributes["pushpipe.attempt"]?.toSpanAttribute() } == [1, 2])
             #expect(attempts.map { $0.attributes["pushpipe.outcome"]?.toSpanAttribute() } == ["retry-after", "delivered"])
-            #expect(attempts.map { $0.attributes["pushpipe.token"]?.toSpanAttribute() } == [.string(String(token.prefix(8)) + "…"),
-                                                                                            .string(String(token.prefix(8)) + "…")],
-                    "tokens are masked")
+            #expect(
+                attempts.map { $0.attributes["pushpipe.token"]?.toSpanAttribute() } == [
+                    .string(String(token.prefix(8)) + "…"),
+                    .string(String(token.prefix(8)) + "…"),
+                ],
+                "tokens are masked"
+            )
             #expect(attempts.first?.status?.code == .error && attempts.last?.status == nil)
             #expect(attempts.allSatisfy { $0.kind == .client })
-            #expect(event.endInstant.nanosecondsSinceEpoch >= attempts.last!.endInstant.nanosecondsSinceEpoch,
-                    "the event's span ends once its last attempt did")
+            #expect(
+                event.endInstant.nanosecondsSinceEpoch >= attempts.last!.endInstant.nanosecondsSinceEpoch,
+                "the event's span ends once its last attempt did"
+            )
         }
     }
 

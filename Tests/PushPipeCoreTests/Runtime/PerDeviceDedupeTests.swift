@@ -1,10 +1,10 @@
 import Foundation
 import Logging
-import PushPipePostgresTesting
-import Synchronization
 import PushPipeCore
 import PushPipePostgres
+import PushPipePostgresTesting
 import PushPipeTesting
+import Synchronization
 import Testing
 
 /// A poller's watermark moves only once every device of the user got the items, so while one
@@ -38,10 +38,13 @@ import Testing
             let location = try await TestStores.freshPostgresDatabase()
             let first = try await PostgresStore(location: location, logger: Logger(label: "per-device"))
             let second = try await PostgresStore(location: location, logger: Logger(label: "per-device"))
-            try await withCleanup({ try await checks(pipeline, stores: [first, second]) }, cleanup: {
-                try? await first.close()
-                try? await second.close()
-            })
+            try await withCleanup(
+                { try await checks(pipeline, stores: [first, second]) },
+                cleanup: {
+                    try? await first.close()
+                    try? await second.close()
+                }
+            )
         }
     }
 
@@ -49,19 +52,31 @@ import Testing
     /// checks go to each store in turn.
     func checks(_ pipeline: ScriptedPipeline, stores: [any Store]) async throws {
         let processors = stores.map { store in
-            EventProcessor(definition: pipeline.definition, store: store, logger: Logger(label: "per-device"), mode: .live, output: OutputSink { _ in })
+            EventProcessor(
+                definition: pipeline.definition,
+                store: store,
+                logger: Logger(label: "per-device"),
+                mode: .live,
+                output: OutputSink { _ in }
+            )
         }
         let turn = Mutex(0)
         func check(_ lastMove: Int64) async -> EventReport {
-            let processor = processors[turn.withLock { turn in
-                defer { turn += 1 }
-                return turn % processors.count
-            }]
+            let processor = processors[
+                turn.withLock { turn in
+                    defer { turn += 1 }
+                    return turn % processors.count
+                }
+            ]
             return await processor.process(pipeline.event(user: "alice", Self.games(lastMove)))
         }
         let store = stores[0]
         for token in [Self.good, Self.failing] {
-            try await store.pipeline(pipeline.definition.name).register(DeviceToken(user: "alice", kind: "device", value: token), environment: nil, replace: false)
+            try await store.pipeline(pipeline.definition.name).register(
+                DeviceToken(user: "alice", kind: "device", value: token),
+                environment: nil,
+                replace: false
+            )
         }
         let transport = pipeline.transport
         func sends(_ token: String) -> Int { transport.sends.filter { $0 == token }.count }

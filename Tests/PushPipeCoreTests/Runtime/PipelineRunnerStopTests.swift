@@ -1,20 +1,29 @@
 import Logging
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 @Suite struct PipelineRunnerStopTests {
     /// A daemon finishes stopping after SIGTERM even with a transport that does not answer: a
     /// source waiting for room in a full pipeline has its event refused at once, and the
     /// drain's deadline counts from the stop, not from the end of every source.
     @Test func aStopIsBoundedByTheDrainTimeoutWhileASourceWaitsForRoom() async throws {
-        try await ScriptedPipeline.with("""
+        try await ScriptedPipeline.with(
+            """
             renderer: {type: json.template, payload: {n: {$from: n}}}
             delivery: {concurrency: 1, drain_timeout: 200ms}
-            """) { pipeline in
+            """
+        ) { pipeline in
             try await pipeline.register("u", "t1")
             pipeline.transport.hold(next: 100)
             let (logger, messages) = StreamingLogHandler.logger()
-            let runner = PipelineRunner(definition: pipeline.definition, store: pipeline.store, logger: logger, mode: .live, output: OutputSink { _ in })
+            let runner = PipelineRunner(
+                definition: pipeline.definition,
+                store: pipeline.store,
+                logger: logger,
+                mode: .live,
+                output: OutputSink { _ in }
+            )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await runner.run() }
                 while !runner.isRunning { await Task.yield() }

@@ -30,24 +30,42 @@ import Testing
         let directory = try TemporaryDirectory("intake")
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await withCleanup({
-            try await store.enqueue(QueuedEvent(pipeline: "p", source: "inbox", eventID: "e1", user: "u", time: Date().timeIntervalSince1970,
-                                                body: ["n": 1], lease: 0))
-            // A short lease and no renewals: it lapses while the sink still holds the event.
-            let lease = 0.2
-            let intake = QueuedEventIntake(lease: lease)
-            let sink = HoldingSink()
-            let context = StageContext(pipeline: "p", stage: "sources[0]", key: "inbox", store: store, logger: Logger(label: "test"), mode: .live)
-            let claims = Task { await intake.claimWhileRunning(into: sink, context: context, announcing: "queued events") }
-            defer { claims.cancel() }
-            let started = try await sink.seen.wait(timeout: 30, { $0.submitted.isEmpty ? nil : ContinuousClock.now },
-                                                   failure: { _ in WaitTimedOut("the event was never claimed") })
-            // Two claims that began after the lease had lapsed have run once a third one looks for room.
-            let lapsed = started + .milliseconds(Int64(lease * 1000 * 1.5))
-            try await sink.seen.wait(timeout: 30, { $0.roomReads.filter { $0 > lapsed }.count >= 3 ? () : nil },
-                                     failure: { _ in WaitTimedOut("no claim after the lease lapsed") })
-            #expect(sink.seen.value.submitted == ["e1"], "started once while in flight here")
-            #expect(intake.leases.heldKeys.map { $0.prefix(while: { $0 != "\n" }) } == ["e1"], "and still held once")
-        }, cleanup: { try? await store.close() })
+        try await withCleanup(
+            {
+                try await store.enqueue(
+                    QueuedEvent(
+                        pipeline: "p",
+                        source: "inbox",
+                        eventID: "e1",
+                        user: "u",
+                        time: Date().timeIntervalSince1970,
+                        body: ["n": 1],
+                        lease: 0
+                    )
+                )
+                // A short lease and no renewals: it lapses while the sink still holds the event.
+                let lease = 0.2
+                let intake = QueuedEventIntake(lease: lease)
+                let sink = HoldingSink()
+                let context = StageContext(pipeline: "p", stage: "sources[0]", key: "inbox", store: store, logger: Logger(label: "test"), mode: .live)
+                let claims = Task { await intake.claimWhileRunning(into: sink, context: context, announcing: "queued events") }
+                defer { claims.cancel() }
+                let started = try await sink.seen.wait(
+                    timeout: 30,
+                    { $0.submitted.isEmpty ? nil : ContinuousClock.now },
+                    failure: { _ in WaitTimedOut("the event was never claimed") }
+                )
+                // Two claims that began after the lease had lapsed have run once a third one looks for room.
+                let lapsed = started + .milliseconds(Int64(lease * 1000 * 1.5))
+                try await sink.seen.wait(
+                    timeout: 30,
+                    { $0.roomReads.filter { $0 > lapsed }.count >= 3 ? () : nil },
+                    failure: { _ in WaitTimedOut("no claim after the lease lapsed") }
+                )
+                #expect(sink.seen.value.submitted == ["e1"], "started once while in flight here")
+                #expect(intake.leases.heldKeys.map { $0.prefix(while: { $0 != "\n" }) } == ["e1"], "and still held once")
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 }

@@ -1,5 +1,6 @@
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 @Suite struct RepeatedMessagesTests {
     @Test func theFirstOfAKindIsLoggedAndTheRestOfTheWindowCounted() {

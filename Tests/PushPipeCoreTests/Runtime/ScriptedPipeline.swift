@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import PushPipeCore
-import PushPipeSQLite
-import PushPipePostgres
 import PushPipePlugins
+import PushPipePostgres
+import PushPipeSQLite
 import PushPipeStages
 import PushPipeTesting
 import Synchronization
@@ -118,25 +118,37 @@ struct ScriptedPipeline {
     static func make(_ body: String) async throws -> ScriptedPipeline {
         let directory = try TemporaryDirectory("scripted")
         let transport = ScriptedTransport()
-        let descriptor = StageDescriptor.transport("scripted", "Answers as the test says.", ScriptedTransport.Configuration.self) { _, _ in transport }
-        let file = try directory.write("scripted.yaml", """
+        let descriptor = StageDescriptor.transport("scripted", "Answers as the test says.", ScriptedTransport.Configuration.self) { _, _ in transport
+        }
+        let file = try directory.write(
+            "scripted.yaml",
+            """
             pipeline: scripted
             sources:
               - {type: http.event, path: /events}
             \(body)
             transport: {type: scripted}
-            """)
+            """
+        )
         let loader = ConfigLoader(builtins: BuiltinStages.all + [descriptor], interpolation: EnvironmentInterpolation(environment: [:]))
         let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
-        return ScriptedPipeline(directory: directory, transport: transport, store: try SQLiteStore(path: directory.file("state.sqlite")),
-                                definition: definition)
+        return ScriptedPipeline(
+            directory: directory,
+            transport: transport,
+            store: try SQLiteStore(path: directory.file("state.sqlite")),
+            definition: definition
+        )
     }
 
     var processor: EventProcessor { processor(logger: Logger(label: "scripted")) }
 
-    func processor(logger: Logger = Logger(label: "scripted"), mode: RunMode = .live, output: OutputSink = OutputSink { _ in },
-                   clock: any DaemonClock = .system) -> EventProcessor {
+    func processor(
+        logger: Logger = Logger(label: "scripted"),
+        mode: RunMode = .live,
+        output: OutputSink = OutputSink { _ in },
+        clock: any DaemonClock = .system
+    ) -> EventProcessor {
         EventProcessor(definition: definition, store: store, logger: logger, mode: mode, output: output, clock: clock)
     }
 

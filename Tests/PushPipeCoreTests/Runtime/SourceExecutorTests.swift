@@ -85,18 +85,24 @@ private final class WhereTransport: Transport, Sendable {
             StageDescriptor.source("one.event", "One event.", OneEventSource.Configuration.self) { _, _ in OneEventSource(executor: executor) },
             StageDescriptor.transport("where", "Notes where it runs.", WhereTransport.Configuration.self) { _, _ in transport },
         ]
-        let file = try directory.write("where.yaml", """
+        let file = try directory.write(
+            "where.yaml",
+            """
             pipeline: where
             sources: [{type: one.event}]
             renderer: {type: json.template, payload: {n: {$from: n}}}
             transport: {type: where}
-            """)
+            """
+        )
         let loaded = await ConfigLoader(builtins: BuiltinStages.all + stages, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await store.pipeline(definition.name).register(DeviceToken(user: "1", kind: "device", value: String(repeating: "ab", count: 32)),
-                                 environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(
+            DeviceToken(user: "1", kind: "device", value: String(repeating: "ab", count: 32)),
+            environment: nil,
+            replace: false
+        )
         let runner = PipelineRunner(definition: definition, store: store, logger: Logger(label: "where"), mode: .live, output: OutputSink { _ in })
         var onExecutor: Bool?
         await withTaskGroup(of: Void.self) { group in

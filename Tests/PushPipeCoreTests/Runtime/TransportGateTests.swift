@@ -1,8 +1,9 @@
 import Foundation
-@testable import PushPipeCore
 import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
 
 /// Provider flow control. A provider's throttling answer with `Retry-After` pauses the
 /// transport for every event, not only the one that got it; `delivery.max_rate` paces sends.
@@ -13,8 +14,10 @@ import Testing
 
     /// Event 1 is throttled (60 s on the test's clock); event 2, for someone else and started
     /// right after, waits it out too. A retry that is no throttle pauses nothing.
-    @Test(arguments: [(ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: Sending limit exceeded", throttlesSender: true), true),
-                      (ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: try later"), false)])
+    @Test(arguments: [
+        (ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: Sending limit exceeded", throttlesSender: true), true),
+        (ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: try later"), false),
+    ])
     func aThrottleWithRetryAfterPausesEveryEvent(_ reason: ProviderReason, pauses: Bool) async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 20ms}") { pipeline in
             let first = String(repeating: "a1", count: 16)
@@ -63,7 +66,10 @@ import Testing
             let bystander = String(repeating: "b2", count: 16)
             try await pipeline.register("mallory", hostile)
             try await pipeline.register("bob", bystander)
-            pipeline.transport.script(hostile, [.retryAfter(seconds: 3600, reason: .http(429, "429")), .retryAfter(seconds: 3600, reason: .http(429, "429"))])
+            pipeline.transport.script(
+                hostile,
+                [.retryAfter(seconds: 3600, reason: .http(429, "429")), .retryAfter(seconds: 3600, reason: .http(429, "429"))]
+            )
             let processor = pipeline.processor
             let throttled = Task { await processor.process(pipeline.event(user: "mallory", ["text": "one"])) }
             await pipeline.transport.waitForSends(1)
@@ -115,8 +121,10 @@ import Testing
         let quota = ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: limit", throttlesSender: true)
         #expect(TransportOutcome.retryAfter(seconds: 30, reason: quota).providerPause == 30)
         #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(429, "HTTP 429: slow down")).providerPause == 5)
-        #expect(TransportOutcome.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyRequests", "TooManyRequests")).providerPause == nil,
-                "APNs: one device, no Retry-After")
+        #expect(
+            TransportOutcome.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyRequests", "TooManyRequests")).providerPause == nil,
+            "APNs: one device, no Retry-After"
+        )
         #expect(TransportOutcome.retryAfter(seconds: 5, reason: ProviderReason(code: "UNAVAILABLE", "UNAVAILABLE: later")).providerPause == nil)
         #expect(TransportOutcome.retryAfter(seconds: 0, reason: .http(429, "HTTP 429: now")).providerPause == nil)
         #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(503, "HTTP 503")).providerPause == nil)
@@ -125,14 +133,17 @@ import Testing
     @Test func aMaxRateThatIsNoRateIsAConfigurationError() async throws {
         let directory = try TemporaryDirectory("max-rate")
         defer { directory.remove() }
-        let file = try directory.write("bad.yaml", """
+        let file = try directory.write(
+            "bad.yaml",
+            """
             pipeline: bad
             sources:
               - {type: http.event, path: /events}
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
             delivery: {max_rate: fast}
-            """)
+            """
+        )
         let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let error = try #require(result.diagnostics.errors.first)

@@ -1,5 +1,6 @@
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// A write of what was already sent goes on after its caller's cancellation (the drain
 /// timeout), but only for its grace: a stop must end even while the store is away.

@@ -1,6 +1,7 @@
 import Foundation
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// Events, rendered notifications and requests share their fields between copies until one
 /// changes: each must still behave as a value, a change seen by the changed copy only.

@@ -7,11 +7,19 @@ import Testing
     static let token = "dXp1c2VyLXRva2VuOkFQQTkxYkhQUm1mRmlnWFl6V1h0cXZ6a0pCN0RyWVd6bmhKcU5XV3pJeFl6"
 
     static var fcmRequest: OutgoingRequest {
-        let body: JSON = ["message": ["token": .string(token), "data": ["about": .string("sent to \(token) today")],
-                                      "notification": ["title": "Hello"]]]
-        return OutgoingRequest(method: "POST", url: "https://fcm.googleapis.com/v1/projects/p/messages:send",
-                               headers: [("authorization", "Bearer ya29.secret-access-token-value")], body: body,
-                               token: DeviceToken(user: "alice", kind: "fcm", value: token))
+        let body: JSON = [
+            "message": [
+                "token": .string(token), "data": ["about": .string("sent to \(token) today")],
+                "notification": ["title": "Hello"],
+            ]
+        ]
+        return OutgoingRequest(
+            method: "POST",
+            url: "https://fcm.googleapis.com/v1/projects/p/messages:send",
+            headers: [("authorization", "Bearer ya29.secret-access-token-value")],
+            body: body,
+            token: DeviceToken(user: "alice", kind: "fcm", value: token)
+        )
     }
 
     @Test func thePrintedRequestShowsNoWholeTokenInItsBody() {

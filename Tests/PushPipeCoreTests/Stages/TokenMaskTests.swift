@@ -21,8 +21,12 @@ import Testing
     /// A request's URL: a token in its path masked; other URLs as they are.
     @Test func urlsShowNoToken() {
         let apnsToken = String(repeating: "ab", count: 32)
-        #expect(TokenMask.maskURL("https://api.push.apple.com/3/device/\(apnsToken)", token: apnsToken) == "https://api.push.apple.com/3/device/abababab…")
-        #expect(TokenMask.maskURL("https://fcm.googleapis.com/v1/projects/p/messages:send", token: "fcm-registration-token")
-            == "https://fcm.googleapis.com/v1/projects/p/messages:send")
+        #expect(
+            TokenMask.maskURL("https://api.push.apple.com/3/device/\(apnsToken)", token: apnsToken) == "https://api.push.apple.com/3/device/abababab…"
+        )
+        #expect(
+            TokenMask.maskURL("https://fcm.googleapis.com/v1/projects/p/messages:send", token: "fcm-registration-token")
+                == "https://fcm.googleapis.com/v1/projects/p/messages:send"
+        )
     }
 }

@@ -1,5 +1,6 @@
-@testable import PushPipeCore
 import Testing
+
+@testable import PushPipeCore
 
 /// What the stores bind: NUL replaced, invalid UTF-8 repaired, free text bounded.
 @Suite struct StoredTextTests {

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
-@testable import PushPipeCore
-@testable import PushPipePostgres
 import PushPipePostgresTesting
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import PushPipeStages
 
 /// An event's holds are released even when the store refuses a release (an outage, a cut
 /// connection, a task cancelled at the drain timeout): a hold left behind would keep its items
@@ -21,30 +22,37 @@ struct TimestampDedupeHoldTests {
         let filter = try await TimestampDedupeFilter.games(", hold: 3s", in: directory)
         let location = try await TestStores.freshPostgresDatabase()
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
-        try await withCleanup({
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
-                group.addTask { try await filter.run(context: context) }
-                defer { group.cancelAll() }
-                let until = { try await store.connections.rows("SELECT lease_until FROM work WHERE kind LIKE 'hold:%' AND key = 'u/1'").first?.decode(Double.self) ?? 0 }
-                let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
-                guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
-                    Issue.record("the new game was dropped")
-                    return
+        try await withCleanup(
+            {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
+                    group.addTask { try await filter.run(context: context) }
+                    defer { group.cancelAll() }
+                    let until = {
+                        try await store.connections.rows("SELECT lease_until FROM work WHERE kind LIKE 'hold:%' AND key = 'u/1'").first?.decode(
+                            Double.self
+                        ) ?? 0
+                    }
+                    let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
+                    guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
+                        Issue.record("the new game was dropped")
+                        return
+                    }
+                    let first = try await until()
+                    // The delivery takes longer than the hold: the hold is renewed meanwhile.
+                    let deadline = ContinuousClock.now + .seconds(15)
+                    var renewed = first
+                    while ContinuousClock.now < deadline, renewed <= first {
+                        try await Task.sleep(for: .milliseconds(200))
+                        renewed = try await until()
+                    }
+                    #expect(renewed > first, "renewed while on its way")
+                    await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .delivered))
+                    #expect(try await until() == 0, "released when it ended")
                 }
-                let first = try await until()
-                // The delivery takes longer than the hold: the hold is renewed meanwhile.
-                let deadline = ContinuousClock.now + .seconds(15)
-                var renewed = first
-                while ContinuousClock.now < deadline, renewed <= first {
-                    try await Task.sleep(for: .milliseconds(200))
-                    renewed = try await until()
-                }
-                #expect(renewed > first, "renewed while on its way")
-                await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .delivered))
-                #expect(try await until() == 0, "released when it ended")
-            }
-        }, cleanup: { try? await store.close() })
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 
     @Test func holdsTheStoreRefusedToReleaseAreReleasedOnceItAnswers() async throws {
@@ -55,38 +63,46 @@ struct TimestampDedupeHoldTests {
         let location = try PostgresLocation(parsing: url)
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
         let outage = try DatabaseOutage(url: url)
-        try await withCleanup({
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await outage.run() }
-                let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
-                group.addTask { try await filter.run(context: context) }
-                defer { group.cancelAll() }
-                let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100], ["game_id": 2, "last_move": 200]]])
-                guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
-                    Issue.record("new games were dropped")
-                    return
+        try await withCleanup(
+            {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await outage.run() }
+                    let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
+                    group.addTask { try await filter.run(context: context) }
+                    defer { group.cancelAll() }
+                    let event = Event(
+                        id: "e1",
+                        pipeline: "turns",
+                        user: "u",
+                        body: ["games": [["game_id": 1, "last_move": 100], ["game_id": 2, "last_move": 200]]]
+                    )
+                    guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
+                        Issue.record("new games were dropped")
+                        return
+                    }
+                    // Held while on its way: the same games at the next check are not sent again.
+                    guard case .drop = try await filter.apply(to: event, context: context) else {
+                        Issue.record("the games were not held")
+                        return
+                    }
+                    // The event ends while the database is away: its release is refused.
+                    try await outage.begin()
+                    await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
+                    #expect(filter.holdsTaken.unreleasedCount == 2, "the refused release is kept")
+                    try await outage.end()
+                    // Released once the store answers, long before the 10-minute hold would lapse.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    var free: Set<String> = []
+                    while ContinuousClock.now < deadline {
+                        free = (try? await store.pipeline("turns").hold(keys: ["u/1", "u/2"], stage: "moves", lease: 600)) ?? []
+                        if free == ["u/1", "u/2"] { break }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    #expect(free == ["u/1", "u/2"], "the games are free again")
                 }
-                // Held while on its way: the same games at the next check are not sent again.
-                guard case .drop = try await filter.apply(to: event, context: context) else {
-                    Issue.record("the games were not held")
-                    return
-                }
-                // The event ends while the database is away: its release is refused.
-                try await outage.begin()
-                await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
-                #expect(filter.holdsTaken.unreleasedCount == 2, "the refused release is kept")
-                try await outage.end()
-                // Released once the store answers, long before the 10-minute hold would lapse.
-                let deadline = ContinuousClock.now + .seconds(60)
-                var free: Set<String> = []
-                while ContinuousClock.now < deadline {
-                    free = (try? await store.pipeline("turns").hold(keys: ["u/1", "u/2"], stage: "moves", lease: 600)) ?? []
-                    if free == ["u/1", "u/2"] { break }
-                    try await Task.sleep(for: .milliseconds(200))
-                }
-                #expect(free == ["u/1", "u/2"], "the games are free again")
-            }
-        }, cleanup: { try? await store.close() })
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 }
 
@@ -101,25 +117,28 @@ extension TimestampDedupeHoldTests {
         let filter = try await TimestampDedupeFilter.games(in: directory)
         let location = try await TestStores.freshPostgresDatabase()
         let store = try await PostgresStore(location: location, logger: Logger(label: "test"))
-        try await withCleanup({
-            let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
-            let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
-            guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
-                Issue.record("the new game was dropped")
-                return
-            }
-            // The store was away for longer than the hold: in the database, the hold has lapsed.
-            _ = try await store.connections.rows("UPDATE work SET lease_until = 0 WHERE kind LIKE 'hold:%' AND key = 'u/1'")
-            guard case .drop(_, let code) = try await filter.apply(to: event, context: context) else {
-                Issue.record("the game on its way was taken again")
-                return
-            }
-            #expect(code == "in_flight")
-            await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
-            guard case .pass = try await filter.apply(to: event, context: context) else {
-                Issue.record("once its notification ended, the game is taken again (its watermark did not move)")
-                return
-            }
-        }, cleanup: { try? await store.close() })
+        try await withCleanup(
+            {
+                let context = StageContext(pipeline: "turns", stage: "filters[0]", store: store, logger: Logger(label: "dedupe"), mode: .live)
+                let event = Event(id: "e1", pipeline: "turns", user: "u", body: ["games": [["game_id": 1, "last_move": 100]]])
+                guard case .pass(let passed) = try await filter.apply(to: event, context: context) else {
+                    Issue.record("the new game was dropped")
+                    return
+                }
+                // The store was away for longer than the hold: in the database, the hold has lapsed.
+                _ = try await store.connections.rows("UPDATE work SET lease_until = 0 WHERE kind LIKE 'hold:%' AND key = 'u/1'")
+                guard case .drop(_, let code) = try await filter.apply(to: event, context: context) else {
+                    Issue.record("the game on its way was taken again")
+                    return
+                }
+                #expect(code == "in_flight")
+                await passed.onComplete?(EventReport(eventID: "e1", pipeline: "turns", user: "u", status: .failed))
+                guard case .pass = try await filter.apply(to: event, context: context) else {
+                    Issue.record("once its notification ended, the game is taken again (its watermark did not move)")
+                    return
+                }
+            },
+            cleanup: { try? await store.close() }
+        )
     }
 }

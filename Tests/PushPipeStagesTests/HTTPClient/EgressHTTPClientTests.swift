@@ -1,9 +1,10 @@
 import AsyncHTTPClient
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// The egress client's connection check, on its own. A name may resolve to a
 /// public address when it is checked and to a private one when the client connects (DNS

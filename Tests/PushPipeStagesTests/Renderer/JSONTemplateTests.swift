@@ -1,21 +1,31 @@
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import Testing
 
+@testable import PushPipeStages
+
 @Suite struct JSONTemplateTests {
-    let event = Event(id: "62505215624257b417055bc4", pipeline: "p", user: "1783478", time: Date(timeIntervalSince1970: 1_758_474_319.701),
-                      body: ["game_id": 79504463, "game_name": "Tom & Jerry <3", "last_move": 1758474319701, "ratio": 0.5,
-                             "games": [["id": 1], ["id": 2]], "nothing": nil])
+    let event = Event(
+        id: "62505215624257b417055bc4",
+        pipeline: "p",
+        user: "1783478",
+        time: Date(timeIntervalSince1970: 1_758_474_319.701),
+        body: [
+            "game_id": 79_504_463, "game_name": "Tom & Jerry <3", "last_move": 1_758_474_319_701, "ratio": 0.5,
+            "games": [["id": 1], ["id": 2]], "nothing": nil,
+        ]
+    )
 
     func render(_ template: JSON) throws -> JSON? {
         try JSONTemplate(compiling: template, keyPath: "payload").render(TemplateContext(event: event))
     }
 
     @Test func referencesKeepJSONTypes() throws {
-        let rendered = try render(["id": ["$from": "game_id"], "move": ["$from": "last_move"], "ratio": ["$from": "ratio"],
-                                   "second": ["$from": "games[1].id"], "null": ["$from": "nothing"]])
-        #expect(rendered == ["id": 79504463, "move": 1758474319701, "ratio": 0.5, "second": 2, "null": nil])
+        let rendered = try render([
+            "id": ["$from": "game_id"], "move": ["$from": "last_move"], "ratio": ["$from": "ratio"],
+            "second": ["$from": "games[1].id"], "null": ["$from": "nothing"],
+        ])
+        #expect(rendered == ["id": 79_504_463, "move": 1_758_474_319_701, "ratio": 0.5, "second": 2, "null": nil])
     }
 
     @Test func missingReferencesAreOmittedOrDefaulted() throws {
@@ -27,10 +37,16 @@ import Testing
     }
 
     @Test func eventMetadataIsAvailable() throws {
-        let rendered = try render(["id": "{{event.id}}", "user": "{{event.user}}", "seconds": ["$from": "event.time"],
-                                   "ms": ["$from": "event.time_ms"], "iso": "{{event.time_iso}}"])
-        #expect(rendered == ["id": "62505215624257b417055bc4", "user": "1783478", "seconds": 1758474319, "ms": 1758474319701,
-                             "iso": "2025-09-21T17:05:19.701Z"])
+        let rendered = try render([
+            "id": "{{event.id}}", "user": "{{event.user}}", "seconds": ["$from": "event.time"],
+            "ms": ["$from": "event.time_ms"], "iso": "{{event.time_iso}}",
+        ])
+        #expect(
+            rendered == [
+                "id": "62505215624257b417055bc4", "user": "1783478", "seconds": 1_758_474_319, "ms": 1_758_474_319_701,
+                "iso": "2025-09-21T17:05:19.701Z",
+            ]
+        )
     }
 
     @Test func literalsPassThrough() throws {
@@ -85,8 +101,10 @@ import Testing
             #expect(JSONTemplate.interpolate(parts, context) == nil)
             #expect(compiled.render(context) == JSONTemplate.text(mustache).render(context))
         }
-        for template in ["{{#games}}{{name}}{{/games}}", "{{truncate3(game_name)}}", "{{{game_name}}}", "{{! note }}", "{{^flag}}x{{/flag}}",
-                         "{{^single(games)}}x{{/single(games)}}", "{{#single(games)}}\nx\n{{/single(games)}}"] {
+        for template in [
+            "{{#games}}{{name}}{{/games}}", "{{truncate3(game_name)}}", "{{{game_name}}}", "{{! note }}", "{{^flag}}x{{/flag}}",
+            "{{^single(games)}}x{{/single(games)}}", "{{#single(games)}}\nx\n{{/single(games)}}",
+        ] {
             let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
             guard case .text = compiled else {
                 Issue.record("\(template) needs Mustache")
@@ -95,16 +113,25 @@ import Testing
         }
     }
 
-    let interpolationEvent = Event(id: "e1", pipeline: "p", user: "1783478", time: Date(timeIntervalSince1970: 1_758_474_319.701),
-                                   body: ["game_name": "Tom & Jerry <3", "game_id": 79504463, "flag": true, "off": false, "nothing": nil,
-                                          "ratio": 0.5, "emoji": "🎉 é", "games": [["game_id": 102, "name": "A"], ["game_id": 103, "name": "B \"q\""]]])
+    let interpolationEvent = Event(
+        id: "e1",
+        pipeline: "p",
+        user: "1783478",
+        time: Date(timeIntervalSince1970: 1_758_474_319.701),
+        body: [
+            "game_name": "Tom & Jerry <3", "game_id": 79_504_463, "flag": true, "off": false, "nothing": nil,
+            "ratio": 0.5, "emoji": "🎉 é", "games": [["game_id": 102, "name": "A"], ["game_id": 103, "name": "B \"q\""]],
+        ]
+    )
 
     /// The OGS body: list-condition sections render as Mustache renders them, for no game,
     /// one, several, and no list at all.
     @Test(arguments: [[], [["game_name": "A"]], [["game_name": "A"], ["game_name": "B"]], nil] as [JSON?])
     func listConditionsRenderAsMustacheDoes(games: JSON?) throws {
-        let template = "{{prefix}}{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}"
-            + "{{#many(games)}}It's your turn in {{games.count}} games{{#many(games)}}!{{/many(games)}}{{/many(games)}}{{#empty(games)}}none{{/empty(games)}}"
+        let template =
+            "{{prefix}}{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}"
+            + "{{#many(games)}}It's your turn in {{games.count}} "
+            + "games{{#many(games)}}!{{/many(games)}}{{/many(games)}}{{#empty(games)}}none{{/empty(games)}}"
         let compiled = try JSONTemplate(compiling: .string(template), keyPath: "t")
         guard case .interpolation(let parts, let mustache) = compiled else {
             Issue.record("list conditions should not need Mustache")

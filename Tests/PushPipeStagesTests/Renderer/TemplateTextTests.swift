@@ -1,5 +1,6 @@
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 @Suite struct TemplateTextTests {
     @Test(arguments: [

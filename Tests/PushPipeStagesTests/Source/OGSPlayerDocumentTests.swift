@@ -1,14 +1,22 @@
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 /// The poller builds only what it reads of a player's `/full` document; the result must be
 /// the same as from the whole document, and a broken document must still be refused.
 @Suite struct OGSPlayerDocumentTests {
     static func fixture() throws -> Data {
-        try Data(contentsOf: try #require(Bundle.module.url(forResource: "ogs-player-full.reconstructed", withExtension: "json",
-                                                            subdirectory: "Fixtures")))
+        try Data(
+            contentsOf: try #require(
+                Bundle.module.url(
+                    forResource: "ogs-player-full.reconstructed",
+                    withExtension: "json",
+                    subdirectory: "Fixtures"
+                )
+            )
+        )
     }
 
     @Test func theSelectedPartsGiveTheSameGamesAsTheWholeDocument() throws {

@@ -1,30 +1,42 @@
 import Logging
 import PushPipeCore
 import PushPipeSQLite
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// An `ogs.poller` as a pipeline file declares it, polling an OGS stand-in for users registered
 /// on a SQLite store: what the poller's tests share, so each shows only what it checks.
 enum PollerHarness {
     /// Runs the poller while `body` runs, then stops it; returns it with its store (open: the
     /// caller reads the poller's state, then closes the store).
-    static func run(against ogs: OGSStandIn, interval: Int, users: [String], in directory: TemporaryDirectory,
-                    while body: @Sendable (OGSPoller) async throws -> Void) async throws -> (poller: OGSPoller, store: SQLiteStore) {
-        let file = try directory.write("pipeline.yaml", """
+    static func run(
+        against ogs: OGSStandIn,
+        interval: Int,
+        users: [String],
+        in directory: TemporaryDirectory,
+        while body: @Sendable (OGSPoller) async throws -> Void
+    ) async throws -> (poller: OGSPoller, store: SQLiteStore) {
+        let file = try directory.write(
+            "pipeline.yaml",
+            """
             pipeline: turns
             sources: [{type: ogs.poller, base_url: "\(ogs.baseURL)", interval: \(interval), check_path: ""}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
-            """)
+            """
+        )
         let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let poller = try #require(result.pipelines.first?.sources.first?.stage as? OGSPoller)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for user in users {
-            try await store.pipeline("turns").register(DeviceToken(user: user, kind: "device", value: String(repeating: "a", count: 64 - user.count) + user),
-                                     environment: nil, replace: false)
+            try await store.pipeline("turns").register(
+                DeviceToken(user: user, kind: "device", value: String(repeating: "a", count: 64 - user.count) + user),
+                environment: nil,
+                replace: false
+            )
         }
         let context = StageContext(pipeline: "turns", stage: "sources[0]", store: store, logger: Logger(label: "ogs"), mode: .live)
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -38,22 +38,33 @@ import Testing
         }
 
         func waitFor(_ count: Int, timeout: Double = 20) async throws -> [Event] {
-            try await events.wait(timeout: timeout, { $0.count >= count ? $0 : nil }, failure: { WaitTimedOut("expected \(count) events, got \($0.count)") })
+            try await events.wait(
+                timeout: timeout,
+                { $0.count >= count ? $0 : nil },
+                failure: { WaitTimedOut("expected \(count) events, got \($0.count)") }
+            )
         }
     }
 
-    func withSource(status: EventReport.Status = .delivered, failing: Int = 0, options: String = "",
-                    _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
-                    _ body: @Sendable (TemporaryDirectory, RecordingSink) async throws -> Void) async throws {
+    func withSource(
+        status: EventReport.Status = .delivered,
+        failing: Int = 0,
+        options: String = "",
+        _ prepare: (TemporaryDirectory) throws -> Void = { _ in },
+        _ body: @Sendable (TemporaryDirectory, RecordingSink) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory("replies")
         defer { directory.remove() }
         try prepare(directory)
-        let file = try directory.write("pipeline.yaml", """
+        let file = try directory.write(
+            "pipeline.yaml",
+            """
             pipeline: replies
             sources: [{type: reply.folder, path: \(directory.path)\(options)}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
-            """)
+            """
+        )
         let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let source = try #require(result.pipelines.first?.sources.first?.stage)
@@ -203,7 +214,8 @@ import Testing
     /// queues are written; every one is then sent exactly once, long before the periodic scan
     /// (60 s) would run.
     @Test func anInotifyQueueOverflowIsFollowedByAScan() async throws {
-        let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
+        let limit =
+            (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 16384
         try #require(limit <= 65536, "max_queued_events is \(limit): too many files to write for an overflow")
         try await withSource { directory, sink in

@@ -1,6 +1,7 @@
 import Foundation
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 @Suite struct UTCTimestampTests {
     @Test(arguments: [
@@ -25,11 +26,20 @@ import Testing
         calendar.timeZone = TimeZone(identifier: "UTC")!
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
-            let seconds = Int64.random(in: -2_208_988_800...10_413_792_000, using: &generator) // 1900 to 2300
-            let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second],
-                                                from: Date(timeIntervalSince1970: TimeInterval(seconds)))
-            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.000000", parts.year!, parts.month!, parts.day!,
-                                  parts.hour!, parts.minute!, parts.second!)
+            let seconds = Int64.random(in: -2_208_988_800...10_413_792_000, using: &generator)  // 1900 to 2300
+            let parts = calendar.dateComponents(
+                [.year, .month, .day, .hour, .minute, .second],
+                from: Date(timeIntervalSince1970: TimeInterval(seconds))
+            )
+            let expected = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.000000",
+                parts.year!,
+                parts.month!,
+                parts.day!,
+                parts.hour!,
+                parts.minute!,
+                parts.second!
+            )
             #expect(UTCTimestamp.microseconds(sinceEpoch: seconds * 1_000_000) == expected, "at \(seconds)")
         }
     }

@@ -1,7 +1,8 @@
 import PushPipeCore
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// The pool grows while every stream of its connections is taken and shrinks back when the
 /// load is gone, against the stand-in (answers held for a while stand for a long round trip).
@@ -26,60 +27,75 @@ import Testing
     /// two at a time; three carry six, and the rest wait their turn on them.
     @Test func connectionsOpenWhileEveryStreamIsTaken() async throws {
         let harness = try await APNsHarness.make(maxStreams: 2, maxConnections: 3)
-        try await withCleanup({
-            try await sendSlowlyAnswered(12, seconds: 1.5, harness)
-            #expect(harness.standIn.connections == 3)
-            // What the pool decided, not how many requests a loaded machine managed to overlap:
-            // never more than 2 streams on one connection.
-            #expect(harness.standIn.mostConcurrentRequestsOnOneConnection <= 2)
-            #expect((3...6).contains(harness.standIn.mostConcurrentRequests), "more than one connection's streams were in use")
-        }, cleanup: harness.close)
+        try await withCleanup(
+            {
+                try await sendSlowlyAnswered(12, seconds: 1.5, harness)
+                #expect(harness.standIn.connections == 3)
+                // What the pool decided, not how many requests a loaded machine managed to overlap:
+                // never more than 2 streams on one connection.
+                #expect(harness.standIn.mostConcurrentRequestsOnOneConnection <= 2)
+                #expect((3...6).contains(harness.standIn.mostConcurrentRequests), "more than one connection's streams were in use")
+            },
+            cleanup: harness.close
+        )
     }
 
     /// `max_streams` allows 100, but the server's SETTINGS_MAX_CONCURRENT_STREAMS says 1: the
     /// connection is full with one request, so the pool grows to its limit.
     @Test func theServersStreamLimitDecidesWhenAConnectionIsFull() async throws {
         let harness = try await APNsHarness.make(maxStreams: 100, serverStreamLimit: 1, maxConnections: 4)
-        try await withCleanup({
-            try await sendSlowlyAnswered(8, seconds: 1.5, harness)
-            #expect(harness.standIn.connections == 4)
-            #expect(harness.standIn.mostConcurrentRequestsOnOneConnection == 1, "the server's limit, not max_streams")
-            #expect((2...4).contains(harness.standIn.mostConcurrentRequests))
-        }, cleanup: harness.close)
+        try await withCleanup(
+            {
+                try await sendSlowlyAnswered(8, seconds: 1.5, harness)
+                #expect(harness.standIn.connections == 4)
+                #expect(harness.standIn.mostConcurrentRequestsOnOneConnection == 1, "the server's limit, not max_streams")
+                #expect((2...4).contains(harness.standIn.mostConcurrentRequests))
+            },
+            cleanup: harness.close
+        )
     }
 
     /// Below the limit nothing more opens: a hundred notifications fit one connection's streams.
     @Test func oneConnectionCarriesWhatFitsItsStreams() async throws {
         let harness = try await APNsHarness.make(maxStreams: 100, maxConnections: 4)
-        try await withCleanup({
-            try await sendSlowlyAnswered(50, seconds: 0.2, harness)
-            #expect(harness.standIn.connections == 1)
-        }, cleanup: harness.close)
+        try await withCleanup(
+            {
+                try await sendSlowlyAnswered(50, seconds: 0.2, harness)
+                #expect(harness.standIn.connections == 1)
+            },
+            cleanup: harness.close
+        )
     }
 
     /// The extra connections close after `idle_timeout`; the kept one stays and carries the
     /// next notification without a new connection.
     @Test func extraConnectionsCloseWhenIdleAndTheKeptOneStays() async throws {
         let harness = try await APNsHarness.make(maxStreams: 1, maxConnections: 3, idleTimeout: "500ms")
-        try await withCleanup({
-            try await harness.run { processor in
-                try await sendSlowlyAnswered(3, seconds: 0.5, harness, processor)
-                let opened = harness.standIn.connections
-                #expect(opened >= 2, "one stream per connection: more opened")
-                try await harness.standIn.waitForOpenConnections(1)
-                let report = await processor.process(harness.event(user: "user0"))
-                #expect(report.status == .delivered)
-                #expect(harness.standIn.connections == opened, "the kept connection carried it")
-            }
-        }, cleanup: harness.close)
+        try await withCleanup(
+            {
+                try await harness.run { processor in
+                    try await sendSlowlyAnswered(3, seconds: 0.5, harness, processor)
+                    let opened = harness.standIn.connections
+                    #expect(opened >= 2, "one stream per connection: more opened")
+                    try await harness.standIn.waitForOpenConnections(1)
+                    let report = await processor.process(harness.event(user: "user0"))
+                    #expect(report.status == .delivered)
+                    #expect(harness.standIn.connections == opened, "the kept connection carried it")
+                }
+            },
+            cleanup: harness.close
+        )
     }
 
     @Test func maxConnectionsIsChecked() async throws {
         let harness = try await APNsHarness.make()
         var copy = harness
-        try await withCleanup({
-            #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.maxConnections = 65 } }
-            #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.idleTimeout = 0 } }
-        }, cleanup: harness.close)
+        try await withCleanup(
+            {
+                #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.maxConnections = 65 } }
+                #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.idleTimeout = 0 } }
+            },
+            cleanup: harness.close
+        )
     }
 }

@@ -4,8 +4,9 @@ import Logging
 import NIOHTTP2
 import PushPipeCore
 import PushPipeSQLite
-@testable import PushPipeStages
 import PushPipeTesting
+
+@testable import PushPipeStages
 
 /// A pipeline with the real `apns` transport talking to the in-process stand-in, a real
 /// SQLite store, and throwaway credentials made for this test.
@@ -23,12 +24,25 @@ struct APNsHarness {
     ///   - signingKey: the key pushpipe signs with; defaults to the one the stand-in trusts.
     ///   - maxConnections: one unless a test is about the pool growing, so that tests of one
     ///     connection's streams see one connection.
-    static func make(timeout: String = "10s", signingKey: P256.Signing.PrivateKey? = nil, renderer: String? = nil,
-                     attempts: Int = 3, maxStreams: Int = 100, serverStreamLimit: Int = 100,
-                     connections: Int = 1, maxConnections: Int = 1, idleTimeout: String = "60s") async throws -> APNsHarness {
+    static func make(
+        timeout: String = "10s",
+        signingKey: P256.Signing.PrivateKey? = nil,
+        renderer: String? = nil,
+        attempts: Int = 3,
+        maxStreams: Int = 100,
+        serverStreamLimit: Int = 100,
+        connections: Int = 1,
+        maxConnections: Int = 1,
+        idleTimeout: String = "60s"
+    ) async throws -> APNsHarness {
         let directory = try TemporaryDirectory("apns")
-        let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: teamID, keyID: keyID, signingKey: signingKey,
-                                                                               maxConcurrentStreams: serverStreamLimit)
+        let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(
+            in: directory,
+            teamID: teamID,
+            keyID: keyID,
+            signingKey: signingKey,
+            maxConcurrentStreams: serverStreamLimit
+        )
         let pipeline = """
             pipeline: apns-test
             sources:
@@ -60,14 +74,18 @@ struct APNsHarness {
 
     /// Rebuilds the `apns` transport with changed configuration (another server, another CA)
     /// or a lower stream-id limit, as if the pipeline file had said so.
-    mutating func reconfigureTransport(lastUsableStreamID: Int32 = Int32(APNsClientHandler.defaultLastUsableStreamID),
-                                       _ change: (inout APNsTransport.Configuration) -> Void = { _ in }) throws {
+    mutating func reconfigureTransport(
+        lastUsableStreamID: Int32 = Int32(APNsClientHandler.defaultLastUsableStreamID),
+        _ change: (inout APNsTransport.Configuration) -> Void = { _ in }
+    ) throws {
         guard let transport = definition.transport.stage as? APNsTransport else { throw ConfigurationValueError(keyPath: "transport", "not apns") }
         var configuration = transport.configuration
         change(&configuration)
-        definition.transport.stage = try APNsTransport(configuration: configuration,
-                                                       context: StageBuildContext(pipeline: definition.name, stage: "transport"),
-                                                       lastUsableStreamID: HTTP2StreamID(lastUsableStreamID))
+        definition.transport.stage = try APNsTransport(
+            configuration: configuration,
+            context: StageBuildContext(pipeline: definition.name, stage: "transport"),
+            lastUsableStreamID: HTTP2StreamID(lastUsableStreamID)
+        )
     }
 
     func register(_ user: String, _ token: String, kind: String = "device") async throws {

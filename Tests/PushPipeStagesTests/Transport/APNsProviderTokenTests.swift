@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
-@testable import PushPipeStages
 import PushPipeTesting
 import Synchronization
 import Testing
+
+@testable import PushPipeStages
 
 @Suite struct APNsProviderTokenTests {
     final class Clock: Sendable {

@@ -1,6 +1,7 @@
 import NIOHTTP2
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 /// The open streams table must answer exactly as a dictionary would, whatever order streams
 /// finish in, and with a stream that never finishes while thousands come and go after it

@@ -22,9 +22,18 @@ struct FCMHarness {
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
         let standIn = try await FCMStandIn.start(publicKey: key.publicKey, clientEmail: email, authority: authority)
-        try directory.write("service-account.json", FCMStandIn.serviceAccount(privateKey: key, clientEmail: email, projectID: project,
-                                                                                tokenURI: standIn.tokenURI))
-        let file = try directory.write("pong.yaml", """
+        try directory.write(
+            "service-account.json",
+            FCMStandIn.serviceAccount(
+                privateKey: key,
+                clientEmail: email,
+                projectID: project,
+                tokenURI: standIn.tokenURI
+            )
+        )
+        let file = try directory.write(
+            "pong.yaml",
+            """
             pipeline: pong-test
             sources:
               - {type: http.event, path: /events}
@@ -44,12 +53,17 @@ struct FCMHarness {
               ca_file: \(directory.file("ca.pem"))
               validate_only: \(validateOnly)
             delivery: {attempts: 3, backoff: 10ms, max_backoff: 50ms}
-            """)
+            """
+        )
         let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await store.pipeline(definition.name).register(DeviceToken(user: "alice", kind: "fcm", value: "fcm-token-alice"), environment: nil, replace: false)
+        try await store.pipeline(definition.name).register(
+            DeviceToken(user: "alice", kind: "fcm", value: "fcm-token-alice"),
+            environment: nil,
+            replace: false
+        )
         return FCMHarness(directory: directory, standIn: standIn, store: store, definition: definition)
     }
 

@@ -87,7 +87,11 @@ import Testing
     @Test func concurrentSendsShareOneTokenRequest() async throws {
         try await H.with { harness in
             for index in 0..<30 {
-                try await harness.store.pipeline(harness.definition.name).register(DeviceToken(user: "u\(index)", kind: "fcm", value: "token-\(index)"), environment: nil, replace: false)
+                try await harness.store.pipeline(harness.definition.name).register(
+                    DeviceToken(user: "u\(index)", kind: "fcm", value: "token-\(index)"),
+                    environment: nil,
+                    replace: false
+                )
             }
             let reports = try await harness.run { processor in
                 await withTaskGroup(of: EventReport.self) { group in

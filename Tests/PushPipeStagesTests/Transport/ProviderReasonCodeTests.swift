@@ -1,23 +1,28 @@
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 /// Each transport reads its provider's answer into a reason's code once, where the answer
 /// enters: APNs' `reason`, FCM's `errorCode`, a Web Push status. Metrics and the transport
 /// gate use the code and nothing parses the text back.
 @Suite struct ProviderReasonCodeTests {
-    @Test(arguments: [(400, #"{"reason":"BadTopic"}"#, "BadTopic"), (410, #"{"reason":"Unregistered","timestamp":1}"#, "Unregistered"),
-                      (400, #"{"reason":"BadDeviceToken"}"#, "BadDeviceToken"), (503, "", "HTTP_503"),
-                      (429, #"{"reason":"TooManyRequests"}"#, "TooManyRequests")])
+    @Test(arguments: [
+        (400, #"{"reason":"BadTopic"}"#, "BadTopic"), (410, #"{"reason":"Unregistered","timestamp":1}"#, "Unregistered"),
+        (400, #"{"reason":"BadDeviceToken"}"#, "BadDeviceToken"), (503, "", "HTTP_503"),
+        (429, #"{"reason":"TooManyRequests"}"#, "TooManyRequests"),
+    ])
     func apnsReasonsAreTheirCodes(_ status: Int, _ body: String, _ code: String) {
         let (outcome, _) = APNsResponse(status: status, apnsID: nil, body: Data(body.utf8)).outcome
         #expect(outcome.providerReason?.code == code, "\(outcome)")
         #expect(outcome.providerReason?.throttlesSender == false, "APNs throttles one device, never the sender")
     }
 
-    @Test(arguments: [(429, "QUOTA_EXCEEDED", true), (503, "UNAVAILABLE", false), (404, "UNREGISTERED", false), (400, nil as String?, false),
-                      (429, nil as String?, true)])
+    @Test(arguments: [
+        (429, "QUOTA_EXCEEDED", true), (503, "UNAVAILABLE", false), (404, "UNREGISTERED", false), (400, nil as String?, false),
+        (429, nil as String?, true),
+    ])
     func fcmReasonsAreItsErrorCodes(_ status: Int, _ errorCode: String?, _ throttles: Bool) {
         var error: [String: JSON] = ["message": "words that vary per request: 42"]
         if let errorCode {
@@ -29,8 +34,10 @@ import Testing
         #expect(outcome.reason?.contains("words that vary") == true, "the text keeps the message for people")
     }
 
-    @Test(arguments: [(410, "HTTP_410", false), (404, "HTTP_404", false), (429, "HTTP_429", true), (503, "HTTP_503", false),
-                      (413, "HTTP_413", false), (401, "HTTP_401", false)])
+    @Test(arguments: [
+        (410, "HTTP_410", false), (404, "HTTP_404", false), (429, "HTTP_429", true), (503, "HTTP_503", false),
+        (413, "HTTP_413", false), (401, "HTTP_401", false),
+    ])
     func webPushReasonsAreTheStatus(_ status: Int, _ code: String, _ throttles: Bool) {
         let outcome = WebPushResponse(status: status, location: nil, retryAfter: 1, code: "109").outcome
         #expect(outcome.providerReason?.code == code && outcome.providerReason?.throttlesSender == throttles, "\(outcome)")

@@ -12,18 +12,26 @@ import Testing
     @Test func printsToTheRunnersOutputWithTheTokenMasked() async throws {
         let directory = try TemporaryDirectory("stdout-transport")
         defer { directory.remove() }
-        let definition = try await loadPipeline("""
+        let definition = try await loadPipeline(
+            """
             pipeline: printed
             sources: [{type: http.event, path: /printed}]
             renderer: {type: json.template, payload: {text: "{{text}}"}}
             transport: {type: stdout, format: compact}
-            """, in: directory)
+            """,
+            in: directory
+        )
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         let token = String(repeating: "ab", count: 32)
         try await store.pipeline("printed").register(DeviceToken(user: "7", kind: "device", value: token), environment: nil, replace: false)
         let lines = Mutex<[String]>([])
-        let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "stdout-test"), mode: .live,
-                                       output: OutputSink { line in lines.withLock { $0.append(line) } })
+        let processor = EventProcessor(
+            definition: definition,
+            store: store,
+            logger: Logger(label: "stdout-test"),
+            mode: .live,
+            output: OutputSink { line in lines.withLock { $0.append(line) } }
+        )
         let report = await processor.process(Event(pipeline: "printed", user: "7", body: ["text": "hello"]))
         let printed = lines.withLock { $0 }
         #expect(report.deliveries.map(\.outcome) == [.delivered])

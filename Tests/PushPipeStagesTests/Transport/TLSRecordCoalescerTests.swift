@@ -1,7 +1,8 @@
 import NIOCore
 import NIOEmbedded
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 /// The frames written between two flushes reach TLS as one write (one record instead
 /// of one per frame), in order, and each writer still learns how its write ended.

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import Testing
+
+@testable import PushPipeStages
 
 /// RFC 8291 Appendix A, byte for byte: the same keys and salt must give the RFC's body.
 @Suite struct WebPushEncryptionTests {
@@ -14,7 +15,9 @@ import Testing
     static let userAgentPublic = bytes("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4")
     static let salt = bytes("DGv6ra1nlYgDCS1FRnbzlw")
     static let authSecret = bytes("BTBZMqHH6r4Tts7J_aSIgg")
-    static let body = bytes("DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN")
+    static let body = bytes(
+        "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
+    )
 
     @Test func theRFCsExampleEncryptsToTheRFCsBody() throws {
         let senderKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: Self.senderPrivate)
@@ -38,7 +41,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (Data([0x04] + Array(repeating: 1, count: 64)), Data(count: 16), "keys.p256dh"), // not on the curve
+        (Data([0x04] + Array(repeating: 1, count: 64)), Data(count: 16), "keys.p256dh"),  // not on the curve
         (Data(count: 65), Data(count: 16), "keys.p256dh"),
         (userAgentPublic.dropLast(), Data(count: 16), "keys.p256dh"),
         (userAgentPublic, Data(count: 15), "keys.auth"),

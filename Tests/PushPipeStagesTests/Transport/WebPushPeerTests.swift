@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
 import PushPipeCore
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// PyPI's reference implementations read what pushpipe writes: `http_ece` decrypts the body
 /// (RFC 8291/8188) with the browser's private key, `py_vapid` verifies the VAPID token (RFC
@@ -32,12 +33,16 @@ import Testing
         let signer = VAPIDSigner(key: P256.Signing.PrivateKey(), subject: "mailto:ops@example.com")
         let header = try signer.authorization(for: "https://push.example.net")
         let parts = header.dropFirst("vapid ".count).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let token = String(parts[0].dropFirst(2)), key = String(parts[1].dropFirst(2))
-        let given: JSON = ["browser_private": .string(browser.rawRepresentation.base64URLEncodedString()), "auth": .string(auth.base64URLEncodedString()),
-                           "body": .string(body.base64URLEncodedString()), "token": .string(token), "key": .string(key)]
+        let token = String(parts[0].dropFirst(2))
+        let key = String(parts[1].dropFirst(2))
+        let given: JSON = [
+            "browser_private": .string(browser.rawRepresentation.base64URLEncodedString()), "auth": .string(auth.base64URLEncodedString()),
+            "body": .string(body.base64URLEncodedString()), "token": .string(token), "key": .string(key),
+        ]
         let input = try directory.write("given.json", given.compactText)
         let script = try directory.write("reader.py", Self.reader)
-        let output = try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", script, input]) { peer in
+        let output = try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", script, input]) {
+            peer in
             let status = try await peer.waitForExit()
             #expect(status == 0)
             return peer.standardOutput.joined()
@@ -51,9 +56,10 @@ import Testing
     }
 
     func hasModules() async -> Bool {
-        let found = (try? await DaemonProcess.run(arguments: [], directory: "/", launcher: ["/usr/bin/env", "python3", "-c", "import http_ece, py_vapid"]) {
-            try await $0.waitForExit()
-        }) == 0
+        let found =
+            (try? await DaemonProcess.run(arguments: [], directory: "/", launcher: ["/usr/bin/env", "python3", "-c", "import http_ece, py_vapid"]) {
+                try await $0.waitForExit()
+            }) == 0
         if !found { Issue.record("this test's peers need PyPI's http_ece and py_vapid (pip install http_ece py_vapid; .ci/run installs them)") }
         return found
     }

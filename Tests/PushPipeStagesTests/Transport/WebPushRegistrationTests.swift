@@ -12,7 +12,6 @@ import Testing
     static let p256dh = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
     static let auth = "BTBZMqHH6r4Tts7J_aSIgg"
 
-
     static func subscription(endpoint: String = "https://push.example.net/send/abc", p256dh: String = p256dh, auth: String = auth) -> JSON {
         ["endpoint": .string(endpoint), "expirationTime": nil, "keys": ["p256dh": .string(p256dh), "auth": .string(auth)]]
     }
@@ -20,19 +19,26 @@ import Testing
     func withRoute(_ body: (RouteDefinition, RouteContext, SQLiteStore) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("webpush-register")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/webpush/register", "user_field": "user_id",
-                                                    "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
-        try await withCleanup({
-            try await body(route, RouteContext(pipeline: "web", store: store, sink: RefusingEventSink()), store)
-        }, cleanup: {
-            try? await store.close()
-            directory.remove()
-        })
+        let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route([
+            "action": "register", "path": "/webpush/register", "user_field": "user_id",
+            "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush",
+        ])
+        try await withCleanup(
+            {
+                try await body(route, RouteContext(pipeline: "web", store: store, sink: RefusingEventSink()), store)
+            },
+            cleanup: {
+                try? await store.close()
+                directory.remove()
+            }
+        )
     }
 
     func register(_ route: RouteDefinition, _ context: RouteContext, _ subscription: JSON, user: String = "ann") async throws -> RouteResponse {
-        try await route.handler(RouteRequest(method: "POST", path: "/webpush/register", body: ["user_id": .string(user), "subscription": subscription]),
-                                context)
+        try await route.handler(
+            RouteRequest(method: "POST", path: "/webpush/register", body: ["user_id": .string(user), "subscription": subscription]),
+            context
+        )
     }
 
     @Test func aSubscriptionIsStoredAndTheSameEndpointWithNewKeysReplacesIt() async throws {
@@ -52,17 +58,19 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        (subscription(endpoint: "http://push.example.net/x"), "subscription.endpoint"),
-        (subscription(endpoint: "not a url"), "subscription.endpoint"),
-        (subscription(p256dh: String(p256dh.dropLast(2))), "subscription.keys.p256dh"),
-        (subscription(p256dh: "A" + String(p256dh.dropFirst())), "subscription.keys.p256dh"), // not 0x04 (uncompressed)
-        (subscription(p256dh: "not base64!"), "subscription.keys.p256dh"),
-        (subscription(auth: Data(count: 15).base64URLEncodedString()), "subscription.keys.auth"),
-        (["endpoint": "https://push.example.net/x"], "subscription.keys.p256dh"),
-        (nil, "subscription"),
-        ("a string", "subscription"),
-    ] as [(JSON, String)])
+    @Test(
+        arguments: [
+            (subscription(endpoint: "http://push.example.net/x"), "subscription.endpoint"),
+            (subscription(endpoint: "not a url"), "subscription.endpoint"),
+            (subscription(p256dh: String(p256dh.dropLast(2))), "subscription.keys.p256dh"),
+            (subscription(p256dh: "A" + String(p256dh.dropFirst())), "subscription.keys.p256dh"),  // not 0x04 (uncompressed)
+            (subscription(p256dh: "not base64!"), "subscription.keys.p256dh"),
+            (subscription(auth: Data(count: 15).base64URLEncodedString()), "subscription.keys.auth"),
+            (["endpoint": "https://push.example.net/x"], "subscription.keys.p256dh"),
+            (nil, "subscription"),
+            ("a string", "subscription"),
+        ] as [(JSON, String)]
+    )
     func anythingElseIsRefusedNamingTheFieldAndStoresNothing(_ subscription: JSON, _ field: String) async throws {
         try await withRoute { route, context, store in
             await #expect { _ = try await register(route, context, subscription) } throws: { error in
@@ -78,10 +86,13 @@ import Testing
     /// registry with the `webpush` transport described its tokens.
     @Test func aSubscriptionShowsItsServiceAndTheStartOfItsID() {
         _ = StageRegistry(BuiltinStages.all)
-        let subscription = #"{"endpoint":"https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE","keys":{"auth":"BTBZMqHH6r4Tts7J_aSIgg","p256dh":"BCVx"}}"#
+        let subscription =
+            #"{"endpoint":"https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE","keys":{"auth":"BTBZMqHH6r4Tts7J_aSIgg","p256dh":"BCVx"}}"#
         #expect(TokenMask.mask(subscription) == "fcm.googleapis.com/dGhpcyBp…")
         // The request's URL is the endpoint (the subscription's address): cut to the start of its id.
-        #expect(TokenMask.maskURL("https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE", token: subscription)
-            == "https://fcm.googleapis.com/fcm/send/dGhpcyBp…")
+        #expect(
+            TokenMask.maskURL("https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE", token: subscription)
+                == "https://fcm.googleapis.com/fcm/send/dGhpcyBp…"
+        )
     }
 }

@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PushPipeCore
 import PushPipeSQLite
-@testable import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// The `webpush` renderer and transport against the stand-in push service, which decrypts
 /// every message with the browser's key and checks the VAPID signature on its own.
@@ -16,7 +17,11 @@ import Testing
         let definition: PipelineDefinition
 
         func register(_ user: String, _ subscription: JSON) async throws {
-            try await store.pipeline(definition.name).register(DeviceToken(user: user, kind: "webpush", value: subscription.compactText), environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(
+                DeviceToken(user: user, kind: "webpush", value: subscription.compactText),
+                environment: nil,
+                replace: false
+            )
         }
 
         func process(_ body: JSON, user: String = "ann") async throws -> EventReport {
@@ -27,14 +32,22 @@ import Testing
         }
     }
 
-    func withHarness(renderer extra: String = "", transport more: String = "", http2: Bool = false, allowing: [String]? = nil,
-                     delivery: String = "{attempts: 2, backoff: 10ms, max_backoff: 50ms}", _ body: (Harness) async throws -> Void) async throws {
+    func withHarness(
+        renderer extra: String = "",
+        transport more: String = "",
+        http2: Bool = false,
+        allowing: [String]? = nil,
+        delivery: String = "{attempts: 2, backoff: 10ms, max_backoff: 50ms}",
+        _ body: (Harness) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory("webpush")
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
         let standIn = try await WebPushStandIn.start(authority: authority, http2: http2)
         _ = try VAPIDKeyFile.generate(path: directory.file("vapid.pem"))
-        let file = try directory.write("webpush-test.yaml", """
+        let file = try directory.write(
+            "webpush-test.yaml",
+            """
             pipeline: webpush-test
             sources:
               - {type: http.event, path: /events}
@@ -51,19 +64,26 @@ import Testing
               ca_file: \(directory.file("ca.pem"))
             \(more)
             delivery: \(delivery)
-            """)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]),
-                                        egress: EgressPolicy(privateOrigins: allowing ?? [standIn.origin]))
-            .load(pipelineFiles: [file], pluginsDirectory: nil)
+            """
+        )
+        let loaded = await ConfigLoader(
+            builtins: BuiltinStages.all,
+            interpolation: EnvironmentInterpolation(environment: [:]),
+            egress: EgressPolicy(privateOrigins: allowing ?? [standIn.origin])
+        )
+        .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await withCleanup({
-            try await body(Harness(directory: directory, standIn: standIn, store: store, definition: definition))
-        }, cleanup: {
-            try? await store.close()
-            await standIn.stop()
-            directory.remove()
-        })
+        try await withCleanup(
+            {
+                try await body(Harness(directory: directory, standIn: standIn, store: store, definition: definition))
+            },
+            cleanup: {
+                try? await store.close()
+                await standIn.stop()
+                directory.remove()
+            }
+        )
     }
 
     @Test func theBrowserReadsWhatWasRenderedAndTheServiceKnowsWhoSentIt() async throws {
@@ -155,8 +175,10 @@ import Testing
         try await withHarness { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             let page = "root:x:0:0:root:/root:/bin/bash\u{0}secret-internal-page " + String(repeating: "A", count: 5000)
-            harness.standIn.script(.init(status: 400, body: ["error": .string(page), "message": .string(page)]),
-                                   .init(status: 400, body: ["errno": 109, "message": "root:x:0:0:root secret-internal-page"]))
+            harness.standIn.script(
+                .init(status: 400, body: ["error": .string(page), "message": .string(page)]),
+                .init(status: 400, body: ["errno": 109, "message": "root:x:0:0:root secret-internal-page"])
+            )
             for expected in ["400", "400 (109)"] {
                 let report = try await harness.process(["title": "t", "text": "x", "n": 1])
                 let reason = try #require(report.deliveries.first?.reason)
@@ -198,18 +220,29 @@ import Testing
             // is room enough for a busy machine.
             let finishedInTime = await finished(within: .seconds(120)) { () -> Result<[EventReport], any Error> in
                 do {
-                    return .success(try await harness.definition.withRunningStages(store: harness.store, logger: logger, mode: .live) {
-                        var reports: [EventReport] = []
-                        for n in 0..<3 {
-                            reports.append(await processor.process(Event(pipeline: harness.definition.name, user: "mallory",
-                                                                          body: ["title": "t", "text": "x", "n": .int(Int64(n))])))
+                    return .success(
+                        try await harness.definition.withRunningStages(store: harness.store, logger: logger, mode: .live) {
+                            var reports: [EventReport] = []
+                            for n in 0..<3 {
+                                reports.append(
+                                    await processor.process(
+                                        Event(
+                                            pipeline: harness.definition.name,
+                                            user: "mallory",
+                                            body: ["title": "t", "text": "x", "n": .int(Int64(n))]
+                                        )
+                                    )
+                                )
+                            }
+                            // Another subscriber of the same push service (FCM's, Apple's are shared by all
+                            // their browsers) is not held by mallory's answer.
+                            let ann = await processor.process(
+                                Event(pipeline: harness.definition.name, user: "ann", body: ["title": "t", "text": "x", "n": 9])
+                            )
+                            #expect(ann.status == .delivered, "\(ann.deliveries)")
+                            return reports
                         }
-                        // Another subscriber of the same push service (FCM's, Apple's are shared by all
-                        // their browsers) is not held by mallory's answer.
-                        let ann = await processor.process(Event(pipeline: harness.definition.name, user: "ann", body: ["title": "t", "text": "x", "n": 9]))
-                        #expect(ann.status == .delivered, "\(ann.deliveries)")
-                        return reports
-                    })
+                    )
                 } catch {
                     return .failure(error)
                 }
@@ -282,23 +315,34 @@ import Testing
         }
     }
 
-
     /// The register route checks a subscription's form; the transport, asked by the route,
     /// refuses a key of the right form that is not a point on P-256, before anything is stored.
     @Test func aKeyThatIsNotAPointIsRefusedAtRegistration() async throws {
         try await withHarness { harness in
-            let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route(["action": "register", "path": "/web/subscriptions", "user_field": "user_id",
-                                                        "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush"])
+            let route = try #require(StageRegistry(BuiltinStages.all).routeAction(named: "register")).route([
+                "action": "register", "path": "/web/subscriptions", "user_field": "user_id",
+                "token_field": "subscription", "token_format": "webpush", "token_kind": "webpush",
+            ])
             var context = RouteContext(pipeline: harness.definition.name, store: harness.store, sink: RefusingEventSink())
             context.tokenValidators = [try #require(harness.definition.transport.stage as? any TokenValidator)]
             func register(_ subscription: JSON) async throws -> RouteResponse {
-                try await route.handler(RouteRequest(method: "POST", path: "/web/subscriptions",
-                                                     body: ["user_id": "ann", "subscription": subscription]), context)
+                try await route.handler(
+                    RouteRequest(
+                        method: "POST",
+                        path: "/web/subscriptions",
+                        body: ["user_id": "ann", "subscription": subscription]
+                    ),
+                    context
+                )
             }
             let real = harness.standIn.subscribe("b1")
-            let notAPoint: JSON = ["endpoint": real["endpoint"] ?? nil,
-                                   "keys": ["p256dh": .string(Data([0x04] + Array(repeating: 1, count: 64)).base64URLEncodedString()),
-                                            "auth": real["keys"]?["auth"] ?? nil]]
+            let notAPoint: JSON = [
+                "endpoint": real["endpoint"] ?? nil,
+                "keys": [
+                    "p256dh": .string(Data([0x04] + Array(repeating: 1, count: 64)).base64URLEncodedString()),
+                    "auth": real["keys"]?["auth"] ?? nil,
+                ],
+            ]
             await #expect { _ = try await register(notAPoint) } throws: { ($0 as? RouteError)?.field == "subscription.keys.p256dh" }
             var stored = try await harness.store.pipeline(harness.definition.name).tokens(user: "ann", kind: "webpush")
             #expect(stored.isEmpty)

@@ -12,8 +12,15 @@ extension CommandLineTests {
         let directory = try TemporaryDirectory("dead-letters")
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        let dead = EventRecord(pipeline: "p", eventID: "e1", state: .deadLetter, reason: "render", acceptedAt: 1, updatedAt: 2,
-                               input: EventRecord.Input(time: 1, body: ["text": "hi"]))
+        let dead = EventRecord(
+            pipeline: "p",
+            eventID: "e1",
+            state: .deadLetter,
+            reason: "render",
+            acceptedAt: 1,
+            updatedAt: 2,
+            input: EventRecord.Input(time: 1, body: ["text": "hi"])
+        )
         try await store.pipeline("p").recordOutcome(deliveries: [], history: [], state: [], events: [dead])
         try await store.close()
 

@@ -7,7 +7,11 @@ import Testing
 
 /// The CLI as a user runs it: the real binary, real files.
 @Suite struct CommandLineTests {
-    func pushpipe(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws
+    func pushpipe(
+        _ arguments: [String],
+        in directory: TemporaryDirectory,
+        environment: [String: String] = [:]
+    ) async throws
         -> (status: Int32, output: [String], errors: [String])
     {
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { process in
@@ -19,15 +23,23 @@ import Testing
     @Test func validateReportsEveryFileAndFailsOnErrors() async throws {
         let directory = try TemporaryDirectory("cli")
         defer { directory.remove() }
-        try directory.write("pipelines/good.yaml", "pipeline: good\nsources: [{type: http.event, path: /e}]\nrenderer: {type: json.template, payload: {}}\ntransport: {type: stdout}\n")
-        try directory.write("pipelines/bad.yaml", "pipeline: bad\nsources: [{type: http.evnt, path: /f}]\nrenderer: {type: json.template, payload: {}}\ntransport: {type: stdout}\n")
+        try directory.write(
+            "pipelines/good.yaml",
+            "pipeline: good\nsources: [{type: http.event, path: /e}]\nrenderer: {type: json.template, payload: {}}\ntransport: {type: stdout}\n"
+        )
+        try directory.write(
+            "pipelines/bad.yaml",
+            "pipeline: bad\nsources: [{type: http.evnt, path: /f}]\nrenderer: {type: json.template, payload: {}}\ntransport: {type: stdout}\n"
+        )
         let result = try await pushpipe(["validate", "pipelines", "--plugins", "none"], in: directory)
         #expect(result.status == 1)
         #expect(result.output.contains("ok pipelines/good.yaml"))
         #expect(result.output.contains { $0.hasPrefix("pipelines/bad.yaml:2:18: error: sources[0].type: unknown source type 'http.evnt'") })
         let stages = try await pushpipe(["stages", "--plugins", "none"], in: directory)
         #expect(stages.status == 0)
-        #expect(stages.output.contains { $0.contains("ogs.poller") } && stages.output.contains { $0.contains("token_lifetime (duration; default 3000)") })
+        #expect(
+            stages.output.contains { $0.contains("ogs.poller") } && stages.output.contains { $0.contains("token_lifetime (duration; default 3000)") }
+        )
     }
 
     /// The routes as OpenAPI 3.1, from the shipped pipelines and without their secrets
@@ -35,8 +47,13 @@ import Testing
     @Test func openapiDescribesTheShippedPipelinesRoutes() async throws {
         let directory = try TemporaryDirectory("openapi")
         defer { directory.remove() }
-        let result = try await pushpipe(["openapi", Repository.root.appendingPathComponent("pipelines").path, "--plugins",
-                                         Repository.root.appendingPathComponent("plugins.d").path], in: directory)
+        let result = try await pushpipe(
+            [
+                "openapi", Repository.root.appendingPathComponent("pipelines").path, "--plugins",
+                Repository.root.appendingPathComponent("plugins.d").path,
+            ],
+            in: directory
+        )
         #expect(result.status == 0, "\(result.errors)")
         let document = try JSON.parse(result.output.joined(separator: "\n"))
         #expect(document["openapi"] == "3.1.0")
@@ -61,15 +78,21 @@ import Testing
         try directory.write("pipelines/sven-replies.yaml", pipeline)
         do {
             let store = try SQLiteStore(path: directory.file("state.sqlite"))
-            try await store.pipeline("sven-replies").register(DeviceToken(user: "install-1", kind: "device", value: String(repeating: "ab", count: 32)),
-                                     environment: nil, replace: false)
+            try await store.pipeline("sven-replies").register(
+                DeviceToken(user: "install-1", kind: "device", value: String(repeating: "ab", count: 32)),
+                environment: nil,
+                replace: false
+            )
             try await store.close()
         }
         let reply = try directory.write("replies/r1.json", #"{"message_id": "m-1", "text": "hello from the dry run"}"#)
         let before = try Data(contentsOf: URL(fileURLWithPath: directory.file("state.sqlite")))
         // No --event: the reply folder source runs once; no credentials are needed.
-        let result = try await pushpipe(["dry-run", "sven-replies", "--state", "state.sqlite", "--plugins", "none"], in: directory,
-                                        environment: ["SVEN_REPLY_DIR": directory.file("replies")])
+        let result = try await pushpipe(
+            ["dry-run", "sven-replies", "--state", "state.sqlite", "--plugins", "none"],
+            in: directory,
+            environment: ["SVEN_REPLY_DIR": directory.file("replies")]
+        )
         #expect(result.status == 0, "\(result.errors.suffix(5))")
         #expect(result.output.contains { $0.contains("POST https://api.push.apple.com/3/device/abababab…") })
         #expect(result.output.contains { $0.contains("\"body\": \"hello from the dry run\"") })
@@ -78,8 +101,11 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.file("state.sqlite"))) == before, "the state file is untouched")
 
         try directory.write("event.json", #"{"body": {"message_id": "m-2", "text": "from a file"}}"#)
-        let fromFile = try await pushpipe(["dry-run", "pipelines/sven-replies.yaml", "--event", "event.json", "--state", "state.sqlite", "--plugins", "none"],
-                                          in: directory, environment: ["SVEN_REPLY_DIR": directory.file("replies")])
+        let fromFile = try await pushpipe(
+            ["dry-run", "pipelines/sven-replies.yaml", "--event", "event.json", "--state", "state.sqlite", "--plugins", "none"],
+            in: directory,
+            environment: ["SVEN_REPLY_DIR": directory.file("replies")]
+        )
         #expect(fromFile.status == 0)
         #expect(fromFile.output.contains { $0.contains("\"message_id\": \"m-2\"") })
     }
@@ -90,7 +116,10 @@ import Testing
     @Test func pipelineTestsAndValidationDoNotDependOnTheCallersShellOrDirectory() async throws {
         let deploy = try TemporaryDirectory("deploy")
         let elsewhere = try TemporaryDirectory("elsewhere")
-        defer { deploy.remove(); elsewhere.remove() }
+        defer {
+            deploy.remove()
+            elsewhere.remove()
+        }
         for folder in ["pipelines", "plugins.d"] {
             try FileManager.default.copyItem(atPath: Repository.root.appendingPathComponent(folder).path, toPath: deploy.file(folder))
         }

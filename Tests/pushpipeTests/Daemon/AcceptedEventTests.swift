@@ -22,12 +22,16 @@ import Testing
     static let arguments = ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"]
 
     func queued(_ directory: TemporaryDirectory) async throws -> [String] {
-        try StateFile(path: directory.file("state.sqlite")).values("SELECT json_extract(payload, '$.body') FROM work WHERE kind LIKE 'event:%' ORDER BY id")
+        try StateFile(path: directory.file("state.sqlite")).values(
+            "SELECT json_extract(payload, '$.body') FROM work WHERE kind LIKE 'event:%' ORDER BY id"
+        )
     }
 
     /// A transport that never answers: it holds the delivery until the daemon is gone.
     func writeStuckTransport(_ directory: TemporaryDirectory) throws {
-        try directory.write("plugins/stuck/stuck.py", """
+        try directory.write(
+            "plugins/stuck/stuck.py",
+            """
             import json, os, sys, time
             parent = os.getppid()
             for line in sys.stdin:
@@ -38,7 +42,8 @@ import Testing
                         time.sleep(0.05)
                     sys.exit(0)
                 print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
-            """)
+            """
+        )
         try directory.write("plugins/stuck/plugin.yaml", "name: stuck\nkind: transport\ncommand: [python3, stuck.py]\n")
     }
 
@@ -90,10 +95,16 @@ import Testing
         let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
         try await queue.write { db in
             for (pipeline, source, n) in [("accepted", "sources[1]", 8), ("renamed-away", "http.event", 9)] {
-                try db.execute(sql: """
-                    INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
-                    VALUES (?, ?, ?, 0, 'a-process-long-gone', 0, ?, 0)
-                    """, arguments: [pipeline, QueuedEvent.kind(source: source), "e\(n)\nq", #"{"event_id":"e\#(n)","user":"u","time":0,"body":{"n":\#(n),"user":"u"}}"#])
+                try db.execute(
+                    sql: """
+                        INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, created_at)
+                        VALUES (?, ?, ?, 0, 'a-process-long-gone', 0, ?, 0)
+                        """,
+                    arguments: [
+                        pipeline, QueuedEvent.kind(source: source), "e\(n)\nq",
+                        #"{"event_id":"e\#(n)","user":"u","time":0,"body":{"n":\#(n),"user":"u"}}"#,
+                    ]
+                )
             }
         }
         try queue.close()

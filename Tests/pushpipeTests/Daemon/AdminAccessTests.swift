@@ -15,8 +15,11 @@ import Testing
         transport: {type: stdout}
         """
 
-    static func run(_ extra: [String], environment: [String: String] = [:],
-                    _ body: @escaping @Sendable (DaemonProcess, TemporaryDirectory) async throws -> Void) async throws {
+    static func run(
+        _ extra: [String],
+        environment: [String: String] = [:],
+        _ body: @escaping @Sendable (DaemonProcess, TemporaryDirectory) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory("admin-access")
         defer { directory.remove() }
         try directory.write("pipelines/guarded.yaml", Self.pipeline)
@@ -59,8 +62,10 @@ import Testing
             let rebound = try await admin.request("GET", "/metrics", headers: ["host": "attacker.example:9090"])
             #expect(rebound.status == 403 && rebound.body?["field"] == "host", "\(rebound.status) \(rebound.text)")
             // Names that only start like a loopback address are somebody's domain.
-            for host in ["127.0.0.1.attacker.example", "127.0.0.1.attacker.example:9090", "127.evil.example:9090", "[::1].attacker.example",
-                         "[::1]x:9090", "127.0.0.256:9090", "127.0.0.1:90ab", "localhost.attacker.example"] {
+            for host in [
+                "127.0.0.1.attacker.example", "127.0.0.1.attacker.example:9090", "127.evil.example:9090", "[::1].attacker.example",
+                "[::1]x:9090", "127.0.0.256:9090", "127.0.0.1:90ab", "localhost.attacker.example",
+            ] {
                 let refused = try await admin.request("GET", "/metrics", headers: ["host": host])
                 #expect(refused.status == 403, "Host \(host): \(refused.status)")
             }
@@ -107,8 +112,11 @@ import Testing
         let token = "tap-" + UUID().uuidString
         try await Self.run(["--admin-max-taps", "1"], environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { daemon, directory in
             let adminPort = try await daemon.adminPort()
-            try await DaemonProcess.run(arguments: ["tap", "--admin", "http://127.0.0.1:\(adminPort)", "--json", "--limit", "1"],
-                                        directory: directory.path, environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { tap in
+            try await DaemonProcess.run(
+                arguments: ["tap", "--admin", "http://127.0.0.1:\(adminPort)", "--json", "--limit", "1"],
+                directory: directory.path,
+                environment: ["PUSHPIPE_ADMIN_TOKEN": token]
+            ) { tap in
                 try await tap.waitForLine(containing: "connected to")
                 let admin = HTTPTestClient(port: adminPort)
                 let second = try await admin.request("GET", "/tap", headers: ["authorization": "Bearer \(token)"])
@@ -119,8 +127,10 @@ import Testing
                 #expect(tap.standardOutput.first?.contains("seen") == true, "\(tap.standardOutput)")
             }
             // Its tap ended: the next one is admitted.
-            try await DaemonProcess.run(arguments: ["tap", "--admin", "http://127.0.0.1:\(adminPort)", "--limit", "1"],
-                                        directory: directory.path) { unauthorized in
+            try await DaemonProcess.run(
+                arguments: ["tap", "--admin", "http://127.0.0.1:\(adminPort)", "--limit", "1"],
+                directory: directory.path
+            ) { unauthorized in
                 let status = try await unauthorized.waitForExit()
                 #expect(status != 0)
                 #expect(unauthorized.standardError.joined().contains("PUSHPIPE_ADMIN_TOKEN"))

@@ -57,18 +57,22 @@ import Testing
     @Test func aSecondSourcesTokenReadsNoneOfTheFirstSourcesEvents() async throws {
         let directory = try TemporaryDirectory("status-principal")
         defer { directory.remove() }
-        try directory.write("pipelines/shared.yaml", """
+        try directory.write(
+            "pipelines/shared.yaml",
+            """
             pipeline: shared
             sources:
               - {type: http.event, key: pong, path: /pong/events, user_field: user, auth: {type: token, token: pong-backend-secret}}
               - {type: http.event, key: partner, path: /partner/events, user_field: user, auth: {type: token, token: partner-backend-secret}}
             renderer: {type: json.template, payload: {text: "{{text}}"}}
             transport: {type: stdout}
-            """)
+            """
+        )
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
-            let pong = ["authorization": "Bearer pong-backend-secret"], partner = ["authorization": "Bearer partner-backend-secret"]
+            let pong = ["authorization": "Bearer pong-backend-secret"]
+            let partner = ["authorization": "Bearer partner-backend-secret"]
             let accepted = try await client.request("POST", "/pong/events", json: ["user": "ann", "text": "private"], headers: pong)
             #expect(accepted.status == 202)
             let id = try #require(accepted.body?["id"]?.stringValue)
@@ -94,95 +98,136 @@ import Testing
         apns.answer { request in
             request.token == Self.flaky && !fixed.value ? .reject(status: 500, reason: "InternalServerError") : .accept
         }
-        try await withCleanup({
-            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"],
-                                        directory: directory.path, environment: apnsEnvironment) { daemon in
-                let client = HTTPTestClient(port: try await daemon.port())
-                for (user, token) in [("u", Self.good), ("u", Self.flaky), ("solo", Self.good), ("quiet", Self.good)] {
-                    #expect(try await client.request("POST", "/register", json: ["user_id": .string(user), "device_token": .string(token)]).status == 200)
+        try await withCleanup(
+            {
+                try await DaemonProcess.run(
+                    arguments: ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"],
+                    directory: directory.path,
+                    environment: apnsEnvironment
+                ) { daemon in
+                    let client = HTTPTestClient(port: try await daemon.port())
+                    for (user, token) in [("u", Self.good), ("u", Self.flaky), ("solo", Self.good), ("quiet", Self.good)] {
+                        #expect(
+                            try await client.request("POST", "/register", json: ["user_id": .string(user), "device_token": .string(token)]).status
+                                == 200
+                        )
+                    }
+                    #expect(try await client.request("PATCH", "/settings/quiet", json: ["enabled": false]).status == 200)
+
+                    // Delivered: the 202 says where its status is.
+                    let accepted = try await client.request("POST", "/events", json: ["user": "solo", "text": "hello"], headers: Self.backend)
+                    #expect(accepted.status == 202)
+                    let id = try #require(accepted.body?["id"]?.stringValue)
+                    let location = try #require(accepted.headers["location"])
+                    #expect(location == "/events/\(id)")
+                    let delivered = try #require(try await Self.settledStatus(client, location))
+                    #expect(delivered["state"] == "delivered")
+                    #expect(delivered["id"]?.stringValue == id)
+                    let recipient = try #require(delivered["recipients"]?[0])
+                    #expect(recipient["token"]?.stringValue == TokenMask.mask(Self.good), "masked: \(recipient)")
+                    #expect(recipient["transport"] == "apns" && recipient["outcome"] == "delivered" && recipient["attempts"] == 1)
+                    let sent = try #require(apns.requests.first { $0.token == Self.good })
+                    #expect(recipient["provider_id"]?.stringValue == sent.headers["apns-id"], "the apns-id the request carried")
+                    #expect(!delivered.compactText.contains(Self.good), "no whole token in a status")
+
+                    // Not the backend's credential, or not its event: 404, the same answer.
+                    #expect(try await client.request("GET", location).status == 401)
+                    #expect(try await client.request("GET", location, headers: ["authorization": "Bearer wrong"]).status == 401)
+                    let unknown = try await client.request("GET", "/events/no-such-event", headers: Self.backend)
+                    #expect(unknown.status == 404 && unknown.body?["field"] == "id")
+
+                    // Dropped by a filter, with its stage and code.
+                    let quiet = try await client.request("POST", "/events", json: ["user": "quiet", "text": "shh"], headers: Self.backend)
+                    let quietLocation = try #require(quiet.headers["location"])
+                    let dropped = try #require(try await Self.settledStatus(client, quietLocation))
+                    #expect(dropped["state"] == "dropped" && dropped["stage"] == "filters[0]" && dropped["code"] == "setting_off")
+
+                    // One device gets it, the other fails twice: a dead letter with its input.
+                    let partial = try await client.request("POST", "/events", json: ["user": "u", "text": "both?"], headers: Self.backend)
+                    let partialID = try #require(partial.body?["id"]?.stringValue)
+                    let partialLocation = try #require(partial.headers["location"])
+                    let dead = try #require(try await Self.settledStatus(client, partialLocation))
+                    #expect(dead["state"] == "dead_letter")
+                    let outcomes = Dictionary(
+                        uniqueKeysWithValues: (dead["recipients"]?.arrayValue ?? []).map { ($0["token"]?.stringValue ?? "", $0) }
+                    )
+                    #expect(outcomes[TokenMask.mask(Self.good)]?["outcome"] == "delivered")
+                    #expect(outcomes[TokenMask.mask(Self.flaky)]?["outcome"] == "retry-after")
+                    #expect(outcomes[TokenMask.mask(Self.flaky)]?["attempts"] == 2)
+
+                    // The operator's view: the gauge and the status page of the daemon,
+                    let admin = HTTPTestClient(port: try await daemon.adminPort())
+                    #expect(try await AdminListenerTests.scrape(admin)[#"pushpipe_dead_letters{pipeline="followed"}"#] == 1)
+                    #expect(try await admin.request("GET", "/").text.contains(partialID))
+                    // and the CLI, another process on the same store.
+                    let listed = try await Self.command(
+                        ["dead-letters", "list", "--json", "--store", store],
+                        directory: directory,
+                        environment: apnsEnvironment
+                    )
+                    let letters = try JSON.parse(listed.joined(separator: "\n"))
+                    #expect(letters.arrayValue?.map { $0["id"]?.stringValue } == [partialID])
+                    let shown = try JSON.parse(
+                        try await Self.command(
+                            ["dead-letters", "show", partialID, "--store", store],
+                            directory: directory,
+                            environment: apnsEnvironment
+                        ).joined(separator: "\n")
+                    )
+                    #expect(shown["input"]?["body"] == ["user": "u", "text": "both?"])
+                    let status = try JSON.parse(
+                        try await Self.command(
+                            ["events", "show", partialID, "--store", store],
+                            directory: directory,
+                            environment: apnsEnvironment
+                        ).joined(separator: "\n")
+                    )
+                    #expect(status["state"] == "dead_letter")
+
+                    // Fixed: the replay goes to the flaky device only, and the event is delivered.
+                    fixed.update { $0 = true }
+                    let goodBefore = apns.requests.filter { $0.token == Self.good }.count
+                    let flakyBefore = apns.requests.filter { $0.token == Self.flaky }.count
+                    let replayed = try await Self.command(
+                        ["dead-letters", "replay", partialID, "--store", store],
+                        directory: directory,
+                        environment: apnsEnvironment
+                    )
+                    #expect(replayed.contains { $0.contains("queued \(partialID)") && $0.contains("1 recipients") }, "\(replayed)")
+                    let after = try #require(try await Self.settledStatus(client, partialLocation))
+                    #expect(after["state"] == "delivered", "\(after)")
+                    #expect(after["recipients"]?.arrayValue?.count == 2)
+                    #expect(after["recipients"]?.arrayValue?.allSatisfy { $0["outcome"] == "delivered" } == true)
+                    #expect(apns.requests.filter { $0.token == Self.flaky }.count == flakyBefore + 1)
+                    #expect(apns.requests.filter { $0.token == Self.good }.count == goodBefore, "the device that got it does not get it again")
+                    #expect(try await AdminListenerTests.scrape(admin)[#"pushpipe_dead_letters{pipeline="followed"}"#] == 0)
+                    let empty = try await Self.command(
+                        ["dead-letters", "list", "--json", "--store", store],
+                        directory: directory,
+                        environment: apnsEnvironment
+                    )
+                    #expect(try JSON.parse(empty.joined(separator: "\n")) == [])
+                    // A second replay finds no dead letter.
+                    let again = try await Self.command(
+                        ["dead-letters", "replay", partialID, "--store", store],
+                        directory: directory,
+                        environment: apnsEnvironment,
+                        status: 1
+                    )
+                    #expect(again.isEmpty)
                 }
-                #expect(try await client.request("PATCH", "/settings/quiet", json: ["enabled": false]).status == 200)
-
-                // Delivered: the 202 says where its status is.
-                let accepted = try await client.request("POST", "/events", json: ["user": "solo", "text": "hello"], headers: Self.backend)
-                #expect(accepted.status == 202)
-                let id = try #require(accepted.body?["id"]?.stringValue)
-                let location = try #require(accepted.headers["location"])
-                #expect(location == "/events/\(id)")
-                let delivered = try #require(try await Self.settledStatus(client, location))
-                #expect(delivered["state"] == "delivered")
-                #expect(delivered["id"]?.stringValue == id)
-                let recipient = try #require(delivered["recipients"]?[0])
-                #expect(recipient["token"]?.stringValue == TokenMask.mask(Self.good), "masked: \(recipient)")
-                #expect(recipient["transport"] == "apns" && recipient["outcome"] == "delivered" && recipient["attempts"] == 1)
-                let sent = try #require(apns.requests.first { $0.token == Self.good })
-                #expect(recipient["provider_id"]?.stringValue == sent.headers["apns-id"], "the apns-id the request carried")
-                #expect(!delivered.compactText.contains(Self.good), "no whole token in a status")
-
-                // Not the backend's credential, or not its event: 404, the same answer.
-                #expect(try await client.request("GET", location).status == 401)
-                #expect(try await client.request("GET", location, headers: ["authorization": "Bearer wrong"]).status == 401)
-                let unknown = try await client.request("GET", "/events/no-such-event", headers: Self.backend)
-                #expect(unknown.status == 404 && unknown.body?["field"] == "id")
-
-                // Dropped by a filter, with its stage and code.
-                let quiet = try await client.request("POST", "/events", json: ["user": "quiet", "text": "shh"], headers: Self.backend)
-                let quietLocation = try #require(quiet.headers["location"])
-                let dropped = try #require(try await Self.settledStatus(client, quietLocation))
-                #expect(dropped["state"] == "dropped" && dropped["stage"] == "filters[0]" && dropped["code"] == "setting_off")
-
-                // One device gets it, the other fails twice: a dead letter with its input.
-                let partial = try await client.request("POST", "/events", json: ["user": "u", "text": "both?"], headers: Self.backend)
-                let partialID = try #require(partial.body?["id"]?.stringValue)
-                let partialLocation = try #require(partial.headers["location"])
-                let dead = try #require(try await Self.settledStatus(client, partialLocation))
-                #expect(dead["state"] == "dead_letter")
-                let outcomes = Dictionary(uniqueKeysWithValues: (dead["recipients"]?.arrayValue ?? []).map { ($0["token"]?.stringValue ?? "", $0) })
-                #expect(outcomes[TokenMask.mask(Self.good)]?["outcome"] == "delivered")
-                #expect(outcomes[TokenMask.mask(Self.flaky)]?["outcome"] == "retry-after")
-                #expect(outcomes[TokenMask.mask(Self.flaky)]?["attempts"] == 2)
-
-                // The operator's view: the gauge and the status page of the daemon,
-                let admin = HTTPTestClient(port: try await daemon.adminPort())
-                #expect(try await AdminListenerTests.scrape(admin)[#"pushpipe_dead_letters{pipeline="followed"}"#] == 1)
-                #expect(try await admin.request("GET", "/").text.contains(partialID))
-                // and the CLI, another process on the same store.
-                let listed = try await Self.command(["dead-letters", "list", "--json", "--store", store], directory: directory, environment: apnsEnvironment)
-                let letters = try JSON.parse(listed.joined(separator: "\n"))
-                #expect(letters.arrayValue?.map { $0["id"]?.stringValue } == [partialID])
-                let shown = try JSON.parse(try await Self.command(["dead-letters", "show", partialID, "--store", store], directory: directory,
-                                                                   environment: apnsEnvironment).joined(separator: "\n"))
-                #expect(shown["input"]?["body"] == ["user": "u", "text": "both?"])
-                let status = try JSON.parse(try await Self.command(["events", "show", partialID, "--store", store], directory: directory,
-                                                                    environment: apnsEnvironment).joined(separator: "\n"))
-                #expect(status["state"] == "dead_letter")
-
-                // Fixed: the replay goes to the flaky device only, and the event is delivered.
-                fixed.update { $0 = true }
-                let goodBefore = apns.requests.filter { $0.token == Self.good }.count
-                let flakyBefore = apns.requests.filter { $0.token == Self.flaky }.count
-                let replayed = try await Self.command(["dead-letters", "replay", partialID, "--store", store], directory: directory,
-                                                      environment: apnsEnvironment)
-                #expect(replayed.contains { $0.contains("queued \(partialID)") && $0.contains("1 recipients") }, "\(replayed)")
-                let after = try #require(try await Self.settledStatus(client, partialLocation))
-                #expect(after["state"] == "delivered", "\(after)")
-                #expect(after["recipients"]?.arrayValue?.count == 2)
-                #expect(after["recipients"]?.arrayValue?.allSatisfy { $0["outcome"] == "delivered" } == true)
-                #expect(apns.requests.filter { $0.token == Self.flaky }.count == flakyBefore + 1)
-                #expect(apns.requests.filter { $0.token == Self.good }.count == goodBefore, "the device that got it does not get it again")
-                #expect(try await AdminListenerTests.scrape(admin)[#"pushpipe_dead_letters{pipeline="followed"}"#] == 0)
-                let empty = try await Self.command(["dead-letters", "list", "--json", "--store", store], directory: directory, environment: apnsEnvironment)
-                #expect(try JSON.parse(empty.joined(separator: "\n")) == [])
-                // A second replay finds no dead letter.
-                let again = try await Self.command(["dead-letters", "replay", partialID, "--store", store], directory: directory,
-                                                   environment: apnsEnvironment, status: 1)
-                #expect(again.isEmpty)
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
     }
 
     /// Runs `pushpipe` with `arguments` to its end; returns what it printed.
-    static func command(_ arguments: [String], directory: TemporaryDirectory, environment: [String: String], status expected: Int32 = 0) async throws
+    static func command(
+        _ arguments: [String],
+        directory: TemporaryDirectory,
+        environment: [String: String],
+        status expected: Int32 = 0
+    ) async throws
         -> [String]
     {
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { process in

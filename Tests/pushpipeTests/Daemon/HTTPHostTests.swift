@@ -32,7 +32,8 @@ import Testing
         defer { directory.remove() }
         try directory.write("pipelines/http.yaml", Self.pipeline)
         try await DaemonProcess.run(
-            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"], directory: directory.path,
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path,
             environment: ["HTTP_TEST_JWT_SECRET": Self.secret, "HTTP_TEST_EVENTS_TOKEN": "events-\(Self.secret)"]
         ) { daemon in
             try await body(HTTPTestClient(port: try await daemon.port()), daemon)
@@ -60,26 +61,81 @@ import Testing
                 #expect(response.body?["field"] == (field.map(JSON.string) ?? .null), "\(response.text)")
             }
             let token = String(repeating: "ab", count: 80)
-            #expect(try await client.request("POST", "/register", json: ["user_id": "1783478", "device_token": .string(token.uppercased())]).status == 200)
-            expectError(try await client.request("POST", "/register", rawBody: "{not json", headers: ["content-type": "application/json"]), 400, field: "body")
+            #expect(
+                try await client.request("POST", "/register", json: ["user_id": "1783478", "device_token": .string(token.uppercased())]).status == 200
+            )
+            expectError(
+                try await client.request("POST", "/register", rawBody: "{not json", headers: ["content-type": "application/json"]),
+                400,
+                field: "body"
+            )
             expectError(try await client.request("POST", "/register", json: ["user_id": "u"]), 400, field: "device_token")
             expectError(try await client.request("POST", "/register", json: ["user_id": "u", "device_token": "abc"]), 400, field: "device_token")
-            expectError(try await client.request("POST", "/register", json: ["user_id": "u", "device_token": .string(String(repeating: "a", count: 31))]), 400, field: "device_token")
+            expectError(
+                try await client.request("POST", "/register", json: ["user_id": "u", "device_token": .string(String(repeating: "a", count: 31))]),
+                400,
+                field: "device_token"
+            )
             expectError(try await client.request("POST", "/me/fcm-token", json: ["fcm_token": "x"]), 401, field: "authorization")
-            expectError(try await client.request("POST", "/me/fcm-token", json: ["fcm_token": "x"], headers: try await Self.bearer("u", secret: "a-different-secret-of-enough-length-0123456789")), 401, field: "authorization")
-            expectError(try await client.request("POST", "/me/fcm-token", json: ["fcm_token": "x"],
-                                                 headers: try await Self.bearer("u", expires: Date().addingTimeInterval(-60))), 401, field: "authorization")
-            expectError(try await client.request("POST", "/events", json: ["user": "u"], headers: ["authorization": "Bearer nope"]), 401, field: "authorization")
+            expectError(
+                try await client.request(
+                    "POST",
+                    "/me/fcm-token",
+                    json: ["fcm_token": "x"],
+                    headers: try await Self.bearer("u", secret: "a-different-secret-of-enough-length-0123456789")
+                ),
+                401,
+                field: "authorization"
+            )
+            expectError(
+                try await client.request(
+                    "POST",
+                    "/me/fcm-token",
+                    json: ["fcm_token": "x"],
+                    headers: try await Self.bearer("u", expires: Date().addingTimeInterval(-60))
+                ),
+                401,
+                field: "authorization"
+            )
+            expectError(
+                try await client.request("POST", "/events", json: ["user": "u"], headers: ["authorization": "Bearer nope"]),
+                401,
+                field: "authorization"
+            )
             expectError(try await client.request("GET", "/nowhere"), 404, field: "path")
             expectError(try await client.request("GET", "/diagnostics/nobody"), 404, field: "user_id")
             expectError(try await client.request("DELETE", "/register"), 405, field: "method")
-            expectError(try await client.request("POST", "/register", rawBody: String(repeating: "x", count: 70_000),
-                                                 headers: ["content-type": "application/json"]), 413, field: "body")
-            expectError(try await client.request("POST", "/register", rawBody: "user_id=u", headers: ["content-type": "application/x-www-form-urlencoded"]), 415, field: "content-type")
+            expectError(
+                try await client.request(
+                    "POST",
+                    "/register",
+                    rawBody: String(repeating: "x", count: 70_000),
+                    headers: ["content-type": "application/json"]
+                ),
+                413,
+                field: "body"
+            )
+            expectError(
+                try await client.request("POST", "/register", rawBody: "user_id=u", headers: ["content-type": "application/x-www-form-urlencoded"]),
+                415,
+                field: "content-type"
+            )
             expectError(try await client.request("POST", "/register", json: [1, 2]), 422, field: "body")
-            expectError(try await client.request("POST", "/register", json: ["user_id": ["nested": true], "device_token": .string(token)]), 422, field: "user_id")
-            expectError(try await client.request("PATCH", "/me/settings", json: ["enabled": "no"], headers: try await Self.bearer("u")), 422, field: "enabled")
-            expectError(try await client.request("PATCH", "/me/settings", json: ["volume": 3], headers: try await Self.bearer("u")), 400, field: "volume")
+            expectError(
+                try await client.request("POST", "/register", json: ["user_id": ["nested": true], "device_token": .string(token)]),
+                422,
+                field: "user_id"
+            )
+            expectError(
+                try await client.request("PATCH", "/me/settings", json: ["enabled": "no"], headers: try await Self.bearer("u")),
+                422,
+                field: "enabled"
+            )
+            expectError(
+                try await client.request("PATCH", "/me/settings", json: ["volume": 3], headers: try await Self.bearer("u")),
+                400,
+                field: "volume"
+            )
             expectError(try await client.request("GET", "/me/history?limit=0", headers: try await Self.bearer("u")), 400, field: "limit")
             #expect(try await client.request("GET", "/healthz").status == 200)
         }
@@ -88,8 +144,12 @@ import Testing
     @Test func rejectedRequestsStoreNothing() async throws {
         try await withDaemon { client, _ in
             _ = try await client.request("POST", "/register", json: ["user_id": "ghost", "device_token": "zz"])
-            _ = try await client.request("POST", "/register", json: ["user_id": "ghost", "device_token": .string(String(repeating: "ab", count: 16)), "x": [1]],
-                                         headers: ["content-type": "text/plain"])
+            _ = try await client.request(
+                "POST",
+                "/register",
+                json: ["user_id": "ghost", "device_token": .string(String(repeating: "ab", count: 16)), "x": [1]],
+                headers: ["content-type": "text/plain"]
+            )
             #expect(try await client.request("GET", "/diagnostics/ghost").status == 404)
         }
     }
@@ -97,7 +157,12 @@ import Testing
     @Test func jwtUserRegistersChangesSettingsAndReadsHistory() async throws {
         try await withDaemon { client, _ in
             let alice = try await Self.bearer("alice")
-            let registered = try await client.request("POST", "/me/fcm-token", json: ["fcm_token": "SSLCOPWPPPei40330dndlspfjiwofjio"], headers: alice)
+            let registered = try await client.request(
+                "POST",
+                "/me/fcm-token",
+                json: ["fcm_token": "SSLCOPWPPPei40330dndlspfjiwofjio"],
+                headers: alice
+            )
             #expect(registered.status == 200)
             #expect(registered.body?["user_id"] == "alice")
             #expect(registered.text.contains("SSLCOPWPPPei40330dndlspfjiwofjio") == false, "tokens are masked in responses")
@@ -115,8 +180,12 @@ import Testing
             let bob = try await Self.bearer("bob")
             _ = try await client.request("POST", "/me/fcm-token", json: ["fcm_token": "bob-token-1"], headers: bob)
             // `wait: true`: the answer comes once the event was delivered and recorded.
-            let report = try await client.request("POST", "/events", json: ["user": "bob", "title": "Hello"],
-                                                  headers: ["authorization": "Bearer events-\(Self.secret)"])
+            let report = try await client.request(
+                "POST",
+                "/events",
+                json: ["user": "bob", "title": "Hello"],
+                headers: ["authorization": "Bearer events-\(Self.secret)"]
+            )
             #expect(report.status == 200)
             #expect(report.body?["status"] == "delivered")
             #expect(report.body?["deliveries"]?[0]?["token"] == "bob-toke…")

@@ -75,8 +75,12 @@ import Testing
             #expect(try await client.request("POST", "/register", json: registration).status == 200)
             let first = try await client.request("POST", "/events", json: ["user": "u", "n": 1], headers: ["Idempotency-Key": "k-1"])
             #expect(first.status == 202)
-            let reordered = try await client.request("POST", "/events", rawBody: #"{ "n": 1,  "user": "u" }"#,
-                                                     headers: ["Idempotency-Key": "k-1", "content-type": "application/json"])
+            let reordered = try await client.request(
+                "POST",
+                "/events",
+                rawBody: #"{ "n": 1,  "user": "u" }"#,
+                headers: ["Idempotency-Key": "k-1", "content-type": "application/json"]
+            )
             #expect(reordered.status == 202 && reordered.body == first.body, "the same JSON, spaced and ordered otherwise, is the same request")
             let other = try await client.request("POST", "/events", json: ["user": "u", "n": 2], headers: ["Idempotency-Key": "k-1"])
             #expect(other.status == 422)
@@ -93,10 +97,13 @@ import Testing
             configuration.busyMode = .timeout(10)
             let queue = try DatabaseQueue(path: directory.file("state.sqlite"), configuration: configuration)
             try await queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at)
-                    VALUES ('accepted', 'POST /events ', 'k-held', ?, ?, ?)
-                    """, arguments: [fingerprint, Date().timeIntervalSince1970 + 600, Date().timeIntervalSince1970 + 600])
+                try db.execute(
+                    sql: """
+                        INSERT INTO idempotency_keys (pipeline, scope, key, fingerprint, held_until, expires_at)
+                        VALUES ('accepted', 'POST /events ', 'k-held', ?, ?, ?)
+                        """,
+                    arguments: [fingerprint, Date().timeIntervalSince1970 + 600, Date().timeIntervalSince1970 + 600]
+                )
             }
             try queue.close()
             let held = try await client.request("POST", "/events", json: ["user": "u", "n": 4], headers: ["Idempotency-Key": "k-held"])

@@ -38,21 +38,26 @@ import Testing
         defer { directory.remove() }
         let ogs = try await OGSStandIn.start()
         let broken = try await OGSStandIn.start()
-        try await withCleanup({
-            try directory.write("pipelines/owned.yaml", Self.pipeline(ogs: ogs, broken: broken))
-            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                        directory: directory.path) { daemon in
-                let port = try await daemon.port()
-                // The listener comes up before the routes: a request before them gets 503 "starting".
-                try await eventually("the pipelines to be ready", timeout: .seconds(60)) {
-                    try await HTTPTestClient(port: port).request("GET", "/readyz").status == 200
+        try await withCleanup(
+            {
+                try directory.write("pipelines/owned.yaml", Self.pipeline(ogs: ogs, broken: broken))
+                try await DaemonProcess.run(
+                    arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+                    directory: directory.path
+                ) { daemon in
+                    let port = try await daemon.port()
+                    // The listener comes up before the routes: a request before them gets 503 "starting".
+                    try await eventually("the pipelines to be ready", timeout: .seconds(60)) {
+                        try await HTTPTestClient(port: port).request("GET", "/readyz").status == 200
+                    }
+                    try await body(HTTPTestClient(port: port), ogs, broken)
                 }
-                try await body(HTTPTestClient(port: port), ogs, broken)
+            },
+            cleanup: {
+                await ogs.stop()
+                await broken.stop()
             }
-        }, cleanup: {
-            await ogs.stop()
-            await broken.stop()
-        })
+        )
     }
 
     static let phone = String(repeating: "ab", count: 32)
@@ -65,19 +70,27 @@ import Testing
 
     @Test func onlyThePlayerTheTokenBelongsToMayBeRegistered() async throws {
         try await withDaemon { client, ogs, _ in
-            ogs.identify("alice-ogs-token", as: 1783478)
+            ogs.identify("alice-ogs-token", as: 1_783_478)
             let alice = ["authorization": "Bearer alice-ogs-token"]
             func register(_ user: JSON, _ token: String = Self.phone, headers: [String: String]) async throws -> HTTPTestClient.Response {
                 try await client.request("POST", "/register", json: ["user_id": user, "device_token": .string(token)], headers: headers)
             }
             Self.expectRefusal(try await register("1783478", headers: [:]), 401, field: "authorization", saying: "credentials")
-            Self.expectRefusal(try await register("1783478", headers: ["authorization": "Bearer made-up"]), 401, field: "authorization",
-                               saying: "refused the credential")
-            let registered = try await register(1783478, headers: alice)
+            Self.expectRefusal(
+                try await register("1783478", headers: ["authorization": "Bearer made-up"]),
+                401,
+                field: "authorization",
+                saying: "refused the credential"
+            )
+            let registered = try await register(1_783_478, headers: alice)
             #expect(registered.status == 200 && registered.body?["user_id"] == "1783478", "\(registered.text)")
             let asked = ogs.identityRequests
-            Self.expectRefusal(try await register("123456", String(repeating: "cd", count: 32), headers: alice), 403, field: "user_id",
-                               saying: "another user")
+            Self.expectRefusal(
+                try await register("123456", String(repeating: "cd", count: 32), headers: alice),
+                403,
+                field: "user_id",
+                saying: "another user"
+            )
             #expect(try await register("1783478", String(repeating: "ef", count: 32), headers: alice).status == 200)
             #expect(ogs.identityRequests == asked, "a positive answer is reused for the same token")
             let stored = try await client.request("GET", "/users-by-token/\(String(repeating: "cd", count: 32))")
@@ -89,8 +102,13 @@ import Testing
         try await withDaemon { client, _, broken in
             broken.identify("bob-ogs-token", as: 42)
             func register(_ token: String) async throws -> HTTPTestClient.Response {
-                try await client.request("POST", "/register-elsewhere", json: ["user_id": "42", "device_token": .string(Self.phone)],
-                                         headers: ["authorization": "Bearer \(token)"], timeout: 120)
+                try await client.request(
+                    "POST",
+                    "/register-elsewhere",
+                    json: ["user_id": "42", "device_token": .string(Self.phone)],
+                    headers: ["authorization": "Bearer \(token)"],
+                    timeout: 120
+                )
             }
             broken.behaveForIdentity(.malformed)
             Self.expectRefusal(try await register("bob-ogs-token"), 502, field: "authorization", saying: "names no user")

@@ -10,7 +10,7 @@ struct OGSFlowHarness: Sendable {
     let apns: APNsStandIn
     let environment: [String: String]
 
-    static let player: Int64 = 1783478
+    static let player: Int64 = 1_783_478
     static let token = "808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1"
 
     /// - Parameter privateCA: OGS served over HTTPS by a CA of its own, trusted only through
@@ -36,8 +36,11 @@ struct OGSFlowHarness: Sendable {
     }
 
     func daemon<T: Sendable>(_ body: @Sendable (DaemonProcess, HTTPTestClient) async throws -> T) async throws -> T {
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                    directory: directory.path, environment: environment) { daemon in
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path,
+            environment: environment
+        ) { daemon in
             try await body(daemon, HTTPTestClient(port: try await daemon.port()))
         }
     }

@@ -111,8 +111,19 @@ import Testing
         try await H.with { harness in
             let healthy: Int64 = 555
             harness.ogs.setGames(H.player, [H.game(301, "Delta", yourTurn: true, lastMove: H.nowMilliseconds)])
-            harness.ogs.setGames(healthy, [OGSStandIn.Game(id: 302, name: "Epsilon", black: healthy, white: 356, currentPlayer: healthy,
-                                                           lastMove: H.nowMilliseconds)])
+            harness.ogs.setGames(
+                healthy,
+                [
+                    OGSStandIn.Game(
+                        id: 302,
+                        name: "Epsilon",
+                        black: healthy,
+                        white: 356,
+                        currentPlayer: healthy,
+                        lastMove: H.nowMilliseconds
+                    )
+                ]
+            )
             harness.ogs.behave(failure, for: H.player)
             try await harness.daemon { daemon, client in
                 _ = try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)])
@@ -124,7 +135,11 @@ import Testing
                 #expect(try await harness.watermarks() == 0)
                 #expect(harness.apns.requests.isEmpty)
                 // Another user is not stopped by it.
-                _ = try await client.request("POST", "/register", json: ["user_id": .int(healthy), "device_token": .string(String(repeating: "9f", count: 32))])
+                _ = try await client.request(
+                    "POST",
+                    "/register",
+                    json: ["user_id": .int(healthy), "device_token": .string(String(repeating: "9f", count: 32))]
+                )
                 let other = try await harness.apns.waitForRequests(1)
                 #expect(other.first?.body?["game_id"] == 302)
                 // And the failing user is notified once OGS recovers.
@@ -136,11 +151,12 @@ import Testing
                 // The admin listener counted the checks, the failure by reason, and the waits a 429 imposed.
                 let metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: try await daemon.adminPort()))
                 let labels = #"pipeline="ogs-turns",stage="sources[0]""#
-                let reason = switch failure {
-                case .status(let code, _): "http_\(code)"
-                case .throttled: "http_429"
-                default: "malformed"
-                }
+                let reason =
+                    switch failure {
+                    case .status(let code, _): "http_\(code)"
+                    case .throttled: "http_429"
+                    default: "malformed"
+                    }
                 // Each fetch OGS failed (at registration, then /check) is one failure of that reason.
                 #expect(metrics[#"pushpipe_poller_failures_total{\#(labels),reason="\#(reason)"}"#] == Double(failedFetches))
                 #expect((metrics[#"pushpipe_poller_checks_total{\#(labels)}"#] ?? 0) >= 3)
@@ -180,7 +196,10 @@ import Testing
             #expect(harness.environment["OGS_API_BASE"]?.hasPrefix("https://") == true)
             harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
             try await harness.daemon { _, client in
-                #expect(try await client.request("POST", "/register", json: ["user_id": .string(String(H.player)), "device_token": .string(H.token)]).status == 200)
+                #expect(
+                    try await client.request("POST", "/register", json: ["user_id": .string(String(H.player)), "device_token": .string(H.token)])
+                        .status == 200
+                )
                 let request = try #require(try await harness.apns.waitForRequests(1).first)
                 #expect(request.body?["game_id"] == 101)
                 let check = try await client.request("GET", "/check/\(H.player)")
@@ -197,7 +216,9 @@ import Testing
             harness.apns.script(.reject(status: 503, reason: "ServiceUnavailable"), .reject(status: 503, reason: "ServiceUnavailable"))
             harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
             try await harness.daemon { _, client in
-                #expect(try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)]).status == 200)
+                #expect(
+                    try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)]).status == 200
+                )
                 let requests = try await harness.apns.waitForRequests(3)
                 #expect(requests[2].rejection == nil, "delivered at the third attempt")
                 // Three more checks after the delivery: none sends the move again.

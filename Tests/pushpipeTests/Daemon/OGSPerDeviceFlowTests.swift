@@ -24,7 +24,9 @@ import Testing
             harness.ogs.setGames(H.player, [H.game(101, "Alpha", yourTurn: false, lastMove: H.nowMilliseconds - 60_000)])
             try await harness.daemon { _, client in
                 for token in [H.token, Self.failingToken] {
-                    #expect(try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(token)]).status == 200)
+                    #expect(
+                        try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(token)]).status == 200
+                    )
                 }
                 // The checks each registration started found the opponent's turn: nothing to send.
                 _ = try await harness.ogs.waitForRequests(2)

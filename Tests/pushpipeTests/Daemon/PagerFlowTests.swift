@@ -15,21 +15,30 @@ import Testing
     }
 
     /// The shipped pager pipeline on a daemon (with an admin listener) and the APNs stand-in.
-    static func withPagerDaemon(_ body: @Sendable (HTTPTestClient, APNsStandIn, DaemonProcess, TemporaryDirectory) async throws -> Void) async throws {
+    static func withPagerDaemon(_ body: @Sendable (HTTPTestClient, APNsStandIn, DaemonProcess, TemporaryDirectory) async throws -> Void) async throws
+    {
         let directory = try TemporaryDirectory("pager")
         defer { directory.remove() }
         let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "PAGERTEAM1", keyID: "PAGERKEY01")
-        try directory.write("pipelines/pager.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pager-live-activity.yaml"),
-                                                                  encoding: .utf8))
+        try directory.write(
+            "pipelines/pager.yaml",
+            try String(
+                contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/pager-live-activity.yaml"),
+                encoding: .utf8
+            )
+        )
         let environment = apnsEnvironment.merging([
             "PAGER_JWT_SECRET": HTTPHostTests.secret, "PAGER_EVENTS_TOKEN": "pager-backend-secret", "PAGER_BUNDLE_ID": "com.example.pager",
         ]) { _, new in new }
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"]
-        try await withCleanup({
-            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-                try await body(HTTPTestClient(port: try await daemon.port()), apns, daemon, directory)
-            }
-        }, cleanup: apns.stop)
+        try await withCleanup(
+            {
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                    try await body(HTTPTestClient(port: try await daemon.port()), apns, daemon, directory)
+                }
+            },
+            cleanup: apns.stop
+        )
     }
 
     func flow(_ client: HTTPTestClient, apns: APNsStandIn, daemon: DaemonProcess) async throws {
@@ -37,7 +46,14 @@ import Testing
         let bob = try await HTTPHostTests.bearer("bob")
         let backend = ["authorization": "Bearer pager-backend-secret"]
         func page(_ to: String, _ message: String) async throws {
-            #expect(try await client.request("POST", "/api/pages", json: ["to": .string(to), "sender": "ALICE", "message": .string(message)], headers: backend).status == 202)
+            #expect(
+                try await client.request(
+                    "POST",
+                    "/api/pages",
+                    json: ["to": .string(to), "sender": "ALICE", "message": .string(message)],
+                    headers: backend
+                ).status == 202
+            )
         }
 
         // Empty or non-hex Live Activity tokens: 400, nothing stored.
@@ -47,7 +63,9 @@ import Testing
             #expect(response.body?["field"] == "live_activity_token")
         }
         // Bob has only a device token (iOS < 17.2): an ordinary alert, and the log says why.
-        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: bob).status == 200)
+        #expect(
+            try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: bob).status == 200
+        )
         try await page("bob", "CALL ME")
         let fallback = try await apns.waitForRequests(1)[0]
         #expect(fallback.token == Self.deviceToken)
@@ -56,8 +74,18 @@ import Testing
         try await daemon.waitForLine(containing: "user bob has no push-to-start token")
 
         // Alice: device token and push-to-start token, registered separately; the page starts an activity.
-        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: alice).status == 200)
-        #expect(try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(Self.startToken)], headers: alice).status == 200)
+        #expect(
+            try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(Self.deviceToken)], headers: alice).status
+                == 200
+        )
+        #expect(
+            try await client.request(
+                "POST",
+                "/api/users/live-activity-token",
+                json: ["live_activity_token": .string(Self.startToken)],
+                headers: alice
+            ).status == 200
+        )
         try await page("alice", "CALL ME")
         let start = try await apns.waitForRequests(2)[1]
         #expect(start.rejection == nil)
@@ -66,8 +94,14 @@ import Testing
         #expect(start.body?["aps"]?["event"] == "start" && start.body?["aps"]?["attributes-type"] == "PagerActivityAttributes")
 
         // The running activity's update token: the next page updates instead of starting.
-        #expect(try await client.request("POST", "/api/users/live-activity-update-token",
-                                         json: ["activity_id": "activity-1", "update_token": .string(Self.updateToken)], headers: alice).status == 200)
+        #expect(
+            try await client.request(
+                "POST",
+                "/api/users/live-activity-update-token",
+                json: ["activity_id": "activity-1", "update_token": .string(Self.updateToken)],
+                headers: alice
+            ).status == 200
+        )
         try await page("alice", "WHERE ARE YOU")
         let update = try await apns.waitForRequests(3)[2]
         #expect(update.token == Self.updateToken)
@@ -79,8 +113,13 @@ import Testing
         let carol = try await HTTPHostTests.bearer("carol")
         let carolDevice = String(repeating: "d4", count: 32)
         let carolStart = String(repeating: "e5", count: 80)
-        #expect(try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(carolDevice)], headers: carol).status == 200)
-        #expect(try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(carolStart)], headers: carol).status == 200)
+        #expect(
+            try await client.request("POST", "/api/users/device-token", json: ["device_token": .string(carolDevice)], headers: carol).status == 200
+        )
+        #expect(
+            try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(carolStart)], headers: carol)
+                .status == 200
+        )
         apns.script(.reject(status: 410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 * 1000) + 60_000))
         try await page("carol", "FIRST")
         #expect(try await apns.waitForRequests(4)[3].token == carolStart)

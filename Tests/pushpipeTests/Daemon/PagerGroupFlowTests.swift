@@ -41,11 +41,23 @@ import Testing
 
         // A page to Alice naming the group starts her activity on the group's channel.
         let alice = try await HTTPHostTests.bearer("alice")
-        #expect(try await client.request("POST", "/api/users/live-activity-token", json: ["live_activity_token": .string(Self.startToken)],
-                                         headers: alice).status == 200)
+        #expect(
+            try await client.request(
+                "POST",
+                "/api/users/live-activity-token",
+                json: ["live_activity_token": .string(Self.startToken)],
+                headers: alice
+            ).status == 200
+        )
         let before = apns.requests.count
-        #expect(try await client.request("POST", "/api/pages", json: ["to": "alice", "group": "ops", "sender": "ALICE", "message": "JOIN"],
-                                         headers: backend).status == 202)
+        #expect(
+            try await client.request(
+                "POST",
+                "/api/pages",
+                json: ["to": "alice", "group": "ops", "sender": "ALICE", "message": "JOIN"],
+                headers: backend
+            ).status == 202
+        )
         let start = try await apns.waitForRequests(before + 1)[before]
         #expect(start.rejection == nil && start.token == Self.startToken)
         #expect(start.body?["aps"]?["event"] == "start")
@@ -57,8 +69,14 @@ import Testing
         let tapArguments = ["tap", "--admin", "http://127.0.0.1:\(adminPort)", "--pipeline", "pager-live-activity"]
         try await DaemonProcess.run(arguments: tapArguments, directory: directory.path) { tap in
             try await tap.waitForLine(containing: "pushpipe tap: connected")
-            #expect(try await client.request("POST", "/api/groups/pages", json: ["group": "ops", "sender": "ALICE", "message": "ALL HANDS"],
-                                             headers: backend).status == 202)
+            #expect(
+                try await client.request(
+                    "POST",
+                    "/api/groups/pages",
+                    json: ["group": "ops", "sender": "ALICE", "message": "ALL HANDS"],
+                    headers: backend
+                ).status == 202
+            )
             try await tap.waitForLine(containing: #""what":"outcome""#)
             let broadcast = try #require(sends().last)
             #expect(broadcast.rejection == nil)
@@ -80,10 +98,17 @@ import Testing
 
         // A channel deleted on APNs is pruned like a dead token, and the group has none left.
         apns.deleteChannel(channel.channelID)
-        #expect(try await client.request("POST", "/api/groups/pages", json: ["group": "ops", "sender": "ALICE", "message": "GONE?"],
-                                         headers: backend).status == 202)
+        #expect(
+            try await client.request(
+                "POST",
+                "/api/groups/pages",
+                json: ["group": "ops", "sender": "ALICE", "message": "GONE?"],
+                headers: backend
+            ).status == 202
+        )
         try await eventually("the deleted channel to be pruned") {
-            try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))[#"pushpipe_tokens_pruned_total{pipeline="pager-live-activity"}"#] == 1
+            try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))[#"pushpipe_tokens_pruned_total{pipeline="pager-live-activity"}"#]
+                == 1
         }
         #expect(try await client.request("GET", "/api/groups/channels/ops", headers: backend).status == 404)
         metrics = try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))

@@ -14,16 +14,30 @@ import Testing
         defer { directory.remove() }
         let root = Repository.root
         try await DaemonProcess.run(
-            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", root.appendingPathComponent("plugins.d").path,
-                        root.appendingPathComponent("pipelines/example.yaml").path],
+            arguments: [
+                "run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", root.appendingPathComponent("plugins.d").path,
+                root.appendingPathComponent("pipelines/example.yaml").path,
+            ],
             // A quiet window of no length: the filter lets the event through at any hour.
-            directory: directory.path, environment: ["EXAMPLE_QUIET_START": "00:00", "EXAMPLE_QUIET_END": "00:00"], ownProcessGroup: true
+            directory: directory.path,
+            environment: ["EXAMPLE_QUIET_START": "00:00", "EXAMPLE_QUIET_END": "00:00"],
+            ownProcessGroup: true
         ) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
-            #expect(try await client.request("POST", "/example/register", json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 32))]).status == 200)
+            #expect(
+                try await client.request(
+                    "POST",
+                    "/example/register",
+                    json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 32))]
+                ).status == 200
+            )
             // An event through the quiet-hours filter: its plugin is up once the event is processed.
-            let accepted = try await client.request("POST", "/example/events", json: ["user": "a", "title": "t", "message": "m"],
-                                                    headers: ["authorization": "Bearer dev-events-token"])
+            let accepted = try await client.request(
+                "POST",
+                "/example/events",
+                json: ["user": "a", "title": "t", "message": "m"],
+                headers: ["authorization": "Bearer dev-events-token"]
+            )
             #expect(accepted.status == 202, "\(accepted.text)")
             let id = try #require(accepted.body?["id"]?.stringValue)
             try await eventually("event \(id)'s record") {

@@ -1,13 +1,14 @@
 import Foundation
 import Logging
 import PostgresNIO
-@testable import PushPipeCore
-@testable import pushpipe
-@testable import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeStores
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeCore
+@testable import PushPipePostgres
+@testable import pushpipe
 
 /// A database outage longer than the lease, with real daemons and a real PostgreSQL whose
 /// database is taken away (`ALLOW_CONNECTIONS false`) and brought back.
@@ -19,7 +20,10 @@ struct PostgresStoreOutageTests {
     static func withOutage<T: Sendable>(of url: String, _ body: @Sendable (DatabaseOutage) async throws -> T) async throws -> T {
         let outage = try DatabaseOutage(url: url)
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { await outage.run(); return nil }
+            group.addTask {
+                await outage.run()
+                return nil
+            }
             defer { group.cancelAll() }
             return try await body(outage)
         }
@@ -35,42 +39,59 @@ struct PostgresStoreOutageTests {
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 2"))
         let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
-        try await withCleanup({
-            try await Self.withOutage(of: url) { outage in
-                let environment = apnsEnvironment.merging(["PUSHPIPE_LOG_LEVEL": "info"]) { _, new in new }
-                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-                    let client = HTTPTestClient(port: try await daemon.port())
-                    #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status == 200)
-                    #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "before"]).status == 202)
-                    try await outage.begin()
-                    var statuses: [Int] = []
-                    for number in 0..<5 {
-                        let response = try await client.request("POST", "/events", json: ["user": "alice", "id": .string("during\(number)")], timeout: 60)
-                        statuses.append(response.status)
+        try await withCleanup(
+            {
+                try await Self.withOutage(of: url) { outage in
+                    let environment = apnsEnvironment.merging(["PUSHPIPE_LOG_LEVEL": "info"]) { _, new in new }
+                    try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                        let client = HTTPTestClient(port: try await daemon.port())
+                        #expect(
+                            try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status
+                                == 200
+                        )
+                        #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "before"]).status == 202)
+                        try await outage.begin()
+                        var statuses: [Int] = []
+                        for number in 0..<5 {
+                            let response = try await client.request(
+                                "POST",
+                                "/events",
+                                json: ["user": "alice", "id": .string("during\(number)")],
+                                timeout: 60
+                            )
+                            statuses.append(response.status)
+                        }
+                        #expect(statuses == Array(repeating: 503, count: 5), "new events while the database is away: \(statuses)")
+                        #expect(try await client.request("GET", "/readyz").status == 503, "ready while the database is away")
+                        try await outage.end()
+                        // Accepted again once the store answers (the next probe finds it back).
+                        let deadline = ContinuousClock.now + .seconds(60)
+                        var after = 0
+                        while ContinuousClock.now < deadline {
+                            after = try await client.request("POST", "/events", json: ["user": "alice", "id": "after"]).status
+                            if after == 202 { break }
+                            try await Task.sleep(for: .milliseconds(200))
+                        }
+                        #expect(after == 202)
+                        try await delivered.wait(
+                            timeout: 60,
+                            { $0["before"] != nil && $0["after"] != nil ? () : nil },
+                            failure: { WaitTimedOut("delivered: \($0)") }
+                        )
+                        let lines = daemon.standardError
+                        #expect(
+                            lines.filter { $0.contains("does not answer") }.count == 1,
+                            "the outage's start logged once: \(lines.filter { $0.contains("store") }.suffix(20))"
+                        )
+                        #expect(lines.filter { $0.contains("answers again") }.count == 1, "its end logged once")
+                        // At the default level, nothing else about it: not a line per statement or per reconnection.
+                        let loud = lines.filter { $0.contains(" error ") || $0.contains(" warning ") || $0.contains("PSQLError") }
+                        #expect(loud.count == 1, "\(loud.joined(separator: "\n"))")
                     }
-                    #expect(statuses == Array(repeating: 503, count: 5), "new events while the database is away: \(statuses)")
-                    #expect(try await client.request("GET", "/readyz").status == 503, "ready while the database is away")
-                    try await outage.end()
-                    // Accepted again once the store answers (the next probe finds it back).
-                    let deadline = ContinuousClock.now + .seconds(60)
-                    var after = 0
-                    while ContinuousClock.now < deadline {
-                        after = try await client.request("POST", "/events", json: ["user": "alice", "id": "after"]).status
-                        if after == 202 { break }
-                        try await Task.sleep(for: .milliseconds(200))
-                    }
-                    #expect(after == 202)
-                    try await delivered.wait(timeout: 60, { $0["before"] != nil && $0["after"] != nil ? () : nil },
-                                             failure: { WaitTimedOut("delivered: \($0)") })
-                    let lines = daemon.standardError
-                    #expect(lines.filter { $0.contains("does not answer") }.count == 1, "the outage's start logged once: \(lines.filter { $0.contains("store") }.suffix(20))")
-                    #expect(lines.filter { $0.contains("answers again") }.count == 1, "its end logged once")
-                    // At the default level, nothing else about it: not a line per statement or per reconnection.
-                    let loud = lines.filter { $0.contains(" error ") || $0.contains(" warning ") || $0.contains("PSQLError") }
-                    #expect(loud.count == 1, "\(loud.joined(separator: "\n"))")
                 }
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
         #expect(delivered.value.keys.filter { $0.hasPrefix("during") }.isEmpty, "nothing answered 503 was sent")
     }
 
@@ -81,39 +102,55 @@ struct PostgresStoreOutageTests {
     @Test func anEventInFlightAtAnOutageIsSentOnce() async throws {
         let directory = try TemporaryDirectory("outage-in-flight")
         defer { directory.remove() }
-        let first = try TemporaryDirectory("outage-in-flight-a"), second = try TemporaryDirectory("outage-in-flight-b")
-        defer { first.remove(); second.remove() }
+        let first = try TemporaryDirectory("outage-in-flight-a")
+        let second = try TemporaryDirectory("outage-in-flight-b")
+        defer {
+            first.remove()
+            second.remove()
+        }
         // The first daemon's answer comes while the database is away.
         let (apnsA, environmentA, deliveredA) = try await SharedDaemonFaultTests.countingAPNs(in: first) { _ in .delayed(seconds: 1, .accept) }
         let (apnsB, environmentB, deliveredB) = try await SharedDaemonFaultTests.countingAPNs(in: second) { _ in .accept }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 2"))
         let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]
-        try await withCleanup({
-            try await Self.withOutage(of: url) { outage in
-                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentA) { a in
-                    try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentB) { b in
-                        let client = HTTPTestClient(port: try await a.port())
-                        _ = try await b.port()
-                        #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status == 200)
-                        #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "in-flight"]).status == 202)
-                        try await deliveredA.wait(timeout: 30, { $0["in-flight"] != nil ? () : nil }, failure: { _ in WaitTimedOut("sent") })
-                        try await outage.begin()
-                        // Longer than the lease (2 s) and the daemons' waits (1 s): every lease lapses.
-                        try await Task.sleep(for: .seconds(6))
-                        try await outage.end()
-                        // The first daemon records the outcome and removes the event once it is back.
-                        do {
-                            try await Self.waitUntilQueueEmpty(url: url)
-                        } catch {
-                            Issue.record(error, "first daemon: \(a.standardError.suffix(30).joined(separator: "\n"))\nsecond: \(b.standardError.suffix(15).joined(separator: "\n"))")
+        try await withCleanup(
+            {
+                try await Self.withOutage(of: url) { outage in
+                    try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentA) { a in
+                        try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environmentB) { b in
+                            let client = HTTPTestClient(port: try await a.port())
+                            _ = try await b.port()
+                            #expect(
+                                try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(Self.token)]).status
+                                    == 200
+                            )
+                            #expect(try await client.request("POST", "/events", json: ["user": "alice", "id": "in-flight"]).status == 202)
+                            try await deliveredA.wait(timeout: 30, { $0["in-flight"] != nil ? () : nil }, failure: { _ in WaitTimedOut("sent") })
+                            try await outage.begin()
+                            // Longer than the lease (2 s) and the daemons' waits (1 s): every lease lapses.
+                            try await Task.sleep(for: .seconds(6))
+                            try await outage.end()
+                            // The first daemon records the outcome and removes the event once it is back.
+                            do {
+                                try await Self.waitUntilQueueEmpty(url: url)
+                            } catch {
+                                Issue.record(
+                                    error,
+                                    "first daemon: \(a.standardError.suffix(30).joined(separator: "\n"))\nsecond: \(b.standardError.suffix(15).joined(separator: "\n"))"
+                                )
+                            }
+                            // A takeover would come within the grace that follows the gap.
+                            try await Task.sleep(for: .seconds(4))
                         }
-                        // A takeover would come within the grace that follows the gap.
-                        try await Task.sleep(for: .seconds(4))
                     }
                 }
+            },
+            cleanup: {
+                await apnsA.stop()
+                await apnsB.stop()
             }
-        }, cleanup: { await apnsA.stop(); await apnsB.stop() })
+        )
         #expect(deliveredA.value["in-flight"] == 1)
         #expect(deliveredB.value["in-flight"] == nil, "taken over and sent again by the second daemon")
     }
@@ -127,7 +164,7 @@ struct PostgresStoreOutageTests {
         while opened == nil {
             do {
                 opened = try await PostgresStore(location: location, logger: Logger(label: "test"))
-            } catch where ContinuousClock.now < deadline {
+            } catch  where ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
@@ -151,8 +188,16 @@ struct PostgresStoreOutageTests {
         let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
-        let event = QueuedEvent(pipeline: "p", source: "sources[0]", instance: "a-daemon-cut-off", eventID: "e1", user: "alice", time: 1,
-                                body: ["id": "e1"], lease: 2)
+        let event = QueuedEvent(
+            pipeline: "p",
+            source: "sources[0]",
+            instance: "a-daemon-cut-off",
+            eventID: "e1",
+            user: "alice",
+            time: 1,
+            body: ["id": "e1"],
+            lease: 2
+        )
         try await store.enqueue(event)
         let queue = store.pipeline("p")
         try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2)
@@ -162,8 +207,10 @@ struct PostgresStoreOutageTests {
             try await connection.query("UPDATE work SET lease_until = lease_until - 100, due_at = due_at - 100", logger: logger)
         }
         if renewalFirst { try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2) }
-        #expect(try await queue.claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).isEmpty,
-                "claimed right after the gap: its holder had no time to renew")
+        #expect(
+            try await queue.claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).isEmpty,
+            "claimed right after the gap: its holder had no time to renew"
+        )
         // The grace (the gap's length, at most 90 s) has passed.
         try await store.connections.transaction { connection in
             try await connection.query("UPDATE lease_clocks SET resumed_at = resumed_at - 91", logger: logger)
@@ -204,14 +251,19 @@ struct PostgresStoreOutageTests {
             let renewal = Task { try await queue.renewLeases(source: "s", keys: [event.key], lease: 30) }
             try await eventually("the renewal waits for the clock row") {
                 // This database's sessions only: other tests share the server.
-                try await locker.query("""
+                try await locker.query(
+                    """
                     SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-                    """, logger: logger).collect().first?.decode(Int.self) ?? 0 > 0
+                    """,
+                    logger: logger
+                ).collect().first?.decode(Int.self) ?? 0 > 0
             }
             unlock.open()
             try await renewal.value
             let release = try #require(released.value)
-            let until = try await locker.query("SELECT lease_until FROM work WHERE kind = 'event:s'", logger: logger).collect().first?.decode(Double.self)
+            let until = try await locker.query("SELECT lease_until FROM work WHERE kind = 'event:s'", logger: logger).collect().first?.decode(
+                Double.self
+            )
             #expect(try #require(until) >= release + 30, "the lease runs from the write, after the wait: \(until ?? 0) against \(release + 30)")
             group.cancelAll()
         }

@@ -13,14 +13,20 @@ import Testing
     static func listeningLine(environment: [String: String]) async throws -> String {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("pipelines/plain.yaml", """
+        try directory.write(
+            "pipelines/plain.yaml",
+            """
             pipeline: plain
             sources: [{type: http.event, path: /events}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
-            """)
-        return try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                           directory: directory.path, environment: environment) { daemon in
+            """
+        )
+        return try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path,
+            environment: environment
+        ) { daemon in
             let line = try await daemon.waitForLine(containing: "listening on http:")
             daemon.signal(SIGTERM)
             _ = try await daemon.waitForExit()

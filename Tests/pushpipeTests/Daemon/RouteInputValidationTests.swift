@@ -34,7 +34,9 @@ import Testing
                 #expect(harness.ogs.requests.isEmpty, "nothing was asked of OGS for a bad id")
 
                 // A JSON number and a string of digits are the same valid user.
-                #expect(try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)]).status == 200)
+                #expect(
+                    try await client.request("POST", "/register", json: ["user_id": .int(H.player), "device_token": .string(H.token)]).status == 200
+                )
                 #expect(try await client.request("GET", "/diagnostics/\(H.player)").status == 200)
                 #expect(try await client.request("GET", "/users-by-token/\(H.token)").body?["user_ids"] == [.string(String(H.player))])
             }
@@ -44,8 +46,10 @@ import Testing
     @Test func usersByTokenTakesOnlyHexTokens() async throws {
         try await H.with { harness in
             try await harness.daemon { _, client in
-                for bad in ["xyz", "..%2F..%2Fetc%2Fpasswd", "%01%02%03", String(repeating: "a", count: 31), String(repeating: "ab", count: 201),
-                            String(repeating: "g", count: 64)] {
+                for bad in [
+                    "xyz", "..%2F..%2Fetc%2Fpasswd", "%01%02%03", String(repeating: "a", count: 31), String(repeating: "ab", count: 201),
+                    String(repeating: "g", count: 64),
+                ] {
                     let response = try await client.request("GET", "/users-by-token/\(bad)")
                     expectRefused(response, 400, field: "device_token")
                 }

@@ -41,8 +41,12 @@ import Testing
     }
 
     static func register(_ client: HTTPTestClient, _ number: Int, headers: [String: String] = [:]) async throws -> HTTPTestClient.Response {
-        try await client.request("POST", "/register", json: ["user_id": .string("u\(number)"), "token": .string(String(format: "%064x", number))],
-                                 headers: headers)
+        try await client.request(
+            "POST",
+            "/register",
+            json: ["user_id": .string("u\(number)"), "token": .string(String(format: "%064x", number))],
+            headers: headers
+        )
     }
 
     @Test func aClientPastItsBucketGets429AndForwardedForCountsOnlyFromATrustedProxy() async throws {
@@ -76,8 +80,12 @@ import Testing
             let unauthenticated = try await client.request("POST", "/events", json: ["user": "u", "text": "three"])
             #expect(unauthenticated.status == 401, "no caller, no bucket of theirs: the credentials are checked")
 
-            let large = try await client.request("POST", "/register", rawBody: "{\"user_id\": \"big\", \"token\": \"" + String(repeating: "a", count: 300) + "\"}",
-                                                 headers: ["content-type": "application/json"])
+            let large = try await client.request(
+                "POST",
+                "/register",
+                rawBody: "{\"user_id\": \"big\", \"token\": \"" + String(repeating: "a", count: 300) + "\"}",
+                headers: ["content-type": "application/json"]
+            )
             #expect(large.status == 413 && large.body?["field"] == "body", "\(large.text)")
         }
     }
@@ -87,7 +95,11 @@ import Testing
         try await Self.run([]) { daemon, directory in
             let client = HTTPTestClient(port: try await daemon.port())
             for number in 1...3 {
-                let answer = try await client.request("POST", "/register-many", json: ["user_id": "keeper", "token": .string(String(format: "%064x", number))])
+                let answer = try await client.request(
+                    "POST",
+                    "/register-many",
+                    json: ["user_id": "keeper", "token": .string(String(format: "%064x", number))]
+                )
                 #expect(answer.status == 200)
             }
             let tokens = try await DatabaseQueue(path: directory.file("state.sqlite")).read { db in
@@ -101,14 +113,17 @@ import Testing
     @Test func aConnectionThatTricklesItsRequestIsClosed() async throws {
         try await Self.run(["--request-timeout", "1"]) { daemon, directory in
             let port = try await daemon.port()
-            try directory.write("slow.py", """
+            try directory.write(
+                "slow.py",
+                """
                 import socket, sys, time
                 s = socket.create_connection(("127.0.0.1", \(port)))
                 s.sendall(b"POST /register HTTP/1.1\\r\\nHost: localhost\\r\\n")
                 started = time.monotonic()
                 s.settimeout(20)
                 print("closed %s after %.1f s" % ("by the server" if s.recv(1) == b"" else "with data", time.monotonic() - started), flush=True)
-                """)
+                """
+            )
             try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", "slow.py"]) { slow in
                 let line = try await slow.waitForLine(containing: "closed", timeout: 25)
                 #expect(line.contains("by the server"), "\(line)")

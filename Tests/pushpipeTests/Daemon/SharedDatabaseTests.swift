@@ -54,32 +54,46 @@ import Testing
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: apnsEnvironment) { try await body($0) }
         }
         let events = 1000
-        try await withCleanup({
-            try await run { first in
-                try await run { second in
-                    try await run { third in
-                        let clients = [try await first.port(), try await second.port(), try await third.port()].map(HTTPTestClient.init(port:))
-                        let registered = try await clients[0].request("POST", "/register", json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))])
-                        #expect(registered.status == 200)
-                        var accepted = 0
-                        for number in 0..<events {
-                            if number == events / 2 {
-                                second.signal(SIGKILL)
-                                _ = try await second.waitForExit()
+        try await withCleanup(
+            {
+                try await run { first in
+                    try await run { second in
+                        try await run { third in
+                            let clients = [try await first.port(), try await second.port(), try await third.port()].map(HTTPTestClient.init(port:))
+                            let registered = try await clients[0].request(
+                                "POST",
+                                "/register",
+                                json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]
+                            )
+                            #expect(registered.status == 200)
+                            var accepted = 0
+                            for number in 0..<events {
+                                if number == events / 2 {
+                                    second.signal(SIGKILL)
+                                    _ = try await second.waitForExit()
+                                }
+                                var daemon = number % 3
+                                if number >= events / 2 && daemon == 1 { daemon = 2 }
+                                let response = try await clients[daemon].request(
+                                    "POST",
+                                    "/events",
+                                    json: ["user": "alice", "id": .string("e\(number)")]
+                                )
+                                if response.status == 202 { accepted += 1 }
                             }
-                            var daemon = number % 3
-                            if number >= events / 2 && daemon == 1 { daemon = 2 }
-                            let response = try await clients[daemon].request("POST", "/events", json: ["user": "alice", "id": .string("e\(number)")])
-                            if response.status == 202 { accepted += 1 }
+                            #expect(accepted == events)
+                            // The killed daemon's unfinished events are taken over once their 2 s lease ran out.
+                            try await delivered.wait(
+                                timeout: 60,
+                                { $0.count >= events ? () : nil },
+                                failure: { WaitTimedOut("\($0.count) of \(events) events delivered") }
+                            )
                         }
-                        #expect(accepted == events)
-                        // The killed daemon's unfinished events are taken over once their 2 s lease ran out.
-                        try await delivered.wait(timeout: 60, { $0.count >= events ? () : nil },
-                                                 failure: { WaitTimedOut("\($0.count) of \(events) events delivered") })
                     }
                 }
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
         let counts = delivered.value
         #expect(counts.count == events, "every event delivered")
         let extra = counts.values.reduce(0) { $0 + $1 - 1 }
@@ -119,57 +133,72 @@ import Testing
         @Sendable func checks(from start: Int) -> [Int64: Int] {
             ogs.requests.dropFirst(start).reduce(into: [:]) { $0[$1, default: 0] += 1 }
         }
-        try await withCleanup({
-            try await run { first in
-                try await run { second in
-                    try await run { third in
-                        let client = HTTPTestClient(port: try await first.port())
-                        _ = try await second.port()
-                        _ = try await third.port()
-                        for player in players {
-                            // The route's per-client limit (50/s, a burst of 20) answers 429 to a fast
-                            // loop: it waits the Retry-After it is told, as a client would.
-                            var response = try await client.request("POST", "/register", json: ["user_id": .int(player),
-                                                                                               "device_token": .string(String(repeating: "ab", count: 32))])
-                            while response.status == 429 {
-                                try await Task.sleep(for: .seconds(Double(response.headers["retry-after"] ?? "1") ?? 1))
-                                response = try await client.request("POST", "/register", json: ["user_id": .int(player),
-                                                                                                "device_token": .string(String(repeating: "ab", count: 32))])
+        try await withCleanup(
+            {
+                try await run { first in
+                    try await run { second in
+                        try await run { third in
+                            let client = HTTPTestClient(port: try await first.port())
+                            _ = try await second.port()
+                            _ = try await third.port()
+                            for player in players {
+                                // The route's per-client limit (50/s, a burst of 20) answers 429 to a fast
+                                // loop: it waits the Retry-After it is told, as a client would.
+                                var response = try await client.request(
+                                    "POST",
+                                    "/register",
+                                    json: [
+                                        "user_id": .int(player),
+                                        "device_token": .string(String(repeating: "ab", count: 32)),
+                                    ]
+                                )
+                                while response.status == 429 {
+                                    try await Task.sleep(for: .seconds(Double(response.headers["retry-after"] ?? "1") ?? 1))
+                                    response = try await client.request(
+                                        "POST",
+                                        "/register",
+                                        json: [
+                                            "user_id": .int(player),
+                                            "device_token": .string(String(repeating: "ab", count: 32)),
+                                        ]
+                                    )
+                                }
+                                #expect(response.status == 200)
                             }
-                            #expect(response.status == 200)
-                        }
-                        // Let every player come due once, then count three intervals' worth of checks.
-                        _ = try await ogs.waitForRequests(players.count * 2, timeout: 30)
-                        let start = ogs.requests.count
-                        _ = try await ogs.waitForRequests(start + players.count * 3, timeout: 30)
-                        var window = checks(from: start)
-                        // On a loaded machine a check may come late: wait for it (bounded) rather
-                        // than count a fixed number of requests.
-                        let late = ContinuousClock.now + .seconds(60)
-                        while window.count < players.count, ContinuousClock.now < late {
-                            _ = try await ogs.waitForRequests(ogs.requests.count + 1, timeout: 30)
-                            window = checks(from: start)
-                        }
-                        #expect(window.count == players.count, "every player is checked")
-                        // Three daemons checking on their own would check a player every 2/3 s.
-                        let shortest = shortestGap(ogs.timedRequests.dropFirst(start))
-                        #expect(shortest >= .milliseconds(1500), "once per 2 s interval in total, not once per daemon: \(shortest)")
+                            // Let every player come due once, then count three intervals' worth of checks.
+                            _ = try await ogs.waitForRequests(players.count * 2, timeout: 30)
+                            let start = ogs.requests.count
+                            _ = try await ogs.waitForRequests(start + players.count * 3, timeout: 30)
+                            var window = checks(from: start)
+                            // On a loaded machine a check may come late: wait for it (bounded) rather
+                            // than count a fixed number of requests.
+                            let late = ContinuousClock.now + .seconds(60)
+                            while window.count < players.count, ContinuousClock.now < late {
+                                _ = try await ogs.waitForRequests(ogs.requests.count + 1, timeout: 30)
+                                window = checks(from: start)
+                            }
+                            #expect(window.count == players.count, "every player is checked")
+                            // Three daemons checking on their own would check a player every 2/3 s.
+                            let shortest = shortestGap(ogs.timedRequests.dropFirst(start))
+                            #expect(shortest >= .milliseconds(1500), "once per 2 s interval in total, not once per daemon: \(shortest)")
 
-                        second.signal(SIGKILL)
-                        _ = try await second.waitForExit()
-                        // The killed daemon's players come due for the others an interval after it claimed them.
-                        let killed = ContinuousClock.now
-                        try await ogs.waitForRequests(from: Set(players), after: ogs.requests.count, timeout: 60)
-                        let took = ContinuousClock.now - killed
-                        // A claim lasts an interval; the bound says "taken over", with room for a loaded machine.
-                        #expect(took < .seconds(45), "every player checked again \(took) after the kill (interval 2 s)")
+                            second.signal(SIGKILL)
+                            _ = try await second.waitForExit()
+                            // The killed daemon's players come due for the others an interval after it claimed them.
+                            let killed = ContinuousClock.now
+                            try await ogs.waitForRequests(from: Set(players), after: ogs.requests.count, timeout: 60)
+                            let took = ContinuousClock.now - killed
+                            // A claim lasts an interval; the bound says "taken over", with room for a loaded machine.
+                            #expect(took < .seconds(45), "every player checked again \(took) after the kill (interval 2 s)")
+                        }
                     }
                 }
+            },
+            cleanup: {
+                await apns.stop()
+                await ogs.stop()
             }
-        }, cleanup: {
-            await apns.stop()
-            await ogs.stop()
-        })
+        )
     }
 
     /// The daemon on PostgreSQL: the pool runs in the service group and stops last, so a
@@ -178,7 +207,9 @@ import Testing
     func aDaemonOnPostgresDrainsAtSIGTERMAndNeverShowsThePassword() async throws {
         let directory = try TemporaryDirectory("postgres-daemon")
         defer { directory.remove() }
-        try directory.write("pipelines/p.yaml", """
+        try directory.write(
+            "pipelines/p.yaml",
+            """
             pipeline: p
             routes:
               - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
@@ -187,14 +218,24 @@ import Testing
               - {type: http.event, path: /events}
             renderer: {type: json.template, payload: {title: "{{title}}"}}
             transport: {type: stdout}
-            """)
+            """
+        )
         let location = try await TestStores.freshPostgresDatabase()
         let secret = "pw-\(UUID().uuidString.prefix(8))"
         let url = "postgres://\(location.user):\(secret)@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none"], directory: directory.path,
-                                    environment: ["PUSHPIPE_STORE": url]) { daemon in
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none"],
+            directory: directory.path,
+            environment: ["PUSHPIPE_STORE": url]
+        ) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
-            #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 16))]).status == 200)
+            #expect(
+                try await client.request(
+                    "POST",
+                    "/register",
+                    json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 16))]
+                ).status == 200
+            )
             #expect(try await client.request("POST", "/events", json: ["user": "alice", "title": "hi"]).status == 202)
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
@@ -204,7 +245,8 @@ import Testing
             #expect(!output.contains { $0.contains(secret) }, "the password never reaches a log")
         }
         // What the first daemon accepted it also delivered and recorded before it stopped.
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none", "--store", url], directory: directory.path) { daemon in
+        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--plugins", "none", "--store", url], directory: directory.path) {
+            daemon in
             let history = try await HTTPTestClient(port: try await daemon.port()).request("GET", "/history/alice")
             #expect(history.body?["history"]?.arrayValue?.count == 1, "\(history.text)")
         }

@@ -47,29 +47,42 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
         let environment = apnsEnvironment.merging(["REPLY_DIR": directory.file("replies")]) { _, new in new }
         let run = { @Sendable (state: String, body: @Sendable @escaping (DaemonProcess) async throws -> Void) in
-            try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", state, "--plugins", "none"],
-                                        directory: directory.path, environment: environment) { try await body($0) }
+            try await DaemonProcess.run(
+                arguments: ["run", "--listen", "127.0.0.1:0", "--state", state, "--plugins", "none"],
+                directory: directory.path,
+                environment: environment
+            ) { try await body($0) }
         }
         let replies = 200
-        try await withCleanup({
-            try await run("a.sqlite") { first in
-                try await run("b.sqlite") { second in
-                    try await Self.registerInstall(with: [first, second])
-                    for number in 0..<replies {
-                        let staged = try directory.write("staging/r\(number).json", #"{"message_id": "m\#(number)", "text": "reply"}"#)
-                        try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/r\(number).json"))
+        try await withCleanup(
+            {
+                try await run("a.sqlite") { first in
+                    try await run("b.sqlite") { second in
+                        try await Self.registerInstall(with: [first, second])
+                        for number in 0..<replies {
+                            let staged = try directory.write("staging/r\(number).json", #"{"message_id": "m\#(number)", "text": "reply"}"#)
+                            try FileManager.default.moveItem(atPath: staged, toPath: directory.file("replies/r\(number).json"))
+                        }
+                        try await delivered.wait(
+                            timeout: 30,
+                            { $0.count >= replies / 4 ? () : nil },
+                            failure: { WaitTimedOut("\($0.count) delivered") }
+                        )
+                        first.signal(SIGKILL)
+                        _ = try await first.waitForExit()
+                        try await delivered.wait(
+                            timeout: 60,
+                            { $0.count >= replies ? () : nil },
+                            failure: { WaitTimedOut("\($0.count) of \(replies) replies delivered") }
+                        )
+                        // A reply the killed daemon sent but had not moved yet comes back and is sent again.
+                        let deadline = ContinuousClock.now + .seconds(30)
+                        while sentFiles(directory) < replies, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
                     }
-                    try await delivered.wait(timeout: 30, { $0.count >= replies / 4 ? () : nil }, failure: { WaitTimedOut("\($0.count) delivered") })
-                    first.signal(SIGKILL)
-                    _ = try await first.waitForExit()
-                    try await delivered.wait(timeout: 60, { $0.count >= replies ? () : nil },
-                                             failure: { WaitTimedOut("\($0.count) of \(replies) replies delivered") })
-                    // A reply the killed daemon sent but had not moved yet comes back and is sent again.
-                    let deadline = ContinuousClock.now + .seconds(30)
-                    while sentFiles(directory) < replies, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
                 }
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
         let counts = delivered.value
         #expect(counts.count == replies, "every reply sent")
         let extra = counts.values.reduce(0) { $0 + $1 - 1 }

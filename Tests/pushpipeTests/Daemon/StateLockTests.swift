@@ -25,7 +25,9 @@ import Testing
     /// A transport plugin that writes each send to `sends.log` (whichever daemon runs it) and
     /// holds it in flight until the file `release` exists.
     static func holdingTransport(in directory: TemporaryDirectory) throws {
-        try directory.write("plugins/holding/holding.py", """
+        try directory.write(
+            "plugins/holding/holding.py",
+            """
             import json, os, sys, time
             for line in sys.stdin:
                 request = json.loads(line)
@@ -40,7 +42,8 @@ import Testing
                             sys.exit(0)  # the daemon is gone: outlive no test
                         time.sleep(0.02)
                 print(json.dumps({"id": request["id"], "result": {"outcome": "delivered"}}), flush=True)
-            """)
+            """
+        )
         // Held for as long as the test takes (a loaded machine starts its daemons slowly): past
         // the default 5 s the daemon would time the send out and make it again.
         try directory.write("plugins/holding/plugin.yaml", "name: holding\nkind: transport\ncommand: [python3, holding.py]\ntimeout: 300\n")
@@ -77,8 +80,10 @@ import Testing
                     let status = try await second.waitForExit()
                     #expect(status == 1, "a second daemon on the state does not start (--listen \(listen))")
                     let refusal = second.standardError.joined(separator: "\n")
-                    #expect(refusal.contains("pid \(firstPID)") && refusal.contains("state_in_use") && refusal.contains("var/state.sqlite"),
-                            "the error names the state and the daemon holding it: \(refusal.suffix(600))")
+                    #expect(
+                        refusal.contains("pid \(firstPID)") && refusal.contains("state_in_use") && refusal.contains("var/state.sqlite"),
+                        "the error names the state and the daemon holding it: \(refusal.suffix(600))"
+                    )
                 }
             }
             #expect(FileManager.default.fileExists(atPath: directory.file("var/state.sqlite.lock")))
@@ -106,17 +111,32 @@ import Testing
         try directory.write("pipelines/locked.yaml", Self.pipeline(transport: "stdout"))
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         for n in 0..<3 {
-            try await store.enqueue(QueuedEvent(pipeline: "locked", source: "inbox", instance: "an-earlier-daemon", eventID: "left-\(n)", user: "a",
-                                                time: Date().timeIntervalSince1970, body: ["n": .int(Int64(n))], lease: 0))
+            try await store.enqueue(
+                QueuedEvent(
+                    pipeline: "locked",
+                    source: "inbox",
+                    instance: "an-earlier-daemon",
+                    eventID: "left-\(n)",
+                    user: "a",
+                    time: Date().timeIntervalSince1970,
+                    body: ["n": .int(Int64(n))],
+                    lease: 0
+                )
+            )
         }
         try await store.close()
 
         // Another daemon, on a state of its own, has the ports.
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "other.sqlite", "--plugins", "none"],
-                                    directory: directory.path) { blocker in
-            let taken = listener == "app" ? ["--listen", "127.0.0.1:\(try await blocker.port())", "--admin-listen", "127.0.0.1:0"]
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "other.sqlite", "--plugins", "none"],
+            directory: directory.path
+        ) { blocker in
+            let taken =
+                listener == "app"
+                ? ["--listen", "127.0.0.1:\(try await blocker.port())", "--admin-listen", "127.0.0.1:0"]
                 : ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:\(try await blocker.adminPort())"]
-            try await DaemonProcess.run(arguments: ["run", "--state", "state.sqlite", "--plugins", "none"] + taken, directory: directory.path) { daemon in
+            try await DaemonProcess.run(arguments: ["run", "--state", "state.sqlite", "--plugins", "none"] + taken, directory: directory.path) {
+                daemon in
                 let status = try await daemon.waitForExit()
                 #expect(status == 1)
                 let output = daemon.standardError.joined(separator: "\n")
@@ -125,7 +145,9 @@ import Testing
             }
         }
         let queue = try DatabaseQueue(path: directory.file("state.sqlite"))
-        let owners = try await queue.read { db in try Optional<String>.fetchAll(db, sql: "SELECT owner FROM work WHERE kind LIKE 'event:%' ORDER BY id") }
+        let owners = try await queue.read { db in
+            try Optional<String>.fetchAll(db, sql: "SELECT owner FROM work WHERE kind LIKE 'event:%' ORDER BY id")
+        }
         #expect(owners == [nil, nil, nil], "every queued event is let go of (the earlier daemon is gone), none claimed: \(owners)")
     }
 
@@ -136,8 +158,10 @@ import Testing
         defer { directory.remove() }
         try directory.write("pipelines/locked.yaml", Self.pipeline(transport: "stdout"))
         try directory.write("event.json", #"{"user": "a", "body": {"n": 7}}"#)
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                    directory: directory.path) { daemon in
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path
+        ) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: Self.registration).status == 200)
             let commands = [
@@ -152,7 +176,10 @@ import Testing
                     #expect(!output.contains("state_in_use"), "\(command[0]) is not refused: \(output.suffix(600))")
                     if command[0] == "dry-run" {
                         #expect(status == 0)
-                        #expect(output.contains("result: delivered") && output.contains("of a: rendered"), "the dry run read the registration: \(output.suffix(600))")
+                        #expect(
+                            output.contains("result: delivered") && output.contains("of a: rendered"),
+                            "the dry run read the registration: \(output.suffix(600))"
+                        )
                     } else if command[0] == "dead-letters" {
                         #expect(status == 0 && output.contains("no dead letters"), "\(output.suffix(600))")
                     } else {

@@ -8,19 +8,24 @@ import Testing
 /// inotify, the APNs stand-in verifying the provider token; a restart sends nothing twice.
 @Suite struct SvenFlowTests {
     static var repository: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     @Test func replyFileBecomesOneNotificationAndIsNeverResent() async throws {
         let directory = try TemporaryDirectory("sven")
         defer { directory.remove() }
-        let (standIn, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "SVENTEAM01", keyID: "SVENKEY001",
-                                                                                             keyFile: "keys/AuthKey.p8")
+        let (standIn, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(
+            in: directory,
+            teamID: "SVENTEAM01",
+            keyID: "SVENKEY001",
+            keyFile: "keys/AuthKey.p8"
+        )
         let pipeline = try String(contentsOf: Self.repository.appendingPathComponent("pipelines/sven-replies.yaml"), encoding: .utf8)
         try directory.write("pipelines/sven-replies.yaml", pipeline)
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
         let environment = apnsEnvironment.merging([
-            "APNS_KEY_PATH": "keys/AuthKey.p8", // relative: it starts at the daemon's working directory
+            "APNS_KEY_PATH": "keys/AuthKey.p8",  // relative: it starts at the daemon's working directory
             "SVEN_REPLY_DIR": directory.file("replies"), "SVEN_BUNDLE_ID": "com.example.sven",
         ]) { _, new in new }
         try await withCleanup({ try await runFlow(directory: directory, standIn: standIn, environment: environment) }, cleanup: standIn.stop)
@@ -39,7 +44,11 @@ import Testing
             #expect(numeric.status == 422)
             #expect(numeric.body?["field"] == "device_token")
             for token in [oldToken, newToken] {
-                let response = try await client.request("POST", "/register-apns", json: ["device_token": "install-1", "apns_token": .string(token.uppercased())])
+                let response = try await client.request(
+                    "POST",
+                    "/register-apns",
+                    json: ["device_token": "install-1", "apns_token": .string(token.uppercased())]
+                )
                 #expect(response.status == 200)
             }
             // The reply step writes elsewhere and renames into the folder: never half-written.
@@ -50,8 +59,12 @@ import Testing
             #expect(request.token == newToken, "the newest token replaced the earlier one")
             #expect(request.headers["apns-topic"] == "com.example.sven")
             #expect(request.headers["apns-priority"] == "10")
-            #expect(request.body == ["aps": ["alert": ["title": "Sven", "body": .string(String(text.prefix(100)) + "...")], "sound": "default", "badge": 1],
-                                     "message_id": "m-1"])
+            #expect(
+                request.body == [
+                    "aps": ["alert": ["title": "Sven", "body": .string(String(text.prefix(100)) + "...")], "sound": "default", "badge": 1],
+                    "message_id": "m-1",
+                ]
+            )
             try await eventually("r1.json to be moved to sent/") { FileManager.default.fileExists(atPath: directory.file("replies/sent/r1.json")) }
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)

@@ -7,16 +7,16 @@ import Testing
 
 @Suite struct TapTests {
     static let pipeline = """
-    pipeline: tapped
-    routes:
-      - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: token}
-    sources:
-      - {type: http.event, path: /events, user_field: user}
-    filters:
-      - {type: settings.enabled}
-    renderer: {type: json.template, payload: {title: "{{title}}", to: "{{user}}"}}
-    transport: {type: stdout, format: compact}
-    """
+        pipeline: tapped
+        routes:
+          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: token}
+        sources:
+          - {type: http.event, path: /events, user_field: user}
+        filters:
+          - {type: settings.enabled}
+        renderer: {type: json.template, payload: {title: "{{title}}", to: "{{user}}"}}
+        transport: {type: stdout, format: compact}
+        """
 
     /// `pushpipe tap` against a running daemon prints each stage's record as JSON lines,
     /// tokens masked everywhere.
@@ -54,7 +54,10 @@ import Testing
     @Test func aTapThatDoesNotReadDropsAndCounts() async throws {
         let telemetry = Telemetry.prometheus()
         var built = 0
-        telemetry.tap.publish(pipeline: "p", stage: "renderer") { built += 1; return [:] }
+        telemetry.tap.publish(pipeline: "p", stage: "renderer") {
+            built += 1
+            return [:]
+        }
         #expect(built == 0, "nothing is built while nobody listens")
         let slow = try #require(telemetry.tap.subscribe(.init(pipeline: "p"), buffer: 2))
         let elsewhere = try #require(telemetry.tap.subscribe(.init(pipeline: "other"), buffer: 2))
@@ -86,14 +89,19 @@ import Testing
         defer { directory.remove() }
         try directory.write("pipelines/tapped.yaml", Self.pipeline)
         let token = "tap-" + UUID().uuidString
-        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:state.sqlite", "--plugins", "none",
-                         "--admin-max-taps", "1"]
+        let arguments = [
+            "run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:state.sqlite", "--plugins", "none",
+            "--admin-max-taps", "1",
+        ]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { daemon in
             let admin = "http://127.0.0.1:\(try await daemon.adminPort())"
             /// One `pushpipe tap`: the line that says whether it streams, then it is killed.
             @Sendable func tap(token: String) async throws -> String {
-                try await DaemonProcess.run(arguments: ["tap", "--admin", admin, "--limit", "1"], directory: directory.path,
-                                            environment: ["PUSHPIPE_ADMIN_TOKEN": token]) { tap in
+                try await DaemonProcess.run(
+                    arguments: ["tap", "--admin", admin, "--limit", "1"],
+                    directory: directory.path,
+                    environment: ["PUSHPIPE_ADMIN_TOKEN": token]
+                ) { tap in
                     try await tap.waitForLine(containing: "\(admin)")
                 }
             }

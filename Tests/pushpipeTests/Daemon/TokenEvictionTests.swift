@@ -23,13 +23,15 @@ import Testing
         let directory = try TemporaryDirectory("eviction")
         defer { directory.remove() }
         try directory.write("pipelines/evict.yaml", Self.pipeline)
-        try await DaemonProcess.run(arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
-                                    directory: directory.path) { daemon in
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path
+        ) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             // The listener comes up before the routes: a request before them gets 503 "starting".
             try await eventually("the pipelines to be ready", timeout: .seconds(60)) { try await client.request("GET", "/readyz").status == 200 }
             func register(_ token: String) async throws {
-                let answer = try await client.request("POST", "/register", json: ["user_id": 1783478, "device_token": .string(token)])
+                let answer = try await client.request("POST", "/register", json: ["user_id": 1_783_478, "device_token": .string(token)])
                 #expect(answer.status == 200, "\(answer.text)")
             }
             func users(of token: String) async throws -> JSON? {
@@ -37,8 +39,12 @@ import Testing
             }
             let phone = String(repeating: "ab", count: 32)
             try await register(phone)
-            let sent = try await client.request("POST", "/events", json: ["user": "1783478", "title": "Your turn"],
-                                                headers: ["authorization": "Bearer eviction-test-events-token"])
+            let sent = try await client.request(
+                "POST",
+                "/events",
+                json: ["user": "1783478", "title": "Your turn"],
+                headers: ["authorization": "Bearer eviction-test-events-token"]
+            )
             #expect(sent.status == 200 && sent.text.contains("delivered"), "\(sent.text)")
             let fakes = (0..<10).map { String(format: "%064x", 0xf00d + $0) }
             for fake in fakes { try await register(fake) }

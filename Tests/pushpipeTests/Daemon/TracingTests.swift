@@ -57,60 +57,79 @@ import Testing
         try directory.write("receiver.py", Self.receiver)
         try directory.write("pipelines/followed.yaml", EventStatusTests.pipeline)
         let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "TRACETEAM1", keyID: "TRACEKEY01")
-        try await withCleanup({
-            try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", "receiver.py"]) { receiver in
-                let line = try await receiver.waitForLine(containing: "listening on")
-                let port = try #require(Int(line.split(separator: " ").last ?? ""))
-                let environment = apnsEnvironment.merging(["OTEL_BSP_SCHEDULE_DELAY": "50"]) { _, new in new }
-                let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none",
-                                 "--log-format", "json", "--otlp-endpoint", "http://127.0.0.1:\(port)"]
-                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-                    let client = HTTPTestClient(port: try await daemon.port())
-                    #expect(try await client.request("POST", "/register", json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)]).status == 200)
+        try await withCleanup(
+            {
+                try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", "receiver.py"]) {
+                    receiver in
+                    let line = try await receiver.waitForLine(containing: "listening on")
+                    let port = try #require(Int(line.split(separator: " ").last ?? ""))
+                    let environment = apnsEnvironment.merging(["OTEL_BSP_SCHEDULE_DELAY": "50"]) { _, new in new }
+                    let arguments = [
+                        "run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none",
+                        "--log-format", "json", "--otlp-endpoint", "http://127.0.0.1:\(port)",
+                    ]
+                    try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                        let client = HTTPTestClient(port: try await daemon.port())
+                        #expect(
+                            try await client.request("POST", "/register", json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)])
+                                .status == 200
+                        )
 
-                    // A caller whose trace is not sampled: the event is not traced either (parent-based sampling).
-                    let unsampledTrace = Self.hex(16)
-                    let quiet = try await client.request("POST", "/events", json: ["user": "solo", "text": "unsampled"],
-                                                         headers: EventStatusTests.backend.merging(["traceparent": "00-\(unsampledTrace)-\(Self.hex(8))-00"]) { _, new in new })
-                    let quietLocation = try #require(quiet.headers["location"])
-                    let quietStatus = try #require(try await EventStatusTests.settledStatus(client, quietLocation))
-                    #expect(quietStatus["state"] == "delivered" && quietStatus["trace_id"] == nil)
+                        // A caller whose trace is not sampled: the event is not traced either (parent-based sampling).
+                        let unsampledTrace = Self.hex(16)
+                        let quiet = try await client.request(
+                            "POST",
+                            "/events",
+                            json: ["user": "solo", "text": "unsampled"],
+                            headers: EventStatusTests.backend.merging(["traceparent": "00-\(unsampledTrace)-\(Self.hex(8))-00"]) { _, new in new }
+                        )
+                        let quietLocation = try #require(quiet.headers["location"])
+                        let quietStatus = try #require(try await EventStatusTests.settledStatus(client, quietLocation))
+                        #expect(quietStatus["state"] == "delivered" && quietStatus["trace_id"] == nil)
 
-                    let trace = Self.hex(16)
-                    let callerSpan = Self.hex(8)
-                    let accepted = try await client.request("POST", "/events", json: ["user": "solo", "text": "traced"],
-                                                            headers: EventStatusTests.backend.merging(["traceparent": "00-\(trace)-\(callerSpan)-01"]) { _, new in new })
-                    #expect(accepted.status == 202)
-                    let id = try #require(accepted.body?["id"]?.stringValue)
-                    let location = try #require(accepted.headers["location"])
-                    let status = try #require(try await EventStatusTests.settledStatus(client, location))
-                    #expect(status["state"] == "delivered")
-                    #expect(status["trace_id"]?.stringValue == trace, "the status record names the caller's trace")
+                        let trace = Self.hex(16)
+                        let callerSpan = Self.hex(8)
+                        let accepted = try await client.request(
+                            "POST",
+                            "/events",
+                            json: ["user": "solo", "text": "traced"],
+                            headers: EventStatusTests.backend.merging(["traceparent": "00-\(trace)-\(callerSpan)-01"]) { _, new in new }
+                        )
+                        #expect(accepted.status == 202)
+                        let id = try #require(accepted.body?["id"]?.stringValue)
+                        let location = try #require(accepted.headers["location"])
+                        let status = try #require(try await EventStatusTests.settledStatus(client, location))
+                        #expect(status["state"] == "delivered")
+                        #expect(status["trace_id"]?.stringValue == trace, "the status record names the caller's trace")
 
-                    try await receiver.waitForLine(containing: "\"name\": \"process followed\"")
-                    let spans = Self.spans(receiver)
-                    #expect(!spans.contains { $0["trace_id"]?.stringValue == unsampledTrace }, "an unsampled trace exports nothing")
-                    let event = try #require(spans.first { $0["name"] == "process followed" })
-                    #expect(event["trace_id"]?.stringValue == trace && event["parent"]?.stringValue == callerSpan, "a child of the caller's span")
-                    #expect(event["path"] == "/v1/traces" && event["content_type"] == "application/x-protobuf" && event["service"] == "pushpipe")
-                    #expect(event["attributes"]?["pushpipe.event.id"]?.stringValue == id)
-                    #expect(event["attributes"]?["pushpipe.event.status"] == "delivered")
-                    let eventSpan = try #require(event["span_id"]?.stringValue)
-                    let children = spans.filter { $0["parent"]?.stringValue == eventSpan }
-                    #expect(Set(children.compactMap { $0["name"]?.stringValue }) == ["filter filters[0]", "render renderer", "send transport"],
-                            "\(children)")
-                    let send = try #require(children.first { $0["name"] == "send transport" })
-                    #expect(send["attributes"]?["pushpipe.outcome"] == "delivered")
-                    #expect(send["attributes"]?["pushpipe.token"]?.stringValue == String(EventStatusTests.good.prefix(8)) + "…")
-                    #expect(send["attributes"]?["pushpipe.provider_id"]?.stringValue?.isEmpty == false, "APNs' apns-id")
-                    #expect(!(receiver.standardOutput.joined().contains(EventStatusTests.good)), "no whole token leaves in a span")
+                        try await receiver.waitForLine(containing: "\"name\": \"process followed\"")
+                        let spans = Self.spans(receiver)
+                        #expect(!spans.contains { $0["trace_id"]?.stringValue == unsampledTrace }, "an unsampled trace exports nothing")
+                        let event = try #require(spans.first { $0["name"] == "process followed" })
+                        #expect(event["trace_id"]?.stringValue == trace && event["parent"]?.stringValue == callerSpan, "a child of the caller's span")
+                        #expect(event["path"] == "/v1/traces" && event["content_type"] == "application/x-protobuf" && event["service"] == "pushpipe")
+                        #expect(event["attributes"]?["pushpipe.event.id"]?.stringValue == id)
+                        #expect(event["attributes"]?["pushpipe.event.status"] == "delivered")
+                        let eventSpan = try #require(event["span_id"]?.stringValue)
+                        let children = spans.filter { $0["parent"]?.stringValue == eventSpan }
+                        #expect(
+                            Set(children.compactMap { $0["name"]?.stringValue }) == ["filter filters[0]", "render renderer", "send transport"],
+                            "\(children)"
+                        )
+                        let send = try #require(children.first { $0["name"] == "send transport" })
+                        #expect(send["attributes"]?["pushpipe.outcome"] == "delivered")
+                        #expect(send["attributes"]?["pushpipe.token"]?.stringValue == String(EventStatusTests.good.prefix(8)) + "…")
+                        #expect(send["attributes"]?["pushpipe.provider_id"]?.stringValue?.isEmpty == false, "APNs' apns-id")
+                        #expect(!(receiver.standardOutput.joined().contains(EventStatusTests.good)), "no whole token leaves in a span")
 
-                    // The JSON log lines of that event name its trace.
-                    let logged = daemon.standardError.compactMap { try? JSON.parse($0) }.filter { $0["event"]?.stringValue == id }
-                    #expect(!logged.isEmpty && logged.allSatisfy { $0["trace_id"]?.stringValue == trace }, "\(logged)")
+                        // The JSON log lines of that event name its trace.
+                        let logged = daemon.standardError.compactMap { try? JSON.parse($0) }.filter { $0["event"]?.stringValue == id }
+                        #expect(!logged.isEmpty && logged.allSatisfy { $0["trace_id"]?.stringValue == trace }, "\(logged)")
+                    }
                 }
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
     }
 
     /// The standard sampler variables apply: `always_off` traces nothing, even a sampled caller's
@@ -118,20 +137,29 @@ import Testing
     @Test func theStandardSamplerVariablesApplyAndTracingIsOffUnlessACollectorIsNamed() async throws {
         let directory = try TemporaryDirectory("sampler")
         defer { directory.remove() }
-        try directory.write("pipelines/sampled.yaml", """
+        try directory.write(
+            "pipelines/sampled.yaml",
+            """
             pipeline: sampled
             sources:
               - {type: http.event, path: /events, user_field: user}
             renderer: {type: json.template, payload: {text: "{{text}}"}}
             transport: {type: stdout}
-            """)
+            """
+        )
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
-        for (environment, traced) in [(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_SAMPLER": "always_off"], true),
-                                      ([:], false)] {
+        for (environment, traced) in [
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_SAMPLER": "always_off"], true),
+            ([:], false),
+        ] {
             try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
                 let client = HTTPTestClient(port: try await daemon.port())
-                let accepted = try await client.request("POST", "/events", json: ["user": "u", "text": "quiet"],
-                                                        headers: ["traceparent": "00-\(Self.hex(16))-\(Self.hex(8))-01"])
+                let accepted = try await client.request(
+                    "POST",
+                    "/events",
+                    json: ["user": "u", "text": "quiet"],
+                    headers: ["traceparent": "00-\(Self.hex(16))-\(Self.hex(8))-01"]
+                )
                 let location = try #require(accepted.headers["location"])
                 let status = try await EventStatusTests.settledStatus(client, location, headers: [:])
                 // Nobody is registered: the record says so, and names no trace.

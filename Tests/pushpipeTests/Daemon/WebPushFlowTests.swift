@@ -14,50 +14,90 @@ import Testing
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
         let service = try await WebPushStandIn.start(authority: authority, http2: true)
-        let keyed = try await DaemonProcess.run(arguments: ["vapid", "generate", "vapid.pem"], directory: directory.path) { try await $0.waitForExit() }
+        let keyed = try await DaemonProcess.run(arguments: ["vapid", "generate", "vapid.pem"], directory: directory.path) {
+            try await $0.waitForExit()
+        }
         #expect(keyed == 0)
-        try directory.write("pipelines/webpush.yaml", try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/webpush.yaml"),
-                                                                    encoding: .utf8))
-        let environment = ["WEBPUSH_JWT_SECRET": HTTPHostTests.secret, "WEBPUSH_EVENTS_TOKEN": "site-backend-secret",
-                           "VAPID_KEY_PATH": directory.file("vapid.pem"), "VAPID_SUBJECT": "mailto:ops@example.com",
-                           "PUSHPIPE_CA_FILE": directory.file("ca.pem")]
-        let laptop = service.subscribe(), phone = service.subscribe()
-        try await withCleanup({
-            let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none",
-                             "--allow-private-endpoint", service.origin]
-            try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-                try await flow(HTTPTestClient(port: try await daemon.port()), admin: try await daemon.adminPort(), service: service,
-                               subscriptions: [laptop, phone], daemon: daemon, directory: directory)
-            }
-            // The dry run on the same state: the message in clear, for the subscription left.
-            try directory.write("event.json", #"{"user": "ann", "body": {"user": "ann", "title": "Dry", "body": "run", "url": "https://example.com/d"}}"#)
-            let dryRun = try await DaemonProcess.run(arguments: ["dry-run", "pipelines/webpush.yaml", "--event", "event.json", "--state", "state.sqlite",
-                                                                 "--plugins", "none"], directory: directory.path, environment: environment) { process in
-                (try await process.waitForExit(), process.standardOutput)
-            }
-            #expect(dryRun.0 == 0)
-            #expect(dryRun.1.contains { $0.contains("\"title\": \"Dry\"") })
-            #expect(dryRun.1.contains("result: delivered"))
-            #expect(service.messages.count == 3, "a dry run sends nothing")
-            try expectNoKeyMaterial(dryRun.1.joined(separator: "\n"), of: [laptop, phone])
+        try directory.write(
+            "pipelines/webpush.yaml",
+            try String(
+                contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/webpush.yaml"),
+                encoding: .utf8
+            )
+        )
+        let environment = [
+            "WEBPUSH_JWT_SECRET": HTTPHostTests.secret, "WEBPUSH_EVENTS_TOKEN": "site-backend-secret",
+            "VAPID_KEY_PATH": directory.file("vapid.pem"), "VAPID_SUBJECT": "mailto:ops@example.com",
+            "PUSHPIPE_CA_FILE": directory.file("ca.pem"),
+        ]
+        let laptop = service.subscribe()
+        let phone = service.subscribe()
+        try await withCleanup(
+            {
+                let arguments = [
+                    "run", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none",
+                    "--allow-private-endpoint", service.origin,
+                ]
+                try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+                    try await flow(
+                        HTTPTestClient(port: try await daemon.port()),
+                        admin: try await daemon.adminPort(),
+                        service: service,
+                        subscriptions: [laptop, phone],
+                        daemon: daemon,
+                        directory: directory
+                    )
+                }
+                // The dry run on the same state: the message in clear, for the subscription left.
+                try directory.write(
+                    "event.json",
+                    #"{"user": "ann", "body": {"user": "ann", "title": "Dry", "body": "run", "url": "https://example.com/d"}}"#
+                )
+                let dryRun = try await DaemonProcess.run(
+                    arguments: [
+                        "dry-run", "pipelines/webpush.yaml", "--event", "event.json", "--state", "state.sqlite",
+                        "--plugins", "none",
+                    ],
+                    directory: directory.path,
+                    environment: environment
+                ) { process in
+                    (try await process.waitForExit(), process.standardOutput)
+                }
+                #expect(dryRun.0 == 0)
+                #expect(dryRun.1.contains { $0.contains("\"title\": \"Dry\"") })
+                #expect(dryRun.1.contains("result: delivered"))
+                #expect(service.messages.count == 3, "a dry run sends nothing")
+                try expectNoKeyMaterial(dryRun.1.joined(separator: "\n"), of: [laptop, phone])
 
-            // A dry-run daemon checks what apps register as the live one does: its printing
-            // transport once hid the Web Push transport's checks, and a subscription pointing into
-            // the operator's network was stored in the real state.
-            try await DaemonProcess.run(arguments: arguments + ["--dry-run"], directory: directory.path, environment: environment) { daemon in
-                let client = HTTPTestClient(port: try await daemon.port())
-                try await eventually("the dry-run daemon to be ready") { try await client.request("GET", "/readyz").status == 200 }
-                var pointed = try #require(laptop.objectValue)
-                pointed["endpoint"] = "https://10.0.0.5/push/x"
-                let answer = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(pointed)],
-                                                      headers: try await HTTPHostTests.bearer("ann"))
-                #expect(answer.status == 400 && answer.body?["field"] == "subscription.endpoint", "\(answer.status) \(answer.text)")
-            }
-        }, cleanup: service.stop)
+                // A dry-run daemon checks what apps register as the live one does: its printing
+                // transport once hid the Web Push transport's checks, and a subscription pointing into
+                // the operator's network was stored in the real state.
+                try await DaemonProcess.run(arguments: arguments + ["--dry-run"], directory: directory.path, environment: environment) { daemon in
+                    let client = HTTPTestClient(port: try await daemon.port())
+                    try await eventually("the dry-run daemon to be ready") { try await client.request("GET", "/readyz").status == 200 }
+                    var pointed = try #require(laptop.objectValue)
+                    pointed["endpoint"] = "https://10.0.0.5/push/x"
+                    let answer = try await client.request(
+                        "POST",
+                        "/web/subscriptions",
+                        json: ["subscription": .object(pointed)],
+                        headers: try await HTTPHostTests.bearer("ann")
+                    )
+                    #expect(answer.status == 400 && answer.body?["field"] == "subscription.endpoint", "\(answer.status) \(answer.text)")
+                }
+            },
+            cleanup: service.stop
+        )
     }
 
-    func flow(_ client: HTTPTestClient, admin adminPort: Int, service: WebPushStandIn, subscriptions: [JSON], daemon: DaemonProcess,
-              directory: TemporaryDirectory) async throws {
+    func flow(
+        _ client: HTTPTestClient,
+        admin adminPort: Int,
+        service: WebPushStandIn,
+        subscriptions: [JSON],
+        daemon: DaemonProcess,
+        directory: TemporaryDirectory
+    ) async throws {
         let ann = try await HTTPHostTests.bearer("ann")
         let backend = ["authorization": "Bearer site-backend-secret"]
         var insecure = try #require(subscriptions[0].objectValue)
@@ -66,8 +106,10 @@ import Testing
         #expect(refused.status == 400 && refused.body?["field"] == "subscription.endpoint")
         // A web user may not point the daemon into the operator's network; the
         // stand-in's own origin is allowed by --allow-private-endpoint, nothing else private is.
-        for endpoint in ["https://169.254.169.254/latest/meta-data/x", "https://10.0.0.5/push/x", "https://[::1]:8443/push/x",
-                         "https://localhost:1/push/x", "https://127.0.0.1:\(service.port)/push/x"] {
+        for endpoint in [
+            "https://169.254.169.254/latest/meta-data/x", "https://10.0.0.5/push/x", "https://[::1]:8443/push/x",
+            "https://localhost:1/push/x", "https://127.0.0.1:\(service.port)/push/x",
+        ] {
             var pointed = try #require(subscriptions[0].objectValue)
             pointed["endpoint"] = .string(endpoint)
             let answer = try await client.request("POST", "/web/subscriptions", json: ["subscription": .object(pointed)], headers: ann)
@@ -102,8 +144,14 @@ import Testing
         // The phone's browser unsubscribed: its push service answers 410, and it is pruned.
         let phoneID = try #require(subscriptions[1]["endpoint"]?.stringValue?.split(separator: "/").last.map(String.init))
         service.unsubscribe(phoneID)
-        #expect(try await client.request("POST", "/web/events", json: ["user": "ann", "title": "Again", "body": "b", "url": "https://example.com/2"],
-                                         headers: backend).status == 202)
+        #expect(
+            try await client.request(
+                "POST",
+                "/web/events",
+                json: ["user": "ann", "title": "Again", "body": "b", "url": "https://example.com/2"],
+                headers: backend
+            ).status == 202
+        )
         try await eventually("the phone's subscription to be pruned") {
             try await AdminListenerTests.scrape(HTTPTestClient(port: adminPort))[#"pushpipe_tokens_pruned_total{pipeline="webpush"}"#] == 1
         }

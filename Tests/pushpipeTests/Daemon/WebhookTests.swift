@@ -74,51 +74,70 @@ import Testing
         let gone = String(repeating: "dd", count: 32)
         apns.answer { request in request.token == gone ? .reject(status: 410, reason: "Unregistered", timestamp: 1) : .accept }
         let environment = apnsEnvironment.merging(["WEBHOOK_SECRET": Self.secret]) { _, new in new }
-        try await withCleanup({
-            try await DaemonProcess.run(arguments: [], directory: directory.path, environment: environment,
-                                        launcher: ["/usr/bin/env", "python3", "receiver.py"]) { receiver in
-                let line = try await receiver.waitForLine(containing: "listening on")
-                let port = try #require(Int(line.split(separator: " ").last ?? ""))
-                try directory.write("pipelines/followed.yaml", Self.pipeline(receiverPort: port))
-                let daemonArguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
-                let ids = try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { daemon in
-                    var ids: [String] = []
-                    let client = HTTPTestClient(port: try await daemon.port())
-                    for (user, token) in [("solo", EventStatusTests.good), ("leaver", gone)] {
-                        #expect(try await client.request("POST", "/register", json: ["user_id": .string(user), "device_token": .string(token)]).status == 200)
-                    }
-                    let first = try await client.request("POST", "/events", json: ["user": "solo", "text": "one"], headers: EventStatusTests.backend)
-                    ids.append(try #require(first.body?["id"]?.stringValue))
-                    try await receiver.waitForLine(containing: "followed/\(ids[0])/delivered")
+        try await withCleanup(
+            {
+                try await DaemonProcess.run(
+                    arguments: [],
+                    directory: directory.path,
+                    environment: environment,
+                    launcher: ["/usr/bin/env", "python3", "receiver.py"]
+                ) { receiver in
+                    let line = try await receiver.waitForLine(containing: "listening on")
+                    let port = try #require(Int(line.split(separator: " ").last ?? ""))
+                    try directory.write("pipelines/followed.yaml", Self.pipeline(receiverPort: port))
+                    let daemonArguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
+                    let ids = try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { daemon in
+                        var ids: [String] = []
+                        let client = HTTPTestClient(port: try await daemon.port())
+                        for (user, token) in [("solo", EventStatusTests.good), ("leaver", gone)] {
+                            #expect(
+                                try await client.request("POST", "/register", json: ["user_id": .string(user), "device_token": .string(token)]).status
+                                    == 200
+                            )
+                        }
+                        let first = try await client.request(
+                            "POST",
+                            "/events",
+                            json: ["user": "solo", "text": "one"],
+                            headers: EventStatusTests.backend
+                        )
+                        ids.append(try #require(first.body?["id"]?.stringValue))
+                        try await receiver.waitForLine(containing: "followed/\(ids[0])/delivered")
 
-                    // The receiver goes down; outcomes wait in the store while the daemon tries.
-                    try directory.write("down", "")
-                    for (user, text) in [("leaver", "two"), ("solo", "three")] {
-                        let answer = try await client.request("POST", "/events", json: ["user": .string(user), "text": .string(text)],
-                                                              headers: EventStatusTests.backend)
-                        ids.append(try #require(answer.body?["id"]?.stringValue))
+                        // The receiver goes down; outcomes wait in the store while the daemon tries.
+                        try directory.write("down", "")
+                        for (user, text) in [("leaver", "two"), ("solo", "three")] {
+                            let answer = try await client.request(
+                                "POST",
+                                "/events",
+                                json: ["user": .string(user), "text": .string(text)],
+                                headers: EventStatusTests.backend
+                            )
+                            ids.append(try #require(answer.body?["id"]?.stringValue))
+                        }
+                        try await receiver.waitForLine(containing: "refused")
+                        daemon.signal(SIGKILL)
+                        #expect(try await daemon.waitForExit() == 128 + SIGKILL)
+                        return ids
                     }
-                    try await receiver.waitForLine(containing: "refused")
-                    daemon.signal(SIGKILL)
-                    #expect(try await daemon.waitForExit() == 128 + SIGKILL)
-                    return ids
-                }
 
-                // Back up, and a new daemon sends what the killed one could not.
-                try FileManager.default.removeItem(atPath: directory.file("down"))
-                try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { _ in
-                    // Taken ("took <id> <type> <outcome>"), not the refusals that name them too.
-                    try await receiver.waitForLine(containing: "delivered followed/\(ids[2])/delivered", timeout: 60)
-                    try await receiver.waitForLine(containing: "failed followed/\(ids[1])/failed", timeout: 60)
-                    try await receiver.waitForLine(containing: "dead_token followed/\(ids[1])/dead_token", timeout: 60)
+                    // Back up, and a new daemon sends what the killed one could not.
+                    try FileManager.default.removeItem(atPath: directory.file("down"))
+                    try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { _ in
+                        // Taken ("took <id> <type> <outcome>"), not the refusals that name them too.
+                        try await receiver.waitForLine(containing: "delivered followed/\(ids[2])/delivered", timeout: 60)
+                        try await receiver.waitForLine(containing: "failed followed/\(ids[1])/failed", timeout: 60)
+                        try await receiver.waitForLine(containing: "dead_token followed/\(ids[1])/dead_token", timeout: 60)
+                    }
+                    let taken = Self.taken(receiver)
+                    #expect(taken["delivered"] == ["followed/\(ids[0])/delivered", "followed/\(ids[2])/delivered"])
+                    #expect(taken["failed"] == ["followed/\(ids[1])/failed"])
+                    #expect(taken["dead_token"]?.count == 1)
+                    #expect(!receiver.standardOutput.contains { $0.hasPrefix("bad signature") }, "\(receiver.standardOutput)")
                 }
-                let taken = Self.taken(receiver)
-                #expect(taken["delivered"] == ["followed/\(ids[0])/delivered", "followed/\(ids[2])/delivered"])
-                #expect(taken["failed"] == ["followed/\(ids[1])/failed"])
-                #expect(taken["dead_token"]?.count == 1)
-                #expect(!receiver.standardOutput.contains { $0.hasPrefix("bad signature") }, "\(receiver.standardOutput)")
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
     }
 
     /// A batch the receiver refused goes again under its `webhook-id` with the same outcomes,
@@ -135,53 +154,73 @@ import Testing
         let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "HOOKTEAM02", keyID: "HOOKKEY002")
         apns.answer { _ in .accept }
         let environment = apnsEnvironment.merging(["WEBHOOK_SECRET": Self.secret]) { _, new in new }
-        try await withCleanup({
-            try await DaemonProcess.run(arguments: [], directory: directory.path, environment: environment,
-                                        launcher: ["/usr/bin/env", "python3", "receiver.py"]) { receiver in
-                let line = try await receiver.waitForLine(containing: "listening on")
-                let port = try #require(Int(line.split(separator: " ").last ?? ""))
-                try directory.write("pipelines/followed.yaml", Self.pipeline(receiverPort: port))
-                try directory.write("down", "NaN")
-                let daemonArguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
-                try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { daemon in
-                    let client = HTTPTestClient(port: try await daemon.port())
-                    // A 503 says "try again" (the database slow to answer on a loaded machine): so do we.
-                    var registered = try await client.request("POST", "/register", json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)])
-                    for _ in 0..<5 where registered.status == 503 {
-                        registered = try await client.request("POST", "/register", json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)])
-                    }
-                    #expect(registered.status == 200, "\(registered.status) \(registered.text)")
-                    var ids: [String] = []
-                    func send(_ text: String) async throws {
-                        let answer = try await client.request("POST", "/events", json: ["user": "solo", "text": .string(text)], headers: EventStatusTests.backend)
-                        ids.append(try #require(answer.body?["id"]?.stringValue))
-                    }
-                    // The first is refused alone, so the second is written while the first waits.
-                    try await send("one")
-                    try await receiver.waitForLine(containing: "followed/\(ids[0])/delivered")
-                    try await send("two")
-                    let first = try #require(Self.refusals(receiver).first)
-                    // Again within the backoff, under the same id, whatever was written meanwhile.
-                    try await receiver.waitForLine(containing: "refused \(first.id)", after: 1, timeout: 15)
-                    try await receiver.waitForLine(containing: "followed/\(ids[1])/delivered")
+        try await withCleanup(
+            {
+                try await DaemonProcess.run(
+                    arguments: [],
+                    directory: directory.path,
+                    environment: environment,
+                    launcher: ["/usr/bin/env", "python3", "receiver.py"]
+                ) { receiver in
+                    let line = try await receiver.waitForLine(containing: "listening on")
+                    let port = try #require(Int(line.split(separator: " ").last ?? ""))
+                    try directory.write("pipelines/followed.yaml", Self.pipeline(receiverPort: port))
+                    try directory.write("down", "NaN")
+                    let daemonArguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
+                    try await DaemonProcess.run(arguments: daemonArguments, directory: directory.path, environment: environment) { daemon in
+                        let client = HTTPTestClient(port: try await daemon.port())
+                        // A 503 says "try again" (the database slow to answer on a loaded machine): so do we.
+                        var registered = try await client.request(
+                            "POST",
+                            "/register",
+                            json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)]
+                        )
+                        for _ in 0..<5 where registered.status == 503 {
+                            registered = try await client.request(
+                                "POST",
+                                "/register",
+                                json: ["user_id": "solo", "device_token": .string(EventStatusTests.good)]
+                            )
+                        }
+                        #expect(registered.status == 200, "\(registered.status) \(registered.text)")
+                        var ids: [String] = []
+                        func send(_ text: String) async throws {
+                            let answer = try await client.request(
+                                "POST",
+                                "/events",
+                                json: ["user": "solo", "text": .string(text)],
+                                headers: EventStatusTests.backend
+                            )
+                            ids.append(try #require(answer.body?["id"]?.stringValue))
+                        }
+                        // The first is refused alone, so the second is written while the first waits.
+                        try await send("one")
+                        try await receiver.waitForLine(containing: "followed/\(ids[0])/delivered")
+                        try await send("two")
+                        let first = try #require(Self.refusals(receiver).first)
+                        // Again within the backoff, under the same id, whatever was written meanwhile.
+                        try await receiver.waitForLine(containing: "refused \(first.id)", after: 1, timeout: 15)
+                        try await receiver.waitForLine(containing: "followed/\(ids[1])/delivered")
 
-                    try FileManager.default.removeItem(atPath: directory.file("down"))
-                    for id in ids { try await receiver.waitForLine(containing: "delivered followed/\(id)/delivered", timeout: 60) }
+                        try FileManager.default.removeItem(atPath: directory.file("down"))
+                        for id in ids { try await receiver.waitForLine(containing: "delivered followed/\(id)/delivered", timeout: 60) }
 
-                    let refused = Self.refusals(receiver)
-                    #expect(refused.filter { $0.id == first.id }.allSatisfy { $0.outcomes == first.outcomes }, "\(receiver.standardOutput)")
-                    #expect(first.outcomes == ["followed/\(ids[0])/delivered"])
-                    var idsOfOutcome: [String: Set<String>] = [:]
-                    for refusal in refused { for outcome in refusal.outcomes { idsOfOutcome[outcome, default: []].insert(refusal.id) } }
-                    for line in receiver.standardOutput where line.hasPrefix("took ") {
-                        let parts = line.split(separator: " ")
-                        idsOfOutcome[String(parts[3]), default: []].insert(String(parts[1]))
+                        let refused = Self.refusals(receiver)
+                        #expect(refused.filter { $0.id == first.id }.allSatisfy { $0.outcomes == first.outcomes }, "\(receiver.standardOutput)")
+                        #expect(first.outcomes == ["followed/\(ids[0])/delivered"])
+                        var idsOfOutcome: [String: Set<String>] = [:]
+                        for refusal in refused { for outcome in refusal.outcomes { idsOfOutcome[outcome, default: []].insert(refusal.id) } }
+                        for line in receiver.standardOutput where line.hasPrefix("took ") {
+                            let parts = line.split(separator: " ")
+                            idsOfOutcome[String(parts[3]), default: []].insert(String(parts[1]))
+                        }
+                        #expect(idsOfOutcome.values.allSatisfy { $0.count == 1 }, "each outcome under one webhook-id: \(idsOfOutcome)")
+                        #expect(!daemon.standardError.contains { $0.contains("could not be read") }, "\(daemon.standardError)")
                     }
-                    #expect(idsOfOutcome.values.allSatisfy { $0.count == 1 }, "each outcome under one webhook-id: \(idsOfOutcome)")
-                    #expect(!daemon.standardError.contains { $0.contains("could not be read") }, "\(daemon.standardError)")
                 }
-            }
-        }, cleanup: apns.stop)
+            },
+            cleanup: apns.stop
+        )
     }
 
     /// The batches the receiver refused, in order: each one's `webhook-id` and outcome ids.

@@ -3,6 +3,7 @@ import PushPipeSQLite
 import PushPipeTesting
 import Subprocess
 import Testing
+
 #if canImport(System)
 import System
 #else
@@ -19,12 +20,20 @@ import SystemPackage
     /// lines left out.
     static func shellLines(of document: String) throws -> [String] {
         let text = try String(contentsOf: Repository.root.appendingPathComponent(document), encoding: .utf8)
-        var lines: [String] = [], inBlock = false, pending = ""
+        var lines: [String] = []
+        var inBlock = false
+        var pending = ""
         for line in text.components(separatedBy: "\n") {
-            if line.hasPrefix("```") { inBlock = line == "```sh"; continue }
+            if line.hasPrefix("```") {
+                inBlock = line == "```sh"
+                continue
+            }
             guard inBlock else { continue }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasSuffix("\\") { pending += trimmed.dropLast() + " "; continue }
+            if trimmed.hasSuffix("\\") {
+                pending += trimmed.dropLast() + " "
+                continue
+            }
             let whole = pending + trimmed
             pending = ""
             if !whole.isEmpty, !whole.hasPrefix("#") { lines.append(whole) }
@@ -34,7 +43,10 @@ import SystemPackage
 
     /// A command line's words, as `sh` splits them: quotes kept together, `#` starts a comment.
     static func words(_ line: String) -> [String] {
-        var words: [String] = [], current = "", quote: Character?, inWord = false
+        var words: [String] = []
+        var current = ""
+        var quote: Character?
+        var inWord = false
         for character in line {
             if let open = quote {
                 if character == open { quote = nil } else { current.append(character) }
@@ -69,37 +81,54 @@ import SystemPackage
         let ca = directory.file("ca.pem")
         try authority.writeCACertificate(to: ca)
         let server = try await PostgresServer.start(tls: .init(certificatePEM: authority.serverCertificatePEM, keyPEM: authority.serverKeyPEM))
-        try await withCleanup({
-            // "As PostgreSQL's superuser": libpq's environment says which server that is.
-            let superuser: [Environment.Key: String?] = ["PGHOST": "127.0.0.1", "PGPORT": String(server.port), "PGUSER": "postgres"]
-            for line in setup {
-                var words = Self.words(line)
-                words[0] = "\(PostgresServer.binaries!)/\(words[0])"
-                let result = try await Subprocess.run(.path(FilePath(words[0])), arguments: Arguments(Array(words.dropFirst())),
-                                                      environment: .inherit.updating(superuser), output: .string(limit: 4096), error: .string(limit: 4096))
-                let succeeded = if case .exited(0) = result.terminationStatus { true } else { false }
-                #expect(succeeded, "\(line): \(result.standardError)")
-            }
-            let arguments = onOneMachine.map { line in
-                Self.words(line).dropFirst().map { word in
-                    word.replacingOccurrences(of: "0.0.0.0:", with: "127.0.0.1:")
-                        .replacingOccurrences(of: "@db.internal:5432/", with: "@db.internal:\(server.port)/")
-                        .replacingOccurrences(of: "?sslmode=verify-full", with: "?sslmode=verify-full&hostaddr=127.0.0.1&sslrootcert=\(ca)")
-                } + ["--plugins", "none"]
-            }
-            // The three at once, on one machine: each starts, serves and answers on its admin port.
-            try await DaemonProcess.run(arguments: arguments[0], directory: directory.path) { first in
-                try await DaemonProcess.run(arguments: arguments[1], directory: directory.path) { second in
-                    try await DaemonProcess.run(arguments: arguments[2], directory: directory.path) { third in
-                        for (daemon, adminPort) in [(first, 9091), (second, 9092), (third, 9093)] {
-                            let client = HTTPTestClient(port: try await daemon.port())
-                            #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]).status == 200)
-                            #expect(try await daemon.adminPort() == adminPort)
-                            #expect(try await HTTPTestClient(port: adminPort).request("GET", "/readyz").status == 200, "\(daemon.standardError.suffix(5))")
+        try await withCleanup(
+            {
+                // "As PostgreSQL's superuser": libpq's environment says which server that is.
+                let superuser: [Environment.Key: String?] = ["PGHOST": "127.0.0.1", "PGPORT": String(server.port), "PGUSER": "postgres"]
+                for line in setup {
+                    var words = Self.words(line)
+                    words[0] = "\(PostgresServer.binaries!)/\(words[0])"
+                    let result = try await Subprocess.run(
+                        .path(FilePath(words[0])),
+                        arguments: Arguments(Array(words.dropFirst())),
+                        environment: .inherit.updating(superuser),
+                        output: .string(limit: 4096),
+                        error: .string(limit: 4096)
+                    )
+                    let succeeded = if case .exited(0) = result.terminationStatus { true } else { false }
+                    #expect(succeeded, "\(line): \(result.standardError)")
+                }
+                let arguments = onOneMachine.map { line in
+                    Self.words(line).dropFirst().map { word in
+                        word.replacingOccurrences(of: "0.0.0.0:", with: "127.0.0.1:")
+                            .replacingOccurrences(of: "@db.internal:5432/", with: "@db.internal:\(server.port)/")
+                            .replacingOccurrences(of: "?sslmode=verify-full", with: "?sslmode=verify-full&hostaddr=127.0.0.1&sslrootcert=\(ca)")
+                    } + ["--plugins", "none"]
+                }
+                // The three at once, on one machine: each starts, serves and answers on its admin port.
+                try await DaemonProcess.run(arguments: arguments[0], directory: directory.path) { first in
+                    try await DaemonProcess.run(arguments: arguments[1], directory: directory.path) { second in
+                        try await DaemonProcess.run(arguments: arguments[2], directory: directory.path) { third in
+                            for (daemon, adminPort) in [(first, 9091), (second, 9092), (third, 9093)] {
+                                let client = HTTPTestClient(port: try await daemon.port())
+                                #expect(
+                                    try await client.request(
+                                        "POST",
+                                        "/register",
+                                        json: ["user_id": "alice", "device_token": .string(String(repeating: "ab", count: 32))]
+                                    ).status == 200
+                                )
+                                #expect(try await daemon.adminPort() == adminPort)
+                                #expect(
+                                    try await HTTPTestClient(port: adminPort).request("GET", "/readyz").status == 200,
+                                    "\(daemon.standardError.suffix(5))"
+                                )
+                            }
                         }
                     }
                 }
-            }
-        }, cleanup: server.stop)
+            },
+            cleanup: server.stop
+        )
     }
 }

@@ -38,29 +38,31 @@ import Testing
             .filter { $0.hasSuffix(".yaml") && !$0.hasSuffix("_test.yaml") }.sorted()
         #expect(pipelines.count >= 5)
         let script = """
-        import json, sys, yaml, jsonschema
-        schema = json.load(open(sys.argv[1]))
-        jsonschema.Draft202012Validator.check_schema(schema)
-        validator = jsonschema.Draft202012Validator(schema)
-        for path in sys.argv[2:]:
-            document = yaml.safe_load(open(path))
-            errors = list(validator.iter_errors(document))
-            print(path, "ok" if not errors else "; ".join(e.json_path + ": " + e.message[:120] for e in errors))
-            if path.endswith("pong.yaml"):
-                document["transport"]["key_pth"] = "x"
-                print("misspelled", len(list(validator.iter_errors(document))))
+            import json, sys, yaml, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            validator = jsonschema.Draft202012Validator(schema)
+            for path in sys.argv[2:]:
                 document = yaml.safe_load(open(path))
-                document["delivery"] = {"concurrency": "many"}
-                print("bad-type", len(list(validator.iter_errors(document))))
-        """
+                errors = list(validator.iter_errors(document))
+                print(path, "ok" if not errors else "; ".join(e.json_path + ": " + e.message[:120] for e in errors))
+                if path.endswith("pong.yaml"):
+                    document["transport"]["key_pth"] = "x"
+                    print("misspelled", len(list(validator.iter_errors(document))))
+                    document = yaml.safe_load(open(path))
+                    document["delivery"] = {"concurrency": "many"}
+                    print("bad-type", len(list(validator.iter_errors(document))))
+            """
         try directory.write("validate.py", script)
         guard (try? Self.python(["-c", "import jsonschema, yaml; print('yes')"]))?.last == "yes" else {
             // CI installs it (.ci/run); a developer machine without it skips, saying why.
             #expect(ProcessInfo.processInfo.environment["CI"] == nil, "python3 with jsonschema and PyYAML is required in CI")
             return
         }
-        let output = try Self.python([directory.file("validate.py"), directory.file("pipeline.schema.json")]
-            + pipelines.map { Self.repository.appendingPathComponent("pipelines/\($0)").path })
+        let output = try Self.python(
+            [directory.file("validate.py"), directory.file("pipeline.schema.json")]
+                + pipelines.map { Self.repository.appendingPathComponent("pipelines/\($0)").path }
+        )
         for name in pipelines {
             #expect(output.contains { $0.hasSuffix("\(name) ok") }, "\(name): \(output.filter { $0.contains(name) })")
         }

@@ -8,6 +8,7 @@ import PushPipeSQLite
 import PushPipeStages
 import ServiceLifecycle
 import Tracing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,29 +48,29 @@ struct APNsBenchmark: AsyncParsableCommand {
         try runOpenSSL(["pkcs8", "-topk8", "-nocrypt", "-in", "\(directory)/sec1.pem", "-out", "\(directory)/AuthKey.p8"])
         let file = "\(directory)/bench.yaml"
         try """
-            pipeline: bench
-            sources:
-              - {type: http.event, path: /events}
-            renderer:
-              type: apns.alert
-              title: "{{title}}"
-              body: "{{text}}"
-              sound: default
-              badge: {$from: badge}
-              custom: {n: {$from: n}}
-            transport:
-              type: apns
-              team_id: BENCHTEAM1
-              key_id: BENCHKEY01
-              key_path: \(directory)/AuthKey.p8
-              bundle_id: com.example.bench
-              base_url: \(baseURL)
-              ca_file: \(caFile)
-              connections: \(connections)
-              max_connections: \(maxConnections ?? connections)
-              max_streams: \(maxStreams)
-            delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        pipeline: bench
+        sources:
+          - {type: http.event, path: /events}
+        renderer:
+          type: apns.alert
+          title: "{{title}}"
+          body: "{{text}}"
+          sound: default
+          badge: {$from: badge}
+          custom: {n: {$from: n}}
+        transport:
+          type: apns
+          team_id: BENCHTEAM1
+          key_id: BENCHKEY01
+          key_path: \(directory)/AuthKey.p8
+          bundle_id: com.example.bench
+          base_url: \(baseURL)
+          ca_file: \(caFile)
+          connections: \(connections)
+          max_connections: \(maxConnections ?? connections)
+          max_streams: \(maxStreams)
+        delivery: {concurrency: \(concurrency), attempts: 3, backoff: 10ms}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
@@ -86,14 +87,22 @@ struct APNsBenchmark: AsyncParsableCommand {
             store = try SQLiteStore(path: "\(directory)/state.sqlite")
         }
         for index in 0..<devices {
-            try await store.pipeline("bench").register(DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
-                                     environment: nil, replace: false)
+            try await store.pipeline("bench").register(
+                DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),
+                environment: nil,
+                replace: false
+            )
         }
         let tracing = try otlpEndpoint.map { try Self.tracing(endpoint: $0, ratio: traceRatio, logger: logger) }
         let exporter = tracing.map { tracing in Task { try await tracing.service.run() } }
         defer { exporter?.cancel() }
-        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live,
-                                    telemetry: Telemetry(tracer: tracing?.tracer))
+        let runner = PipelineRunner(
+            definition: definition,
+            store: store,
+            logger: logger,
+            mode: .live,
+            telemetry: Telemetry(tracer: tracing?.tracer)
+        )
         let outcomes = OutcomeCounter()
         let text = String(repeating: "x", count: 120)
         let cpuBefore = ProcessUsage.cpuSeconds()
@@ -105,8 +114,11 @@ struct APNsBenchmark: AsyncParsableCommand {
                 for producer in 0..<producerCount {
                     producers.addTask {
                         for n in stride(from: producer, to: count, by: producerCount) {
-                            var event = Event(pipeline: "bench", user: "user\(n % devices)",
-                                              body: ["title": "Benchmark", "text": .string(text), "badge": 1, "n": .int(Int64(n))])
+                            var event = Event(
+                                pipeline: "bench",
+                                user: "user\(n % devices)",
+                                body: ["title": "Benchmark", "text": .string(text), "badge": 1, "n": .int(Int64(n))]
+                            )
                             event.onComplete = { report in outcomes.add(report) }
                             try? await runner.submit(event)
                         }
@@ -122,8 +134,20 @@ struct APNsBenchmark: AsyncParsableCommand {
         let (delivered, failed) = outcomes.totals
         let poolSize = maxConnections.map { "\(connections)-\($0)" } ?? "\(connections)"
         let traced = otlpEndpoint == nil ? "" : String(format: ", traced %.0f%%", traceRatio * 100)
-        print("pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)\(traced)): " + String(format: "%d notifications over ", count) + poolSize + String(format: " connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
-                     seconds, Double(count) / seconds, delivered, failed, cpu, cpu / Double(count) * 1000, ProcessUsage.peakRSSMegabytes()))
+        print(
+            "pushpipe (\(self.store != nil ? "PostgreSQL" : "SQLite"), \(ProcessAllocator.name)\(traced)): "
+                + String(format: "%d notifications over ", count) + poolSize
+                + String(
+                    format: " connection(s) in %.2f s = %.0f/s; delivered %d, failed %d; CPU %.2f s (%.3f s per 1000); peak RSS %d MB",
+                    seconds,
+                    Double(count) / seconds,
+                    delivered,
+                    failed,
+                    cpu,
+                    cpu / Double(count) * 1000,
+                    ProcessUsage.peakRSSMegabytes()
+                )
+        )
         try await store.close()
     }
 

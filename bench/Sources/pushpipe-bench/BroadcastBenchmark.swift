@@ -21,18 +21,21 @@ struct BroadcastBenchmark: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = "\(directory)/broadcast.yaml"
         try """
-            pipeline: broadcast
-            sources: [{type: http.event, path: /events, require_user: false}]
-            renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
-            transport: {type: stdout, format: compact}
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        pipeline: broadcast
+        sources: [{type: http.event, path: /events, require_user: false}]
+        renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
+        transport: {type: stdout, format: compact}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")
         for user in 1...tokens {
-            try await store.pipeline(definition.name).register(DeviceToken(user: String(format: "install-%07d", user), kind: "device", value: String(format: "%064x", user)),
-                                     environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(
+                DeviceToken(user: String(format: "install-%07d", user), kind: "device", value: String(format: "%064x", user)),
+                environment: nil,
+                replace: false
+            )
         }
         let registeredRSS = ProcessUsage.peakRSSMegabytes()
         var logger = Logger(label: "broadcast-bench")
@@ -45,8 +48,10 @@ struct BroadcastBenchmark: AsyncParsableCommand {
         let delivered = report.deliveries.count + (report.omittedDeliveries ?? 0)
         try await store.close()
         let size = (try FileManager.default.attributesOfItem(atPath: "\(directory)/state.sqlite")[.size] as? Int) ?? 0
-        print("broadcast: \(delivered) of \(tokens) tokens, status \(report.status.rawValue), \(elapsed) "
-              + "(\(String(format: "%.1f", ProcessUsage.cpuSeconds() - cpu)) s CPU); peak RSS \(registeredRSS) MB after registering, "
-              + "\(ProcessUsage.peakRSSMegabytes()) MB after the broadcast; database \(size / 1_048_576) MB")
+        print(
+            "broadcast: \(delivered) of \(tokens) tokens, status \(report.status.rawValue), \(elapsed) "
+                + "(\(String(format: "%.1f", ProcessUsage.cpuSeconds() - cpu)) s CPU); peak RSS \(registeredRSS) MB after registering, "
+                + "\(ProcessUsage.peakRSSMegabytes()) MB after the broadcast; database \(size / 1_048_576) MB"
+        )
     }
 }

@@ -22,8 +22,16 @@ final class ChaosAdversary: Sendable {
     /// While this file exists the broadcast renderer fails a share of its pages.
     let renderFaults: String
 
-    private init(good: WebPushStandIn, redirecting: WebPushStandIn, throttling: WebPushStandIn, garbling: WebPushStandIn,
-                 silent: SilentTLSServer, internalServer: ChaosInternalServer, environment: [String: String], renderFaults: String) {
+    private init(
+        good: WebPushStandIn,
+        redirecting: WebPushStandIn,
+        throttling: WebPushStandIn,
+        garbling: WebPushStandIn,
+        silent: SilentTLSServer,
+        internalServer: ChaosInternalServer,
+        environment: [String: String],
+        renderFaults: String
+    ) {
         self.good = good
         self.redirecting = redirecting
         self.throttling = throttling
@@ -44,19 +52,31 @@ final class ChaosAdversary: Sendable {
         let internalServer = try await ChaosInternalServer.start()
         let good = try await WebPushStandIn.start(authority: authority, http2: true)
         let redirecting = try await WebPushStandIn.start(authority: authority)
-        redirecting.answerAlways(.init(status: 307, headers: [("location", "http://127.0.0.1:\(internalServer.port)/latest/meta-data/iam/security-credentials/")]))
+        redirecting.answerAlways(
+            .init(status: 307, headers: [("location", "http://127.0.0.1:\(internalServer.port)/latest/meta-data/iam/security-credentials/")])
+        )
         let throttling = try await WebPushStandIn.start(authority: authority)
         throttling.answerAlways(.init(status: 429, retryAfter: 3600))
         let garbling = try await WebPushStandIn.start(authority: authority)
-        garbling.answerAlways(.init(status: 400, rawBody: Data([0x7B, 0x22, 0x65, 0x00, 0x00, 0xFF, 0xFE, 0xC3, 0x28, 0x22, 0x3A, 0x00, 0xED, 0xA0, 0x80, 0x7D])))
+        garbling.answerAlways(
+            .init(status: 400, rawBody: Data([0x7B, 0x22, 0x65, 0x00, 0x00, 0xFF, 0xFE, 0xC3, 0x28, 0x22, 0x3A, 0x00, 0xED, 0xA0, 0x80, 0x7D]))
+        )
         let silent = try await SilentTLSServer.start(authority: authority)
         let renderFaults = directory.file("render-faults")
         FileManager.default.createFile(atPath: renderFaults, contents: Data())
-        return ChaosAdversary(good: good, redirecting: redirecting, throttling: throttling, garbling: garbling, silent: silent,
-                              internalServer: internalServer,
-                              environment: ["WEBPUSH_CA_FILE": directory.file("webpush-ca.pem"), "VAPID_KEY_PATH": directory.file("vapid.pem"),
-                                            "CHAOS_RENDER_FAULTS": renderFaults],
-                              renderFaults: renderFaults)
+        return ChaosAdversary(
+            good: good,
+            redirecting: redirecting,
+            throttling: throttling,
+            garbling: garbling,
+            silent: silent,
+            internalServer: internalServer,
+            environment: [
+                "WEBPUSH_CA_FILE": directory.file("webpush-ca.pem"), "VAPID_KEY_PATH": directory.file("vapid.pem"),
+                "CHAOS_RENDER_FAULTS": renderFaults,
+            ],
+            renderFaults: renderFaults
+        )
     }
 
     /// The daemons' switches: every stand-in's origin may be private; the internal server's may not.
@@ -71,12 +91,18 @@ final class ChaosAdversary: Sendable {
     func register(through client: HTTPTestClient) async throws {
         for user in 0..<Self.webUsers {
             var subscriptions = [good.subscribe("good-\(user)")]
-            let hostile = [redirecting.subscribe("redirect-\(user)"), throttling.subscribe("throttle-\(user)"), garbling.subscribe("garble-\(user)"),
-                           hang(garbling.subscribe("hang-\(user)"))]
+            let hostile = [
+                redirecting.subscribe("redirect-\(user)"), throttling.subscribe("throttle-\(user)"), garbling.subscribe("garble-\(user)"),
+                hang(garbling.subscribe("hang-\(user)")),
+            ]
             if user < 4 { subscriptions.append(hostile[user]) }
             if user == 4 { subscriptions += hostile }
             for subscription in subscriptions {
-                let response = try await SetupRequest.post(client, "/soak/web/subscriptions", ["user": .string("w-\(user)"), "subscription": subscription])
+                let response = try await SetupRequest.post(
+                    client,
+                    "/soak/web/subscriptions",
+                    ["user": .string("w-\(user)"), "subscription": subscription]
+                )
                 guard response.status == 200 else { throw ChaosSetupError("web subscription for w-\(user) refused: \(response.text)") }
             }
         }
@@ -84,8 +110,11 @@ final class ChaosAdversary: Sendable {
             for lane in 0..<8 {
                 group.addTask {
                     for index in stride(from: lane, to: Self.broadcastUsers, by: 8) {
-                        let response = try await SetupRequest.post(client, "/soak/broadcast/register",
-                                                                   ["user_id": .string(String(format: "bu-%05d", index)), "device_token": .string(Self.broadcastToken(index))])
+                        let response = try await SetupRequest.post(
+                            client,
+                            "/soak/broadcast/register",
+                            ["user_id": .string(String(format: "bu-%05d", index)), "device_token": .string(Self.broadcastToken(index))]
+                        )
                         guard response.status == 200 else { throw ChaosSetupError("broadcast user \(index) refused: \(response.text)") }
                     }
                 }
@@ -102,23 +131,41 @@ final class ChaosAdversary: Sendable {
     }
 
     /// Web Push events to random users and, every `broadcastEvery` seconds, a broadcast.
-    func produce(until deadline: ContinuousClock.Instant, webRate: Double, broadcastEvery: Double, ledger: ChaosLedger,
-                 random: SeededRandom, target: () -> HTTPTestClient?) async {
+    func produce(
+        until deadline: ContinuousClock.Instant,
+        webRate: Double,
+        broadcastEvery: Double,
+        ledger: ChaosLedger,
+        random: SeededRandom,
+        target: () -> HTTPTestClient?
+    ) async {
         var nextBroadcast = ContinuousClock.now + .seconds(2)
         let tick = 1 / webRate
         while ContinuousClock.now < deadline {
             if let client = target() {
                 let id = ledger.nextID("w")
                 let user = "w-\(random.next(Self.webUsers))"
-                if let response = try? await client.request("POST", "/soak/web/events", json: ["user": .string(user), "id": .string(id)], timeout: 5),
-                   response.status == 202 {
+                if let response = try? await client.request(
+                    "POST",
+                    "/soak/web/events",
+                    json: ["user": .string(user), "id": .string(id)],
+                    timeout: 5
+                ),
+                    response.status == 202
+                {
                     ledger.acceptTimed(id)
                 }
                 if ContinuousClock.now >= nextBroadcast {
                     nextBroadcast = ContinuousClock.now + .seconds(broadcastEvery)
                     let id = ledger.nextID("b")
-                    if let response = try? await client.request("POST", "/soak/broadcasts", json: ["id": .string(id), "text": "to every user"], timeout: 5),
-                       response.status == 202 {
+                    if let response = try? await client.request(
+                        "POST",
+                        "/soak/broadcasts",
+                        json: ["id": .string(id), "text": "to every user"],
+                        timeout: 5
+                    ),
+                        response.status == 202
+                    {
                         ledger.accept((0..<Self.broadcastUsers).map { "\(id)#\(Self.broadcastToken($0))" })
                     }
                 }

@@ -20,8 +20,13 @@ extension ChaosCommand {
             for index in 0..<200 {
                 burst.addTask {
                     let id = ledger.nextID("e")
-                    let status = (try? await client.request("POST", "/soak/events", json: ["user": .string("user-\(index % SoakPipelines.users)"), "id": .string(id)],
-                                                            timeout: 120))?.status ?? 0
+                    let status =
+                        (try? await client.request(
+                            "POST",
+                            "/soak/events",
+                            json: ["user": .string("user-\(index % SoakPipelines.users)"), "id": .string(id)],
+                            timeout: 120
+                        ))?.status ?? 0
                     if status == 202 { ledger.accept(id) }
                     return status
                 }
@@ -45,12 +50,19 @@ extension ChaosCommand {
     /// and did not serve.
     enum SecondProcess { case refused, served, stillStarting }
 
-    static func startSecond(arguments: [String], directory: String, environment: [String: String], holder: Int, ledger: ChaosLedger) async -> SecondProcess {
+    static func startSecond(
+        arguments: [String],
+        directory: String,
+        environment: [String: String],
+        holder: Int,
+        ledger: ChaosLedger
+    ) async -> SecondProcess {
         let instance = ledger.nextInstance(slot: Self.daemons)
         ledger.fault("second process on the same state", instance: instance)
         let environment = environment.merging(["CHAOS_INSTANCE": String(instance)]) { _, new in new }
         do {
-            let (status, refused, listened) = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment) { daemon in
+            let (status, refused, listened) = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment) {
+                daemon in
                 let listened = { daemon.standardError.contains { $0.contains("listening on") } }
                 do {
                     let status = try await daemon.waitForExit(timeout: 180)
@@ -72,15 +84,19 @@ extension ChaosCommand {
 
     /// Replays, as an operator would, the broadcasts that a failing page made dead letters.
     static func replayBroadcasts(store: String, directory: String) async -> Int {
-        let listed = try? await DaemonProcess.run(arguments: ["dead-letters", "list", "--pipeline", "soak-broadcast", "--json", "--store", store],
-                                                  directory: directory) { daemon in
+        let listed = try? await DaemonProcess.run(
+            arguments: ["dead-letters", "list", "--pipeline", "soak-broadcast", "--json", "--store", store],
+            directory: directory
+        ) { daemon in
             _ = try await daemon.waitForExit(timeout: 60)
             return daemon.standardOutput.joined(separator: "\n")
         }
         let ids = (listed.flatMap { try? JSON.parse(Data($0.utf8)) }?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
         guard !ids.isEmpty else { return 0 }
-        let status = try? await DaemonProcess.run(arguments: ["dead-letters", "replay", "--pipeline", "soak-broadcast", "--store", store] + ids,
-                                                  directory: directory) { try await $0.waitForExit(timeout: 60) }
+        let status = try? await DaemonProcess.run(
+            arguments: ["dead-letters", "replay", "--pipeline", "soak-broadcast", "--store", store] + ids,
+            directory: directory
+        ) { try await $0.waitForExit(timeout: 60) }
         FileHandle.standardError.write(Data("chaos: replayed \(ids.count) broadcast dead letters (exit \(status.map(String.init) ?? "none"))\n".utf8))
         return ids.count
     }
@@ -96,11 +112,13 @@ extension ChaosCommand {
     /// Prints the adversarial table; returns whether it shows a failure.
     static func printAdversarial(_ adversary: ChaosAdversary, ledger: ChaosLedger, replayed: Int, second: (refused: Int, ran: Int)) -> Bool {
         let (largest, p99, longestStop) = ledger.extremes
-        print("""
+        print(
+            """
             | requests seen by the internal server | messages read by hostile push services | broadcast dead letters replayed | second processes refused / served | longest SIGTERM stop | well-behaved Web Push delay: largest, p99 |
             |---|---|---|---|---|---|
             | \(adversary.internalServer.connections) | \(adversary.hostileMessages) | \(replayed) | \(second.refused) / \(second.ran) | \(String(format: "%.1f s", longestStop)) | \(String(format: "%.2f s, %.2f s", largest, p99)) |
-            """)
+            """
+        )
         // A stop must end within the events pipeline's 60 s drain and a margin, and answer every
         // request waiting in it; a well-behaved recipient must not wait on a hostile one's
         // hour-long 429 (a minute covers a SIGKILL's lease and a restart on a loaded machine).

@@ -20,7 +20,12 @@ struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chaos", abstract: "Chaos soak across three daemons on PostgreSQL.")
 
     @Option(help: "Seconds of faults.") var seconds = 600.0
-    @Option(help: "A PostgreSQL server (postgres://user@host:port/database?sslmode=disable); a fresh database is made on it. Default: $PUSHPIPE_TEST_POSTGRES_URL.")
+    @Option(
+        help: ArgumentHelp(
+            "A PostgreSQL server (postgres://user@host:port/database?sslmode=disable); a fresh database is made on it. Default: "
+                + "$PUSHPIPE_TEST_POSTGRES_URL."
+        )
+    )
     var postgres: String?
     @Option(help: "Seconds of the database outage (ALLOW_CONNECTIONS false), longer than the 15 s lease.") var outage = 30.0
     @Option(help: "Seconds into the faults when the outage starts (default: drawn at random).") var outageAt: Double?
@@ -29,16 +34,23 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "OGS games that become the player's turn per second.") var moveRate = 0.5
     @Option(help: "Random seed for the schedule of faults.") var seed: UInt64 = 33
     @Option(help: "A directory where each daemon's whole log is written (instance-N.log) once it ends.") var logs: String?
-    @Flag(help: "Also hostile counterparts (issue 45): Web Push services that redirect inward, throttle for an hour, answer garbage or hang; broadcasts to thousands stopped on random pages; SIGTERM with full queues; a second process on a SQLite daemon's state.")
+    @Flag(
+        help: ArgumentHelp(
+            "Also hostile counterparts (issue 45): Web Push services that redirect inward, throttle for an hour, answer garbage or hang; "
+                + "broadcasts to thousands stopped on random pages; SIGTERM with full queues; a second process on a SQLite daemon's state."
+        )
+    )
     var adversarial = false
 
     static let daemons = 3
-    static let player: Int64 = 1783478
+    static let player: Int64 = 1_783_478
     static let liveToken = String(repeating: "ab", count: 32)
     static let deadToken = String(repeating: "de", count: 32)
 
     func run() async throws {
-        guard let server = postgres ?? TestStores.postgresURL else { throw ValidationError("--postgres or PUSHPIPE_TEST_POSTGRES_URL names a server") }
+        guard let server = postgres ?? TestStores.postgresURL else {
+            throw ValidationError("--postgres or PUSHPIPE_TEST_POSTGRES_URL names a server")
+        }
         guard FakeTime.isInstalled else { throw ValidationError("Debian's faketime is not installed (the third daemon runs a minute ahead)") }
         let url = try await TestStores.freshPostgresURL(on: server)
         let directory = try TemporaryDirectory("chaos")
@@ -57,7 +69,11 @@ struct ChaosCommand: AsyncParsableCommand {
         let ogs = try await OGSStandIn.start()
         for slot in 0..<slots {
             let credentials = try TemporaryDirectory("chaos-apns-\(slot)")
-            let (apns, environment) = try await APNsStandIn.startWithThrowawayCredentials(in: credentials, teamID: "CHAOSTEAM\(slot)", keyID: "CHAOSKEY0\(slot)")
+            let (apns, environment) = try await APNsStandIn.startWithThrowawayCredentials(
+                in: credentials,
+                teamID: "CHAOSTEAM\(slot)",
+                keyID: "CHAOSKEY0\(slot)"
+            )
             apns.answer { request in
                 if request.token == Self.deadToken { return .reject(status: 410, reason: "Unregistered", timestamp: 0) }
                 if faulty.load(ordering: .relaxed) {
@@ -77,13 +93,21 @@ struct ChaosCommand: AsyncParsableCommand {
             }
             apns.whenConnectionLost { ledger.connectionCut(daemons.instance(of: slot)) }
             standIns.append(apns)
-            environments.append(environment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
-                                                     "SOAK_REPLY_DIR": directory.file("replies")].merging(adversary?.environment ?? [:]) { _, new in new }) { _, new in new })
+            environments.append(
+                environment.merging(
+                    [
+                        "OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
+                        "SOAK_REPLY_DIR": directory.file("replies"),
+                    ].merging(adversary?.environment ?? [:]) { _, new in new }
+                ) { _, new in new }
+            )
         }
         // The adversarial mode's broadcasts keep a loaded machine's event loops busy: a 2 s timeout
         // there is mostly the machine's lag, each one a send made twice.
-        let transport = SoakPipelines.transport(delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s",
-                                                timeout: adversarial ? "10s" : "2s")
+        let transport = SoakPipelines.transport(
+            delivery: "concurrency: 4, attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 60s",
+            timeout: adversarial ? "10s" : "2s"
+        )
         try SoakPipelines.write(into: directory, transport: transport)
         var arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", adversary == nil ? "none" : directory.file("plugins.d")]
         // The fourth daemon keeps its state in SQLite, where a second process must be refused.
@@ -118,7 +142,8 @@ struct ChaosCommand: AsyncParsableCommand {
             if let adversary {
                 try await adversary.register(through: client)
                 let loneClient = HTTPTestClient(port: try await daemons.port(of: Self.daemons))
-                for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player) where path == "/soak/register" {
+                for (path, body) in SoakPipelines.registrations(live: Self.liveToken, dead: Self.deadToken, player: Self.player)
+                where path == "/soak/register" {
                     let response = try await SetupRequest.post(loneClient, path, body)
                     guard response.status == 200 else { throw ValidationError("registration \(path) failed: \(response.text)") }
                 }
@@ -145,8 +170,13 @@ struct ChaosCommand: AsyncParsableCommand {
                     if random.next(2) == 0 {
                         await Self.terminateFull(slot: random.next(Self.daemons), daemons: daemons, held: held, ledger: ledger)
                     } else if let port = daemons.currentPort(of: Self.daemons) {
-                        let outcome = await Self.startSecond(arguments: loneArguments, directory: lone.path, environment: environments[Self.daemons],
-                                                             holder: port, ledger: ledger)
+                        let outcome = await Self.startSecond(
+                            arguments: loneArguments,
+                            directory: lone.path,
+                            environment: environments[Self.daemons],
+                            holder: port,
+                            ledger: ledger
+                        )
                         second.withLock { counts in
                             switch outcome {
                             case .refused: counts.refused += 1
@@ -159,16 +189,23 @@ struct ChaosCommand: AsyncParsableCommand {
                     continue
                 }
                 let slot = random.next(slots)
-                let forcedOutage = outageAt.map { ContinuousClock.now >= deadline - .seconds(seconds - $0) && lastOutage < deadline - .seconds(seconds) } ?? false
+                let forcedOutage =
+                    outageAt.map { ContinuousClock.now >= deadline - .seconds(seconds - $0) && lastOutage < deadline - .seconds(seconds) } ?? false
                 switch forcedOutage ? 99 : random.next(100) {
-                case 0..<30: ledger.fault("SIGKILL", instance: daemons.instance(of: slot)); await daemons.command(.kill, slot: slot)
-                case 30..<50: ledger.fault("SIGTERM", instance: daemons.instance(of: slot)); await daemons.command(.terminate, slot: slot)
+                case 0..<30:
+                    ledger.fault("SIGKILL", instance: daemons.instance(of: slot))
+                    await daemons.command(.kill, slot: slot)
+                case 30..<50:
+                    ledger.fault("SIGTERM", instance: daemons.instance(of: slot))
+                    await daemons.command(.terminate, slot: slot)
                 case 50..<70:
                     title += 1
                     try SoakPipelines.write(into: directory, transport: transport, eventsTitle: "Soak \(title)")
                     await daemons.command(.reload, slot: slot)
                     ledger.fault("SIGHUP", instance: daemons.instance(of: slot))
-                case 70..<90: try await admin.terminateBackends(); ledger.fault("pg_terminate_backend")
+                case 70..<90:
+                    try await admin.terminateBackends()
+                    ledger.fault("pg_terminate_backend")
                 default:
                     guard ContinuousClock.now - lastOutage > .seconds(outage * 3), ContinuousClock.now + .seconds(outage) < deadline else { continue }
                     ledger.fault("outage")

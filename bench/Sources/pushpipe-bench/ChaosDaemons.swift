@@ -60,8 +60,12 @@ final class ChaosDaemons: Sendable {
             // Pipelines may name the process (the Web Push subject), so a send says who made it.
             let environment = environment.merging(["CHAOS_INSTANCE": String(instance)]) { _, new in new }
             do {
-                let stopped = try await DaemonProcess.run(arguments: arguments, directory: directory, environment: environment,
-                                                          launcher: launcher) { daemon in
+                let stopped = try await DaemonProcess.run(
+                    arguments: arguments,
+                    directory: directory,
+                    environment: environment,
+                    launcher: launcher
+                ) { daemon in
                     try await self.serve(daemon, slot: slot, instance: instance, commands: commands)
                 }
                 if stopped { return }
@@ -107,7 +111,12 @@ final class ChaosDaemons: Sendable {
                     let routine = ["claimed 1 due checks", "nothing newer than", "run ping pong"]
                     let ogs = daemon.standardError.filter { $0.contains("ogs-turns") && !routine.contains(where: $0.contains) }
                     let lines = told.suffix(60) + ["… ogs-turns:"] + ogs.suffix(30) + ["… last:"] + daemon.standardError.suffix(10)
-                    FileHandle.standardError.write(Data("chaos: daemon \(slot) exited with \(status.map(String.init) ?? "nothing") after SIGTERM:\n\(lines.joined(separator: "\n"))\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "chaos: daemon \(slot) exited with \(status.map(String.init) ?? "nothing") after SIGTERM:\n\(lines.joined(separator: "\n"))\n"
+                                .utf8
+                        )
+                    )
                 }
                 return command == .stop
             }

@@ -44,8 +44,10 @@ struct ChaosDatabase: Sendable {
 
     /// Rows of accepted events still queued, and holds not lapsed, after the final drain.
     func leftovers() async throws -> (queued: Int, holds: Int) {
-        let queued = try await soak.query("SELECT count(*) FROM work WHERE kind LIKE 'event:%'", logger: logger).collect().first?.decode(Int.self) ?? -1
-        let holds = try await soak.query("SELECT count(*) FROM work WHERE kind LIKE 'hold:%' AND lease_until > extract(epoch from now())", logger: logger)
+        let queued =
+            try await soak.query("SELECT count(*) FROM work WHERE kind LIKE 'event:%'", logger: logger).collect().first?.decode(Int.self) ?? -1
+        let holds =
+            try await soak.query("SELECT count(*) FROM work WHERE kind LIKE 'hold:%' AND lease_until > extract(epoch from now())", logger: logger)
             .collect().first?.decode(Int.self) ?? -1
         return (queued, holds)
     }

@@ -166,7 +166,10 @@ final class ChaosLedger: SoakAccounting {
         state.withLock { $0.logs[instance] = lines }
         guard let logDirectory else { return }
         try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: "\(logDirectory)/instance-\(instance).log", contents: Data((lines.joined(separator: "\n") + "\n").utf8))
+        FileManager.default.createFile(
+            atPath: "\(logDirectory)/instance-\(instance).log",
+            contents: Data((lines.joined(separator: "\n") + "\n").utf8)
+        )
     }
 
     /// What the daemons' logs say about each id never delivered.
@@ -187,7 +190,8 @@ final class ChaosLedger: SoakAccounting {
     var progress: String {
         state.withLock { state in
             let waiting = state.accepted.filter { state.deliveries[$0] == nil }
-            return "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(3).map { $0.prefix(20) }), faults \(state.faults)"
+            return
+                "\(state.accepted.count) accepted, \(waiting.count) not delivered yet \(waiting.sorted().prefix(3).map { $0.prefix(20) }), faults \(state.faults)"
         }
     }
 
@@ -236,7 +240,9 @@ final class ChaosLedger: SoakAccounting {
                     let pageWindow = Self.pageWindow + Self.overlap(of: state.outages, with: delivery.at...(delivery.at + Self.pageWindow))
                     let inFlight = within(page ? pageWindow : self.inFlightWindow)
                     // A send the stand-in read just after its process's SIGKILL was written before it.
-                    if state.killedAt[delivery.instance].map(within(page ? pageWindow : self.inFlightWindow, slack: .seconds(1))) ?? false { return true }
+                    if state.killedAt[delivery.instance].map(within(page ? pageWindow : self.inFlightWindow, slack: .seconds(1))) ?? false {
+                        return true
+                    }
                     // The database went away right after the send: its outcome (and the watermark
                     // or lease that would have stopped another daemon) could not be recorded.
                     if state.outages.contains(where: { within(self.inFlightWindow)($0.lowerBound) }) { return true }
@@ -257,17 +263,23 @@ final class ChaosLedger: SoakAccounting {
                         delivery.at >= logged - (page ? Self.pageWindow : .seconds(6)) && delivery.at <= logged + .seconds(11)
                     }
                 }
-                if explained { summary.explained += 1; continue }
+                if explained {
+                    summary.explained += 1
+                    continue
+                }
                 summary.unexplained += 1
                 summary.unexplainedIDs.append(id)
                 let sends = deliveries.map { "#\($0.instance) \(offset($0.at))" }.joined(separator: ", ")
-                let first = deliveries[0].at - .seconds(30), last = deliveries[deliveries.count - 1].at + .seconds(5)
+                let first = deliveries[0].at - .seconds(30)
+                let last = deliveries[deliveries.count - 1].at + .seconds(5)
                 let around = state.timeline.filter { $0.at >= first && $0.at <= last }.map { "\(offset($0.at)) \($0.what)" }
                 let lines = state.logs.sorted { $0.key < $1.key }.flatMap { instance, lines in
                     lines.filter { $0.contains(id) }.map { "#\(instance) \($0)" }
                 }
-                summary.unexplainedAccounts.append("\(id): sent by \(sends); around: \(around.joined(separator: "; "))\n  "
-                                                   + lines.suffix(20).joined(separator: "\n  "))
+                summary.unexplainedAccounts.append(
+                    "\(id): sent by \(sends); around: \(around.joined(separator: "; "))\n  "
+                        + lines.suffix(20).joined(separator: "\n  ")
+                )
             }
             summary.unexplainedIDs.sort()
             return summary

@@ -26,13 +26,17 @@ struct DelayedAPNsCommand: AsyncParsableCommand {
     @Option(help: "Exit after this many seconds (bounded).") var seconds = 1800.0
 
     func run() async throws {
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
-                                                           privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+        )
         tls.applicationProtocols = ["h2"]
         let context = try NIOSSLContext(configuration: tls)
         let delay = TimeAmount.milliseconds(Int64(delayMs))
-        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: streams),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)]
+        let settings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: streams),
+            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+        ]
         let accepted = ConnectionCounter()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
@@ -91,8 +95,10 @@ final class DelayedAnswers: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         // The connection's receive window: the streams' windows are large enough for a body each.
         if unacknowledgedBytes >= 32_768 {
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                                  promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                promise: nil
+            )
             unacknowledgedBytes = 0
         }
         schedule(context: context)
@@ -114,7 +120,10 @@ final class DelayedAnswers: ChannelInboundHandler {
         var answered = false
         while let first = due.first, first.at <= now {
             due.removeFirst()
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .headers(.init(headers: answer, endStream: true)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .headers(.init(headers: answer, endStream: true)))),
+                promise: nil
+            )
             answered = true
         }
         if answered { context.flush() }

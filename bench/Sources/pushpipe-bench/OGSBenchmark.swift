@@ -28,32 +28,42 @@ struct OGSBenchmark: AsyncParsableCommand {
         // The shipped pipeline's source, filter and renderer; a transport that prints to a
         // discarded stream, so APNs is not what is measured here.
         try """
-            pipeline: ogs-bench
-            sources:
-              - {type: ogs.poller, base_url: "\(baseURL)", interval: \(interval)s}
-            filters:
-              - {type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id}
-            renderer:
-              type: apns.alert
-              title: Online-Go
-              body: "{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}{{#many(games)}}It's your turn in {{games.count}} games{{/many(games)}}"
-              badge: {$from: waiting_count}
-              custom: {web_url: "https://online-go.com/game/{{games.0.game_id}}", game_ids: {$from: "games[*].game_id"}, action: open_game}
-            transport: {type: stdout, format: compact}
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        pipeline: ogs-bench
+        sources:
+          - {type: ogs.poller, base_url: "\(baseURL)", interval: \(interval)s}
+        filters:
+          - {type: dedupe.timestamp, items: games, timestamp: last_move, item_id: game_id}
+        renderer:
+          type: apns.alert
+          title: Online-Go
+          body: "{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}{{#many(games)}}It's your turn in {{games.count}} "
+              + "games{{/many(games)}}"
+          badge: {$from: waiting_count}
+          custom: {web_url: "https://online-go.com/game/{{games.0.game_id}}", game_ids: {$from: "games[*].game_id"}, action: open_game}
+        transport: {type: stdout, format: compact}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")
         for user in 1...users {
-            try await store.pipeline(definition.name).register(DeviceToken(user: String(user), kind: "device", value: String(format: "%064x", user)),
-                                     environment: nil, replace: false)
+            try await store.pipeline(definition.name).register(
+                DeviceToken(user: String(user), kind: "device", value: String(format: "%064x", user)),
+                environment: nil,
+                replace: false
+            )
         }
         var logger = Logger(label: "ogs-bench")
         logger.logLevel = .error
         let outcomes = OutcomeCounter()
-        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in },
-                                    onEventCompleted: { outcomes.add($0) })
+        let runner = PipelineRunner(
+            definition: definition,
+            store: store,
+            logger: logger,
+            mode: .live,
+            output: OutputSink { _ in },
+            onEventCompleted: { outcomes.add($0) }
+        )
         let cpuBefore = ProcessUsage.cpuSeconds()
         let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
@@ -64,8 +74,18 @@ struct OGSBenchmark: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let (delivered, failed) = outcomes.totals
-        print(String(format: "ogs: one check of %d users (5 games each) in %.1f s (interval %d s); %d notified, %d failed; CPU %.2f s; peak RSS %d MB",
-                     users, seconds, interval, delivered, failed, ProcessUsage.cpuSeconds() - cpuBefore, ProcessUsage.peakRSSMegabytes()))
+        print(
+            String(
+                format: "ogs: one check of %d users (5 games each) in %.1f s (interval %d s); %d notified, %d failed; CPU %.2f s; peak RSS %d MB",
+                users,
+                seconds,
+                interval,
+                delivered,
+                failed,
+                ProcessUsage.cpuSeconds() - cpuBefore,
+                ProcessUsage.peakRSSMegabytes()
+            )
+        )
         try await store.close()
     }
 }

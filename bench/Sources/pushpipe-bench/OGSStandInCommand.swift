@@ -15,10 +15,19 @@ struct OGSStandInCommand: AsyncParsableCommand {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         for player in 1...Int64(users) {
             // Two of each player's games wait for them; the others for the opponent.
-            standIn.setGames(player, (0..<Int64(games)).map { index in
-                OGSStandIn.Game(id: player * 100 + index, name: "Game \(index) of \(player)", black: player, white: 9_000_000 + index,
-                                currentPlayer: index < 2 ? player : 9_000_000 + index, lastMove: now - index * 60_000)
-            })
+            standIn.setGames(
+                player,
+                (0..<Int64(games)).map { index in
+                    OGSStandIn.Game(
+                        id: player * 100 + index,
+                        name: "Game \(index) of \(player)",
+                        black: player,
+                        white: 9_000_000 + index,
+                        currentPlayer: index < 2 ? player : 9_000_000 + index,
+                        lastMove: now - index * 60_000
+                    )
+                }
+            )
         }
         FileHandle.standardOutput.write(Data("listening \(standIn.port)\n".utf8))
         try await Task.sleep(for: .seconds(seconds))

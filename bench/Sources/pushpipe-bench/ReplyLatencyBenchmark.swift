@@ -23,14 +23,20 @@ struct ReplyLatencyBenchmark: AsyncParsableCommand {
         try directory.write("pipelines/sven-replies.yaml", try String(contentsOfFile: pipeline, encoding: .utf8))
         let replies = directory.file("replies")
         try FileManager.default.createDirectory(atPath: replies, withIntermediateDirectories: true)
-        let environment = apnsEnvironment.merging(["SVEN_REPLY_DIR": replies, "SVEN_BUNDLE_ID": "com.example.sven", "PUSHPIPE_LOG_LEVEL": "notice"]) { _, new in new }
+        let environment = apnsEnvironment.merging(["SVEN_REPLY_DIR": replies, "SVEN_BUNDLE_ID": "com.example.sven", "PUSHPIPE_LOG_LEVEL": "notice"]) {
+            _,
+            new in new
+        }
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
         let files = self.files
         let interval = Duration.seconds(1 / rate)
         let closedAt = try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
-            let registration = try await client.request("POST", "/register-apns",
-                                                        json: ["device_token": "install-1", "apns_token": .string(String(repeating: "ab", count: 32))])
+            let registration = try await client.request(
+                "POST",
+                "/register-apns",
+                json: ["device_token": "install-1", "apns_token": .string(String(repeating: "ab", count: 32))]
+            )
             guard registration.status == 200 else { throw ValidationError("registration failed: \(registration.text)") }
             // One reply first, so the connection and the provider token exist (a daemon's first send).
             try Self.write(reply: "warm-up", into: replies)
@@ -58,9 +64,13 @@ struct ReplyLatencyBenchmark: AsyncParsableCommand {
         }
         latencies.sort()
         guard latencies.count == files else { throw ValidationError("\(latencies.count) of \(files) replies arrived") }
-        func percentile(_ fraction: Double) -> String { String(format: "%.1f", latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]) }
-        print("reply latency (file closed → APNs request received), \(files) files at \(rate)/s: p50 \(percentile(0.5)) ms, "
-              + "p90 \(percentile(0.9)) ms, p99 \(percentile(0.99)) ms, max \(String(format: "%.1f", latencies.last!)) ms")
+        func percentile(_ fraction: Double) -> String {
+            String(format: "%.1f", latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))])
+        }
+        print(
+            "reply latency (file closed → APNs request received), \(files) files at \(rate)/s: p50 \(percentile(0.5)) ms, "
+                + "p90 \(percentile(0.9)) ms, p99 \(percentile(0.99)) ms, max \(String(format: "%.1f", latencies.last!)) ms"
+        )
     }
 
     /// Written whole and closed, as the reply step does (inotify reports the close).

@@ -12,7 +12,10 @@ import PushPipeTesting
 /// last calm run until everything accepted is delivered. Every notification carries an id,
 /// so the count is exact: accepted, delivered (answered 200), lost, sent more than once.
 struct SoakCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "soak", abstract: "Fault soak: faults, SIGKILLs, restarts; counts lost and duplicated notifications.")
+    static let configuration = CommandConfiguration(
+        commandName: "soak",
+        abstract: "Fault soak: faults, SIGKILLs, restarts; counts lost and duplicated notifications."
+    )
 
     @Option(help: "Seconds of faults and kills.") var seconds = 120.0
     @Option(help: "Events posted per second (http.event).") var eventRate = 40.0
@@ -20,7 +23,7 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(help: "OGS games that become the player's turn per second.") var moveRate = 1.0
     @Option(help: "Random seed, for a repeatable schedule of kills and faults.") var seed: UInt64 = 12
 
-    static let player: Int64 = 1783478
+    static let player: Int64 = 1_783_478
     static let liveToken = String(repeating: "ab", count: 32)
     static let deadToken = String(repeating: "de", count: 32)
 
@@ -43,8 +46,10 @@ struct SoakCommand: AsyncParsableCommand {
             }
         }
         try SoakPipelines.write(into: directory)
-        let environment = apnsEnvironment.merging(["OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
-                                                   "SOAK_REPLY_DIR": directory.file("replies")]) { _, new in new }
+        let environment = apnsEnvironment.merging([
+            "OGS_API_BASE": ogs.baseURL, "CHECK_INTERVAL_SECONDS": "1",
+            "SOAK_REPLY_DIR": directory.file("replies"),
+        ]) { _, new in new }
         let arguments = ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"]
 
         // Registrations first, in a calm run: live tokens, and a dead one that APNs answers 410 for.
@@ -82,7 +87,7 @@ struct SoakCommand: AsyncParsableCommand {
             return .accept
         }
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
-            _ = try await daemon.port() // started: a signal needs its process id
+            _ = try await daemon.port()  // started: a signal needs its process id
             let calm = ContinuousClock.now + .seconds(90)
             while ContinuousClock.now < calm, ledger.lost > 0 {
                 _ = apns.takeRequests()

@@ -7,5 +7,10 @@ final class SoakNumbers: Sendable {
     func nextID(_ prefix: String) -> String { "\(prefix)\(take())" }
     func nextGame() -> Int64 { Int64(9_000_000 + take()) }
 
-    private func take() -> Int { next.withLock { number in number += 1; return number } }
+    private func take() -> Int {
+        next.withLock { number in
+            number += 1
+            return number
+        }
+    }
 }

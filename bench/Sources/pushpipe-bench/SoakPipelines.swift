@@ -12,7 +12,8 @@ enum SoakPipelines {
     static let transport = transport(delivery: "attempts: 30, backoff: 20ms, max_backoff: 500ms, drain_timeout: 1s")
 
     /// - Parameter timeout: APNs' answer within it or the send is made again (it may have arrived).
-    static func transport(delivery: String, timeout: String = "2s") -> String { """
+    static func transport(delivery: String, timeout: String = "2s") -> String {
+        """
         transport:
           type: apns
           team_id: "${APNS_TEAM_ID}"
@@ -28,7 +29,9 @@ enum SoakPipelines {
 
     /// - Parameter eventsTitle: the events pipeline's alert title (a reload changes it).
     static func write(into directory: TemporaryDirectory, transport: String = transport, eventsTitle: String = "Soak") throws {
-        try directory.write("pipelines/soak-events.yaml", """
+        try directory.write(
+            "pipelines/soak-events.yaml",
+            """
             pipeline: soak-events
             routes:
               - {action: register, path: /soak/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
@@ -36,8 +39,11 @@ enum SoakPipelines {
               - {type: http.event, path: /soak/events, id_field: id}
             renderer: {type: apns.alert, title: \(eventsTitle), body: "event {{id}}", custom: {id: {$from: id}}}
             \(transport)
-            """)
-        try directory.write("pipelines/soak-replies.yaml", """
+            """
+        )
+        try directory.write(
+            "pipelines/soak-replies.yaml",
+            """
             pipeline: soak-replies
             routes:
               - {action: register, path: /soak/register-apns, user_field: device_token, token_field: apns_token, token_kind: device, replace: true, limits: {per_client: 'off'}}
@@ -45,7 +51,8 @@ enum SoakPipelines {
               - {type: reply.folder, path: "${SOAK_REPLY_DIR}", rescan_interval: 5s}
             renderer: {type: apns.alert, title: Sven, body: "{{text}}", custom: {message_id: {$from: message_id}}}
             \(transport)
-            """)
+            """
+        )
         let shipped = try String(contentsOfFile: "pipelines/ogs-turns.yaml", encoding: .utf8)
         try directory.write("pipelines/ogs-turns.yaml", shipped)
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
@@ -55,7 +62,9 @@ enum SoakPipelines {
     /// Route and body of each registration: every events user, user-0 also with a dead token,
     /// one Sven install, the OGS player.
     static func registrations(live: String, dead: String, player: Int64) -> [(String, JSON)] {
-        var registrations: [(String, JSON)] = (0..<users).map { ("/soak/register", ["user_id": .string("user-\($0)"), "device_token": .string(live)]) }
+        var registrations: [(String, JSON)] = (0..<users).map {
+            ("/soak/register", ["user_id": .string("user-\($0)"), "device_token": .string(live)])
+        }
         registrations.append(("/soak/register", ["user_id": "user-0", "device_token": .string(dead)]))
         registrations.append(("/soak/register-apns", ["device_token": "install-1", "apns_token": .string(live)]))
         registrations.append(("/register", ["user_id": .int(player), "device_token": .string(live)]))

@@ -20,8 +20,13 @@ struct SoakProducer {
     let player: Int64
 
     /// - Parameter target: the daemon and user of the next event; nil while no daemon is up.
-    func run(until: ContinuousClock.Instant, directory: TemporaryDirectory, ogs: OGSStandIn, ledger: some SoakAccounting,
-             target: () -> (client: HTTPTestClient, user: String)?) async throws {
+    func run(
+        until: ContinuousClock.Instant,
+        directory: TemporaryDirectory,
+        ogs: OGSStandIn,
+        ledger: some SoakAccounting,
+        target: () -> (client: HTTPTestClient, user: String)?
+    ) async throws {
         let tick = 0.025
         var due = (events: 0.0, replies: 0.0, moves: 0.0)
         while ContinuousClock.now < until {
@@ -31,7 +36,8 @@ struct SoakProducer {
                 guard let (client, user) = target() else { continue }
                 let id = ledger.nextID("e")
                 if let response = try? await client.request("POST", "/soak/events", json: ["user": .string(user), "id": .string(id)], timeout: 5),
-                   response.status == 202 {
+                    response.status == 202
+                {
                     ledger.accept(id)
                 }
             }
@@ -45,8 +51,17 @@ struct SoakProducer {
             while due.moves >= 1 {
                 due.moves -= 1
                 let game = ledger.nextGame()
-                ogs.addGame(player, OGSStandIn.Game(id: game, name: "g\(game)", black: 356, white: player, currentPlayer: player,
-                                                   lastMove: Int64(Date().timeIntervalSince1970 * 1000)))
+                ogs.addGame(
+                    player,
+                    OGSStandIn.Game(
+                        id: game,
+                        name: "g\(game)",
+                        black: 356,
+                        white: player,
+                        currentPlayer: player,
+                        lastMove: Int64(Date().timeIntervalSince1970 * 1000)
+                    )
+                )
                 ledger.accept("g\(game)")
             }
             try await Task.sleep(for: .seconds(tick))

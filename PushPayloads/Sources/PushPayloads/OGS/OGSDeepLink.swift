@@ -17,10 +17,13 @@ public enum OGSDeepLink {
             return URL(string: "https://\(host)/game/\(id)")
         }
         guard let components = URLComponents(string: text), components.scheme == "https",
-              components.host?.lowercased() == host, components.user == nil, components.password == nil,
-              components.port == nil || components.port == 443 else { return nil }
+            components.host?.lowercased() == host, components.user == nil, components.password == nil,
+            components.port == nil || components.port == 443
+        else { return nil }
         let segments = components.path.split(separator: "/", omittingEmptySubsequences: false)
-        guard !segments.contains(where: { $0 == ".." || $0 == "." }), !components.percentEncodedPath.lowercased().contains("%2e%2e") else { return nil }
+        guard !segments.contains(where: { $0 == ".." || $0 == "." }), !components.percentEncodedPath.lowercased().contains("%2e%2e") else {
+            return nil
+        }
         return components.url
     }
 }

@@ -11,7 +11,12 @@ public struct OGSTurnNotification: Codable, Equatable, Sendable {
     public var gameIDs: [Int]?
 
     enum CodingKeys: String, CodingKey {
-        case webURL = "web_url", appURL = "app_url", gameID = "game_id", gameName = "game_name", action, gameIDs = "game_ids"
+        case webURL = "web_url"
+        case appURL = "app_url"
+        case gameID = "game_id"
+        case gameName = "game_name"
+        case action
+        case gameIDs = "game_ids"
     }
 
     public init(webURL: String, appURL: String? = nil, gameID: Int? = nil, gameName: String? = nil, action: String, gameIDs: [Int]? = nil) {

@@ -19,7 +19,8 @@ public struct PongNotificationData: Codable, Equatable, Sendable {
     /// From the FCM `userInfo` dictionary (also carries `aps`, `gcm.message_id`, ...).
     public init?(userInfo: [AnyHashable: Any]) {
         guard let id = userInfo["id"] as? String, let timestamp = userInfo["timestamp"] as? String,
-              let type = userInfo["type"] as? String else { return nil }
+            let type = userInfo["type"] as? String
+        else { return nil }
         self.init(id: id, timestamp: timestamp, type: PongNotificationType(rawValue: type), url: userInfo["url"] as? String)
     }
 

@@ -20,7 +20,9 @@ public enum PongRoute: Equatable, Sendable {
             return
         }
         let segments = components.path.split(separator: "/").map(String.init)
-        let isIdentifier = { (value: String) in !value.isEmpty && value.count <= 64 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } }
+        let isIdentifier = { (value: String) in
+            !value.isEmpty && value.count <= 64 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        }
         switch segments.count {
         case 0: self = .home
         case 1 where segments[0] == "stats": self = .stats

@@ -2,20 +2,37 @@ import PushPipeCore
 
 extension APNsChannelsRoutes {
     static func createContract(_ configuration: Configuration) -> RouteContract {
-        RouteContract(summary: "The group's broadcast channel: created on APNs (201) unless the group has one (200).",
-                      body: RouteContract.object([configuration.groupField: RouteContract.string], required: [configuration.groupField]),
-                      responses: [200: channelAnswer, 201: channelAnswer])
+        RouteContract(
+            summary: "The group's broadcast channel: created on APNs (201) unless the group has one (200).",
+            body: RouteContract.object([configuration.groupField: RouteContract.string], required: [configuration.groupField]),
+            responses: [200: channelAnswer, 201: channelAnswer]
+        )
     }
 
-    static let channelAnswer = RouteContract.object(["group": RouteContract.string, "channel_id": RouteContract.string], required: ["group", "channel_id"])
-    static let readContract = RouteContract(summary: "The group's broadcast channel id, for the app's `pushType: .channel(id)`.",
-                                            responses: [200: channelAnswer])
-    static let deleteContract = RouteContract(summary: "Deletes the group's broadcast channels on APNs and in the store.",
-                                              responses: [200: RouteContract.object(["group": RouteContract.string, "channels": ["type": "integer"]],
-                                                                                    required: ["group", "channels"])])
+    static let channelAnswer = RouteContract.object(
+        ["group": RouteContract.string, "channel_id": RouteContract.string],
+        required: ["group", "channel_id"]
+    )
+    static let readContract = RouteContract(
+        summary: "The group's broadcast channel id, for the app's `pushType: .channel(id)`.",
+        responses: [200: channelAnswer]
+    )
+    static let deleteContract = RouteContract(
+        summary: "Deletes the group's broadcast channels on APNs and in the store.",
+        responses: [
+            200: RouteContract.object(
+                ["group": RouteContract.string, "channels": ["type": "integer"]],
+                required: ["group", "channels"]
+            )
+        ]
+    )
 
-    static func create(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration,
-                       _ holder: ChannelManagerHolder) async throws -> RouteResponse {
+    static func create(
+        _ request: RouteRequest,
+        _ context: RouteContext,
+        _ configuration: Configuration,
+        _ holder: ChannelManagerHolder
+    ) async throws -> RouteResponse {
         guard let group = request.body?[configuration.groupField]?.textValue, !group.isEmpty, group.count <= 128 else {
             throw RouteError.badRequest("missing or invalid field '\(configuration.groupField)'", field: configuration.groupField)
         }
@@ -33,12 +50,17 @@ extension APNsChannelsRoutes {
             } catch let failure as APNsChannelManager.Failure {
                 throw RouteError(502, "APNs refused to create a channel: \(failure.reason)", field: nil)
             }
-            try await context.registrations.register(DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
-                                                     environment: nil, replace: false)
+            try await context.registrations.register(
+                DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
+                environment: nil,
+                replace: false
+            )
             return (channel, true)
         }
-        return RouteResponse(status: created ? 201 : 200,
-                             ["status": created ? "created" : "exists", "group": .string(group), "channel_id": .string(channel)])
+        return RouteResponse(
+            status: created ? 201 : 200,
+            ["status": created ? "created" : "exists", "group": .string(group), "channel_id": .string(channel)]
+        )
     }
 
     static func read(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration) async throws -> RouteResponse {
@@ -50,8 +72,12 @@ extension APNsChannelsRoutes {
         return RouteResponse(["group": .string(group), "channel_id": .string(channel.value)])
     }
 
-    static func delete(_ request: RouteRequest, _ context: RouteContext, _ configuration: Configuration,
-                       _ holder: ChannelManagerHolder) async throws -> RouteResponse {
+    static func delete(
+        _ request: RouteRequest,
+        _ context: RouteContext,
+        _ configuration: Configuration,
+        _ holder: ChannelManagerHolder
+    ) async throws -> RouteResponse {
         let group = try Self.group(request)
         let channels = try await context.registrations.tokens(user: configuration.owner(of: group), kind: configuration.tokenKind)
         guard channels.isEmpty || context.mode == .live else { throw RouteError(409, "a dry run deletes no channel on APNs", field: nil) }
@@ -63,8 +89,11 @@ extension APNsChannelsRoutes {
             } catch let failure as APNsChannelManager.Failure {
                 throw RouteError(502, "APNs refused to delete a channel: \(failure.reason)", field: nil)
             }
-            _ = try await context.registrations.removeToken(kind: configuration.tokenKind, token: channel.value,
-                                                            unlessUpdatedAfter: nil)
+            _ = try await context.registrations.removeToken(
+                kind: configuration.tokenKind,
+                token: channel.value,
+                unlessUpdatedAfter: nil
+            )
         }
         return RouteResponse(["status": "deleted", "group": .string(group), "channels": .int(Int64(channels.count))])
     }

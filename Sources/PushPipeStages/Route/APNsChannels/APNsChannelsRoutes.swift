@@ -17,7 +17,11 @@ enum APNsChannelsRoutes {
     ) { json, _ in
         let configuration = try Configuration.schema.decode(Configuration.self, from: json)
         guard let path = json["path"]?.stringValue, !path.hasSuffix("/") else {
-            throw ConfigurationValueError(keyPath: "path", "'\(json["path"]?.stringValue ?? "")' is not a route path", expected: "a path not ending in '/', e.g. /api/channels")
+            throw ConfigurationValueError(
+                keyPath: "path",
+                "'\(json["path"]?.stringValue ?? "")' is not a route path",
+                expected: "a path not ending in '/', e.g. /api/channels"
+            )
         }
         // Backends call these routes: a user's credential would let any user make channels.
         if RouteAuthConfiguration.authenticatesUsers(json["auth"]) {
@@ -27,17 +31,20 @@ enum APNsChannelsRoutes {
         let limits = try RouteLimits.parse(json["limits"], defaults: RouteLimits.appDefaults)
         let holder = ChannelManagerHolder(configuration)
         let group = path + "/:group"
-        return ServedRoutes(routes: [
-            RouteDefinition(method: "POST", path: path, authentication: authentication, limits: limits, contract: createContract(configuration)) {
-                try await create($0, $1, configuration, holder)
-            },
-            RouteDefinition(method: "GET", path: group, authentication: authentication, limits: limits, contract: readContract) {
-                try await read($0, $1, configuration)
-            },
-            RouteDefinition(method: "DELETE", path: group, authentication: authentication, limits: limits, contract: deleteContract) {
-                try await delete($0, $1, configuration, holder)
-            },
-        ], service: holder)
+        return ServedRoutes(
+            routes: [
+                RouteDefinition(method: "POST", path: path, authentication: authentication, limits: limits, contract: createContract(configuration)) {
+                    try await create($0, $1, configuration, holder)
+                },
+                RouteDefinition(method: "GET", path: group, authentication: authentication, limits: limits, contract: readContract) {
+                    try await read($0, $1, configuration)
+                },
+                RouteDefinition(method: "DELETE", path: group, authentication: authentication, limits: limits, contract: deleteContract) {
+                    try await delete($0, $1, configuration, holder)
+                },
+            ],
+            service: holder
+        )
     }
 
     struct Configuration: StageConfiguration {
@@ -53,17 +60,28 @@ enum APNsChannelsRoutes {
         var baseUrl: String
         var caFile: String
 
-        static let schema = Schema([
-            SchemaKey("group_field", .string, default: "group", "Body field naming the group."),
-            SchemaKey("user_prefix", .string, default: "",
-                      "Put before the group where the channel is stored as a token's owner (`group:`), as the event route that pages the group does."),
-            SchemaKey("token_kind", .string, default: "broadcast-channel", "Kind the channel id is stored as (the `apns` transport's `broadcast_token_kinds`)."),
-            SchemaKey("store_latest", .boolean, default: false, "APNs keeps the latest message (up to 8 hours) for devices that were offline."),
-        ] + APNsTransport.Configuration.credentialKeys + [
-            SchemaKey("sandbox", .boolean, default: false, "Apple's sandbox channel-management host."),
-            SchemaKey("base_url", .string, default: "", "Overrides the channel-management host (a stand-in)."),
-            SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
-        ])
+        static let schema = Schema(
+            [
+                SchemaKey("group_field", .string, default: "group", "Body field naming the group."),
+                SchemaKey(
+                    "user_prefix",
+                    .string,
+                    default: "",
+                    "Put before the group where the channel is stored as a token's owner (`group:`), as the event route that pages the group does."
+                ),
+                SchemaKey(
+                    "token_kind",
+                    .string,
+                    default: "broadcast-channel",
+                    "Kind the channel id is stored as (the `apns` transport's `broadcast_token_kinds`)."
+                ),
+                SchemaKey("store_latest", .boolean, default: false, "APNs keeps the latest message (up to 8 hours) for devices that were offline."),
+            ] + APNsTransport.Configuration.credentialKeys + [
+                SchemaKey("sandbox", .boolean, default: false, "Apple's sandbox channel-management host."),
+                SchemaKey("base_url", .string, default: "", "Overrides the channel-management host (a stand-in)."),
+                SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
+            ]
+        )
 
         /// Where the group's channels are stored: the token owner.
         func owner(of group: String) -> String { userPrefix + group }

@@ -17,9 +17,15 @@ final class ChannelManagerHolder: LongRunningStage, Sendable {
         let current = task.withLock { current -> Task<APNsChannelManager, any Error> in
             if let current { return current }
             let made = Task {
-                try await APNsChannelManager(keyPath: configuration.keyPath, keyID: configuration.keyId, teamID: configuration.teamId,
-                                             bundleID: configuration.bundleId, sandbox: configuration.sandbox,
-                                             baseURL: configuration.baseUrl, caFile: configuration.caFile)
+                try await APNsChannelManager(
+                    keyPath: configuration.keyPath,
+                    keyID: configuration.keyId,
+                    teamID: configuration.teamId,
+                    bundleID: configuration.bundleId,
+                    sandbox: configuration.sandbox,
+                    baseURL: configuration.baseUrl,
+                    caFile: configuration.caFile
+                )
             }
             current = made
             return made
@@ -35,7 +41,10 @@ final class ChannelManagerHolder: LongRunningStage, Sendable {
 
     /// Runs `work` for `owner` once at a time in this daemon: a second request for the same group
     /// while the first creates its channel waits for that channel instead of making another.
-    func once(_ owner: String, _ work: @escaping @Sendable () async throws -> (channel: String, created: Bool)) async throws
+    func once(
+        _ owner: String,
+        _ work: @escaping @Sendable () async throws -> (channel: String, created: Bool)
+    ) async throws
         -> (channel: String, created: Bool)
     {
         let (running, mine) = creating.withLock { running -> (Task<(channel: String, created: Bool), any Error>, Bool) in

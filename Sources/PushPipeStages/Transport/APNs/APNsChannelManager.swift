@@ -19,8 +19,17 @@ public final class APNsChannelManager: Sendable {
     let token: APNsProviderToken
 
     /// - Parameter baseURL: empty for Apple's host (`sandbox` picks which); a stand-in's otherwise.
-    public init(keyPath: String, keyID: String, teamID: String, bundleID: String, sandbox: Bool, baseURL: String = "", caFile: String = "") async throws {
-        let base = baseURL.isEmpty
+    public init(
+        keyPath: String,
+        keyID: String,
+        teamID: String,
+        bundleID: String,
+        sandbox: Bool,
+        baseURL: String = "",
+        caFile: String = ""
+    ) async throws {
+        let base =
+            baseURL.isEmpty
             ? (sandbox ? "https://api-manage-broadcast.sandbox.push.apple.com:2195" : "https://api-manage-broadcast.push.apple.com:2196") : baseURL
         guard let url = URL(string: base), url.scheme == "https", let host = url.host else {
             throw ConfigurationValueError(keyPath: "base_url", "'\(base)' is not an https URL", expected: "https://host[:port]")
@@ -31,9 +40,17 @@ public final class APNsChannelManager: Sendable {
         token = try await APNsProviderToken(pem: pem, keyID: keyID, teamID: teamID)
         self.bundleID = bundleID
         authority = url.port.map { "\(host):\($0)" } ?? host
-        pool = APNsConnectionPool(host: host, port: url.port ?? 443, keptConnections: 1, maximumConnections: 1, idleTimeout: .seconds(60),
-                                  readyTimeout: .seconds(10), maximumOpenStreams: 10, lastUsableStreamID: APNsClientHandler.defaultLastUsableStreamID,
-                                  tls: try APNsConnectionPool.tlsContext(caFile: caFile))
+        pool = APNsConnectionPool(
+            host: host,
+            port: url.port ?? 443,
+            keptConnections: 1,
+            maximumConnections: 1,
+            idleTimeout: .seconds(60),
+            readyTimeout: .seconds(10),
+            maximumOpenStreams: 10,
+            lastUsableStreamID: APNsClientHandler.defaultLastUsableStreamID,
+            tls: try APNsConnectionPool.tlsContext(caFile: caFile)
+        )
     }
 
     /// A new channel's id. `storesLatest`: APNs keeps the most recent message (up to 8 hours) for

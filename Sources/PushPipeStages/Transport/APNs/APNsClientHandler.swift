@@ -127,8 +127,10 @@ final class APNsClientHandler: ChannelInboundHandler {
             streams.insert(OpenStream(continuation: request.continuation), for: id)
             deadlines.append((id, request.deadline))
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                promise: nil
+            )
             opened = true
         }
         guard opened else { return }
@@ -153,7 +155,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     func retire() {
         closeWhenIdle = true
         goingAway()
-        openWaitingStreams() // fails them: they go to another connection
+        openWaitingStreams()  // fails them: they go to another connection
         closeIfRetiredAndIdle()
     }
 
@@ -249,8 +251,10 @@ final class APNsClientHandler: ChannelInboundHandler {
     /// that completes the stream had been handled.
     func channelReadComplete(context: ChannelHandlerContext) {
         if unacknowledgedBytes >= Self.windowUpdateThreshold {
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                                  promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                promise: nil
+            )
             unacknowledgedBytes = 0
         }
         if !waiting.isEmpty { openWaitingStreams() }

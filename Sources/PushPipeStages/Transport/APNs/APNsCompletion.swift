@@ -39,7 +39,8 @@ final class APNsBatchAnswers: Sendable {
     }
 
     func answer(_ index: Int, with result: Result<APNsResponse, any Error>) {
-        let finished = state.withLock { state -> (CheckedContinuation<[Result<APNsResponse, any Error>], Never>, [Result<APNsResponse, any Error>])? in
+        let finished = state.withLock {
+            state -> (CheckedContinuation<[Result<APNsResponse, any Error>], Never>, [Result<APNsResponse, any Error>])? in
             guard state.results[index] == nil else { return nil }
             state.results[index] = result
             state.remaining -= 1

@@ -44,9 +44,16 @@ final class APNsConnection: Sendable {
     ///   - gauge: made by the pool, which reads it to choose connections; it also carries
     ///     `max_streams` and, for connections the pool may close, the idle timeout.
     ///   - readyTimeout: for TCP, TLS and the SETTINGS together.
-    static func connect(host: String, port: Int, tls: NIOSSLContext, serverHostname: String?, gauge: APNsConnectionGauge,
-                        readyTimeout: TimeAmount, lastUsableStreamID: HTTP2StreamID, group: any EventLoopGroup) -> EventLoopFuture<APNsConnection>
-    {
+    static func connect(
+        host: String,
+        port: Int,
+        tls: NIOSSLContext,
+        serverHostname: String?,
+        gauge: APNsConnectionGauge,
+        readyTimeout: TimeAmount,
+        lastUsableStreamID: HTTP2StreamID,
+        group: any EventLoopGroup
+    ) -> EventLoopFuture<APNsConnection> {
         let loop = group.next()
         let connectionPromise = OncePromise(loop.makePromise(of: APNsConnection.self))
         let bootstrap = ClientBootstrap(group: loop)
@@ -93,9 +100,11 @@ final class APNsConnection: Sendable {
         return await withCheckedContinuation { continuation in
             let answers = APNsBatchAnswers(count: batch.count, continuation: continuation)
             let deadline = NIODeadline.now() + timeout
-            enqueue(batch.enumerated().map { index, request in
-                APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline, continuation: .batch(answers, index: index))
-            })
+            enqueue(
+                batch.enumerated().map { index, request in
+                    APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline, continuation: .batch(answers, index: index))
+                }
+            )
         }
     }
 

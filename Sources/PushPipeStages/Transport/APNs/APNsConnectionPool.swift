@@ -36,9 +36,18 @@ final class APNsConnectionPool: Sendable {
         case ready(APNsConnection)
     }
 
-    init(host: String, port: Int, keptConnections: Int, maximumConnections: Int, idleTimeout: Duration, readyTimeout: TimeAmount,
-         maximumOpenStreams: Int, lastUsableStreamID: HTTP2StreamID, tls: NIOSSLContext,
-         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    init(
+        host: String,
+        port: Int,
+        keptConnections: Int,
+        maximumConnections: Int,
+        idleTimeout: Duration,
+        readyTimeout: TimeAmount,
+        maximumOpenStreams: Int,
+        lastUsableStreamID: HTTP2StreamID,
+        tls: NIOSSLContext,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
         self.readyTimeout = readyTimeout
         self.host = host
         self.maximumOpenStreams = maximumOpenStreams
@@ -158,10 +167,21 @@ final class APNsConnectionPool: Sendable {
 
     private func startConnecting(in slots: inout [Slot], at index: Int) -> EventLoopFuture<APNsConnection> {
         let extra = index >= keptConnections
-        let gauge = APNsConnectionGauge(maximumOpenStreams: maximumOpenStreams, idleTimeout: extra ? idleTimeout : nil,
-                                        onIdle: { [weak self] gauge in self?.closeIdle(slot: index, gauge: gauge) })
-        let future = APNsConnection.connect(host: host, port: port, tls: tls, serverHostname: serverHostname, gauge: gauge,
-                                            readyTimeout: readyTimeout, lastUsableStreamID: lastUsableStreamID, group: group)
+        let gauge = APNsConnectionGauge(
+            maximumOpenStreams: maximumOpenStreams,
+            idleTimeout: extra ? idleTimeout : nil,
+            onIdle: { [weak self] gauge in self?.closeIdle(slot: index, gauge: gauge) }
+        )
+        let future = APNsConnection.connect(
+            host: host,
+            port: port,
+            tls: tls,
+            serverHostname: serverHostname,
+            gauge: gauge,
+            readyTimeout: readyTimeout,
+            lastUsableStreamID: lastUsableStreamID,
+            group: group
+        )
         slots[index] = .connecting(future, gauge)
         // Also recorded when no caller waits for it (it was started for the load to come).
         future.whenComplete { [weak self] result in

@@ -34,8 +34,13 @@ public final class APNsProviderToken: Sendable {
     }
 
     /// - Parameter pem: the contents of the `.p8` file (PKCS#8 P-256 private key).
-    public init(pem: String, keyID: String, teamID: String, lifetime: TimeInterval = 50 * 60,
-                now: @escaping @Sendable () -> Date = Date.init) async throws {
+    public init(
+        pem: String,
+        keyID: String,
+        teamID: String,
+        lifetime: TimeInterval = 50 * 60,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) async throws {
         self.keyID = keyID
         self.teamID = teamID
         self.lifetime = lifetime

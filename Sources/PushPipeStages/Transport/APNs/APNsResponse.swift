@@ -26,7 +26,12 @@ struct APNsResponse: Sendable {
             // A broadcast to a channel deleted or never created: the channel is the token.
             return (.dropToken(reason: ProviderReason(code: apnsReason!, "\(apnsReason!): the broadcast channel does not exist"), since: nil), .keep)
         case (400, "BadDeviceToken"):
-            return (.dropToken(reason: ProviderReason(code: "BadDeviceToken", "BadDeviceToken (check that the sandbox/production host matches the token)"), since: nil), .keep)
+            return (
+                .dropToken(
+                    reason: ProviderReason(code: "BadDeviceToken", "BadDeviceToken (check that the sandbox/production host matches the token)"),
+                    since: nil
+                ), .keep
+            )
         case (410, _):
             // The time APNs last saw the token valid, in milliseconds.
             return (.dropToken(reason: reason, since: json?["timestamp"]?.doubleValue.map { $0 / 1000 }), .keep)
@@ -38,7 +43,15 @@ struct APNsResponse: Sendable {
             return (.retryAfter(seconds: 0, reason: reason), .reconnect)
         case (429, "TooManyProviderTokenUpdates"):
             // The token is valid, only new to APNs too often: keep it and retry with backoff.
-            return (.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyProviderTokenUpdates", "TooManyProviderTokenUpdates: the provider token was rotated too often")), .keep)
+            return (
+                .retryAfter(
+                    seconds: nil,
+                    reason: ProviderReason(
+                        code: "TooManyProviderTokenUpdates",
+                        "TooManyProviderTokenUpdates: the provider token was rotated too often"
+                    )
+                ), .keep
+            )
         case (429, _):
             return (.retryAfter(seconds: nil, reason: reason), .keep)
         case (500..., "Shutdown"):

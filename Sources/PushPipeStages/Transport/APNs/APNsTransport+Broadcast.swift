@@ -31,8 +31,11 @@ extension APNsTransport {
         ]
         let request = OutgoingRequest(url: "\(baseURLText)/4/broadcasts/apps/\(configuration.bundleId)", headers: headers, sending: notification)
         guard request.bodyBytes.count <= Self.maximumBroadcastPayloadBytes else {
-            throw StageError(.payloadTooLarge, stage: context.stage,
-                             "payload is \(request.bodyBytes.count) bytes; APNs accepts \(Self.maximumBroadcastPayloadBytes) for a broadcast")
+            throw StageError(
+                .payloadTooLarge,
+                stage: context.stage,
+                "payload is \(request.bodyBytes.count) bytes; APNs accepts \(Self.maximumBroadcastPayloadBytes) for a broadcast"
+            )
         }
         return request
     }
@@ -40,7 +43,8 @@ extension APNsTransport {
     static func isBase64(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="): true
+            UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+            true
         default: false
         }
     }

@@ -35,21 +35,44 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             .required("bundle_id", .string, "App bundle id: the topic of alerts; Live Activities use `<bundle>.push-type.liveactivity`."),
         ]
 
-        static let schema = Schema(credentialKeys + [
-            SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
-            SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
-            SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
-            SchemaKey("connections", .integer, default: 1, "HTTP/2 connections kept open (opened on first use)."),
-            SchemaKey("max_connections", .integer, default: 4, "Connections open at most: more open while every stream of the open ones is taken (at least `connections`, at most 64). One connection carries at most `max_streams` per round trip."),
-            SchemaKey("idle_timeout", .duration, default: 60, "A connection beyond `connections` that carried nothing for this long closes."),
-            SchemaKey("max_streams", .integer, default: 1000, "Streams open at once per connection (1-1000); more requests wait their turn, and the server's own limit applies too. Over real networks a connection carries at most this many per round trip; next to the server fewer streams cost less bookkeeping."),
-            SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
-            SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
-            SchemaKey("live_activity_token_kinds", .list(.string), default: ["push-to-start", "activity-update"],
-                      "Token kinds that only take liveactivity pushes (and the only ones that do)."),
-            SchemaKey("broadcast_token_kinds", .list(.string), default: ["broadcast-channel"],
-                      "Token kinds whose value is a broadcast channel id (iOS 18): one request updates every Live Activity subscribed to the channel."),
-        ])
+        static let schema = Schema(
+            credentialKeys + [
+                SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
+                SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
+                SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
+                SchemaKey("connections", .integer, default: 1, "HTTP/2 connections kept open (opened on first use)."),
+                SchemaKey(
+                    "max_connections",
+                    .integer,
+                    default: 4,
+                    "Connections open at most: more open while every stream of the open ones is taken (at least `connections`, at most 64). One "
+                        + "connection carries at most `max_streams` per round trip."
+                ),
+                SchemaKey("idle_timeout", .duration, default: 60, "A connection beyond `connections` that carried nothing for this long closes."),
+                SchemaKey(
+                    "max_streams",
+                    .integer,
+                    default: 1000,
+                    "Streams open at once per connection (1-1000); more requests wait their turn, and the server's own limit applies too. Over "
+                        + "real networks a connection carries at most this many per round trip; next to the server fewer streams cost less "
+                        + "bookkeeping."
+                ),
+                SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
+                SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
+                SchemaKey(
+                    "live_activity_token_kinds",
+                    .list(.string),
+                    default: ["push-to-start", "activity-update"],
+                    "Token kinds that only take liveactivity pushes (and the only ones that do)."
+                ),
+                SchemaKey(
+                    "broadcast_token_kinds",
+                    .list(.string),
+                    default: ["broadcast-channel"],
+                    "Token kinds whose value is a broadcast channel id (iOS 18): one request updates every Live Activity subscribed to the channel."
+                ),
+            ]
+        )
     }
 
     static let maximumPayloadBytes = 4096
@@ -73,11 +96,15 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         var token: APNsProviderToken
     }
 
-    init(configuration: Configuration, context: StageBuildContext,
-         lastUsableStreamID: HTTP2StreamID = APNsClientHandler.defaultLastUsableStreamID) throws {
+    init(
+        configuration: Configuration,
+        context: StageBuildContext,
+        lastUsableStreamID: HTTP2StreamID = APNsClientHandler.defaultLastUsableStreamID
+    ) throws {
         self.configuration = configuration
         self.lastUsableStreamID = lastUsableStreamID
-        let base = configuration.baseUrl.isEmpty
+        let base =
+            configuration.baseUrl.isEmpty
             ? (configuration.sandbox ? "https://api.sandbox.push.apple.com" : "https://api.push.apple.com") : configuration.baseUrl
         guard let url = URL(string: base), url.scheme == "https", url.host != nil else {
             throw ConfigurationValueError(keyPath: "base_url", "'\(base)' is not an https URL", expected: "https://host[:port]")
@@ -100,8 +127,11 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             throw ConfigurationValueError(keyPath: "max_streams", "\(configuration.maxStreams) is out of range", expected: "1 to 1000")
         }
         guard (1200...3600).contains(configuration.tokenLifetime) else {
-            throw ConfigurationValueError(keyPath: "token_lifetime", "APNs accepts a token for at most an hour and a new one every 20 minutes at most",
-                                          expected: "20m to 60m")
+            throw ConfigurationValueError(
+                keyPath: "token_lifetime",
+                "APNs accepts a token for at most an hour and a new one every 20 minutes at most",
+                expected: "20m to 60m"
+            )
         }
     }
 
@@ -122,15 +152,19 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
         let isLiveActivityToken = configuration.liveActivityTokenKinds.contains(notification.token.kind)
         guard isLiveActivityToken == (pushType == "liveactivity") else {
-            throw StageError(.invalidEvent, stage: context.stage,
-                             "a \(pushType) push cannot go to a \(notification.token.kind) token (\(notification.token.masked))")
+            throw StageError(
+                .invalidEvent,
+                stage: context.stage,
+                "a \(pushType) push cannot go to a \(notification.token.kind) token (\(notification.token.masked))"
+            )
         }
-        let topic = switch pushType {
-        case "liveactivity": configuration.bundleId + ".push-type.liveactivity"
-        case "voip": configuration.bundleId + ".voip"
-        case "complication": configuration.bundleId + ".complication"
-        default: configuration.bundleId
-        }
+        let topic =
+            switch pushType {
+            case "liveactivity": configuration.bundleId + ".push-type.liveactivity"
+            case "voip": configuration.bundleId + ".voip"
+            case "complication": configuration.bundleId + ".complication"
+            default: configuration.bundleId
+            }
         let priority = options["priority"]?.intValue ?? (pushType == "background" ? 5 : 10)
         if pushType == "background" && priority != 5 {
             throw StageError(.invalidEvent, stage: context.stage, "background pushes must use priority 5, not \(priority)")
@@ -153,7 +187,11 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         let request = OutgoingRequest(url: url, headers: headers, sending: notification)
         let limit = pushType == "voip" ? Self.maximumVoIPPayloadBytes : Self.maximumPayloadBytes
         guard request.bodyBytes.count <= limit else {
-            throw StageError(.payloadTooLarge, stage: context.stage, "payload is \(request.bodyBytes.count) bytes; APNs accepts \(limit) for \(pushType)")
+            throw StageError(
+                .payloadTooLarge,
+                stage: context.stage,
+                "payload is \(request.bodyBytes.count) bytes; APNs accepts \(limit) for \(pushType)"
+            )
         }
         return request
     }
@@ -167,7 +205,12 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         // Connections and the key live as long as the pipeline.
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
-        if let resources = state.withLock({ current in defer { current = nil }; return current }) { await resources.pool.shutdown() }
+        if let resources = state.withLock({ current in
+            defer { current = nil }
+            return current
+        }) {
+            await resources.pool.shutdown()
+        }
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
@@ -211,8 +254,10 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         } catch {
             return Array(repeating: cannotConnect(error), count: requests.count)
         }
-        let results = await connection.send(batch: requests.map { (headers(for: $0, authorization: authorization), ByteBuffer(data: $0.bodyBytes)) },
-                                             timeout: requestTimeout)
+        let results = await connection.send(
+            batch: requests.map { (headers(for: $0, authorization: authorization), ByteBuffer(data: $0.bodyBytes)) },
+            timeout: requestTimeout
+        )
         var outcomes: [TransportOutcome] = []
         outcomes.reserveCapacity(requests.count)
         for (request, result) in zip(requests, results) {
@@ -281,7 +326,12 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         case .reconnect: resources.pool.retire(connection)
         case .refreshToken:
             if !resources.token.invalidate() {
-                return .configError(reason: ProviderReason(code: "ExpiredProviderToken", "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock"))
+                return .configError(
+                    reason: ProviderReason(
+                        code: "ExpiredProviderToken",
+                        "APNs keeps answering ExpiredProviderToken to fresh tokens: check the machine's clock"
+                    )
+                )
             }
         }
         return outcome
@@ -309,13 +359,23 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         guard let data = FileManager.default.contents(atPath: keyPath), let pem = String(data: data, encoding: .utf8) else {
             throw StageError(.unavailable, stage: "transport", "cannot read the .p8 key at key_path")
         }
-        let token = try await APNsProviderToken(pem: pem, keyID: configuration.keyId, teamID: configuration.teamId,
-                                                lifetime: configuration.tokenLifetime)
-        let pool = APNsConnectionPool(host: baseURL.host ?? "", port: baseURL.port ?? 443, keptConnections: configuration.connections,
-                                      maximumConnections: configuration.maxConnections, idleTimeout: .seconds(configuration.idleTimeout),
-                                      readyTimeout: requestTimeout,
-                                      maximumOpenStreams: configuration.maxStreams, lastUsableStreamID: lastUsableStreamID,
-                                      tls: try APNsConnectionPool.tlsContext(caFile: configuration.caFile))
+        let token = try await APNsProviderToken(
+            pem: pem,
+            keyID: configuration.keyId,
+            teamID: configuration.teamId,
+            lifetime: configuration.tokenLifetime
+        )
+        let pool = APNsConnectionPool(
+            host: baseURL.host ?? "",
+            port: baseURL.port ?? 443,
+            keptConnections: configuration.connections,
+            maximumConnections: configuration.maxConnections,
+            idleTimeout: .seconds(configuration.idleTimeout),
+            readyTimeout: requestTimeout,
+            maximumOpenStreams: configuration.maxStreams,
+            lastUsableStreamID: lastUsableStreamID,
+            tls: try APNsConnectionPool.tlsContext(caFile: configuration.caFile)
+        )
         return state.withLock { current in
             if let current { return current }
             current = Resources(pool: pool, token: token)

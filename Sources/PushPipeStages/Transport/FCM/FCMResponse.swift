@@ -26,7 +26,14 @@ struct FCMResponse: Sendable {
             let reason = ProviderReason(code: errorCode!, "\(errorCode!): \(message)", throttlesSender: errorCode == "QUOTA_EXCEEDED")
             return (.retryAfter(seconds: retryAfter, reason: reason), .none)
         case "THIRD_PARTY_AUTH_ERROR":
-            return (.configError(reason: ProviderReason(code: "THIRD_PARTY_AUTH_ERROR", "THIRD_PARTY_AUTH_ERROR: the APNs credentials in Firebase are wrong (\(message))")), .none)
+            return (
+                .configError(
+                    reason: ProviderReason(
+                        code: "THIRD_PARTY_AUTH_ERROR",
+                        "THIRD_PARTY_AUTH_ERROR: the APNs credentials in Firebase are wrong (\(message))"
+                    )
+                ), .none
+            )
         case nil where status == 401:
             // The access token expired or was revoked: a new one, then once more.
             return (.retryAfter(seconds: 0, reason: .other("access token rejected (401)")), .refreshAccessToken)

@@ -61,10 +61,19 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         var body: [String: JSON] = ["message": .object(message)]
         if configuration.validateOnly { body["validate_only"] = true }
         let project = configuration.projectId.isEmpty ? "{project_id}" : configuration.projectId
-        let request = OutgoingRequest(method: "POST", url: "\(baseURL)/v1/projects/\(project)/messages:send",
-                                      headers: [("content-type", "application/json")], body: .object(body), token: notification.token)
+        let request = OutgoingRequest(
+            method: "POST",
+            url: "\(baseURL)/v1/projects/\(project)/messages:send",
+            headers: [("content-type", "application/json")],
+            body: .object(body),
+            token: notification.token
+        )
         guard request.bodyBytes.count <= Self.maximumMessageBytes + 64 else {
-            throw StageError(.payloadTooLarge, stage: context.stage, "message is \(request.bodyBytes.count) bytes; FCM accepts \(Self.maximumMessageBytes)")
+            throw StageError(
+                .payloadTooLarge,
+                stage: context.stage,
+                "message is \(request.bodyBytes.count) bytes; FCM accepts \(Self.maximumMessageBytes)"
+            )
         }
         return request
     }
@@ -73,11 +82,18 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         // Loaded at start in a live daemon, so readiness reports missing credentials at once,
         // and the log says why the daemon is not ready.
         if context.mode == .live {
-            do { _ = try await resources() } catch { context.logger.error("FCM credentials not loaded, the daemon is not ready until they are: \(error)") }
+            do { _ = try await resources() } catch {
+                context.logger.error("FCM credentials not loaded, the daemon is not ready until they are: \(error)")
+            }
         }
         await untilCancelled()
         // A later run (the same stage started again) makes new ones.
-        if let existing = resources.withLock({ current in defer { current = nil }; return current }) { try? await existing.client.shutdown() }
+        if let existing = resources.withLock({ current in
+            defer { current = nil }
+            return current
+        }) {
+            try? await existing.client.shutdown()
+        }
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
@@ -101,8 +117,11 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         do {
             let response = try await resources.client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
             let body = try await response.body.collect(upTo: 1 << 20)
-            let answer = FCMResponse(status: Int(response.status.code), body: try? JSON.parse(body.readableBytesView),
-                                     retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil })
+            let answer = FCMResponse(
+                status: Int(response.status.code),
+                body: try? JSON.parse(body.readableBytesView),
+                retryAfter: response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil }
+            )
             let (outcome, action) = answer.outcome
             if action == .refreshAccessToken { resources.accessToken.invalidate(accessToken) }
             return outcome
@@ -135,8 +154,11 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
             try? await client.shutdown()
             throw error
         }
-        let created = Resources(client: client, accessToken: accessToken,
-                                projectID: configuration.projectId.isEmpty ? account.projectID : configuration.projectId)
+        let created = Resources(
+            client: client,
+            accessToken: accessToken,
+            projectID: configuration.projectId.isEmpty ? account.projectID : configuration.projectId
+        )
         let (winner, loser) = resources.withLock { current -> (Resources, Resources?) in
             if let current { return (current, created) }
             current = created

@@ -102,8 +102,10 @@ final class GoogleAccessToken: Sendable {
     private func requestToken() async throws -> (String, Int) {
         state.withLock { $0.requests += 1 }
         let now = Int(Date().timeIntervalSince1970)
-        let assertion = try await signer.sign(Assertion(iss: account.clientEmail, scope: Self.scope, aud: account.tokenURI, iat: now, exp: now + 3600),
-                                              kid: account.privateKeyID.map { JWKIdentifier(string: $0) })
+        let assertion = try await signer.sign(
+            Assertion(iss: account.clientEmail, scope: Self.scope, aud: account.tokenURI, iat: now, exp: now + 3600),
+            kid: account.privateKeyID.map { JWKIdentifier(string: $0) }
+        )
         var request = HTTPClientRequest(url: account.tokenURI)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")

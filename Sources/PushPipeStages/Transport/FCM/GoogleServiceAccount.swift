@@ -27,7 +27,11 @@ struct GoogleServiceAccount: Sendable {
             return value
         }
         return GoogleServiceAccount(
-            projectID: try field("project_id"), clientEmail: try field("client_email"), privateKeyID: json["private_key_id"]?.stringValue,
-            privateKeyPEM: try field("private_key"), tokenURI: json["token_uri"]?.stringValue ?? "https://oauth2.googleapis.com/token")
+            projectID: try field("project_id"),
+            clientEmail: try field("client_email"),
+            privateKeyID: json["private_key_id"]?.stringValue,
+            privateKeyPEM: try field("private_key"),
+            tokenURI: json["token_uri"]?.stringValue ?? "https://oauth2.googleapis.com/token"
+        )
     }
 }

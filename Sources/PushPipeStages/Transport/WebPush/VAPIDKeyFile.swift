@@ -12,7 +12,8 @@ public enum VAPIDKeyFile {
 
     static func read(path: String) throws -> P256.Signing.PrivateKey {
         guard let data = FileManager.default.contents(atPath: path), let pem = String(data: data, encoding: .utf8),
-              let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) else { throw Unreadable(path: path) }
+            let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
+        else { throw Unreadable(path: path) }
         return key
     }
 

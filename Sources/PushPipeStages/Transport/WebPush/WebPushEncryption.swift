@@ -24,19 +24,23 @@ public struct WebPushEncryption: Sendable {
 
     public init(p256dh: Data, auth: Data) throws {
         guard p256dh.count == 65, p256dh.first == 0x04,
-              let key = try? P256.KeyAgreement.PublicKey(x963Representation: p256dh) else { throw InvalidKey(field: "keys.p256dh") }
+            let key = try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)
+        else { throw InvalidKey(field: "keys.p256dh") }
         guard auth.count == 16 else { throw InvalidKey(field: "keys.auth") }
         userAgentPublicKey = key
         authSecret = auth
     }
 
     /// The request body: header (salt, record size, sender key) then the sealed record.
-    public func encrypt(_ plaintext: Data, senderKey: P256.KeyAgreement.PrivateKey = P256.KeyAgreement.PrivateKey(),
-                 salt: Data = Data((0..<16).map { _ in UInt8.random(in: 0...255) })) throws -> Data {
+    public func encrypt(
+        _ plaintext: Data,
+        senderKey: P256.KeyAgreement.PrivateKey = P256.KeyAgreement.PrivateKey(),
+        salt: Data = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+    ) throws -> Data {
         let senderPublic = senderKey.publicKey.x963Representation
         let (key, nonce) = try contentKey(senderKey: senderKey, salt: salt)
         var padded = plaintext
-        padded.append(0x02) // the last (and only) record's delimiter
+        padded.append(0x02)  // the last (and only) record's delimiter
         let sealed = try AES.GCM.seal(padded, using: key, nonce: nonce)
         var body = Data(capacity: Self.headerBytes + padded.count + Self.tagBytes)
         body.append(salt)

@@ -19,10 +19,14 @@ struct WebPushSubscriptionFormat: TokenFormat {
             "properties": [
                 "endpoint": ["type": "string", "format": "uri", "pattern": "^https://[A-Za-z0-9.-]+(:[0-9]+)?/", "maxLength": 2048],
                 "expirationTime": ["type": ["integer", "null"]],
-                "keys": ["type": "object", "required": ["p256dh", "auth"],
-                         // 65 bytes from 0x04 in base64url: "B", then 85 characters, then one whose low bits are 0.
-                         "properties": ["p256dh": ["type": "string", "pattern": "^B[A-Za-z0-9_-]{85}[AEIMQUYcgkosw048]$"],
-                                        "auth": ["type": "string", "pattern": "^[A-Za-z0-9_-]{21}[AQgw]$"]]],
+                "keys": [
+                    "type": "object", "required": ["p256dh", "auth"],
+                    // 65 bytes from 0x04 in base64url: "B", then 85 characters, then one whose low bits are 0.
+                    "properties": [
+                        "p256dh": ["type": "string", "pattern": "^B[A-Za-z0-9_-]{85}[AEIMQUYcgkosw048]$"],
+                        "auth": ["type": "string", "pattern": "^[A-Za-z0-9_-]{21}[AQgw]$"],
+                    ],
+                ],
             ],
         ]
     }
@@ -34,18 +38,25 @@ struct WebPushSubscriptionFormat: TokenFormat {
             throw RouteError.unprocessable("'\(field)' must be a PushSubscription object, found \(value.typeName)", field: field)
         }
         guard let endpoint = value["endpoint"]?.stringValue, endpoint.utf8.count <= 2048,
-              let url = URL(string: endpoint), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            let url = URL(string: endpoint), url.scheme == "https", let host = url.host, !host.isEmpty
+        else {
             throw RouteError.badRequest("'\(field).endpoint' must be an https URL", field: "\(field).endpoint")
         }
         guard let p256dhText = value["keys"]?["p256dh"]?.stringValue, let p256dh = Data(base64URLEncoded: p256dhText),
-              p256dh.count == 65, p256dh.first == 0x04 else {
-            throw RouteError.badRequest("'\(field).keys.p256dh' must be a base64url uncompressed P-256 point (65 bytes)", field: "\(field).keys.p256dh")
+            p256dh.count == 65, p256dh.first == 0x04
+        else {
+            throw RouteError.badRequest(
+                "'\(field).keys.p256dh' must be a base64url uncompressed P-256 point (65 bytes)",
+                field: "\(field).keys.p256dh"
+            )
         }
         guard let authText = value["keys"]?["auth"]?.stringValue, let auth = Data(base64URLEncoded: authText), auth.count == 16 else {
             throw RouteError.badRequest("'\(field).keys.auth' must be a base64url 16-byte secret", field: "\(field).keys.auth")
         }
-        let stored: JSON = ["endpoint": .string(endpoint),
-                            "keys": ["p256dh": .string(p256dh.base64URLEncodedString()), "auth": .string(auth.base64URLEncodedString())]]
+        let stored: JSON = [
+            "endpoint": .string(endpoint),
+            "keys": ["p256dh": .string(p256dh.base64URLEncodedString()), "auth": .string(auth.base64URLEncodedString())],
+        ]
         return (stored.compactText, endpoint)
     }
 

@@ -27,8 +27,13 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             SchemaKey("urgency", .oneOf(["very-low", "low", "normal", "high"]), default: "normal", "`Urgency`; the renderer's `urgency` wins."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust (a stand-in); verification stays on."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
-            SchemaKey("allowed_origins", .list(.string), default: [],
-                      "Push-service origins a subscription may name (`https://fcm.googleapis.com`, `https://*.push.apple.com`); empty: any public https origin. Loopback, private and link-local addresses are refused either way (`--allow-private-endpoint`)."),
+            SchemaKey(
+                "allowed_origins",
+                .list(.string),
+                default: [],
+                "Push-service origins a subscription may name (`https://fcm.googleapis.com`, `https://*.push.apple.com`); empty: any public https "
+                    + "origin. Loopback, private and link-local addresses are refused either way (`--allow-private-endpoint`)."
+            ),
         ])
     }
 
@@ -45,7 +50,11 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard configuration.subject.hasPrefix("mailto:") || configuration.subject.hasPrefix("https:") else {
-            throw ConfigurationValueError(keyPath: "subject", "'\(configuration.subject)' is not a contact", expected: "mailto:ops@example.com or https://example.com")
+            throw ConfigurationValueError(
+                keyPath: "subject",
+                "'\(configuration.subject)' is not a contact",
+                expected: "mailto:ops@example.com or https://example.com"
+            )
         }
         guard (0...Self.longestTTL).contains(configuration.ttl) else {
             throw ConfigurationValueError(keyPath: "ttl", "\(configuration.ttl) s is out of range", expected: "0 to 30 days")
@@ -53,7 +62,11 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         for (index, pattern) in configuration.allowedOrigins.enumerated() {
             let host = pattern.hasPrefix("https://*.") ? "https://x." + pattern.dropFirst("https://*.".count) : pattern
             guard pattern.hasPrefix("https://"), EgressPolicy.origin(of: host) != nil, !pattern.dropFirst(8).contains("/") else {
-                throw ConfigurationValueError(keyPath: "allowed_origins[\(index)]", "'\(pattern)' is not an https origin", expected: "https://host[:port] or https://*.domain")
+                throw ConfigurationValueError(
+                    keyPath: "allowed_origins[\(index)]",
+                    "'\(pattern)' is not an https origin",
+                    expected: "https://host[:port] or https://*.domain"
+                )
             }
         }
         self.configuration = configuration
@@ -76,7 +89,11 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         let ttl = options["ttl"]?.doubleValue ?? configuration.ttl
         // From the event: a number the header cannot hold (1e300, "inf") fails this event, not the daemon.
         guard ttl.isFinite, (0...Self.longestTTL).contains(ttl) else {
-            throw StageError(.invalidEvent, stage: context.stage, "ttl \(options["ttl"]?.compactText ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)")
+            throw StageError(
+                .invalidEvent,
+                stage: context.stage,
+                "ttl \(options["ttl"]?.compactText ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)"
+            )
         }
         var headers: [(name: String, value: String)] = [
             ("ttl", String(Int(ttl))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
@@ -88,10 +105,19 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             }
             headers.append(("topic", topic))
         }
-        let request = OutgoingRequest(method: "POST", url: subscription.endpoint, headers: headers, body: notification.payload, token: notification.token)
+        let request = OutgoingRequest(
+            method: "POST",
+            url: subscription.endpoint,
+            headers: headers,
+            body: notification.payload,
+            token: notification.token
+        )
         guard request.bodyBytes.count <= WebPushEncryption.maximumPlaintextBytes else {
-            throw StageError(.payloadTooLarge, stage: context.stage,
-                             "payload is \(request.bodyBytes.count) bytes; a push service must take \(WebPushEncryption.maximumPlaintextBytes) once encrypted")
+            throw StageError(
+                .payloadTooLarge,
+                stage: context.stage,
+                "payload is \(request.bodyBytes.count) bytes; a push service must take \(WebPushEncryption.maximumPlaintextBytes) once encrypted"
+            )
         }
         return request
     }
@@ -117,13 +143,18 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         }
         do {
             let answer = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
-            return WebPushResponse(status: answer.status, location: answer.headers.first(name: "location"),
-                                   retryAfter: answer.headers.first(name: "retry-after").flatMap(Double.init),
-                                   code: WebPushResponse.code(in: answer.body)).outcome
+            return WebPushResponse(
+                status: answer.status,
+                location: answer.headers.first(name: "location"),
+                retryAfter: answer.headers.first(name: "retry-after").flatMap(Double.init),
+                code: WebPushResponse.code(in: answer.body)
+            ).outcome
         } catch let refusal as EgressRefusal {
             // A name that does not resolve may again; an endpoint inside the operator's network,
             // or one that redirects, is no push service: the subscription goes.
-            if refusal.code == .unresolvable { return .retryAfter(seconds: nil, reason: ProviderReason(code: "\(refusal.code)", refusal.description)) }
+            if refusal.code == .unresolvable {
+                return .retryAfter(seconds: nil, reason: ProviderReason(code: "\(refusal.code)", refusal.description))
+            }
             return .dropToken(reason: ProviderReason(code: "\(refusal.code)", refusal.description), since: nil)
         } catch {
             return .retryAfter(seconds: nil, reason: .other("push service request failed: \(WebPushResponse.describe(error))"))
@@ -166,7 +197,9 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// Read on first use and kept; a key that failed to load is read again next time.
     private func vapidSigner() async throws -> VAPIDSigner {
         if let existing = signer.withLock({ $0 }) { return existing }
-        let loaded = try await credentials.loading { VAPIDSigner(key: try VAPIDKeyFile.read(path: configuration.vapidKeyPath), subject: configuration.subject) }
+        let loaded = try await credentials.loading {
+            VAPIDSigner(key: try VAPIDKeyFile.read(path: configuration.vapidKeyPath), subject: configuration.subject)
+        }
         return signer.withLock { current in
             if let current { return current }
             current = loaded

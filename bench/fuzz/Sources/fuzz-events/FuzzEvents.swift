@@ -22,8 +22,10 @@ let apnsToken = String(repeating: "a1b2", count: 16)
 let fcmToken = "dXp1c2VyLXRva2VuOkFQQTkxYkhQUm1mRmlnWFl6V1h0cXZ6a0pCN0RyWVd6bmhKcU5XV3pJeFl6"
 let webPushSubscription: JSON = [
     "endpoint": "https://push.example.net/send/fuzz-subscription-0123456789",
-    "keys": ["p256dh": .string(P256.KeyAgreement.PrivateKey().publicKey.x963Representation.base64URLEncodedString()),
-             "auth": .string(Data(repeating: 7, count: 16).base64URLEncodedString())],
+    "keys": [
+        "p256dh": .string(P256.KeyAgreement.PrivateKey().publicKey.x963Representation.base64URLEncodedString()),
+        "auth": .string(Data(repeating: 7, count: 16).base64URLEncodedString()),
+    ],
 ]
 
 func setUp() async throws -> (SQLiteStore, [PipelineDefinition]) {
@@ -37,10 +39,15 @@ func setUp() async throws -> (SQLiteStore, [PipelineDefinition]) {
     guard !result.pipelines.isEmpty else { fatalError("no shipped pipeline loaded: \(result.diagnostics)") }
     for pipeline in result.pipelines {
         for user in ["u1", "group:g1"] {
-            for (kind, value) in [("device", apnsToken), ("push-to-start", apnsToken + "01"), ("activity-update", apnsToken + "02"),
-                                  ("fcm", fcmToken), ("webpush", webPushSubscription.compactText), ("broadcast-channel", "dHN0LWNoYW5uZWwtMDE=")] {
-                try await store.pipeline(pipeline.name).register(DeviceToken(user: user, kind: kind, value: value, scope: kind == "activity-update" ? "a1" : ""),
-                                                                 environment: nil, replace: false)
+            for (kind, value) in [
+                ("device", apnsToken), ("push-to-start", apnsToken + "01"), ("activity-update", apnsToken + "02"),
+                ("fcm", fcmToken), ("webpush", webPushSubscription.compactText), ("broadcast-channel", "dHN0LWNoYW5uZWwtMDE="),
+            ] {
+                try await store.pipeline(pipeline.name).register(
+                    DeviceToken(user: user, kind: kind, value: value, scope: kind == "activity-update" ? "a1" : ""),
+                    environment: nil,
+                    replace: false
+                )
             }
         }
     }

@@ -16,7 +16,9 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let foundation = (try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed])).map(JSONDifferences.value(ofFoundation:))
     switch (ours, foundation) {
     case (let value?, let expected??):
-        guard sameValue(value, expected, numbers: JSONDifferences.sameNumber) else { fatalError("read differently: \(value.compactText) vs Foundation's \(expected.compactText)") }
+        guard sameValue(value, expected, numbers: JSONDifferences.sameNumber) else {
+            fatalError("read differently: \(value.compactText) vs Foundation's \(expected.compactText)")
+        }
     case (let value?, nil), (let value?, .some(nil)):
         guard let difference = JSONDifferences.acceptedOnlyByUs(bytes, value) else {
             fatalError("accepted what Foundation refuses: \(String(decoding: bytes, as: UTF8.self).debugDescription)")

@@ -63,17 +63,35 @@ enum JSONDifferences {
 
     /// The deepest nesting, and whether a `,` comes right before a `]` or `}`, outside strings.
     static func structure(of bytes: Data) -> (deepest: Int, trailingComma: Bool) {
-        var depth = 0, deepest = 0
-        var inString = false, escaped = false, afterComma = false, trailingComma = false
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        var afterComma = false
+        var trailingComma = false
         for byte in bytes {
             if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {
-            case UInt8(ascii: "\""): inString = true; afterComma = false
-            case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1; deepest = max(deepest, depth); afterComma = false
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1; if afterComma { trailingComma = true }; afterComma = false
+            case UInt8(ascii: "\""):
+                inString = true
+                afterComma = false
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                deepest = max(deepest, depth)
+                afterComma = false
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+                if afterComma { trailingComma = true }
+                afterComma = false
             case UInt8(ascii: ","): afterComma = true
             case 0x20, 0x09, 0x0A, 0x0D: break
             default: afterComma = false

@@ -1,6 +1,7 @@
 import Foundation
 import FuzzDriver
 import PushPipeCore
+
 @testable import PushPipeStages
 
 /// Providers' answers come from the network: APNs', FCM's and, for Web Push, any server a
@@ -29,8 +30,12 @@ public func fuzzProviders(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         outcome = FCMResponse(status: status, body: json, retryAfter: Double(retryText).flatMap { $0.isFinite ? $0 : nil }).outcome.0
     default:
         // As the webpush transport reads them: at most the egress client's 1 KB of body.
-        let response = WebPushResponse(status: status, location: nil, retryAfter: Double(retryText),
-                                       code: WebPushResponse.code(in: Array(body.prefix(1024))))
+        let response = WebPushResponse(
+            status: status,
+            location: nil,
+            retryAfter: Double(retryText),
+            code: WebPushResponse.code(in: Array(body.prefix(1024)))
+        )
         outcome = response.outcome
         if let reason = outcome.reason, reason.utf8.count > 80 {
             fatalError("a Web Push reason repeats the body: \(reason.debugDescription)")

@@ -27,15 +27,26 @@ let routeConfigurations: [JSON] = [
     ["action": "history", "path": "/example/history/:user_id", "user_param": "user_id"],
     ["action": "diagnostics", "path": "/example/diagnostics/:user_id", "user_param": "user_id"],
     ["action": "users-by-token", "path": "/example/users-by-token/:device_token"],
-    ["action": "register", "path": "/register", "user_field": "user_id", "user_format": "digits", "token_field": "device_token", "token_kind": "device"],
+    [
+        "action": "register", "path": "/register", "user_field": "user_id", "user_format": "digits", "token_field": "device_token",
+        "token_kind": "device",
+    ],
     ["action": "diagnostics", "path": "/diagnostics/:user_id", "user_param": "user_id", "user_format": "digits", "token_kind": "device"],
-    ["action": "register", "path": "/api/users/live-activity-update-token", "auth": jwtAuth, "token_field": "update_token", "token_kind": "activity-update",
-     "scope_field": "activity_id", "replace": true],
-    ["action": "register", "path": "/api/notifications/register", "auth": jwtAuth, "token_field": "fcm_token", "token_format": "opaque", "token_kind": "fcm"],
+    [
+        "action": "register", "path": "/api/users/live-activity-update-token", "auth": jwtAuth, "token_field": "update_token",
+        "token_kind": "activity-update",
+        "scope_field": "activity_id", "replace": true,
+    ],
+    [
+        "action": "register", "path": "/api/notifications/register", "auth": jwtAuth, "token_field": "fcm_token", "token_format": "opaque",
+        "token_kind": "fcm",
+    ],
     ["action": "settings", "path": "/api/notifications/settings", "method": "PATCH", "auth": jwtAuth, "keys": ["enabled": "boolean"]],
     ["action": "history", "path": "/api/notifications/history", "auth": jwtAuth],
-    ["action": "register", "path": "/register-apns", "user_field": "device_token", "user_format": "text", "token_field": "apns_token",
-     "token_kind": "device", "replace": true],
+    [
+        "action": "register", "path": "/register-apns", "user_field": "device_token", "user_format": "text", "token_field": "apns_token",
+        "token_kind": "device", "replace": true,
+    ],
 ]
 
 struct NoEvents: EventSink {
@@ -79,8 +90,15 @@ public func fuzzRoutes(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         guard let parsed = try? JSON.parse(Data(lines[4])), parsed.objectValue != nil else { return 0 }
         body = parsed
     }
-    let request = RouteRequest(method: entry.route.method, path: path, parameters: parameters, query: query, body: body,
-                               authenticatedUser: user, principal: user ?? "")
+    let request = RouteRequest(
+        method: entry.route.method,
+        path: path,
+        parameters: parameters,
+        query: query,
+        body: body,
+        authenticatedUser: user,
+        principal: user ?? ""
+    )
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var outcome: Result<RouteResponse, any Error>?
     Task {

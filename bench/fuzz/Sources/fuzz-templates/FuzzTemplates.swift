@@ -30,7 +30,9 @@ public func fuzzTemplates(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         // what Mustache alone renders.
         let byMustache = JSONTemplate.text(mustache).render(context)
         guard rendered == byMustache else {
-            fatalError("interpolation and Mustache differ for \(template.debugDescription) (\(parts)): \(String(describing: rendered)) vs \(String(describing: byMustache))")
+            fatalError(
+                "interpolation and Mustache differ for \(template.debugDescription) (\(parts)): \(String(describing: rendered)) vs \(String(describing: byMustache))"
+            )
         }
     }
     return 0
