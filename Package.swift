@@ -153,6 +153,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // Stages that serve one app each (the OGS poller, the Sven reply folder), beside the generic ones.
+        .target(
+            name: "PushPipeApps",
+            dependencies: [
+                "PushPipeCore", "PushPipeStages",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
         // Stand-ins (APNs, FCM, OGS, daemons) for the tests of pushpipe and of anyone's own
         // stages: it depends on no store, so a stage's tests build none.
         .target(
@@ -197,6 +208,7 @@ let package = Package(
             name: "pushpipe",
             dependencies: [
                 "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStores", "PushPipeHTTP", "PushPipePlugins", "PushPipeStages",
+                "PushPipeApps",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -210,7 +222,7 @@ let package = Package(
         .executableTarget(
             name: "pushpipe-bench",
             dependencies: [
-                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeTesting", "PushPipePostgresTesting",
+                "PushPipeCore", "PushPipeSQLite", "PushPipePostgres", "PushPipeStages", "PushPipeApps", "PushPipeTesting", "PushPipePostgresTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -262,7 +274,8 @@ let package = Package(
         .testTarget(
             name: "pushpipeTests",
             dependencies: [
-                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeStores",
+                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeApps",
+                "PushPipeStores",
                 "PushPipeTesting",
                 "PushPipePostgresTesting", "pushpipe",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -295,7 +308,19 @@ let package = Package(
         ),
         .testTarget(
             name: "PushPayloadsTests",
-            dependencies: [.product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeStages", "PushPipePlugins", "pushpipe"]
+            dependencies: [
+                .product(name: "PushPayloads", package: "PushPayloads"), "PushPipeCore", "PushPipeStages", "PushPipeApps", "PushPipePlugins",
+                "pushpipe",
+            ]
+        ),
+        // The app integrations: the OGS poller against its stand-in, the reply folder on real inotify.
+        .testTarget(
+            name: "PushPipeAppsTests",
+            dependencies: [
+                "PushPipeCore", "PushPipeSQLite", "PushPipeStages", "PushPipeApps", "PushPipeTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Fixtures")]
         ),
     ]
 )

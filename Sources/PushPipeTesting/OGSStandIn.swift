@@ -6,7 +6,7 @@ import NIOSSL
 import PushPipeCore
 
 /// An in-process online-go.com answering `GET /api/v1/players/{id}/full` from memory, with
-/// documents shaped like shared/fixtures/ogs-player-full.reconstructed.json, and `GET
+/// documents shaped like Tests/PushPipeAppsTests/Fixtures/ogs-player-full.reconstructed.json, and `GET
 /// /api/v1/me` per bearer token (`OGSStandIn+Identity`). Tests move the
 /// games' clocks and make a player's requests fail (429, 500, slow, malformed JSON).
 public final class OGSStandIn: Sendable {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PushPipeApps
 import PushPipeCore
 import PushPipePlugins
 import PushPipeStages
@@ -79,7 +80,7 @@ struct ConfigurationOptions: ParsableArguments {
 
     func loader(dryRun: Bool) -> ConfigLoader {
         ConfigLoader(
-            builtins: BuiltinStages.all,
+            builtins: BuiltinStages.all + AppStages.all,
             interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun),
             pluginHost: ChildProcessPluginHost()
         )

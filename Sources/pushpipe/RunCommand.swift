@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushPipeApps
 import PushPipeCore
 import PushPipeHTTP
 import PushPipeSQLite
@@ -97,7 +98,7 @@ struct RunCommand: AsyncParsableCommand {
                 protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
                 egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)
             ),
-            builtins: BuiltinStages.all,
+            builtins: BuiltinStages.all + AppStages.all,
             webhookPoster: StandardWebhookPoster(),
             identityLookup: HTTPIdentityLookup(),
             tracing: tracing,

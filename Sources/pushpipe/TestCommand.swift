@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushPipeApps
 import PushPipeCore
 import PushPipeStages
 
@@ -16,7 +17,7 @@ struct TestCommand: AsyncParsableCommand {
         // Variables come from each test file's `env:` and the pipeline's defaults, never from
         // this shell: a pipeline test gives the same answer on every machine.
         let runner = PipelineTestRunner(
-            builtins: BuiltinStages.all,
+            builtins: BuiltinStages.all + AppStages.all,
             pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
             logger: logger
         )

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PushPayloads
+import PushPipeApps
 import PushPipeCore
 import PushPipeStages
 import Testing
@@ -16,7 +17,7 @@ import Testing
 
     func rendered(_ name: String) async throws -> [PipelineTestRunner.CaseResult] {
         let runner = PipelineTestRunner(
-            builtins: BuiltinStages.all,
+            builtins: BuiltinStages.all + AppStages.all,
             pluginsDirectory: Self.repository.appendingPathComponent("plugins.d").path,
             logger: Logger(label: "contract")
         )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PushPipeApps
 import PushPipeCore
 import PushPipePostgres
 import PushPipeSQLite
@@ -42,7 +43,7 @@ struct OGSBenchmark: AsyncParsableCommand {
           custom: {web_url: "https://online-go.com/game/{{games.0.game_id}}", game_ids: {$from: "games[*].game_id"}, action: open_game}
         transport: {type: stdout, format: compact}
         """.write(toFile: file, atomically: true, encoding: .utf8)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all + AppStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         let store = try SQLiteStore(path: "\(directory)/state.sqlite")

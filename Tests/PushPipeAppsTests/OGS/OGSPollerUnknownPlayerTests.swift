@@ -1,8 +1,9 @@
 import PushPipeCore
+import PushPipeStages
 import PushPipeTesting
 import Testing
 
-@testable import PushPipeStages
+@testable import PushPipeApps
 
 /// Anyone can register made-up OGS ids on the anonymous register route, and each one would
 /// cost a request at every check until OGS answers 429 for everyone. So an id OGS has no

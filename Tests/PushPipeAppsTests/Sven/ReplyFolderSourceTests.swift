@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PushPipeApps
 import PushPipeCore
 import PushPipeSQLite
 import PushPipeStages
@@ -65,7 +66,7 @@ import Testing
             transport: {type: stdout}
             """
         )
-        let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        let result = await ConfigLoader(builtins: BuiltinStages.all + AppStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let source = try #require(result.pipelines.first?.sources.first?.stage)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import PushPipeCore
+import PushPipeStages
 import Synchronization
 
 /// Polls Online-Go.com for every registered user and emits the games where it is their turn.

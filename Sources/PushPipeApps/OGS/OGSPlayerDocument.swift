@@ -1,6 +1,7 @@
 import PushPipeCore
+import PushPipeStages
 
-/// Reads `GET /api/v1/players/{id}/full` (Tests/PushPipeStagesTests/Fixtures/ogs-player-full.reconstructed.json).
+/// Reads `GET /api/v1/players/{id}/full` (Tests/PushPipeAppsTests/Fixtures/ogs-player-full.reconstructed.json).
 enum OGSPlayerDocument {
     /// The members `games(in:)` reads: a player's document also holds the profile, ratings and
     /// each game's whole state (moves, chat, every clock field), which are skipped unbuilt.

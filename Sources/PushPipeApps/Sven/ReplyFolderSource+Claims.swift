@@ -1,5 +1,6 @@
 import Foundation
 import PushPipeCore
+import PushPipeStages
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,9 @@
 import Foundation
+import PushPipeStages
 import PushPipeTesting
 import Testing
 
-@testable import PushPipeStages
+@testable import PushPipeApps
 
 /// The poller's per-user status (diagnostics, backoff) covers the users it checks now, not
 /// every user it ever checked: a daemon on a shared database sees users come and go.

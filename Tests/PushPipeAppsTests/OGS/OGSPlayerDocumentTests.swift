@@ -1,8 +1,9 @@
 import Foundation
 import PushPipeCore
+import PushPipeStages
 import Testing
 
-@testable import PushPipeStages
+@testable import PushPipeApps
 
 /// The poller builds only what it reads of a player's `/full` document; the result must be
 /// the same as from the whole document, and a broken document must still be refused.

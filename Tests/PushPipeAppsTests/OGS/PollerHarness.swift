@@ -1,10 +1,11 @@
 import Logging
 import PushPipeCore
 import PushPipeSQLite
+import PushPipeStages
 import PushPipeTesting
 import Testing
 
-@testable import PushPipeStages
+@testable import PushPipeApps
 
 /// An `ogs.poller` as a pipeline file declares it, polling an OGS stand-in for users registered
 /// on a SQLite store: what the poller's tests share, so each shows only what it checks.
@@ -27,7 +28,7 @@ enum PollerHarness {
             transport: {type: stdout}
             """
         )
-        let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        let result = await ConfigLoader(builtins: BuiltinStages.all + AppStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         let poller = try #require(result.pipelines.first?.sources.first?.stage as? OGSPoller)
         let store = try SQLiteStore(path: directory.file("state.sqlite"))

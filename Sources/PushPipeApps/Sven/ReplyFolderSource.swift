@@ -1,5 +1,6 @@
 import Foundation
 import PushPipeCore
+import PushPipeStages
 import Synchronization
 
 /// One event per reply file written into a folder (Sven's `reply-sven` step).
