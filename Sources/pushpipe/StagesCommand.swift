@@ -39,7 +39,7 @@ struct StagesCommand: AsyncParsableCommand {
     func printKeys(_ schema: Schema) {
         for key in schema.keys {
             let requirement = key.required ? "required" : key.defaultValue.map { "default \($0.compactText)" } ?? "optional"
-            print("      \(key.name) (\(key.type.name); \(requirement)): \(key.doc)")
+            print("      \(key.name) (\(key.type.name)\(key.rangeText.map { ", \($0)" } ?? ""); \(requirement)): \(key.doc)")
         }
     }
 }

@@ -18,16 +18,25 @@ public enum JSONSchemaGenerator {
 
     static let interpolated: JSON = ["type": "string", "pattern": "\\$\\{"]
 
-    public static func type(_ type: ValueType) -> JSON {
+    /// `range` bounds a number's value; a duration written with a unit is checked by the daemon.
+    public static func type(_ type: ValueType, range: ClosedRange<Double>? = nil) -> JSON {
+        func bounded(_ type: String, minimum: Double? = nil) -> JSON {
+            var schema: [String: JSON] = ["type": .string(type)]
+            if let lower = range?.lowerBound ?? minimum, lower > -.infinity {
+                schema["minimum"] = type == "integer" ? .int(Int64(lower)) : .double(lower)
+            }
+            if let upper = range?.upperBound, upper < .infinity { schema["maximum"] = type == "integer" ? .int(Int64(upper)) : .double(upper) }
+            return .object(schema)
+        }
         switch type {
         case .string: return ["type": "string"]
-        case .integer: return ["anyOf": [["type": "integer"], interpolated]]
-        case .number: return ["anyOf": [["type": "number"], interpolated]]
+        case .integer: return ["anyOf": [bounded("integer"), interpolated]]
+        case .number: return ["anyOf": [bounded("number"), interpolated]]
         case .boolean: return ["anyOf": [["type": "boolean"], interpolated]]
         case .duration:
             return [
                 "anyOf": [
-                    ["type": "number", "minimum": 0],
+                    bounded("number", minimum: 0),
                     ["type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)?\\s*$"], interpolated,
                 ]
             ]
@@ -51,7 +60,7 @@ public enum JSONSchemaGenerator {
     }
 
     static func property(_ key: SchemaKey) -> JSON {
-        guard case .object(var property) = type(key.type) else { return [:] }
+        guard case .object(var property) = type(key.type, range: key.range) else { return [:] }
         property["description"] = .string(key.doc)
         if let value = key.defaultValue { property["default"] = value }
         return .object(property)

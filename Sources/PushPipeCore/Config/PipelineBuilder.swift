@@ -61,31 +61,14 @@ struct PipelineBuilder {
             }
         }
         let delivery = (try? DeliveryPolicy.schema.decode(DeliveryPolicy.self, from: json["delivery"] ?? DeliveryPolicy.defaults.json)) ?? .defaults
-        if delivery.concurrency < 1 || delivery.concurrency > 10_000 {
-            report(.invalidValue, at: "delivery.concurrency", "\(delivery.concurrency) is out of range", expected: "1 to 10000")
-        }
-        if delivery.attempts < 1 { report(.invalidValue, at: "delivery.attempts", "must be at least 1", expected: "1 or more") }
         do { _ = try delivery.sendRate() } catch let error as ConfigurationValueError {
             report(.invalidValue, at: "delivery.max_rate", error.message, expected: error.expected)
         } catch {}
-        if delivery.fanout < 1 || delivery.fanout > 10_000 {
-            report(.invalidValue, at: "delivery.fanout", "\(delivery.fanout) is out of range", expected: "1 to 10000")
-        }
         let retention =
             (try? RetentionPolicy.schema.decode(RetentionPolicy.self, from: json["retention"] ?? RetentionPolicy.defaults.json)) ?? .defaults
-        if retention.perUser < 0 { report(.invalidValue, at: "retention.per_user", "must not be negative", expected: "0 (keep all) or more") }
-        if retention.interval < 1 { report(.invalidValue, at: "retention.interval", "pruning more often than every second", expected: "1s or more") }
         let idempotency =
             (try? IdempotencyPolicy.schema.decode(IdempotencyPolicy.self, from: json["idempotency"] ?? IdempotencyPolicy.defaults.json))
             ?? .defaults
-        if idempotency.ttl < IdempotencyPolicy.hold {
-            report(
-                .invalidValue,
-                at: "idempotency.ttl",
-                "a key kept less than the \(Int(IdempotencyPolicy.hold)) s a request holds it would free the keys of requests still being stored",
-                expected: "\(Int(IdempotencyPolicy.hold))s or more"
-            )
-        }
         var webhooks: [WebhookTarget] = []
         for (index, webhookJSON) in (json["webhooks"]?.arrayValue ?? []).enumerated() {
             guard let webhook = try? WebhookTarget.schema.decode(WebhookTarget.self, from: webhookJSON) else { continue }

@@ -54,7 +54,8 @@ public enum StageReference {
 
     static func row(_ key: SchemaKey, name: String) -> String {
         let requirement = key.required ? "**required**" : key.defaultValue.map { "`\(defaultText($0, type: key.type))`" } ?? "—"
-        return "| `\(name)` | \(escape(typeName(key.type))) | \(escape(requirement)) | \(escape(key.doc)) |"
+        let type = typeName(key.type) + (key.rangeText.map { ", \($0)" } ?? "")
+        return "| `\(name)` | \(escape(type)) | \(escape(requirement)) | \(escape(key.doc)) |"
     }
 
     /// Durations as people write them (`180d`, not `15552000`); an object's defaults are

@@ -80,20 +80,45 @@ public struct SchemaKey: Sendable {
     public var type: ValueType
     public var required: Bool
     public var defaultValue: JSON?
+    /// The values a number, an integer or a duration (in seconds) may take: validation refuses
+    /// the others where they are written, and the JSON Schema and the docs say so.
+    public var range: ClosedRange<Double>?
     public var doc: String
 
     /// A key with a default (or optional, when `defaultValue` is nil).
-    public init(_ name: String, _ type: ValueType, default defaultValue: JSON? = nil, _ doc: String) {
+    public init(_ name: String, _ type: ValueType, default defaultValue: JSON? = nil, in range: ClosedRange<Double>? = nil, _ doc: String) {
         self.name = name
         self.type = type
         self.required = false
         self.defaultValue = defaultValue
+        self.range = range
         self.doc = doc
     }
 
-    public static func required(_ name: String, _ type: ValueType, _ doc: String) -> SchemaKey {
-        var key = SchemaKey(name, type, doc)
+    public static func required(_ name: String, _ type: ValueType, in range: ClosedRange<Double>? = nil, _ doc: String) -> SchemaKey {
+        var key = SchemaKey(name, type, in: range, doc)
         key.required = true
         return key
+    }
+
+    /// `range` as people read it: `1 to 64`, `1 or more`, `100ms to 30d` for a duration.
+    public var rangeText: String? {
+        guard let range else { return nil }
+        let number: (Double) -> String = { value in
+            guard case .duration = type else { return value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value) }
+            return Self.durationText(value)
+        }
+        if range.upperBound == .infinity { return "\(number(range.lowerBound)) or more" }
+        if range.lowerBound == -.infinity { return "at most \(number(range.upperBound))" }
+        return "\(number(range.lowerBound)) to \(number(range.upperBound))"
+    }
+
+    /// Seconds in the largest unit that states them whole (`250ms`, `30s`, `5m`, `30d`).
+    static func durationText(_ seconds: Double) -> String {
+        for (unit, size) in [("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0)]
+        where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+            return "\(Int64(seconds / size))\(unit)"
+        }
+        return seconds < 1 ? "\(Int64((seconds * 1000).rounded()))ms" : "\(seconds)s"
     }
 }

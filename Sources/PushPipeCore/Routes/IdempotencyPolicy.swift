@@ -8,7 +8,8 @@ public struct IdempotencyPolicy: Sendable, Decodable, Equatable {
             "ttl",
             .duration,
             default: 86_400,
-            "How long a key and its answer are kept (default 24h, at least 60s): a request repeated with the key within it gets the first answer "
+            in: hold...Double.infinity,
+            "How long a key and its answer are kept (at least as long as a request holds its key): a request repeated with the key within it gets the first answer "
                 + "again."
         )
     ])

@@ -5,8 +5,8 @@ extension RouteAction {
         defaultMethod: "GET",
         schema: Schema(
             userKeys + [
-                SchemaKey("default_limit", .integer, default: 50, "Entries per page without `?limit=`."),
-                SchemaKey("max_limit", .integer, default: 500, "Largest `?limit=` accepted."),
+                SchemaKey("default_limit", .integer, default: 50, in: 1...10_000, "Entries per page without `?limit=`; at most `max_limit`."),
+                SchemaKey("max_limit", .integer, default: 500, in: 1...10_000, "Largest `?limit=` accepted."),
             ]
         ),
         contract: { configuration in
@@ -33,10 +33,7 @@ extension RouteAction {
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
         let defaultLimit = Int(configuration["default_limit"]?.intValue ?? 50)
         let maxLimit = Int(configuration["max_limit"]?.intValue ?? 500)
-        guard (1...10_000).contains(maxLimit) else {
-            throw ConfigurationValueError(keyPath: "max_limit", "\(maxLimit) is out of range", expected: "1 to 10000")
-        }
-        guard (1...maxLimit).contains(defaultLimit) else {
+        guard defaultLimit <= maxLimit else {
             throw ConfigurationValueError(keyPath: "default_limit", "\(defaultLimit) is out of range", expected: "1 to max_limit (\(maxLimit))")
         }
         return { request, context in

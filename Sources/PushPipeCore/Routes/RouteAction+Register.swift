@@ -25,6 +25,7 @@ extension RouteAction {
                         "max_tokens_per_user",
                         .integer,
                         default: 10,
+                        in: 1...Double.infinity,
                         "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, "
                             + "or, when every other one was delivered to, the least recently registered."
                     ),
@@ -65,9 +66,6 @@ extension RouteAction {
             let scopeField = configuration["scope_field"]?.stringValue
             let environment = configuration["environment"]?.stringValue
             let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
-            guard keep >= 1 else {
-                throw ConfigurationValueError(keyPath: "max_tokens_per_user", "a user could keep no token", expected: "1 or more")
-            }
             return { request, context in
                 let user = try users.user(in: request)
                 var (token, scope) = try format.registration(request.body?[field], field: field)

@@ -54,8 +54,20 @@ public struct RouteLimits: Sendable, Equatable {
                         default: defaults["per_principal"],
                         "Requests per authenticated caller (a JWT's user, a backend's token): `N/s`, `N/min`, `N/h`, or `off`."
                     ),
-                    SchemaKey("burst", .integer, default: defaults["burst"], "Requests a bucket allows at once, above the rate."),
-                    SchemaKey("max_body", .integer, default: defaults["max_body"], "Largest request body, in bytes; larger gets 413."),
+                    SchemaKey(
+                        "burst",
+                        .integer,
+                        default: defaults["burst"],
+                        in: 1...Double.infinity,
+                        "Requests a bucket allows at once, above the rate."
+                    ),
+                    SchemaKey(
+                        "max_body",
+                        .integer,
+                        default: defaults["max_body"],
+                        in: 1...16_777_216,
+                        "Largest request body, in bytes; larger gets 413."
+                    ),
                 ])
             ),
             default: defaults,
@@ -67,12 +79,9 @@ public struct RouteLimits: Sendable, Equatable {
     /// configuration); a rate that does not parse names its key.
     public static func parse(_ json: JSON?, defaults: JSON) throws -> RouteLimits {
         func value(_ key: String) -> JSON? { json?[key] ?? json?[Schema.camelCase(key)] ?? defaults[key] }
-        let burst = Int(value("burst")?.intValue ?? 20)
-        guard burst >= 1 else { throw ConfigurationValueError(keyPath: "limits.burst", "a burst of \(burst) admits nothing", expected: "1 or more") }
+        // The schema's ranges held these when the file was read.
+        let burst = max(1, Int(value("burst")?.intValue ?? 20))
         let maxBody = Int(value("max_body")?.intValue ?? 65536)
-        guard (1...16 * 1024 * 1024).contains(maxBody) else {
-            throw ConfigurationValueError(keyPath: "limits.max_body", "\(maxBody) bytes", expected: "from 1 to 16777216 bytes")
-        }
         return RouteLimits(
             perClient: try rate(value("per_client"), burst: burst, key: "per_client"),
             perPrincipal: try rate(value("per_principal"), burst: burst, key: "per_principal"),

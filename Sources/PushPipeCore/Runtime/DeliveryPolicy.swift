@@ -10,12 +10,12 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public var maxRate: String
 
     public static let schema = Schema([
-        SchemaKey("concurrency", .integer, default: 32, "Events processed at once; also the bound on memory."),
-        SchemaKey("attempts", .integer, default: 5, "Tries per notification on `retry-after` outcomes."),
+        SchemaKey("concurrency", .integer, default: 32, in: 1...10_000, "Events processed at once; also the bound on memory."),
+        SchemaKey("attempts", .integer, default: 5, in: 1...Double.infinity, "Tries per notification on `retry-after` outcomes."),
         SchemaKey("backoff", .duration, default: 0.5, "First retry delay; doubles each attempt, with jitter."),
         SchemaKey("max_backoff", .duration, default: 30, "Largest retry delay."),
         SchemaKey("drain_timeout", .duration, default: 10, "How long a stopping pipeline waits for in-flight events."),
-        SchemaKey("fanout", .integer, default: 64, "Deliveries of one event in flight at once (a broadcast's tokens)."),
+        SchemaKey("fanout", .integer, default: 64, in: 1...10_000, "Deliveries of one event in flight at once (a broadcast's tokens)."),
         SchemaKey(
             "max_rate",
             .string,

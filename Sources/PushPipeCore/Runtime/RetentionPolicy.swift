@@ -11,8 +11,14 @@ public struct RetentionPolicy: Sendable, Decodable, Equatable {
 
     public static let schema = Schema([
         SchemaKey("max_age", .duration, default: 15_552_000, "Delivery rows and history older than this are pruned (default 180d)."),
-        SchemaKey("per_user", .integer, default: 1000, "Rows kept per user at most (the newest); 0 keeps all."),
-        SchemaKey("interval", .duration, default: 3600, "How often pruning runs, in small batches that never hold up delivery."),
+        SchemaKey("per_user", .integer, default: 1000, in: 0...Double.infinity, "Rows kept per user at most (the newest); 0 keeps all."),
+        SchemaKey(
+            "interval",
+            .duration,
+            default: 3600,
+            in: 1...Double.infinity,
+            "How often pruning runs, in small batches that never hold up delivery."
+        ),
     ])
 
     public static let defaults = RetentionPolicy(maxAge: 15_552_000, perUser: 1000, interval: 3600)

@@ -87,15 +87,30 @@ import Testing
         )
     }
 
-    @Test func maxConnectionsIsChecked() async throws {
-        let harness = try await APNsHarness.make()
-        var copy = harness
-        try await withCleanup(
-            {
-                #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.maxConnections = 65 } }
-                #expect(throws: ConfigurationValueError.self) { try copy.reconfigureTransport { $0.idleTimeout = 0 } }
-            },
-            cleanup: harness.close
+    /// The schema's ranges refuse them where they are written, before a transport is made.
+    @Test(arguments: [("max_connections: 65", "transport.max_connections"), ("idle_timeout: 0", "transport.idle_timeout")])
+    func maxConnectionsAndIdleTimeoutAreChecked(_ line: String, _ keyPath: String) async throws {
+        let directory = try TemporaryDirectory("apns-ranges")
+        defer { directory.remove() }
+        let file = try directory.write(
+            "apns.yaml",
+            """
+            pipeline: apns
+            sources: [{type: http.event, path: /events}]
+            renderer: {type: apns.alert, title: hi}
+            transport:
+              type: apns
+              team_id: TEAM123456
+              key_id: KEY1234567
+              key_path: AuthKey.p8
+              bundle_id: com.example.app
+              \(line)
+            """
         )
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        #expect(loaded.pipelines.isEmpty)
+        let diagnostic = try #require(loaded.diagnostics.first { $0.keyPath == keyPath }, "\(loaded.diagnostics)")
+        #expect(diagnostic.location.line == 10)
     }
 }

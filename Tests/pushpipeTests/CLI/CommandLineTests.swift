@@ -38,7 +38,8 @@ import Testing
         let stages = try await pushpipe(["stages", "--plugins", "none"], in: directory)
         #expect(stages.status == 0)
         #expect(
-            stages.output.contains { $0.contains("ogs.poller") } && stages.output.contains { $0.contains("token_lifetime (duration; default 3000)") }
+            stages.output.contains { $0.contains("ogs.poller") }
+                && stages.output.contains { $0.contains("token_lifetime (duration, 20m to 1h; default 3000)") }
         )
     }
 

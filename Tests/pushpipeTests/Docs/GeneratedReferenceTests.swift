@@ -27,7 +27,8 @@ import Testing
     }
 
     /// An independent validator (Python's `jsonschema`, draft 2020-12) checks every shipped
-    /// pipeline against `pushpipe schema`, and refuses a misspelled key and a bad enum value.
+    /// pipeline against `pushpipe schema`, and refuses a misspelled key, a bad type and values
+    /// out of the daemon's ranges.
     @Test func everyShippedPipelineValidatesAgainstTheGeneratedSchema() async throws {
         let directory = try TemporaryDirectory("schema")
         defer { directory.remove() }
@@ -52,6 +53,9 @@ import Testing
                     document = yaml.safe_load(open(path))
                     document["delivery"] = {"concurrency": "many"}
                     print("bad-type", len(list(validator.iter_errors(document))))
+                    # Out of the range the daemon refuses: the schema refuses it too.
+                    document["delivery"] = {"concurrency": 0, "fanout": 10001}
+                    print("out-of-range", len(list(validator.iter_errors(document))))
             """
         try directory.write("validate.py", script)
         guard (try? Self.python(["-c", "import jsonschema, yaml; print('yes')"]))?.last == "yes" else {
@@ -68,6 +72,7 @@ import Testing
         }
         #expect(output.contains("misspelled 1"))
         #expect(output.contains("bad-type 1"))
+        #expect(output.contains("out-of-range 2"), "the schema's ranges are the daemon's")
     }
 
     static func python(_ arguments: [String]) throws -> [String] {

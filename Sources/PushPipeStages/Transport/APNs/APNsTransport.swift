@@ -40,25 +40,39 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
                 SchemaKey("sandbox", .boolean, default: false, "Use api.sandbox.push.apple.com (Xcode debug builds)."),
                 SchemaKey("base_url", .string, default: "", "Overrides the host, e.g. `https://127.0.0.1:8443` for a stand-in or a proxy."),
                 SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust; verification stays on."),
-                SchemaKey("connections", .integer, default: 1, "HTTP/2 connections kept open (opened on first use)."),
+                SchemaKey("connections", .integer, default: 1, in: 1...64, "HTTP/2 connections kept open (opened on first use)."),
                 SchemaKey(
                     "max_connections",
                     .integer,
                     default: 4,
+                    in: 1...64,
                     "Connections open at most: more open while every stream of the open ones is taken (at least `connections`, at most 64). One "
                         + "connection carries at most `max_streams` per round trip."
                 ),
-                SchemaKey("idle_timeout", .duration, default: 60, "A connection beyond `connections` that carried nothing for this long closes."),
+                SchemaKey(
+                    "idle_timeout",
+                    .duration,
+                    default: 60,
+                    in: 0.1...Double.infinity,
+                    "A connection beyond `connections` that carried nothing for this long closes."
+                ),
                 SchemaKey(
                     "max_streams",
                     .integer,
                     default: 1000,
-                    "Streams open at once per connection (1-1000); more requests wait their turn, and the server's own limit applies too. Over "
+                    in: 1...1000,
+                    "Streams open at once per connection; more requests wait their turn, and the server's own limit applies too. Over "
                         + "real networks a connection carries at most this many per round trip; next to the server fewer streams cost less "
                         + "bookkeeping."
                 ),
                 SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
-                SchemaKey("token_lifetime", .duration, default: 3000, "How long one provider token is reused (20-60 minutes)."),
+                SchemaKey(
+                    "token_lifetime",
+                    .duration,
+                    default: 3000,
+                    in: 1200...3600,
+                    "How long one provider token is reused: APNs accepts a token for at most an hour and a new one every 20 minutes at most."
+                ),
                 SchemaKey(
                     "live_activity_token_kinds",
                     .list(.string),
@@ -114,25 +128,6 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         baseURLText = "https://\(authority)"
         keyPath = configuration.keyPath
         try CredentialFile.checkAPNsKey(at: keyPath)
-        guard (1...64).contains(configuration.connections) else {
-            throw ConfigurationValueError(keyPath: "connections", "\(configuration.connections) is out of range", expected: "1 to 64")
-        }
-        guard (1...64).contains(configuration.maxConnections) else {
-            throw ConfigurationValueError(keyPath: "max_connections", "\(configuration.maxConnections) is out of range", expected: "1 to 64")
-        }
-        guard configuration.idleTimeout >= 0.1 else {
-            throw ConfigurationValueError(keyPath: "idle_timeout", "\(configuration.idleTimeout) s is too short", expected: "at least 100ms")
-        }
-        guard (1...1000).contains(configuration.maxStreams) else {
-            throw ConfigurationValueError(keyPath: "max_streams", "\(configuration.maxStreams) is out of range", expected: "1 to 1000")
-        }
-        guard (1200...3600).contains(configuration.tokenLifetime) else {
-            throw ConfigurationValueError(
-                keyPath: "token_lifetime",
-                "APNs accepts a token for at most an hour and a new one every 20 minutes at most",
-                expected: "20m to 60m"
-            )
-        }
     }
 
     /// Swift's pool: the connections' loops frame and encrypt every request.

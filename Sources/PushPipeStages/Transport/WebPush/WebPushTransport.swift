@@ -23,7 +23,13 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         static let schema = Schema([
             .required("vapid_key_path", .string, "PEM file of the VAPID key pair (`pushpipe vapid generate`)."),
             .required("subject", .string, "`mailto:` or `https:` contact the push services may use (RFC 8292 `sub`)."),
-            SchemaKey("ttl", .duration, default: 86400, "How long a push service keeps an undelivered message (`TTL`); the renderer's `ttl` wins."),
+            SchemaKey(
+                "ttl",
+                .duration,
+                default: 86400,
+                in: 0...longestTTL,
+                "How long a push service keeps an undelivered message (`TTL`); the renderer's `ttl` wins."
+            ),
             SchemaKey("urgency", .oneOf(["very-low", "low", "normal", "high"]), default: "normal", "`Urgency`; the renderer's `urgency` wins."),
             SchemaKey("ca_file", .string, default: "", "PEM file of extra CAs to trust (a stand-in); verification stays on."),
             SchemaKey("timeout", .duration, default: 10, "Per-request timeout."),
@@ -55,9 +61,6 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
                 "'\(configuration.subject)' is not a contact",
                 expected: "mailto:ops@example.com or https://example.com"
             )
-        }
-        guard (0...Self.longestTTL).contains(configuration.ttl) else {
-            throw ConfigurationValueError(keyPath: "ttl", "\(configuration.ttl) s is out of range", expected: "0 to 30 days")
         }
         for (index, pattern) in configuration.allowedOrigins.enumerated() {
             let host = pattern.hasPrefix("https://*.") ? "https://x." + pattern.dropFirst("https://*.".count) : pattern
