@@ -18,6 +18,16 @@ struct PushPipeCommand: AsyncParsableCommand {
         ],
         defaultSubcommand: RunCommand.self
     )
+
+    /// Every stage type and route kind this build has: the generic ones and the apps'.
+    static var stages: [any Registrable] { BuiltinStages.all + AppStages.all }
+
+    /// Registers the stages before any command runs, so that every command masks tokens as
+    /// their formats say (`TokenMask`), whether or not it reads a pipeline (`events show`).
+    static func main() async {
+        _ = StageRegistry(stages)
+        await main(nil)
+    }
 }
 
 /// Options every command that reads configuration shares.
@@ -80,7 +90,7 @@ struct ConfigurationOptions: ParsableArguments {
 
     func loader(dryRun: Bool) -> ConfigLoader {
         ConfigLoader(
-            builtins: BuiltinStages.all + AppStages.all,
+            builtins: PushPipeCommand.stages,
             interpolation: EnvironmentInterpolation(environment: ProcessInfo.processInfo.environment, allowsUndefined: dryRun),
             pluginHost: ChildProcessPluginHost()
         )

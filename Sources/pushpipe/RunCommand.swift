@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import PushPipeApps
 import PushPipeCore
 import PushPipeHTTP
 import PushPipeSQLite
@@ -98,7 +97,7 @@ struct RunCommand: AsyncParsableCommand {
                 protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
                 egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)
             ),
-            builtins: BuiltinStages.all + AppStages.all,
+            builtins: PushPipeCommand.stages,
             webhookPoster: StandardWebhookPoster(),
             identityLookup: HTTPIdentityLookup(),
             tracing: tracing,

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import PushPipeApps
 import PushPipeCore
-import PushPipeStages
 
 struct TestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "test", abstract: "Run the pipelines' _test.yaml cases.")
@@ -17,7 +15,7 @@ struct TestCommand: AsyncParsableCommand {
         // Variables come from each test file's `env:` and the pipeline's defaults, never from
         // this shell: a pipeline test gives the same answer on every machine.
         let runner = PipelineTestRunner(
-            builtins: BuiltinStages.all + AppStages.all,
+            builtins: PushPipeCommand.stages,
             pluginsDirectory: options.pluginsDirectory(forPipelinesIn: paths),
             logger: logger
         )

@@ -35,11 +35,18 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             .required("path", .string, "The folder replies are written to; created when missing; relative paths start at the working directory."),
             SchemaKey("required_fields", .list(.string), default: ["message_id", "text"], "String fields every reply file must have."),
             SchemaKey("id_field", .string, default: "message_id", "Field used as the event id."),
-            SchemaKey("rescan_interval", .duration, default: 60, "How often the folder is scanned besides inotify (a safety net for lost events)."),
+            SchemaKey(
+                "rescan_interval",
+                .duration,
+                default: 60,
+                in: 0.1...Double.infinity,
+                "How often the folder is scanned besides inotify (a safety net for lost events; more often would be a polling loop)."
+            ),
             SchemaKey(
                 "claim_lease",
                 .duration,
                 default: 30,
+                in: 1...Double.infinity,
                 "How long a file claimed by a daemon that stopped renewing its claims (died, restarted) waits before another takes it."
             ),
         ])
@@ -52,16 +59,6 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard !configuration.path.isEmpty else {
             throw ConfigurationValueError(keyPath: "path", "the reply folder is not set", expected: "a folder path")
-        }
-        guard configuration.rescanInterval >= 0.1 else {
-            throw ConfigurationValueError(
-                keyPath: "rescan_interval",
-                "a scan more often than 10 times a second is a polling loop",
-                expected: "100ms or more"
-            )
-        }
-        guard configuration.claimLease >= 1 else {
-            throw ConfigurationValueError(keyPath: "claim_lease", "a claim under a second cannot be renewed in time", expected: "1s or more")
         }
         self.configuration = configuration
         directory = configuration.path

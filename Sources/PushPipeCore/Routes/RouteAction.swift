@@ -64,12 +64,13 @@ public struct RouteAction: Sendable {
     /// What a `routes:` entry declares, from its validated configuration (the loader's checks
     /// of the path and the secret come first).
     public func routes(_ configuration: JSON, context: StageBuildContext) throws -> ServedRoutes {
-        try serve(configuration, context)
+        try (Self.commonSchema + schema).checkRanges(configuration)
+        return try serve(configuration, context)
     }
 
     /// The one route of a kind that serves one.
     public func route(_ configuration: JSON) throws -> RouteDefinition {
-        let served = try serve(configuration, StageBuildContext(pipeline: "", stage: "route"))
+        let served = try routes(configuration, context: StageBuildContext(pipeline: "", stage: "route"))
         guard let route = served.routes.first, served.routes.count == 1 else {
             throw ConfigurationValueError(keyPath: "action", "\(name) serves \(served.routes.count) routes", expected: "a kind that serves one")
         }
@@ -87,7 +88,15 @@ public struct RouteAction: Sendable {
             "How callers authenticate: `none`, `token`, `jwt`, or `identity` (an identity URL says whose the bearer credential is, and a user "
                 + "route acts only for that user: `docs/operations.md`)."
         ),
-        RouteLimits.schemaKey(defaults: RouteLimits.appDefaults),
+        {
+            // No defaults here: what a limit left out is depends on who calls the kind's routes.
+            var limits = RouteLimits.schemaKey(defaults: [:])
+            limits.defaultValue = nil
+            limits.doc =
+                "Request limits of the route. What it leaves out is an app's (`per_client: 50/s`, `per_principal: 5/s`, `burst: 20`, "
+                + "`max_body: 16384`), or a backend's for a kind that backends call (`apns.channels`: no rate, `max_body: 65536`)."
+            return limits
+        }(),
     ])
 
     /// The schema of "a route": its `action` chooses one of `actions`.

@@ -24,9 +24,21 @@ public struct ConfigurationValueError: Error, Sendable {
 }
 
 extension Schema {
-    /// Decodes validated configuration into `T`, converting schema keys to camelCase.
+    /// Decodes validated configuration into `T`, converting schema keys to camelCase. A
+    /// configuration made in code, not read from a file, meets the keys' ranges here too.
     public func decode<T: Decodable>(_ type: T.Type, from json: JSON) throws -> T {
-        try camelCased(json).decode(T.self)
+        try checkRanges(json)
+        return try camelCased(json).decode(T.self)
+    }
+
+    /// Throws for the first key whose number is outside its range.
+    public func checkRanges(_ json: JSON) throws {
+        for key in keys {
+            guard let range = key.range, let value = json[key.name]?.doubleValue ?? json[Schema.camelCase(key.name)]?.doubleValue else { continue }
+            guard range.contains(value) else {
+                throw ConfigurationValueError(keyPath: key.name, "\(JSON.double(value).compactText) is out of range", expected: key.rangeText)
+            }
+        }
     }
 
     func camelCased(_ json: JSON) -> JSON {

@@ -8,17 +8,17 @@ import Synchronization
 /// HTTP clients that live as long as the process, one per set of extra trusted CAs, like
 /// `HTTPClient.shared`: stages that only make plain requests (a poller) need no lifecycle of
 /// their own, and a pipeline reloaded with the same CA file keeps its pooled connections.
-public enum SharedHTTPClients {
+package enum SharedHTTPClients {
     private static let clients = Mutex<[String: HTTPClient]>([:])
     /// The loop every shared client runs its connections on; pollers run their checks on it
     /// (`executor`), so a response resumes the check on the thread that read it.
     private static let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-    public static let executor = EventLoopGroupTaskExecutor(eventLoop)
+    package static let executor = EventLoopGroupTaskExecutor(eventLoop)
     private static let systemRootsOnly = HTTPClient(eventLoopGroup: eventLoop, configuration: configuration(tls: nil))
 
     /// The client trusting the system's roots and, when `caFile` is not empty, the PEM
     /// certificates in it (verification stays on).
-    public static func client(trusting caFile: String) -> HTTPClient {
+    package static func client(trusting caFile: String) -> HTTPClient {
         guard !caFile.isEmpty else { return systemRootsOnly }
         return clients.withLock { clients in
             if let existing = clients[caFile] { return existing }

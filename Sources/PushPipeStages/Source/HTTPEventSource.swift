@@ -60,7 +60,9 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
                 "lease",
                 .duration,
                 default: 15,
-                "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over."
+                in: 1...Double.infinity,
+                "How long an accepted event stays with this daemon without renewal before another daemon on the database takes it over (a "
+                    + "shorter one could not be renewed in time)."
             ),
             RouteLimits.schemaKey(defaults: RouteLimits.backendDefaults),
         ])
@@ -74,9 +76,6 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
     init(configuration: Configuration, context: StageBuildContext) throws {
         guard configuration.path.hasPrefix("/") else {
             throw ConfigurationValueError(keyPath: "path", "'\(configuration.path)' is not a route path", expected: "a path starting with '/'")
-        }
-        guard configuration.lease >= 1 else {
-            throw ConfigurationValueError(keyPath: "lease", "a lease under a second cannot be renewed in time", expected: "1s or more")
         }
         self.configuration = configuration
         let limits = try RouteLimits.parse(configuration.limits, defaults: RouteLimits.backendDefaults)

@@ -92,4 +92,17 @@ import Testing
         try await eventually("and stops with it") { !Self.greeter.running.withLock { $0 } }
         try await store.close()
     }
+
+    /// A route made in code, not read from a file, meets its keys' ranges too.
+    @Test func aRouteMadeInCodeMeetsItsRanges() throws {
+        let register = try #require(StageRegistry().routeAction(named: "register"))
+        let error = #expect(throws: ConfigurationValueError.self) {
+            try register.route([
+                "action": "register", "path": "/r", "user_field": "u", "token_field": "t", "token_kind": "k", "token_format": "opaque",
+                "max_tokens_per_user": 0,
+            ])
+        }
+        #expect(error?.keyPath == "max_tokens_per_user")
+        #expect(error?.expected == "1 or more")
+    }
 }

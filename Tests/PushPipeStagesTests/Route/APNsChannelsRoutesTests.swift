@@ -55,6 +55,7 @@ import Testing
                 try await definition.withRunningStages(store: store, logger: Logger(label: "channels"), mode: .live) {
                     let routes = definition.routes.filter { $0.keyPath == "routes[0]" }.map(\.route)
                     #expect(routes.map(\.method) == ["POST", "GET", "DELETE"])
+                    #expect(routes.allSatisfy { $0.limits.maxBodyBytes == 65536 && $0.limits.perClient == nil }, "a backend's limits, not an app's")
                     #expect(definition.longRunningStages.contains { $0.id == "routes[0]" }, "the channel manager stops with the pipeline")
                     let context = RouteContext(pipeline: definition.name, store: store, sink: RefusingEventSink())
                     let created = try await routes[0].handler(

@@ -28,7 +28,8 @@ enum APNsChannelsRoutes {
             throw ConfigurationValueError(keyPath: "auth.type", "apns.channels routes are called by a backend", expected: "none or token")
         }
         let authentication = RouteAuthConfiguration.backend(json["auth"])
-        let limits = try RouteLimits.parse(json["limits"], defaults: RouteLimits.appDefaults)
+        // A backend makes a group's channel as its groups come: no app's rate limits.
+        let limits = try RouteLimits.parse(json["limits"], defaults: RouteLimits.backendDefaults)
         let holder = ChannelManagerHolder(configuration)
         let group = path + "/:group"
         return ServedRoutes(

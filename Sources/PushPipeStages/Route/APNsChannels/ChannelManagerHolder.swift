@@ -5,7 +5,9 @@ import Synchronization
 /// shared by the routes of one `apns.channels` entry, and shut down when its pipeline stops.
 final class ChannelManagerHolder: LongRunningStage, Sendable {
     private let configuration: APNsChannelsRoutes.Configuration
-    private let task = Mutex<Task<APNsChannelManager, any Error>?>(nil)
+    /// The manager's making, once begun; and whether the pipeline stopped, after which no
+    /// request makes one again (nothing would shut it down).
+    private let state = Mutex<(task: Task<APNsChannelManager, any Error>?, stopped: Bool)>((nil, false))
     private let creating = Mutex<[String: Task<(channel: String, created: Bool), any Error>]>([:])
 
     init(_ configuration: APNsChannelsRoutes.Configuration) {
@@ -14,8 +16,9 @@ final class ChannelManagerHolder: LongRunningStage, Sendable {
 
     func manager() async throws -> APNsChannelManager {
         let configuration = configuration
-        let current = task.withLock { current -> Task<APNsChannelManager, any Error> in
-            if let current { return current }
+        let current = try state.withLock { state throws(RouteError) -> Task<APNsChannelManager, any Error> in
+            guard !state.stopped else { throw RouteError(503, "the pipeline is stopping", field: nil) }
+            if let current = state.task { return current }
             let made = Task {
                 try await APNsChannelManager(
                     keyPath: configuration.keyPath,
@@ -27,15 +30,16 @@ final class ChannelManagerHolder: LongRunningStage, Sendable {
                     caFile: configuration.caFile
                 )
             }
-            current = made
+            state.task = made
             return made
         }
         do {
             return try await current.value
         } catch {
             // A key that could not be read is read again next time.
-            task.withLock { if $0 == current { $0 = nil } }
-            throw RouteError(503, "APNs credentials: \(error)", field: nil)
+            state.withLock { if $0.task == current { $0.task = nil } }
+            // The reason (a path, a parse error) is the operator's: `pushpipe validate` tells it.
+            throw RouteError(503, "the APNs credentials could not be read", field: nil)
         }
     }
 
@@ -64,6 +68,10 @@ final class ChannelManagerHolder: LongRunningStage, Sendable {
     }
 
     func shutdown() async {
-        if let manager = try? await task.withLock({ $0 })?.value { await manager.shutdown() }
+        let made = state.withLock { state in
+            state.stopped = true
+            return state.task
+        }
+        if let manager = try? await made?.value { await manager.shutdown() }
     }
 }
