@@ -88,7 +88,14 @@ public struct SchemaValidator {
             guard let value = interpolated(tagNode, at: join(path, tagged.discriminator)) else { return nil }
             tag = value
             guard tagged.variants[tag] != nil else {
-                report(tagged.unknownCode, tagNode, join(path, tagged.discriminator), "unknown \(tagged.noun) '\(tag)'", expected: "one of: \(known)")
+                let hint = tagged.elsewhere[tag].map { "; \($0)" } ?? ""
+                report(
+                    tagged.unknownCode,
+                    tagNode,
+                    join(path, tagged.discriminator),
+                    "unknown \(tagged.noun) '\(tag)'\(hint)",
+                    expected: "one of: \(known)"
+                )
                 return nil
             }
         } else if let defaultVariant = tagged.defaultVariant {

@@ -45,6 +45,9 @@ public struct Tagged: Sendable {
     public var defaultVariant: String?
     /// The diagnostic code of a value that names no variant.
     public var unknownCode: Diagnostic.Code
+    /// What to write instead of a value that names no variant but means something elsewhere
+    /// (a route kind written as a source type), by that value.
+    public var elsewhere: [String: String] = [:]
 
     public init(
         discriminator: String,

@@ -54,15 +54,20 @@ public struct StageRegistry: Sendable {
     /// The schema of "a stage of this kind": its `type` chooses the variant.
     public func stageType(kind: StageKind) -> ValueType {
         let variants = (descriptors[kind] ?? [:]).mapValues(\.schema)
-        return .tagged(
-            Tagged(
-                discriminator: "type",
-                noun: "\(kind.rawValue) type",
-                variants: variants,
-                common: kind == .source ? Self.sourceCommon : Schema(),
-                unknownCode: .unknownStageType
-            )
+        var tagged = Tagged(
+            discriminator: "type",
+            noun: "\(kind.rawValue) type",
+            variants: variants,
+            common: kind == .source ? Self.sourceCommon : Schema(),
+            unknownCode: .unknownStageType
         )
+        // A kind of route written as a source (as `apns.channels` once was) is told where it goes.
+        if kind == .source {
+            for action in routeActions {
+                tagged.elsewhere[action.name] = "'\(action.name)' is a route kind: declare it under `routes:` with `action: \(action.name)`"
+            }
+        }
+        return .tagged(tagged)
     }
 
     /// Keys every source accepts.

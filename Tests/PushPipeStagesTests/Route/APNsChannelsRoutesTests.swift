@@ -145,7 +145,8 @@ import Testing
         let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         #expect(loaded.pipelines.isEmpty)
-        #expect(loaded.diagnostics.map(\.keyPath).contains(keyPath), "\(loaded.diagnostics)")
+        let diagnostic = try #require(loaded.diagnostics.first { $0.keyPath == keyPath }, "\(loaded.diagnostics)")
+        if routes.isEmpty { #expect(diagnostic.message.contains("declare it under `routes:` with `action: apns.channels`")) }
     }
 
     static let credentials = "team_id: TEAM123456, key_id: KEY1234567, key_path: AuthKey.p8, bundle_id: com.example.pager"
