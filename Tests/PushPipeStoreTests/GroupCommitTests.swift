@@ -26,26 +26,38 @@ import Testing
         }
         let writers = 16
         let writesEach = 40
-        let (mostCommitsWaited, mostEndedUntilReturn) = await withTaskGroup(of: (Int, Int).self, returning: (Int, Int).self) { tasks in
+        let (waited, mostEndedUntilReturn) = await withTaskGroup(of: ([Int], Int).self, returning: ([Int], Int).self) { tasks in
             for writer in 0..<writers {
                 tasks.addTask {
-                    var most = (0, 0)
+                    var waited: [Int] = []
+                    var mostEnded = 0
                     for write in 0..<writesEach {
                         let id = writer * writesEach + write
                         let endedBefore = ended.current
                         try? await group.submit(id)
                         let endedAfter = ended.current
-                        most = (max(most.0, (commitOf.number(of: id) ?? .max) - endedBefore), max(most.1, endedAfter - endedBefore))
+                        waited.append((commitOf.number(of: id) ?? .max) - endedBefore)
+                        mostEnded = max(mostEnded, endedAfter - endedBefore)
                     }
-                    return most
+                    return (waited, mostEnded)
                 }
             }
-            var most = (0, 0)
-            for await value in tasks { most = (max(most.0, value.0), max(most.1, value.1)) }
-            return most
+            var all: [Int] = []
+            var most = 0
+            for await (waited, mostEnded) in tasks {
+                all += waited
+                most = max(most, mostEnded)
+            }
+            return (all, most)
         }
-        // The commit running when the write arrived, and the one holding it.
-        #expect(mostCommitsWaited <= 2, "a caller's write waited for \(mostCommitsWaited) commits")
+        // The commit running when the write arrived, and the one holding it. The count starts
+        // when the caller read it, a moment before its write is queued: on a loaded machine the
+        // caller's thread may be descheduled in that moment while commits go on, so a few writes
+        // may count one or two commits more. A write left behind by the commits (a batch that
+        // takes only some of what is pending) waits for many, and for many writes.
+        let late = waited.filter { $0 > 2 }
+        #expect(late.count <= waited.count / 50, "\(late.count) of \(waited.count) writes waited for more than 2 commits: \(late)")
+        #expect(waited.max() ?? 0 <= 6, "a caller's write waited for \(waited.max() ?? 0) commits")
         // And the caller returns then, not after committing the writes of others: the count
         // read after its return may include a commit or two that ended while its task waited
         // to run again on a loaded machine, far fewer than a leader draining every batch.
