@@ -3,11 +3,7 @@ extension RouteAction {
         name: "diagnostics",
         summary: "Shows what pushpipe knows of a user: tokens (masked), settings, last delivery, and what its stages report.",
         defaultMethod: "GET",
-        schema: Schema(
-            userKeys + [
-                SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`.")
-            ]
-        ),
+        schema: DiagnosticsKind.schema,
         contract: { configuration in
             RouteContract(
                 summary: "What pushpipe knows of a user.",
@@ -27,7 +23,7 @@ extension RouteAction {
     ) { configuration in
         let users = UserSelector(configuration)
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
-        let kind = configuration["token_kind"]?.stringValue ?? "device"
+        let kind = try DiagnosticsKind.schema.decode(DiagnosticsKind.self, from: configuration).tokenKind
         return { request, context in
             let user = try users.user(in: request)
             guard try await context.registrations.isRegistered(user: user) else {
@@ -52,4 +48,15 @@ extension RouteAction {
             return RouteResponse(.object(view))
         }
     }
+}
+
+/// The token kind a diagnostics route reports, as its schema declares it.
+struct DiagnosticsKind: StageConfiguration {
+    var tokenKind: String
+
+    static let schema = Schema(
+        RouteAction.userKeys + [
+            SchemaKey("token_kind", .string, default: "device", "Token kind reported as `device_token_registered` / `device_token_preview`.")
+        ]
+    )
 }

@@ -3,17 +3,13 @@ extension RouteAction {
         name: "history",
         summary: "Lists the notifications delivered to a user, newest first (`?limit=&before=`).",
         defaultMethod: "GET",
-        schema: Schema(
-            userKeys + [
-                SchemaKey("default_limit", .integer, default: 50, in: 1...10_000, "Entries per page without `?limit=`; at most `max_limit`."),
-                SchemaKey("max_limit", .integer, default: 500, in: 1...10_000, "Largest `?limit=` accepted."),
-            ]
-        ),
+        schema: HistoryPages.schema,
         contract: { configuration in
-            RouteContract(
+            let pages = try HistoryPages.schema.decode(HistoryPages.self, from: configuration)
+            return RouteContract(
                 summary: "The notifications delivered to a user, newest first.",
                 query: [
-                    "limit": ["type": "integer", "minimum": 1, "maximum": .int(configuration["max_limit"]?.intValue ?? 500)],
+                    "limit": ["type": "integer", "minimum": 1, "maximum": .int(Int64(pages.maxLimit))],
                     "before": ["type": "integer", "minimum": 1],
                 ],
                 path: UserSelector(configuration).pathParameter(),
@@ -31,8 +27,8 @@ extension RouteAction {
     ) { configuration in
         let users = UserSelector(configuration)
         try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
-        let defaultLimit = Int(configuration["default_limit"]?.intValue ?? 50)
-        let maxLimit = Int(configuration["max_limit"]?.intValue ?? 500)
+        let pages = try HistoryPages.schema.decode(HistoryPages.self, from: configuration)
+        let (defaultLimit, maxLimit) = (pages.defaultLimit, pages.maxLimit)
         guard defaultLimit <= maxLimit else {
             throw ConfigurationValueError(keyPath: "default_limit", "\(defaultLimit) is out of range", expected: "1 to max_limit (\(maxLimit))")
         }
@@ -56,4 +52,17 @@ extension RouteAction {
             return RouteResponse(["history": .array(page.map(\.record)), "next_before": next])
         }
     }
+}
+
+/// A history route's pages, as its schema declares them.
+struct HistoryPages: StageConfiguration {
+    var defaultLimit: Int
+    var maxLimit: Int
+
+    static let schema = Schema(
+        RouteAction.userKeys + [
+            SchemaKey("default_limit", .integer, default: 50, in: 1...10_000, "Entries per page without `?limit=`; at most `max_limit`."),
+            SchemaKey("max_limit", .integer, default: 500, in: 1...10_000, "Largest `?limit=` accepted."),
+        ]
+    )
 }

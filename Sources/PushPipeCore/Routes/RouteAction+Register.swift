@@ -1,43 +1,52 @@
 extension RouteAction {
     /// Stores a token in one of `formats` (a route's `token_format`, `hex` unless it says).
     public static func register(formats: TokenFormats) -> RouteAction {
-        RouteAction(
+        let schema = Schema(
+            userKeys + [
+                .required(
+                    "token_kind",
+                    .string,
+                    "Kind the token is stored as (`device`, `push-to-start`, ...): the renderer asks for tokens of a kind."
+                ),
+                .required("token_field", .string, "Body field holding the token."),
+                TokenFormats.schemaKey(
+                    formats.all,
+                    default: "hex",
+                    "How the token is written; a format whose token names its scope replaces the token of that scope."
+                ),
+                SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
+                SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
+                SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
+                SchemaKey(
+                    "max_tokens_per_user",
+                    .integer,
+                    default: 10,
+                    in: 1...Double.infinity,
+                    "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, "
+                        + "or, when every other one was delivered to, the least recently registered."
+                ),
+            ]
+        )
+        /// The configuration as its schema says, defaults filled in, and its format.
+        @Sendable func registration(_ json: JSON) throws -> (Registration, any TokenFormat) {
+            let registration = try schema.decode(Registration.self, from: json)
+            guard let format = formats[registration.tokenFormat] else {
+                throw ConfigurationValueError(keyPath: "token_format", "no transport describes '\(registration.tokenFormat)'", expected: nil)
+            }
+            return (registration, format)
+        }
+        return RouteAction(
             name: "register",
             summary: "Stores a push token of one kind for a user.",
             defaultMethod: "POST",
-            schema: Schema(
-                userKeys + [
-                    .required(
-                        "token_kind",
-                        .string,
-                        "Kind the token is stored as (`device`, `push-to-start`, ...): the renderer asks for tokens of a kind."
-                    ),
-                    .required("token_field", .string, "Body field holding the token."),
-                    TokenFormats.schemaKey(
-                        formats.all,
-                        default: "hex",
-                        "How the token is written; a format whose token names its scope replaces the token of that scope."
-                    ),
-                    SchemaKey("replace", .boolean, default: false, "Whether the token replaces the user's earlier tokens of this kind (and scope)."),
-                    SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
-                    SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
-                    SchemaKey(
-                        "max_tokens_per_user",
-                        .integer,
-                        default: 10,
-                        in: 1...Double.infinity,
-                        "Tokens of this kind a user keeps; registering one more removes the least recently registered of those never delivered to, "
-                            + "or, when every other one was delivered to, the least recently registered."
-                    ),
-                ]
-            ),
+            schema: schema,
             contract: { configuration in
                 let users = UserSelector(configuration)
-                let field = configuration["token_field"]?.stringValue ?? "token"
+                let (registration, format) = try registration(configuration)
                 var properties = users.bodyProperty()
-                properties[field] = formats.chosen(configuration, default: "hex").schema
+                properties[registration.tokenField] = format.schema
                 var required = Array(properties.keys)
-                if let scope = configuration["scope_field"]?.stringValue {
+                if let scope = registration.scopeField {
                     properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
                     required.append(scope)
                 }
@@ -59,13 +68,9 @@ extension RouteAction {
         ) { configuration in
             let users = UserSelector(configuration)
             try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
-            let kind = configuration["token_kind"]?.stringValue ?? ""
-            let field = configuration["token_field"]?.stringValue ?? ""
-            let format = formats.chosen(configuration, default: "hex")
-            let replace = format.carriesScope || configuration["replace"]?.boolValue ?? false
-            let scopeField = configuration["scope_field"]?.stringValue
-            let environment = configuration["environment"]?.stringValue
-            let keep = Int(configuration["max_tokens_per_user"]?.intValue ?? 10)
+            let (registration, format) = try registration(configuration)
+            let (kind, field, scopeField) = (registration.tokenKind, registration.tokenField, registration.scopeField)
+            let replace = format.carriesScope || registration.replace
             return { request, context in
                 let user = try users.user(in: request)
                 var (token, scope) = try format.registration(request.body?[field], field: field)
@@ -85,9 +90,9 @@ extension RouteAction {
                 }
                 try await context.registrations.register(
                     registered,
-                    environment: environment,
+                    environment: registration.environment,
                     replace: replace,
-                    keepingAtMost: keep
+                    keepingAtMost: registration.maxTokensPerUser
                 )
                 for observer in context.registrationObservers { await observer.userRegistered(user) }
                 return RouteResponse([
@@ -97,4 +102,15 @@ extension RouteAction {
             }
         }
     }
+}
+
+/// A register route's keys, as its schema declares them.
+struct Registration: Decodable {
+    var tokenKind: String
+    var tokenField: String
+    var tokenFormat: String
+    var replace: Bool
+    var scopeField: String?
+    var environment: String?
+    var maxTokensPerUser: Int
 }

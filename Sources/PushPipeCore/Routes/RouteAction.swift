@@ -17,7 +17,7 @@ public struct RouteAction: Sendable {
         summary: String,
         defaultMethod: String,
         schema: Schema,
-        contract: @escaping @Sendable (JSON) -> RouteContract = { _ in .unspecified },
+        contract: @escaping @Sendable (JSON) throws -> RouteContract = { _ in .unspecified },
         make: @escaping @Sendable (JSON) throws -> @Sendable (RouteRequest, RouteContext) async throws -> RouteResponse
     ) {
         self.name = name
@@ -26,7 +26,7 @@ public struct RouteAction: Sendable {
         self.schema = schema
         serve = { configuration, _ in
             let handler = try make(configuration)
-            var contract = contract(configuration)
+            var contract = try contract(configuration)
             if contract.summary.isEmpty { contract.summary = summary }
             return ServedRoutes(routes: [
                 RouteDefinition(

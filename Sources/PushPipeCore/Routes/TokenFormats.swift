@@ -21,9 +21,4 @@ public struct TokenFormats: Sendable {
             purpose + " " + formats.map { "`\($0.name)`: \($0.summary)" }.joined(separator: " ")
         )
     }
-
-    /// The configured format of a route (its schema checked the name).
-    func chosen(_ configuration: JSON, default name: String) -> any TokenFormat {
-        self[configuration["token_format"]?.stringValue ?? name] ?? self[name] ?? OpaqueTokenFormat()
-    }
 }

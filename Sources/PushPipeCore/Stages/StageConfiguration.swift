@@ -28,7 +28,17 @@ extension Schema {
     /// configuration made in code, not read from a file, meets the keys' ranges here too.
     public func decode<T: Decodable>(_ type: T.Type, from json: JSON) throws -> T {
         try checkRanges(json)
-        return try camelCased(json).decode(T.self)
+        return try camelCased(withDefaults(json)).decode(T.self)
+    }
+
+    /// `json` with the default of every key it leaves out: what validation fills in, for a
+    /// configuration made in code.
+    public func withDefaults(_ json: JSON) -> JSON {
+        guard case .object(var members) = json else { return json }
+        for key in keys where members[key.name] == nil {
+            if let value = key.defaultValue { members[key.name] = value }
+        }
+        return .object(members)
     }
 
     /// Throws for the first key whose number is outside its range.
