@@ -30,10 +30,7 @@ extension RouteAction {
         /// The configuration as its schema says, defaults filled in, and its format.
         @Sendable func registration(_ json: JSON) throws -> (Registration, any TokenFormat) {
             let registration = try schema.decode(Registration.self, from: json)
-            guard let format = formats[registration.tokenFormat] else {
-                throw ConfigurationValueError(keyPath: "token_format", "no transport describes '\(registration.tokenFormat)'", expected: nil)
-            }
-            return (registration, format)
+            return (registration, try formats.configured(registration.tokenFormat))
         }
         return RouteAction(
             name: "register",

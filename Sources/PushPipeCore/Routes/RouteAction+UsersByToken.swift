@@ -10,10 +10,7 @@ extension RouteAction {
         /// The configuration as its schema says, defaults filled in, and its format.
         @Sendable func lookup(_ json: JSON) throws -> (TokenLookup, any TokenFormat) {
             let lookup = try schema.decode(TokenLookup.self, from: json)
-            guard let format = formats[lookup.tokenFormat] else {
-                throw ConfigurationValueError(keyPath: "token_format", "no transport describes '\(lookup.tokenFormat)'", expected: nil)
-            }
-            return (lookup, format)
+            return (lookup, try formats.configured(lookup.tokenFormat))
         }
         return RouteAction(
             name: "users-by-token",

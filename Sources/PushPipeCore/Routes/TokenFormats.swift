@@ -8,6 +8,19 @@ public struct TokenFormats: Sendable {
 
     public subscript(name: String) -> (any TokenFormat)? { byName[name] }
 
+    /// The format a route's `token_format` names; a configuration error when no transport
+    /// describes it (a route made in code, which no schema checked).
+    func configured(_ name: String) throws -> any TokenFormat {
+        guard let format = byName[name] else {
+            throw ConfigurationValueError(
+                keyPath: "token_format",
+                "no transport describes '\(name)'",
+                expected: all.map(\.name).joined(separator: ", ")
+            )
+        }
+        return format
+    }
+
     /// Sorted by name, for schemas and docs.
     public var all: [any TokenFormat] { byName.values.sorted { $0.name < $1.name } }
 
