@@ -9,8 +9,8 @@ public struct StageRegistry: Sendable {
     private var registeredRoutes: [RouteAction] = []
 
     public init(_ entries: [any Registrable] = []) {
+        // Each descriptor that describes tokens updates the formats as it is registered.
         for entry in entries { entry.register(in: &self) }
-        describeTokens()
     }
 
     public func routeAction(named name: String) -> RouteAction? {
@@ -61,7 +61,7 @@ public struct StageRegistry: Sendable {
             common: kind == .source ? Self.sourceCommon : Schema(),
             unknownCode: .unknownStageType
         )
-        // A kind of route written as a source (as `apns.channels` once was) is told where it goes.
+        // A route kind written under `sources:` is refused with where it goes.
         if kind == .source {
             for action in routeActions {
                 tagged.elsewhere[action.name] = "'\(action.name)' is a route kind: declare it under `routes:` with `action: \(action.name)`"
