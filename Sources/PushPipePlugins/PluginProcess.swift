@@ -179,9 +179,9 @@ public final class PluginProcess: Sendable {
         return try await withThrowingTaskGroup(of: JSON.self) { group in
             group.addTask { try await self.exchange(type, fields) }
             group.addTask {
-                try await Task.sleep(for: .seconds(timeout))
+                try await Task.sleep(for: timeout)
                 self.count(.pluginTimeouts)
-                throw StageError(.pluginTimeout, stage: self.stage, "plugin \(self.manifest.name) gave no answer within \(timeout)s")
+                throw StageError(.pluginTimeout, stage: self.stage, "plugin \(self.manifest.name) gave no answer within \(timeout.inSeconds)s")
             }
             defer { group.cancelAll() }
             return try await group.next()!

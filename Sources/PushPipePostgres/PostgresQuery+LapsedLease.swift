@@ -16,7 +16,7 @@ extension PostgresQuery.StringInterpolation {
     /// renews a key of an earlier one, so each pass would start it again and the rows of
     /// daemons that are gone would never move. It waits instead while the kind's renewals
     /// stopped less than a lease and the longest grace ago.
-    mutating func appendInterpolation(lapsedIn pipeline: String, kind: String, lease: Double, claiming: Bool, holder: String = "owner") {
+    mutating func appendInterpolation(lapsedIn pipeline: String, kind: String, lease: Duration, claiming: Bool, holder: String = "owner") {
         let now = PostgresStore.databaseNow
         appendLiteral("lease_until < \(now) AND (\(holder) IS NULL OR NOT EXISTS (SELECT 1 FROM lease_clocks AS clock WHERE clock.pipeline = ")
         appendInterpolation(pipeline)
@@ -32,14 +32,14 @@ extension PostgresQuery.StringInterpolation {
             appendLiteral(" OR \(now) - clock.renewed_at BETWEEN ")
             appendInterpolation(lease)
             appendLiteral(" AND ")
-            appendInterpolation(lease + PostgresStore.longestResumeGrace)
+            appendInterpolation(lease.inSeconds + PostgresStore.longestResumeGrace)
         }
         appendLiteral(")))")
     }
 
     /// Starts the grace after a gap in the kind's renewals: a common table expression for a
     /// claim (`lapsedIn(…, claiming: true)`).
-    mutating func appendInterpolation(startGrace pipeline: String, kind: String, lease: Double) {
+    mutating func appendInterpolation(startGrace pipeline: String, kind: String, lease: Duration) {
         let now = PostgresStore.databaseNow
         appendLiteral("grace AS (UPDATE lease_clocks SET resumed_at = \(now), gap = \(now) - renewed_at, renewed_at = \(now) WHERE pipeline = ")
         appendInterpolation(pipeline)

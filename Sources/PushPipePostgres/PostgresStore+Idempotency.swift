@@ -8,8 +8,8 @@ extension PostgresStore {
         _ key: IdempotencyKey,
         fingerprint: String,
         holder: String,
-        hold: Double,
-        ttl: Double
+        hold: Duration,
+        ttl: Duration
     ) async throws -> IdempotencyClaim {
         try await connections.withConnection { [logger] connection in
             let now = Self.databaseNow

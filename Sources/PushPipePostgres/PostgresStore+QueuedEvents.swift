@@ -30,7 +30,7 @@ extension PostgresStore {
         return try rows.decode((String, String?, Int64, String, String, String, Int, Double, String?, String?).self).compactMap { row in
             guard let payload = try? JSON.parse(row.5) else { return nil }
             let item = WorkItem(id: row.2, kind: row.3, key: row.4, payload: payload, attempts: row.6, createdAt: row.7, group: row.8, cursor: row.9)
-            return try? QueuedEvent(work: item, pipeline: row.0, owner: row.1, lease: 0)
+            return try? QueuedEvent(work: item, pipeline: row.0, owner: row.1, lease: .zero)
         }.filter { StoredText.storable($0.eventID) == StoredText.storable(eventID) }
     }
 
@@ -42,7 +42,7 @@ extension PostgresStore {
     /// group is upgraded one daemon at a time, and go on sending what they hold. Before each
     /// claim of the source's events, and each move of its key, with a move's rule: nobody of this
     /// version renews the old clock, so a claim's grace would start again at every pass.
-    static func adoptEarlierQueuedEvents(pipeline: String, source: String, lease: Double, connections: PostgresConnections) async throws {
+    static func adoptEarlierQueuedEvents(pipeline: String, source: String, lease: Duration, connections: PostgresConnections) async throws {
         // Locked and skipped as a claim is: an earlier daemon's claim or renewal of a row
         // between the choice and the delete would otherwise not be seen.
         _ = try await connections.rows(
@@ -67,7 +67,7 @@ extension PostgresPipelineStore {
     /// Every daemon of a group may do it, at its start and then every lease: an event moves
     /// once, when a claim could take it (the same lapse, and the same grace after a gap in the
     /// old key's renewals), so a daemon of an earlier version keeps what it is sending.
-    func renameSource(from: String, to: String, lease: Double) async throws -> Int {
+    func renameSource(from: String, to: String, lease: Duration) async throws -> Int {
         let (oldKind, newKind) = (QueuedEvent.kind(source: from), QueuedEvent.kind(source: to))
         try await PostgresStore.adoptEarlierQueuedEvents(pipeline: pipeline, source: from, lease: lease, connections: store.connections)
         return try await store.connections.transaction { connection in

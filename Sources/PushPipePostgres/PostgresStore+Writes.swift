@@ -73,7 +73,7 @@ extension PostgresStore {
             try await PostgresWorkQueue.insert(
                 outcomes.map(\.work),
                 pipeline: pipeline,
-                after: outcomes.map { _ in 0 },
+                after: outcomes.map { _ in .zero },
                 on: connection,
                 logger: logger
             )

@@ -9,7 +9,7 @@ struct PostgresWorkQueue: WorkQueue {
     let logger: Logger
     let pipeline: String
 
-    func add(_ items: [WorkItem], after delays: [Double]) async throws {
+    func add(_ items: [WorkItem], after delays: [Duration]) async throws {
         precondition(items.count == delays.count, "a delay per item")
         guard !items.isEmpty else { return }
         try await connections.transaction { [logger, pipeline] connection in
@@ -24,7 +24,7 @@ struct PostgresWorkQueue: WorkQueue {
         _ items: [WorkItem],
         payloads: [String]? = nil,
         pipeline: String,
-        after delays: [Double],
+        after delays: [Duration],
         heldBy owners: [String?]? = nil,
         on connection: PostgresConnection,
         logger: Logger
@@ -38,7 +38,7 @@ struct PostgresWorkQueue: WorkQueue {
                 "attempts": .int(Int64(item.attempts)),
                 "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null,
                 "cursor": item.cursor.map(JSON.string) ?? .null,
-                "delay": .double(delays[index]), "owner": owners?[index].map(JSON.string) ?? .null,
+                "delay": .double(delays[index].inSeconds), "owner": owners?[index].map(JSON.string) ?? .null,
             ]
         }
         try await connection.query(
@@ -55,7 +55,7 @@ struct PostgresWorkQueue: WorkQueue {
         )
     }
 
-    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+    func claim(_ kind: String, limit: Int, lease: Duration, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let owner = LeaseOwner.thisProcess
         if let source = QueuedEvent.source(ofKind: kind) {
             // What cannot move now waits in the earlier table: this version's events are still claimed.
@@ -125,9 +125,9 @@ struct PostgresWorkQueue: WorkQueue {
     /// would write leases counted from the transaction's start, lapsed already if the wait was longer.
     /// The leases are counted from when each row is written. Holds are taken keys nobody
     /// claims: no clock.
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+    func renew(_ kind: String, keys: Set<String>, lease: Duration) async throws {
         // A lease that ends at once is a holder letting go, not renewing.
-        if lease > 0 && !kind.hasPrefix(WorkItem.holdKinds) {
+        if lease > .zero && !kind.hasPrefix(WorkItem.holdKinds) {
             _ = try await connections.rows(
                 """
                 INSERT INTO lease_clocks AS clock (pipeline, source, renewed_at, resumed_at, gap)
@@ -159,7 +159,7 @@ struct PostgresWorkQueue: WorkQueue {
         )
     }
 
-    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+    func retry(_ kind: String, keys: Set<String>, after delay: Duration) async throws {
         guard !keys.isEmpty else { return }
         _ = try await connections.rows(
             """
@@ -209,7 +209,7 @@ struct PostgresWorkQueue: WorkQueue {
         _ = try await connections.rows("DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(keys))")
     }
 
-    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+    func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.
         let taken = try await connections.rows(

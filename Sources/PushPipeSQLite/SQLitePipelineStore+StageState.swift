@@ -81,7 +81,7 @@ extension SQLitePipelineStore {
         }
     }
 
-    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String> {
+    func hold(keys: Set<String>, stage: String, lease: Duration) async throws -> Set<String> {
         store.held.claim(keys, pipeline: pipeline, stage: stage)
     }
 
@@ -90,5 +90,5 @@ extension SQLitePipelineStore {
     }
 
     /// Held in memory until released: a daemon that dies takes its holds with it.
-    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws {}
+    func renewHolds(keys: Set<String>, stage: String, lease: Duration) async throws {}
 }

@@ -81,7 +81,7 @@ extension SQLiteStore {
                 arguments: [now, replay.pipeline, replay.eventID]
             )
             guard db.changesCount > 0 else { return false }
-            try SQLiteWorkQueue.insert(replay.work, pipeline: replay.pipeline, dueAt: now + replay.lease, heldBy: replay.instance, in: db)
+            try SQLiteWorkQueue.insert(replay.work, pipeline: replay.pipeline, dueAt: now + replay.lease.inSeconds, heldBy: replay.instance, in: db)
             return true
         }
     }

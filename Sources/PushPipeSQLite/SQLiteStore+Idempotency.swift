@@ -7,8 +7,8 @@ extension SQLiteStore {
         _ key: IdempotencyKey,
         fingerprint: String,
         holder: String,
-        hold: Double,
-        ttl: Double
+        hold: Duration,
+        ttl: Duration
     ) async throws -> IdempotencyClaim {
         let now = clock.now
         let arguments: StatementArguments = [key.pipeline, key.scope, key.key]
@@ -22,7 +22,7 @@ extension SQLiteStore {
                     INSERT OR IGNORE INTO idempotency_keys (pipeline, scope, key, fingerprint, holder, held_until, expires_at) VALUES (?, ?, ?, ?, ?,
                     ?, ?)
                     """,
-                arguments: arguments + [fingerprint, holder, now + hold, now + ttl]
+                arguments: arguments + [fingerprint, holder, now + hold.inSeconds, now + ttl.inSeconds]
             )
             if db.changesCount == 1 { return .claimed }
             guard
@@ -48,7 +48,7 @@ extension SQLiteStore {
                     UPDATE idempotency_keys SET fingerprint = ?, holder = ?, held_until = ?, expires_at = ?
                     WHERE pipeline = ? AND scope = ? AND key = ? AND status IS NULL AND held_until < ?
                     """,
-                arguments: [fingerprint, holder, now + hold, now + ttl] + arguments + [now]
+                arguments: [fingerprint, holder, now + hold.inSeconds, now + ttl.inSeconds] + arguments + [now]
             )
             return db.changesCount == 1 ? .claimed : .inProgress
         }

@@ -49,7 +49,7 @@ extension SQLiteStore {
             ),
             arguments: pipeline.map { [$0] + range } ?? range
         ).compactMap { row in
-            try? QueuedEvent(work: try SQLiteWorkQueue.item(row), pipeline: row["pipeline"], owner: row["owner"], lease: 0)
+            try? QueuedEvent(work: try SQLiteWorkQueue.item(row), pipeline: row["pipeline"], owner: row["owner"], lease: .zero)
         }.filter { StoredText.storable($0.eventID) == StoredText.storable(eventID) }
     }
 
@@ -60,7 +60,7 @@ extension SQLiteStore {
 extension SQLitePipelineStore {
     /// Moves what a claim here would take (another process's events, or this one's whose lease
     /// ran out): this process keeps what it holds under the old key, as a claim leaves it.
-    func renameSource(from: String, to: String, lease: Double) async throws -> Int {
+    func renameSource(from: String, to: String, lease: Duration) async throws -> Int {
         let now = store.clock.now
         return try await store.database.write { db in
             try db.execute(

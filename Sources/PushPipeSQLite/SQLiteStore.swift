@@ -152,7 +152,14 @@ public final class SQLiteStore: Store {
             try upsert(events, in: db)
             for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
         case .enqueue(let event, let item, let payload):
-            try SQLiteWorkQueue.insert(item, payload: payload, pipeline: event.pipeline, dueAt: now + event.lease, heldBy: event.instance, in: db)
+            try SQLiteWorkQueue.insert(
+                item,
+                payload: payload,
+                pipeline: event.pipeline,
+                dueAt: now + event.lease.inSeconds,
+                heldBy: event.instance,
+                in: db
+            )
             if let answer = event.answer { try recordAnswer(answer, in: db) }
         case .dequeue(let pipeline, let kind, let key):
             try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND (owner = ? OR owner IS NULL)")

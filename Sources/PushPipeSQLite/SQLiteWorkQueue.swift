@@ -10,13 +10,13 @@ struct SQLiteWorkQueue: WorkQueue {
     let pipeline: String
     let clock: any DaemonClock
 
-    func add(_ items: [WorkItem], after delays: [Double]) async throws {
+    func add(_ items: [WorkItem], after delays: [Duration]) async throws {
         precondition(items.count == delays.count, "a delay per item")
         guard !items.isEmpty else { return }
         // One now for all: items spread over an interval keep their spacing exactly.
         let now = clock.now
         try await database.write { db in
-            for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, dueAt: now + delay, in: db) }
+            for (item, delay) in zip(items, delays) { try Self.insert(item, pipeline: pipeline, dueAt: now + delay.inSeconds, in: db) }
         }
     }
 
@@ -44,7 +44,7 @@ struct SQLiteWorkQueue: WorkQueue {
         )
     }
 
-    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+    func claim(_ kind: String, limit: Int, lease: Duration, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let now = clock.now
         return try await database.write { [pipeline] db in
             let chosen = try Row.fetchAll(
@@ -57,7 +57,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 arguments: [pipeline, kind, now, now, limit]
             ).map(Self.item)
             guard let grouping else {
-                try Self.hold(chosen, until: now + lease, in: db)
+                try Self.hold(chosen, until: now + lease.inSeconds, in: db)
                 return chosen.sorted { $0.id < $1.id }
             }
             var groups = Set(chosen.compactMap(\.group))
@@ -73,17 +73,17 @@ struct SQLiteWorkQueue: WorkQueue {
             )
             var claimed: [WorkItem] = []
             for group in groups { claimed += try Row.fetchAll(members, arguments: [pipeline, kind, group, now]).map(Self.item) }
-            try Self.hold(claimed, until: now + lease, in: db)
+            try Self.hold(claimed, until: now + lease.inSeconds, in: db)
             return claimed.sorted { $0.id < $1.id }
         }
     }
 
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+    func renew(_ kind: String, keys: Set<String>, lease: Duration) async throws {
         // A claimed item falls due again when its lease ends; a taken key never does.
         // The WHERE's bare `?`s follow `?2`, so they are ?3... and take the values after these two.
         try await forOwnKeys(
             "UPDATE work SET lease_until = ?1, due_at = CASE WHEN due_at < ?2 THEN ?1 ELSE due_at END",
-            [(clock.now + lease).databaseValue, takenKeysFallDue.databaseValue],
+            [(clock.now + lease.inSeconds).databaseValue, takenKeysFallDue.databaseValue],
             kind,
             keys
         )
@@ -93,10 +93,10 @@ struct SQLiteWorkQueue: WorkQueue {
         try await forOwnKeys("DELETE FROM work", [], kind, keys)
     }
 
-    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+    func retry(_ kind: String, keys: Set<String>, after delay: Duration) async throws {
         try await forOwnKeys(
             "UPDATE work SET attempts = attempts + 1, due_at = ?, owner = NULL, lease_until = 0",
-            [(clock.now + delay).databaseValue],
+            [(clock.now + delay.inSeconds).databaseValue],
             kind,
             keys
         )
@@ -136,7 +136,7 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
-    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+    func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         let now = clock.now
         return try await database.write { [pipeline] db in
@@ -151,7 +151,9 @@ struct SQLiteWorkQueue: WorkQueue {
             )
             var taken = Set<String>()
             for key in keys {
-                try statement.execute(arguments: .storable([pipeline, kind, key, takenKeysFallDue, LeaseOwner.thisProcess, now + lease, now]))
+                try statement.execute(
+                    arguments: .storable([pipeline, kind, key, takenKeysFallDue, LeaseOwner.thisProcess, now + lease.inSeconds, now])
+                )
                 if db.changesCount > 0 { taken.insert(key) }
             }
             return taken

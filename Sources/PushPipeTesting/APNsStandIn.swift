@@ -33,7 +33,7 @@ public final class APNsStandIn: Sendable {
         /// GOAWAY on the connection with `{"reason": ...}`, then close it (the stream is unanswered).
         case goAway(reason: String)
         /// Answer after a delay (slow APNs).
-        case delayed(seconds: Double, Answer)
+        case delayed(Duration, Answer)
         /// Answer once the test opens the gate (an answer that must come after a step of the test).
         case held(Gate, Answer)
         /// Any status with these headers and body (the channel-management API's answers).
@@ -430,9 +430,9 @@ final class StandInStreamHandler: ChannelInboundHandler {
                 )
             )
             parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
-        case .delayed(let seconds, let then):
+        case .delayed(let delay, let then):
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+            context.eventLoop.scheduleTask(in: TimeAmount(delay)) {
                 let (handler, context) = loopBound.value
                 handler.respond(then, context: context)
             }

@@ -19,7 +19,7 @@ extension OGSStandIn {
     /// How many times `/api/v1/me` was asked.
     public var identityRequests: Int { state.value.identityRequests }
 
-    func answerIdentity(authorization: String?) -> (status: Int, headers: [(String, String)], body: String, delay: Double) {
+    func answerIdentity(authorization: String?) -> (status: Int, headers: [(String, String)], body: String, delay: Duration) {
         let token = authorization.flatMap { $0.lowercased().hasPrefix("bearer ") ? String($0.dropFirst(7)) : nil }
         let (player, behavior) = state.update { state -> (Int64?, Behavior) in
             state.identityRequests += 1
@@ -27,16 +27,16 @@ extension OGSStandIn {
         }
         switch behavior {
         case .status(let code, let retryAfter):
-            return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Server error."}"#, 0)
+            return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Server error."}"#, .zero)
         case .throttled(let retryAfter):
-            return (429, [("retry-after", retryAfter)], #"{"detail": "Request was throttled."}"#, 0)
+            return (429, [("retry-after", retryAfter)], #"{"detail": "Request was throttled."}"#, .zero)
         case .malformed:
-            return (200, [], "<html>not json", 0)
-        case .delayed(let seconds):
-            return (200, [], Self.identity(player ?? 0).compactText, seconds)
+            return (200, [], "<html>not json", .zero)
+        case .delayed(let delay):
+            return (200, [], Self.identity(player ?? 0).compactText, delay)
         case .normal:
-            guard let player else { return (401, [], #"{"detail": "Authentication credentials were not provided."}"#, 0) }
-            return (200, [], Self.identity(player).compactText, 0)
+            guard let player else { return (401, [], #"{"detail": "Authentication credentials were not provided."}"#, .zero) }
+            return (200, [], Self.identity(player).compactText, .zero)
         }
     }
 

@@ -37,7 +37,7 @@ public final class OGSStandIn: Sendable {
         /// 429 with any `Retry-After` text, including nonsense such as `inf`.
         case throttled(retryAfter: String)
         case malformed
-        case delayed(seconds: Double)
+        case delayed(Duration)
     }
 
     struct State: Sendable {
@@ -151,11 +151,11 @@ public final class OGSStandIn: Sendable {
     }
 
     /// The answer for one request: status, extra headers, body, delay.
-    func answer(path: String, authorization: String? = nil) -> (status: Int, headers: [(String, String)], body: String, delay: Double) {
+    func answer(path: String, authorization: String? = nil) -> (status: Int, headers: [(String, String)], body: String, delay: Duration) {
         if path == "/api/v1/me" { return answerIdentity(authorization: authorization) }
         let parts = path.split(separator: "/")
         guard parts.count == 5, parts[0] == "api", parts[1] == "v1", parts[2] == "players", parts[4] == "full", let player = Int64(parts[3]) else {
-            return (404, [], #"{"detail": "Not found."}"#, 0)
+            return (404, [], #"{"detail": "Not found."}"#, .zero)
         }
         let (games, behavior) = state.update { state -> ([Game]?, Behavior) in
             state.requests.append(player)
@@ -164,16 +164,16 @@ public final class OGSStandIn: Sendable {
         }
         switch behavior {
         case .status(let code, let retryAfter):
-            return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Request was throttled."}"#, 0)
+            return (code, retryAfter.map { [("retry-after", String($0))] } ?? [], #"{"detail": "Request was throttled."}"#, .zero)
         case .throttled(let retryAfter):
-            return (429, [("retry-after", retryAfter)], #"{"detail": "Request was throttled."}"#, 0)
+            return (429, [("retry-after", retryAfter)], #"{"detail": "Request was throttled."}"#, .zero)
         case .malformed:
-            return (200, [], #"{"user": {"id": "#, 0)
-        case .delayed(let seconds):
-            return (200, [], Self.document(player: player, games: games ?? []).compactText, seconds)
+            return (200, [], #"{"user": {"id": "#, .zero)
+        case .delayed(let delay):
+            return (200, [], Self.document(player: player, games: games ?? []).compactText, delay)
         case .normal:
             // Every id is a player (no games until set): a made-up one is `behave(.status(404), for:)`.
-            return (200, [], Self.document(player: player, games: games ?? []).compactText, 0)
+            return (200, [], Self.document(player: player, games: games ?? []).compactText, .zero)
         }
     }
 
@@ -232,9 +232,9 @@ final class OGSRequestHandler: ChannelInboundHandler {
         case .end:
             guard let standIn = box.value else { return }
             let answer = standIn.answer(path: path, authorization: authorization)
-            if answer.delay > 0 {
+            if answer.delay > .zero {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                context.eventLoop.scheduleTask(in: .milliseconds(Int64(answer.delay * 1000))) {
+                context.eventLoop.scheduleTask(in: TimeAmount(answer.delay)) {
                     let (handler, context) = loopBound.value
                     handler.respond(answer, context: context)
                 }
@@ -244,7 +244,7 @@ final class OGSRequestHandler: ChannelInboundHandler {
         }
     }
 
-    func respond(_ answer: (status: Int, headers: [(String, String)], body: String, delay: Double), context: ChannelHandlerContext) {
+    func respond(_ answer: (status: Int, headers: [(String, String)], body: String, delay: Duration), context: ChannelHandlerContext) {
         HTTP1JSONResponse.write(
             status: answer.status,
             headers: answer.headers,

@@ -134,7 +134,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
                     user: record.user,
                     time: input.time,
                     body: input.body,
-                    lease: -1
+                    lease: .seconds(-1)
                 )
                 replay.caller = record.caller
                 replay.replayOf = record

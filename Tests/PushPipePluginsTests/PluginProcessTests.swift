@@ -121,7 +121,7 @@ import Testing
 
     @Test func unansweredEventTimesOutAndThePipelineGoesOn() async throws {
         try await withFilter(timeout: "1s") { filter, context, manifest in
-            #expect(manifest.timeout == 1)
+            #expect(manifest.timeout == .seconds(1))
             do {
                 _ = try await filter.apply(to: event(["hang": true]), context: context)
                 Issue.record("a hanging plugin must time out")

@@ -26,7 +26,7 @@ struct PostgresStorePollScheduleTests {
             )
         }
         let registered = { try await first.pipeline("p").tokens(user: nil, kind: "device").map(\.user) }
-        try await first.pipeline("p").work.schedule("poll:s", every: 30) { try await registered() }
+        try await first.pipeline("p").work.schedule("poll:s", every: .seconds(30)) { try await registered() }
         let scheduled = { try await first.connections.rows("SELECT count(*) FROM work WHERE kind = 'poll:s'").first?.decode(Int.self) ?? -1 }
         #expect(try await scheduled() == 2)
         try await first.pipeline("p").register(
@@ -36,7 +36,7 @@ struct PostgresStorePollScheduleTests {
         )
         // The second daemon's sync, within the period: already done by the first, so skipped.
         var asked = false
-        let synced = try await second.pipeline("p").work.schedule("poll:s", every: 30) {
+        let synced = try await second.pipeline("p").work.schedule("poll:s", every: .seconds(30)) {
             asked = true
             return try await registered()
         }
@@ -44,7 +44,7 @@ struct PostgresStorePollScheduleTests {
         #expect(try await scheduled() == 2, "synced again by a second daemon within the period")
         // A period later (the last sync moved back in time), one of them syncs.
         _ = try await first.connections.rows("UPDATE work SET lease_until = lease_until - 30 WHERE kind = 'schedule-synced'")
-        try await second.pipeline("p").work.schedule("poll:s", every: 30) { try await registered() }
+        try await second.pipeline("p").work.schedule("poll:s", every: .seconds(30)) { try await registered() }
         #expect(try await scheduled() == 3)
         try await first.close()
         try await second.close()

@@ -68,7 +68,7 @@ import Testing
         #expect(firstPage.map { $0.record["n"] } == [29, 28, 27, 26, 25])
 
         let pruner = RetentionPruner(
-            policy: RetentionPolicy(maxAge: 180 * day, perUser: 15, interval: 3600),
+            policy: RetentionPolicy(maxAge: .seconds(180 * day), perUser: 15, interval: .seconds(3600)),
             store: store.pipeline("p"),
             logger: .init(label: "retention"),
             clock: clock
@@ -116,8 +116,14 @@ import Testing
         let bad = try directory.write("c.yaml", pipeline("c") + "retention: {per_user: -1}\n")
         let result = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [defaults, custom, bad], pluginsDirectory: nil)
-        #expect(result.pipelines.first { $0.name == "a" }?.retention == RetentionPolicy(maxAge: 180 * day, perUser: 1000, interval: 3600))
-        #expect(result.pipelines.first { $0.name == "b" }?.retention == RetentionPolicy(maxAge: 30 * day, perUser: 200, interval: 3600))
+        #expect(
+            result.pipelines.first { $0.name == "a" }?.retention
+                == RetentionPolicy(maxAge: .seconds(180 * day), perUser: 1000, interval: .seconds(3600))
+        )
+        #expect(
+            result.pipelines.first { $0.name == "b" }?.retention
+                == RetentionPolicy(maxAge: .seconds(30 * day), perUser: 200, interval: .seconds(3600))
+        )
         #expect(result.diagnostics.contains { $0.description.contains("retention.per_user") })
     }
 }

@@ -21,31 +21,31 @@ import Testing
         try await Self.withStore { store, clock in
             let work = store.pipeline("p").work
             try await work.add([WorkItem(kind: "job", key: "a", payload: [:], createdAt: clock.now)])
-            let claimed = try await work.claim("job", limit: 10, lease: 300)
+            let claimed = try await work.claim("job", limit: 10, lease: .seconds(300))
             #expect(claimed.map(\.key) == ["a"])
             clock.advance(by: .seconds(299))
-            #expect(try await work.claim("job", limit: 10, lease: 300).isEmpty, "held for 300 s: 299 s in, nobody takes it")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(300)).isEmpty, "held for 300 s: 299 s in, nobody takes it")
             clock.advance(by: .seconds(2))
-            let again = try await work.claim("job", limit: 10, lease: 300)
+            let again = try await work.claim("job", limit: 10, lease: .seconds(300))
             #expect(again.map(\.key) == ["a"] && again.first?.attempts == 0, "its holder died: taken again, no attempt counted")
 
-            try await work.retry("job", keys: Set(again.map(\.key)), after: 3600)
+            try await work.retry("job", keys: Set(again.map(\.key)), after: .seconds(3600))
             clock.advance(by: .seconds(3599))
-            #expect(try await work.claim("job", limit: 10, lease: 300).isEmpty, "not due before its backoff ends")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(300)).isEmpty, "not due before its backoff ends")
             clock.advance(by: .seconds(2))
-            #expect(try await work.claim("job", limit: 10, lease: 300).first?.attempts == 1)
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(300)).first?.attempts == 1)
         }
     }
 
     @Test func aTakenKeyLapsesWithItsLease() async throws {
         try await Self.withStore { store, clock in
             let work = store.pipeline("p").work
-            let first = try await work.take("hold", keys: ["game-1"], lease: 60)
+            let first = try await work.take("hold", keys: ["game-1"], lease: .seconds(60))
             #expect(first == ["game-1"])
-            let second = try await work.take("hold", keys: ["game-1"], lease: 60)
+            let second = try await work.take("hold", keys: ["game-1"], lease: .seconds(60))
             #expect(second.isEmpty)
             clock.advance(by: .seconds(61))
-            let third = try await work.take("hold", keys: ["game-1"], lease: 60)
+            let third = try await work.take("hold", keys: ["game-1"], lease: .seconds(60))
             #expect(third == ["game-1"], "a dead holder's key is free after its lease")
         }
     }
@@ -53,33 +53,33 @@ import Testing
     @Test func anIdempotencyKeyLivesForItsTimeToLive() async throws {
         try await Self.withStore { store, clock in
             let key = IdempotencyKey(pipeline: "p", scope: "POST /events token:ab12", key: "k1")
-            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: 60, ttl: 86_400) == .claimed)
+            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f1", hold: .seconds(60), ttl: .seconds(86_400)) == .claimed)
             try await store.recordIdempotentAnswer(IdempotentAnswer(key: key, status: 202, body: ["id": "e1"]))
             clock.advance(by: .seconds(86_399))
-            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 86_400) == .usedForAnotherRequest)
+            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: .seconds(60), ttl: .seconds(86_400)) == .usedForAnotherRequest)
             #expect(try await store.pipeline("p").pruneExpiredIdempotencyKeys(limit: 10) == 0)
             clock.advance(by: .seconds(2))
             #expect(try await store.pipeline("p").pruneExpiredIdempotencyKeys(limit: 10) == 1, "a day later it is gone")
-            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: 60, ttl: 86_400) == .claimed)
+            #expect(try await store.claimIdempotencyKey(key, fingerprint: "f2", hold: .seconds(60), ttl: .seconds(86_400)) == .claimed)
         }
     }
 
     @Test func aQueuedEventStaysWithItsDaemonForItsLease() async throws {
         try await Self.withStore { store, clock in
-            var event = QueuedEvent(pipeline: "p", source: "events", eventID: "e1", user: "alice", time: clock.now, body: [:], lease: 30)
+            var event = QueuedEvent(pipeline: "p", source: "events", eventID: "e1", user: "alice", time: clock.now, body: [:], lease: .seconds(30))
             event.instance = QueuedEvent.thisProcess
             try await store.enqueue(event)
             #expect(
-                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
+                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10).isEmpty,
                 "this process works on it under a running lease"
             )
             clock.advance(by: .seconds(29))
-            try await store.pipeline("p").renewLeases(source: "events", keys: [event.key], lease: 30)
+            try await store.pipeline("p").renewLeases(source: "events", keys: [event.key], lease: .seconds(30))
             clock.advance(by: .seconds(29))
-            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "renewed at 29 s")
+            #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10).isEmpty, "renewed at 29 s")
             clock.advance(by: .seconds(2))
             #expect(
-                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).map(\.eventID) == ["e1"],
+                try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10).map(\.eventID) == ["e1"],
                 "not renewed for a lease: taken back"
             )
         }
@@ -89,7 +89,7 @@ import Testing
     @Test func retentionRunsEveryIntervalOfItsClock() async throws {
         try await Self.withStore { store, clock in
             let pruner = RetentionPruner(
-                policy: RetentionPolicy(maxAge: 86_400, perUser: 0, interval: 3600),
+                policy: RetentionPolicy(maxAge: .seconds(86_400), perUser: 0, interval: .seconds(3600)),
                 store: store.pipeline("p"),
                 logger: Logger(label: "retention"),
                 clock: clock

@@ -86,8 +86,8 @@ import Testing
         )
         // An interval of 0 makes every user due now.
         let work = store.pipeline("p").work
-        try await work.schedule("poll:s", every: 0) { ["1", "2"] }
-        let claimed = try await work.claimRecurring("poll:s", every: 60, limit: 10)
+        try await work.schedule("poll:s", every: .seconds(0)) { ["1", "2"] }
+        let claimed = try await work.claimRecurring("poll:s", every: .seconds(60), limit: 10)
         try await store.pipeline("p").warmTokens(users: claimed)
         #expect(claimed.sorted() == ["1", "2"])
         var prefetched: [TokenCache.Query: [DeviceToken]] = [:]

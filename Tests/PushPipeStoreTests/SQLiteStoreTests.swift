@@ -130,7 +130,7 @@ import Testing
             try queue.close()
         }
         let store = try SQLiteStore(path: path)
-        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "http.event", lease: .seconds(60), limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e1"], "both of a reused id; the one under a running lease stays with its holder")
         #expect(
             claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
@@ -244,18 +244,18 @@ extension SQLiteStoreTests {
         try await store.enqueue(queued("e1", instance: "earlier"))
         // In flight here for the whole test, however slowly a loaded machine runs it.
         var own = queued("own", instance: QueuedEvent.thisProcess)
-        own.lease = 600
+        own.lease = .seconds(600)
         try await store.enqueue(own)
         try await store.enqueue(queued("e2", instance: "earlier"))
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
 
         let beforeClaim = Date().timeIntervalSince1970
-        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
         #expect(
             claimed.first.map { claimed in
                 var event = claimed
-                event.lease = 0
+                event.lease = .seconds(0)
                 event.key = ""
                 return event
             }
@@ -265,16 +265,16 @@ extension SQLiteStoreTests {
                     return event
                 }()
         )
-        #expect(claimed.first?.lease == 15, "claimed with a lease")
+        #expect(claimed.first?.lease == .seconds(15), "claimed with a lease")
         let leases = try await store.database.read { db in
             try Double.fetchAll(db, sql: "SELECT lease_until FROM work WHERE key = ?", arguments: [claimed[0].key])
         }
         #expect(leases.allSatisfy { $0 >= beforeClaim + 15 }, "stored with the lease: \(leases)")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
-        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).isEmpty, "claimed once")
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10).isEmpty, "claimed once")
 
         var again = queued("e2", instance: QueuedEvent.thisProcess)
-        again.lease = 600
+        again.lease = .seconds(600)
         try await store.enqueue(again)
         for event in claimed { try await store.pipeline("p").dequeue(source: "sources[0]", key: event.key) }
         let left = try await store.database.read { db in
@@ -290,19 +290,28 @@ extension SQLiteStoreTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var store = try SQLiteStore(path: directory.file("state.sqlite"))
-        var held = QueuedEvent(pipeline: "p", source: "events", instance: "a-killed-daemon", eventID: "e1", user: "u", time: 1, body: [:], lease: 600)
+        var held = QueuedEvent(
+            pipeline: "p",
+            source: "events",
+            instance: "a-killed-daemon",
+            eventID: "e1",
+            user: "u",
+            time: 1,
+            body: [:],
+            lease: .seconds(600)
+        )
         held.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         try await store.enqueue(held)
-        #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty, "under its holder's lease")
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10).isEmpty, "under its holder's lease")
         try await store.close()
         store = try SQLiteStore(path: directory.file("state.sqlite"))
         #expect(
-            try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10).isEmpty,
+            try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10).isEmpty,
             "a command opens it without taking over"
         )
         try await store.close()
         store = try SQLiteStore(path: directory.file("state.sqlite"), takingOverQueuedEvents: true)
-        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "events", lease: 30, limit: 10)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "events", lease: .seconds(30), limit: 10)
         #expect(claimed.map(\.eventID) == ["e1"] && claimed.first?.traceParent == held.traceParent)
         try await store.close()
     }
@@ -326,7 +335,7 @@ extension SQLiteStoreTests {
         let start = Date().timeIntervalSince1970
         let work = store.pipeline("p").work
         let registered = { try await store.pipeline("p").tokens(user: nil, kind: "device").map(\.user) }
-        try await work.schedule("poll:s", every: 30) { try await registered() }
+        try await work.schedule("poll:s", every: .seconds(30)) { try await registered() }
         func schedule(orderedBy order: String) async throws -> [String] {
             try await store.database.read { db in try String.fetchAll(db, sql: "SELECT key FROM work WHERE kind = 'poll:s' ORDER BY \(order)") }
         }
@@ -340,10 +349,10 @@ extension SQLiteStoreTests {
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         #expect(gaps.allSatisfy { abs($0 - 0.4) < 0.001 }, "60 users evenly over 80% of 30 s: one every 0.4 s")
         try await store.pipeline("p").register(DeviceToken(user: "61", kind: "device", value: "ff61"), environment: nil, replace: false)
-        try await work.schedule("poll:s", every: 30) { try await registered() }
+        try await work.schedule("poll:s", every: .seconds(30)) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue, "synced once per period")
         try await work.complete("schedule-synced", keys: ["poll:s"])
-        try await work.schedule("poll:s", every: 30) { try await registered() }
+        try await work.schedule("poll:s", every: .seconds(30)) { try await registered() }
         #expect(try await schedule(orderedBy: "rowid") == byDue + ["61"], "scheduled users are left as they are")
         try await store.close()
     }

@@ -70,7 +70,7 @@ extension StoreContractTests {
             user: "u",
             time: 10,
             body: ["text": "hi"],
-            lease: -1
+            lease: .seconds(-1)
         )
         replay.caller = "token"
         replay.replayOf = dead
@@ -78,14 +78,14 @@ extension StoreContractTests {
         #expect(try await store.replayDeadLetter(replay) == false, "no longer a dead letter")
         let status = try await store.eventStatus(eventID: "e1", pipeline: "r")
         #expect(status.map(\.state) == [.accepted] && status.first?.recipients == [recipient])
-        let claimed = try await store.pipeline("r").claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: 60, limit: 10)
+        let claimed = try await store.pipeline("r").claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: .seconds(60), limit: 10)
         #expect(claimed.count == 1)
         #expect(claimed.first?.replayOf == dead && claimed.first?.caller == "token" && claimed.first?.body == ["text": "hi"])
         #expect(claimed.first?.event.source == "events", "a replay counts under the source that accepted it")
         #expect(try await store.deadLetterCounts() == ["r": 1])
 
         // An event still queued is accepted, whatever is known of it yet.
-        var queued = QueuedEvent(pipeline: "r", source: "events", eventID: "e3", user: "v", time: 30, body: [:], lease: 60)
+        var queued = QueuedEvent(pipeline: "r", source: "events", eventID: "e3", user: "v", time: 30, body: [:], lease: .seconds(60))
         queued.caller = "user:v"
         try await store.enqueue(queued)
         let accepted = try await store.eventStatus(eventID: "e3", pipeline: nil)

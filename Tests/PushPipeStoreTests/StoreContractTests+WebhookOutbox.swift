@@ -21,21 +21,21 @@ extension StoreContractTests {
             )
         }
         try await store.pipeline("w").recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
-        let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 2, lease: 60)
+        let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 2, lease: .seconds(60))
         #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "oldest first")
         #expect(claimed.first?.payload == ["n": 1] && claimed.first?.attempts == 0)
         #expect(
-            try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).map(\.outcomeID) == ["w/e3/delivered"],
+            try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).map(\.outcomeID) == ["w/e3/delivered"],
             "claimed ones are held"
         )
-        #expect(try await store.pipeline("other").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty)
+        #expect(try await store.pipeline("other").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).isEmpty)
 
         try await store.pipeline("w").work.complete(WebhookOutcome.kind, keys: [claimed[0].key])
-        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: [claimed[1].key], after: -1)
-        let again = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60)
+        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: [claimed[1].key], after: .seconds(-1))
+        let again = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
         #expect(again.map(\.outcomeID) == ["w/e2/delivered"] && again.first?.attempts == 1, "put back, its attempt counted")
-        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: Set(again.map(\.key)), after: 3600)
-        #expect(try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due before its backoff")
+        try await store.pipeline("w").work.retry(WebhookOutcome.kind, keys: Set(again.map(\.key)), after: .seconds(3600))
+        #expect(try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).isEmpty, "not due before its backoff")
 
         #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 2.5, limit: 10) == 1)
         #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 100, limit: 10) == 1)
@@ -66,16 +66,16 @@ extension StoreContractTests {
         _ = try await dispatcher.sendDue()
         #expect(poster.targets.sorted() == targets, "\(poster.targets)")
         #expect(poster.sent.allSatisfy { Self.events($0) == ["e1", "e2"] }, "\(poster.sent.map(Self.events))")
-        #expect(try await store.pipeline("two").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.pipeline("two").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).isEmpty, "all taken")
 
         // Each webhook's batch is claimed and retried on its own, though the two share an id.
         try await Self.write(store, targets.flatMap { target in [Self.webhookOutcome("two", "e3", target: target)] })
         let work = store.pipeline("two").work
-        let both = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
+        let both = try await work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
         #expect(Set(both.map(\.target)) == Set(targets) && Set(both.map(\.batch)).count == 1)
-        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[0] }.map(\.key)), after: -1)
-        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[1] }.map(\.key)), after: 3600)
-        let first = try await work.claimWebhookOutcomes(limit: 10, lease: 60)
+        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[0] }.map(\.key)), after: .seconds(-1))
+        try await work.retry(WebhookOutcome.kind, keys: Set(both.filter { $0.target == targets[1] }.map(\.key)), after: .seconds(3600))
+        let first = try await work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
         #expect(first.map(\.target) == [targets[0]], "the second webhook's Retry-After holds: \(first.map(\.target))")
         try await work.complete(WebhookOutcome.kind, keys: Set(first.map(\.key)))
     }
@@ -100,17 +100,17 @@ extension StoreContractTests {
     func webhookBatches(_ store: any Store) async throws {
         try await Self.write(store, [Self.webhookOutcome("b", "e1"), Self.webhookOutcome("b", "e2")])
         // A daemon claims them, and dies: its lease runs out at once.
-        let held = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: -1)
+        let held = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: .seconds(-1))
         let batch = try #require(held.first?.batch)
         #expect(held.map(\.batch) == [batch, batch] && batch == WebhookOutcome.batchID(outcomeIDs: ["b/e1/delivered", "b/e2/delivered"]))
 
         try await Self.write(store, [Self.webhookOutcome("b", "e3"), Self.webhookOutcome("b", "e4", target: "http://127.0.0.1:2/other")])
-        let again = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 1, lease: -1)
+        let again = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 1, lease: .seconds(-1))
         #expect(
             again.map(\.outcomeID) == ["b/e1/delivered", "b/e2/delivered"] && again.allSatisfy { $0.batch == batch },
             "the same batch, whole though the limit is 1: \(again.map(\.outcomeID))"
         )
-        let all = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: 60)
+        let all = try await store.pipeline("b").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
         let byBatch = Dictionary(grouping: all, by: { $0.batch ?? "" }).mapValues { $0.map(\.outcomeID) }
         #expect(
             byBatch == [
@@ -140,7 +140,7 @@ extension StoreContractTests {
             "refused, then again as it was: \(sent.map { "\($0.id) \(Self.events($0))" })"
         )
         #expect(sent[2].id != sent[0].id && Self.events(sent[2]) == ["e3"])
-        #expect(try await store.pipeline("r").work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "all taken")
+        #expect(try await store.pipeline("r").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).isEmpty, "all taken")
     }
 
     /// A receiver's `Retry-After` of 10 days is cut to `longestRetryAfter`, well before retention
@@ -160,13 +160,13 @@ extension StoreContractTests {
             #expect(attempts == 1 && leaseUntil == 0, "\(seconds): put back, not left to its lease (\(leaseUntil))")
             if seconds > 86_400 {
                 #expect(
-                    wait.isFinite && wait <= WebhookDispatcher.longestRetryAfter + 5 && wait < WebhookDispatcher.longestWait,
+                    wait.isFinite && wait <= WebhookDispatcher.longestRetryAfter.inSeconds + 5 && wait < WebhookDispatcher.longestWait.inSeconds,
                     "Retry-After \(seconds) s waited \(wait) s"
                 )
             } else {
                 #expect(wait.isFinite && wait > 0 && wait <= 1.1 + 5, "Retry-After \(seconds) is none: the backoff, not \(wait) s")
             }
-            #expect(try await store.pipeline(pipeline).work.claimWebhookOutcomes(limit: 10, lease: 60).isEmpty, "not due at once")
+            #expect(try await store.pipeline(pipeline).work.claimWebhookOutcomes(limit: 10, lease: .seconds(60)).isEmpty, "not due at once")
             #expect(try await store.pipeline(pipeline).work.prune(WebhookOutcome.kind, createdBefore: .greatestFiniteMagnitude, limit: 10) == 1)
         }
     }

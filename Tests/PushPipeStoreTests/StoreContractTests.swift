@@ -34,13 +34,13 @@ import Testing
             ('d', 'hold:s', 'alive', 1e300, 'another-daemon', \(now + 60), '{}', 0), ('d', 'hold:s', 'dead', 1e300, 'another-daemon', \(now - 1), '{}', 0)
             """
         )
-        #expect(try await store.pipeline("d").hold(keys: ["alive", "dead"], stage: "s", lease: 60) == ["dead"])
+        #expect(try await store.pipeline("d").hold(keys: ["alive", "dead"], stage: "s", lease: .seconds(60)) == ["dead"])
         try await store.pipeline("d").release(keys: ["alive"], stage: "s")
-        #expect(try await store.pipeline("d").hold(keys: ["alive"], stage: "s", lease: 60).isEmpty, "only its holder releases it")
+        #expect(try await store.pipeline("d").hold(keys: ["alive"], stage: "s", lease: .seconds(60)).isEmpty, "only its holder releases it")
         // A renewed hold lasts: one lapsed at once is held again by its renewal.
-        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: -1) == ["renewed", "lapsed"])
-        try await store.pipeline("d").renewHolds(keys: ["renewed"], stage: "s", lease: 60)
-        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: 60) == ["lapsed"])
+        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: .seconds(-1)) == ["renewed", "lapsed"])
+        try await store.pipeline("d").renewHolds(keys: ["renewed"], stage: "s", lease: .seconds(60))
+        #expect(try await store.pipeline("d").hold(keys: ["renewed", "lapsed"], stage: "s", lease: .seconds(60)) == ["lapsed"])
         try await postgresPositionMoves(store, now: now)
         try await store.close()
     }
@@ -49,7 +49,7 @@ import Testing
     /// stays under the position, and one whose lease lapsed in a gap of the position's renewals
     /// (an outage its holder is coming back from) waits for the grace a claim would wait.
     func postgresPositionMoves(_ store: PostgresStore, now: Double) async throws {
-        for (id, lease) in [("alive", 3600.0), ("lapsed", -1)] {
+        for (id, lease) in [("alive", Duration.seconds(3600)), ("lapsed", .seconds(-1))] {
             try await store.enqueue(
                 QueuedEvent(
                     pipeline: "old",
@@ -70,14 +70,14 @@ import Testing
             """
         )
         #expect(
-            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0,
+            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 0,
             "nobody renewed for 100 s: the holder may still be sending it"
         )
         // The move does not start the grace itself: started again at every pass, it would
         // never let the rows of daemons that are gone (nobody renews the old key) move.
         _ = try await store.connections.rows("UPDATE lease_clocks SET renewed_at = renewed_at - 100 WHERE pipeline = 'old'")
         #expect(
-            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1,
+            try await store.pipeline("old").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 1,
             "nobody renewed for 200 s, longer than a lease and the longest grace: its daemons are gone"
         )
         #expect(
@@ -100,7 +100,7 @@ import Testing
              NULL, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')
             """
         )
-        let claimed = try await store.pipeline("up").claimQueuedEvents(source: "http.event", lease: 60, limit: 10)
+        let claimed = try await store.pipeline("up").claimQueuedEvents(source: "http.event", lease: .seconds(60), limit: 10)
         #expect(claimed.map(\.eventID) == ["left"])
         #expect(
             claimed.first?.user == "alice" && claimed.first?.time == 2.5 && claimed.first?.body == ["text": "nul\0"]
@@ -279,7 +279,7 @@ import Testing
         earlier.traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         try await store.enqueue(earlier)
         // In flight here for the whole test, however slowly a loaded machine runs it.
-        let mine = QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: 600)
+        let mine = QueuedEvent(pipeline: "q", source: "sources[0]", eventID: "mine", user: nil, time: 2, body: [:], lease: .seconds(600))
         try await store.enqueue(mine)
         for number in 0..<3 {
             try await store.enqueue(
@@ -297,31 +297,31 @@ import Testing
         // A source's rows nobody works on move to a new key (a key by position to a stable one),
         // and back; the one this process holds under a running lease stays where it renews it.
         #expect(try await store.queuedEventCounts() == [QueuedEventCount(pipeline: "q", source: "sources[0]", count: 5)])
-        #expect(try await store.pipeline("q").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 4)
+        #expect(try await store.pipeline("q").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 4)
         #expect(
             try await store.queuedEventCounts() == [
                 QueuedEventCount(pipeline: "q", source: "http.event", count: 4),
                 QueuedEventCount(pipeline: "q", source: "sources[0]", count: 1),
             ]
         )
-        #expect(try await store.pipeline("q").renameSource(from: "http.event", to: "sources[0]", lease: 15) == 4)
-        let claimed = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 2)
+        #expect(try await store.pipeline("q").renameSource(from: "http.event", to: "sources[0]", lease: .seconds(15)) == 4)
+        let claimed = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 2)
         #expect(claimed.map(\.eventID) == ["left", "more-0"], "what others left, in order, at most the limit; not what this process holds")
         #expect(claimed.first?.body == ["text": "left over"] && claimed.first?.instance == QueuedEvent.thisProcess)
         #expect(claimed.first?.event.traceParent == earlier.traceParent, "a restarted event still continues its caller's trace")
-        let more = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10)
+        let more = try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10)
         #expect(more.map(\.eventID) == ["more-1", "more-2"], "claimed once")
         // Renewed, a lease runs from the store's now: a lease of -1 s has lapsed already.
         let queue = store.pipeline("q")
-        try await queue.renewLeases(source: "sources[0]", keys: Set(claimed.map(\.key)), lease: 15)
-        try await queue.renewLeases(source: "sources[0]", keys: [mine.key], lease: -1)
+        try await queue.renewLeases(source: "sources[0]", keys: Set(claimed.map(\.key)), lease: .seconds(15))
+        try await queue.renewLeases(source: "sources[0]", keys: [mine.key], lease: .seconds(-1))
         #expect(
-            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["mine"],
+            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10).map(\.eventID) == ["mine"],
             "an event this process let lapse is claimed again; the renewed ones are not"
         )
         try await queue.releaseLeases(source: "sources[0]", keys: [more[0].key])
         #expect(
-            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: 15, limit: 10).map(\.eventID) == ["more-1"],
+            try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10).map(\.eventID) == ["more-1"],
             "a released event is claimed at once"
         )
         for event in claimed + more + [mine] { try await queue.dequeue(source: "sources[0]", key: event.key) }
@@ -340,8 +340,8 @@ import Testing
                 body: ["nested": deep]
             )
         )
-        #expect(try await queue.claimQueuedEvents(source: "deep", lease: 15, limit: 10).map(\.body) == [["nested": deep]])
-        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: -1, limit: 10).isEmpty)
+        #expect(try await queue.claimQueuedEvents(source: "deep", lease: .seconds(15), limit: 10).map(\.body) == [["nested": deep]])
+        #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(-1), limit: 10).isEmpty)
     }
 
     /// The move of rows queued under a source's position (`sources[0]`) to its key takes only
@@ -360,13 +360,16 @@ import Testing
                 user: "u",
                 time: 1,
                 body: [:],
-                lease: -1
+                lease: .seconds(-1)
             )
         )
         let queue = store.pipeline("m")
-        let held = try await queue.claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
+        let held = try await queue.claimQueuedEvents(source: "sources[0]", lease: .seconds(3600), limit: 10)
         #expect(held.map(\.eventID) == ["held"])
-        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "held under a running lease")
+        #expect(
+            try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 0,
+            "held under a running lease"
+        )
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "sources[0]", count: 1)])
         // Accepted under the position after that move, and let go of: the next move takes it.
         try await store.enqueue(
@@ -378,10 +381,10 @@ import Testing
                 user: "u",
                 time: 2,
                 body: [:],
-                lease: -1
+                lease: .seconds(-1)
             )
         )
-        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 1)
         #expect(
             try await waiting() == [
                 QueuedEventCount(pipeline: "m", source: "http.event", count: 1),
@@ -389,24 +392,24 @@ import Testing
             ]
         )
         // Its holder lets go of the held one (a drain timeout, or its lease lapses): the next move takes it too.
-        try await queue.renewLeases(source: "sources[0]", keys: Set(held.map(\.key)), lease: 3600)
-        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0, "renewed, still held")
+        try await queue.renewLeases(source: "sources[0]", keys: Set(held.map(\.key)), lease: .seconds(3600))
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 0, "renewed, still held")
         try await queue.releaseLeases(source: "sources[0]", keys: Set(held.map(\.key)))
-        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 1)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 1)
         #expect(try await waiting() == [QueuedEventCount(pipeline: "m", source: "http.event", count: 2)])
-        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: 15) == 0)
-        let moved = try await queue.claimQueuedEvents(source: "http.event", lease: 15, limit: 10)
+        #expect(try await store.pipeline("m").renameSource(from: "sources[0]", to: "http.event", lease: .seconds(15)) == 0)
+        let moved = try await queue.claimQueuedEvents(source: "http.event", lease: .seconds(15), limit: 10)
         #expect(moved.map(\.eventID) == ["held", "later"], "claimed under the key")
         for event in moved { try await queue.dequeue(source: "http.event", key: event.key) }
         #expect(try await waiting().isEmpty)
     }
 
     func holds(_ store: any Store) async throws {
-        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: 60) == ["a", "b"])
-        #expect(try await store.pipeline("d").hold(keys: ["b", "c"], stage: "w", lease: 60) == ["c"], "b is held")
-        #expect(try await store.pipeline("d").hold(keys: ["a"], stage: "other", lease: 60) == ["a"], "holds are per stage")
+        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: .seconds(60)) == ["a", "b"])
+        #expect(try await store.pipeline("d").hold(keys: ["b", "c"], stage: "w", lease: .seconds(60)) == ["c"], "b is held")
+        #expect(try await store.pipeline("d").hold(keys: ["a"], stage: "other", lease: .seconds(60)) == ["a"], "holds are per stage")
         try await store.pipeline("d").release(keys: ["a", "b"], stage: "w")
-        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: 60) == ["a", "b"])
+        #expect(try await store.pipeline("d").hold(keys: ["a", "b"], stage: "w", lease: .seconds(60)) == ["a", "b"])
     }
 
     /// A poller's schedule (recurring work): a claim takes due users at most `limit` at a time
@@ -416,25 +419,25 @@ import Testing
         let work = store.pipeline("o").work
         let kind = WorkItem.pollKind(source: "sources[0]")
         // An interval of 0 makes every user due now.
-        try await work.schedule(kind, every: 0) { (1...7).map { "\($0)" } }
+        try await work.schedule(kind, every: .seconds(0)) { (1...7).map { "\($0)" } }
         var claimed: [String] = []
         for limit in [3, 3, 3] {
-            let batch = try await work.claimRecurring(kind, every: 60, limit: limit)
+            let batch = try await work.claimRecurring(kind, every: .seconds(60), limit: limit)
             #expect(batch.count == min(limit, 7 - claimed.count))
             claimed += batch
         }
         #expect(claimed.sorted() == (1...7).map { "\($0)" }, "each due user once")
-        #expect(try await work.claimRecurring(kind, every: 60, limit: 10).isEmpty, "due again in a minute")
-        #expect(try await work.claimRecurring(WorkItem.pollKind(source: "other"), every: 60, limit: 10).isEmpty, "schedules are per source")
-        try await work.schedule(kind, every: 0) { (2...7).map { "\($0)" } }
+        #expect(try await work.claimRecurring(kind, every: .seconds(60), limit: 10).isEmpty, "due again in a minute")
+        #expect(try await work.claimRecurring(WorkItem.pollKind(source: "other"), every: .seconds(60), limit: 10).isEmpty, "schedules are per source")
+        try await work.schedule(kind, every: .seconds(0)) { (2...7).map { "\($0)" } }
         #expect(try await work.keys(kind).sorted() == (2...7).map { "\($0)" }, "a user left out is taken off")
 
         // New users fall due in the order of their ids (as text), whatever order they come in.
         let users = ["7", "12", "3", "100", "45", "201", "9", "60"]
-        try await store.pipeline("n").work.schedule(kind, every: 0.01) { users }
+        try await store.pipeline("n").work.schedule(kind, every: .seconds(0.01)) { users }
         // The schedule is in wall-clock time: the last of them falls due 7 ms from now.
         try await Task.sleep(for: .milliseconds(20))
-        let due = try await store.pipeline("n").work.claim(kind, limit: 10, lease: 60)
+        let due = try await store.pipeline("n").work.claim(kind, limit: 10, lease: .seconds(60))
         #expect(due.map(\.key) == users.sorted())
     }
 

@@ -26,14 +26,14 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     struct Configuration: StageConfiguration {
         var baseUrl: String
-        var interval: Double
+        @Seconds var interval: Duration
         var concurrency: Int
-        var timeout: Double
+        @Seconds var timeout: Duration
         var tokenKind: String
         var checkPath: String
         var minTimePerMove: Int
         var caFile: String
-        var unknownPlayerInterval: Double
+        @Seconds var unknownPlayerInterval: Duration
 
         static let schema = Schema([
             SchemaKey("base_url", .string, default: "https://online-go.com", "OGS server (or a mirror/stand-in)."),
@@ -166,7 +166,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// later (their next due time already set), while the other daemons on the database have room.
     private func cycles(sink: any EventSink, context: StageContext) async {
         let interval = configuration.interval
-        let tick = Duration.milliseconds(Int64(min(1, interval / 10) * 1000))
+        let tick = min(.seconds(1), interval / 10)
         let work = context.work
         let kind = WorkItem.pollKind(source: context.key)
         let clock = context.clock
@@ -181,7 +181,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                         try await work.schedule(kind, every: interval) {
                             try await context.registrations.tokens(user: nil, kind: configuration.tokenKind).map(\.user)
                         }
-                        nextSync = clock.elapsed + .milliseconds(Int64(min(interval, 60) * 1000))
+                        nextSync = clock.elapsed + min(interval, .seconds(60))
                         forgetStaleStatuses()
                     } catch {
                         nextSync = clock.elapsed + .seconds(5)
@@ -221,7 +221,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
     /// minutes) and is not backing off from: unregistered, or checked by another daemon on the
     /// database. The map holds the users this daemon checks, not every user it ever checked.
     func forgetStaleStatuses(now: Date? = nil, elapsed: Duration? = nil) {
-        let cutoff = (now ?? Date(timeIntervalSince1970: clock.now)).addingTimeInterval(-max(3 * configuration.interval, 600))
+        let cutoff = (now ?? Date(timeIntervalSince1970: clock.now)).addingTimeInterval(-max(configuration.interval * 3, .seconds(600)).inSeconds)
         let monotonicNow = elapsed ?? clock.elapsed
         status.withLock { status in
             status = status.filter { _, entry in
@@ -273,7 +273,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
                 status[user]!.lastErrorAt = now
                 status[user]!.consecutiveFailures += 1
                 let skip = retryDelay(after: error, failures: status[user]!.consecutiveFailures)
-                status[user]!.retryAt = elapsed + .milliseconds(Int64(skip * 1000))
+                status[user]!.retryAt = elapsed + skip
             }
             logger.warning("OGS check of user \(user) failed: \(message)")
             count(.pollerFailures, [("reason", Self.failureReason(error))])
@@ -282,13 +282,13 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         return .object(result)
     }
 
-    /// Seconds until a user whose check failed is checked again: an id OGS has no player for,
+    /// How long until a user whose check failed is checked again: an id OGS has no player for,
     /// `unknown_player_interval`; after any other failure 1, 2, 4, ... intervals, at most 10
     /// minutes (or one interval, if longer).
-    func retryDelay(after error: any Error, failures: Int) -> Double {
+    func retryDelay(after error: any Error, failures: Int) -> Duration {
         let interval = configuration.interval
         if case OGSError.noSuchPlayer = error { return max(configuration.unknownPlayerInterval, interval) }
-        return min(interval * pow(2, Double(failures - 1)), max(600, interval))
+        return min(interval * (1 << min(max(failures - 1, 0), 20)), max(.seconds(600), interval))
     }
 
     /// Counted under the lock: taking the context out copied it (a logger, a store, a
@@ -351,7 +351,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             .execute(
                 request: request,
                 delegate: ResponseAccumulator(request: request, maxBodySize: 8 << 20),
-                deadline: .now() + .milliseconds(Int64(configuration.timeout * 1000))
+                deadline: .now() + TimeAmount(configuration.timeout)
             )
         let response = try await withTaskCancellationHandler {
             try await task.futureResult.get()
@@ -366,7 +366,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
             // Throttling is about us, not this user: everyone waits, as long as OGS asked.
             let pause = max(retryAfter ?? 5, 1)
             let now = clock.elapsed
-            pausedUntil.withLock { $0 = max($0 ?? now, now + .milliseconds(Int64(pause * 1000))) }
+            pausedUntil.withLock { $0 = max($0 ?? now, now + .seconds(pause)) }
             throw OGSError.status(code, retryAfter: pause)
         }
         if code == 404 { throw OGSError.noSuchPlayer(user, checkedAgainIn: max(configuration.unknownPlayerInterval, configuration.interval)) }
@@ -380,7 +380,7 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 
     func diagnostics(for user: String) async -> [String: JSON] {
         let current = status.withLock { $0[user] }
-        let seconds = configuration.interval
+        let seconds = configuration.interval.inSeconds
         var view: [String: JSON] = [
             // Units the OGS app's diagnostics expect: the interval as text, the check time in
             // SECONDS (while `last_notification_time` is in milliseconds).
@@ -400,14 +400,14 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
 enum OGSError: Error, CustomStringConvertible {
     case notAPlayerID(String)
     /// OGS answered 404: it has no player of that id (made up, or deleted).
-    case noSuchPlayer(String, checkedAgainIn: Double)
+    case noSuchPlayer(String, checkedAgainIn: Duration)
     case status(Int, retryAfter: Double?)
     case malformed(String)
 
     var description: String {
         switch self {
         case .notAPlayerID(let user): "'\(user)' is not an OGS player id (digits)"
-        case .noSuchPlayer(let user, let seconds): "OGS has no player \(user) (HTTP 404); checked again in \(Int(seconds))s"
+        case .noSuchPlayer(let user, let wait): "OGS has no player \(user) (HTTP 404); checked again in \(Int(wait.inSeconds))s"
         case .status(let code, let retryAfter): "OGS answered HTTP \(code)" + (retryAfter.map { "; pausing \(Int($0))s" } ?? "")
         case .malformed(let reason): "OGS sent malformed JSON: \(reason)"
         }

@@ -31,7 +31,7 @@ extension ReplyFolderSource {
     /// back into the folder the files of claim folders whose timestamp did not change for a
     /// whole lease. The folder's watchers see them arrive (a rename) and one claims them.
     func keepClaims(context: StageContext) async {
-        let lease = Duration.milliseconds(Int64(configuration.claimLease * 1000))
+        let lease = configuration.claimLease
         var owners = ClaimFolderOwners()
         while !Task.isCancelled {
             // A folder another daemon removed (empty and judged abandoned) comes back with the next claim.

@@ -28,8 +28,8 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
         var path: String
         var requiredFields: [String]
         var idField: String
-        var rescanInterval: Double
-        var claimLease: Double
+        @Seconds var rescanInterval: Duration
+        @Seconds var claimLease: Duration
 
         static let schema = Schema([
             .required("path", .string, "The folder replies are written to; created when missing; relative paths start at the working directory."),
@@ -88,7 +88,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
         let waiting = waitingNames()
         context.logger.info("watching \(directory) for replies; \(waiting.count) waiting")
         for name in waiting { try await handle(name, foundByScan: true, sink: sink, context: context, inFlight: inFlight) }
-        let interval = Duration.milliseconds(Int64(configuration.rescanInterval * 1000))
+        let interval = configuration.rescanInterval
         var nextScan = ContinuousClock.now + interval
         while let change = await watcher.next(until: nextScan) {
             switch change {
@@ -163,7 +163,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
         }
         let claimDirectory = self.claimDirectory
         let failedReplies = self.failedReplies
-        let firstWait = Duration.milliseconds(Int64(configuration.claimLease * 1000))
+        let firstWait = configuration.claimLease
         var event = Event(id: body[configuration.idField]?.textValue ?? Event.makeID(), pipeline: context.pipeline, user: nil, body: body)
         let mode = context.mode
         event.onComplete = { report in

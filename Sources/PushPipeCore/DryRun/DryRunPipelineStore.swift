@@ -39,16 +39,16 @@ struct DryRunPipelineStore: PipelineStore {
     func dropDeadLetter(eventID: String) async throws -> Bool { false }
 
     func dequeue(source: String, key: String) async throws {}
-    func renameSource(from: String, to: String, lease: Double) async throws -> Int { 0 }
+    func renameSource(from: String, to: String, lease: Duration) async throws -> Int { 0 }
 
     // Watermarks are read, never moved; holds are the stages' own (a dry run's filter takes none).
     func states(stage: String, keys: [String]) async throws -> [String: JSON] { try await base.states(stage: stage, keys: keys) }
     func setState(_ writes: [StateWrite]) async throws {}
-    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String> {
+    func hold(keys: Set<String>, stage: String, lease: Duration) async throws -> Set<String> {
         try await base.hold(keys: keys, stage: stage, lease: lease)
     }
     func release(keys: Set<String>, stage: String) async throws { try await base.release(keys: keys, stage: stage) }
-    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws {
+    func renewHolds(keys: Set<String>, stage: String, lease: Duration) async throws {
         try await base.renewHolds(keys: keys, stage: stage, lease: lease)
     }
 

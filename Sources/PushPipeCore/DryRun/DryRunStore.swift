@@ -26,7 +26,13 @@ struct DryRunStore: Store {
     }
     func queuedEventCounts() async throws -> [QueuedEventCount] { [] }
 
-    func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim {
+    func claimIdempotencyKey(
+        _ key: IdempotencyKey,
+        fingerprint: String,
+        holder: String,
+        hold: Duration,
+        ttl: Duration
+    ) async throws -> IdempotencyClaim {
         try await base.claimIdempotencyKey(key, fingerprint: fingerprint, holder: holder, hold: hold, ttl: ttl)
     }
     func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws { try await base.recordIdempotentAnswer(answer) }

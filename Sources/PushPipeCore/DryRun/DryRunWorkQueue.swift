@@ -8,16 +8,16 @@ struct DryRunWorkQueue: WorkQueue {
 
     private func passes(_ kind: String) -> Bool { !kind.hasPrefix(QueuedEvent.kinds) }
 
-    func add(_ items: [WorkItem], after delays: [Double]) async throws {
+    func add(_ items: [WorkItem], after delays: [Duration]) async throws {
         let passing = items.indices.filter { passes(items[$0].kind) }
         try await base.add(passing.map { items[$0] }, after: passing.map { delays[$0] })
     }
 
-    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem] {
+    func claim(_ kind: String, limit: Int, lease: Duration, grouping: WorkGrouping?) async throws -> [WorkItem] {
         passes(kind) ? try await base.claim(kind, limit: limit, lease: lease, grouping: grouping) : []
     }
 
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws {
+    func renew(_ kind: String, keys: Set<String>, lease: Duration) async throws {
         if passes(kind) { try await base.renew(kind, keys: keys, lease: lease) }
     }
 
@@ -25,7 +25,7 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.complete(kind, keys: keys) }
     }
 
-    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws {
+    func retry(_ kind: String, keys: Set<String>, after delay: Duration) async throws {
         if passes(kind) { try await base.retry(kind, keys: keys, after: delay) }
     }
 
@@ -46,7 +46,7 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.remove(kind, keys: keys) }
     }
 
-    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String> {
+    func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         try await base.take(kind, keys: keys, lease: lease)
     }
 

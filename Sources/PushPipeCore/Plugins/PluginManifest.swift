@@ -9,7 +9,7 @@ public struct PluginManifest: Sendable {
     /// argv, no shell: the first element is a path relative to the plugin folder or a program on PATH.
     public var command: [String]
     public var directory: String
-    public var timeout: Double
+    public var timeout: Duration
     public var schema: Schema
     public var location: SourceLocation
     public var fingerprint: String
@@ -105,7 +105,7 @@ public struct PluginManifest: Sendable {
                 summary: json["description"]?.stringValue ?? "",
                 command: command,
                 directory: (file as NSString).deletingLastPathComponent,
-                timeout: json["timeout"]?.doubleValue ?? 5,
+                timeout: .seconds(json["timeout"]?.doubleValue ?? 5),
                 schema: Schema(keys),
                 location: start,
                 fingerprint: json.compactText

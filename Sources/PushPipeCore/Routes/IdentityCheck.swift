@@ -50,7 +50,7 @@ public struct IdentityCheck: Sendable, Equatable {
     /// From a validated `auth` object.
     init(_ json: JSON?) {
         func seconds(_ key: String, _ fallback: Double) -> Duration {
-            .milliseconds(Int64(max(0, json?[key]?.doubleValue ?? fallback) * 1000))
+            .seconds(max(0, json?[key]?.doubleValue ?? fallback))
         }
         self.init(
             url: json?["url"]?.stringValue ?? "",

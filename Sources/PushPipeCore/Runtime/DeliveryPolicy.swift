@@ -2,9 +2,9 @@
 public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public var concurrency: Int
     public var attempts: Int
-    public var backoff: Double
-    public var maxBackoff: Double
-    public var drainTimeout: Double
+    @Seconds public var backoff: Duration
+    @Seconds public var maxBackoff: Duration
+    @Seconds public var drainTimeout: Duration
     public var fanout: Int
     /// `N/s`, `N/min` or `off`: sends per second through the transport, on this daemon.
     public var maxRate: String
@@ -25,10 +25,24 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
         ),
     ])
 
-    public static let defaults = DeliveryPolicy(concurrency: 32, attempts: 5, backoff: 0.5, maxBackoff: 30, drainTimeout: 10, fanout: 64)
+    public static let defaults = DeliveryPolicy(
+        concurrency: 32,
+        attempts: 5,
+        backoff: .milliseconds(500),
+        maxBackoff: .seconds(30),
+        drainTimeout: .seconds(10),
+        fanout: 64
+    )
 
-    public init(concurrency: Int, attempts: Int, backoff: Double, maxBackoff: Double, drainTimeout: Double, fanout: Int = 64, maxRate: String = "off")
-    {
+    public init(
+        concurrency: Int,
+        attempts: Int,
+        backoff: Duration,
+        maxBackoff: Duration,
+        drainTimeout: Duration,
+        fanout: Int = 64,
+        maxRate: String = "off"
+    ) {
         self.maxRate = maxRate
         self.concurrency = concurrency
         self.attempts = attempts
@@ -46,16 +60,16 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
 
     /// Exponential backoff with jitter, never sooner than the provider asked: its
     /// `Retry-After` wins over `max_backoff` (up to an hour, against absurd values).
-    public func delay(afterAttempt attempt: Int, hint: Double?) -> Double {
-        let exponential = min(maxBackoff, backoff * Double(1 << min(attempt - 1, 20)))
+    public func delay(afterAttempt attempt: Int, hint: Duration?) -> Duration {
+        let exponential = min(maxBackoff, backoff * (1 << min(attempt - 1, 20)))
         let jittered = exponential * Double.random(in: 0.5...1.0)
-        return max(jittered, min(hint ?? 0, 3600))
+        return max(jittered, min(hint ?? .zero, .seconds(TransportOutcome.longestRetryHint)))
     }
 
     var json: JSON {
         [
-            "concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff),
-            "max_backoff": .double(maxBackoff), "drain_timeout": .double(drainTimeout),
+            "concurrency": .int(Int64(concurrency)), "attempts": .int(Int64(attempts)), "backoff": .double(backoff.inSeconds),
+            "max_backoff": .double(maxBackoff.inSeconds), "drain_timeout": .double(drainTimeout.inSeconds),
             "fanout": .int(Int64(fanout)), "max_rate": .string(maxRate),
         ]
     }

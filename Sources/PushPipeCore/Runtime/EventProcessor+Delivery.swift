@@ -150,21 +150,21 @@ extension EventProcessor {
             if attempt.held {
                 attempt.held = false
             } else {
-                let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint)
+                let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint.map { .seconds($0) })
                 if waitsTooLong(delay) { break }
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason.text)") {
                     logger.warning(
-                        "delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay))s: \(reason)\(repeatedFailures.summary(suppressed))",
+                        "delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay.inSeconds))s: \(reason)\(repeatedFailures.summary(suppressed))",
                         metadata: Self.metadata(event, token: token, stage: definition.transport.id)
                     )
                 }
                 // Cancelled (the drain timeout): no further attempt; the outcome stays a retry.
-                do { try await clock.sleep(seconds: delay) } catch { break }
+                do { try await clock.sleep(for: delay) } catch { break }
             }
             // A pause longer than a destination a user chose may hold the notification (it can
             // be extended by the next answer): it ends unresolved instead.
-            if let pause = gate.remainingPause(of: scope), waitsTooLong(pause / .seconds(1)) { break }
+            if let pause = gate.remainingPause(of: scope), waitsTooLong(pause) { break }
             await gate.waitOutPause(of: scope)
             if Task.isCancelled { break }
             await gate.admit(1)
@@ -194,8 +194,8 @@ extension EventProcessor {
 
     /// Whether a wait is longer than a destination a user chose may make a notification wait:
     /// `max_backoff`. The pipeline's own provider is waited for as long as it asks.
-    func waitsTooLong(_ seconds: Double) -> Bool {
-        definition.transport.stage.destinationsAreUserChosen && seconds > definition.delivery.maxBackoff
+    func waitsTooLong(_ wait: Duration) -> Bool {
+        definition.transport.stage.destinationsAreUserChosen && wait > definition.delivery.maxBackoff
     }
 
     /// A provider that throttled this sender pauses later sends to its origin (`TransportGate`),

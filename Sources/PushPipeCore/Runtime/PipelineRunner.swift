@@ -184,13 +184,13 @@ public final class PipelineRunner: EventSink, Sendable {
                 // Workers finish the queued events; past the deadline they are cancelled.
                 let deadline = definition.delivery.drainTimeout
                 workers.addTask { [stoppedAt] in
-                    try? await Task.sleep(until: stoppedAt + .milliseconds(Int64(deadline * 1000)))
+                    try? await Task.sleep(until: stoppedAt + deadline)
                     return !Task.isCancelled
                 }
                 var finished = 0
                 while let timedOut = await workers.next() {
                     if timedOut {
-                        logger.warning("drain timeout of \(deadline)s reached; cancelling in-flight deliveries")
+                        logger.warning("drain timeout of \(deadline.inSeconds)s reached; cancelling in-flight deliveries")
                         workers.cancelAll()
                         continue
                     }

@@ -9,7 +9,7 @@ struct PositionKeyMove: Sendable {
     let from: String
     let to: String
     /// The source's lease: what an earlier version's daemon holds lapses within it.
-    let lease: Double
+    let lease: Duration
     /// Whether passes go on while the pipeline runs: only a source that queues events gets
     /// more of them from a daemon of an earlier version.
     let repeats: Bool
@@ -17,7 +17,7 @@ struct PositionKeyMove: Sendable {
 
     /// The lease of a source that queues no events: `http.event`'s default, for what an earlier
     /// configuration left under its position.
-    static let leaseOfOtherSources: Double = 15
+    static let leaseOfOtherSources: Duration = .seconds(15)
 
     var pipeline: String { store.name }
 
@@ -59,7 +59,7 @@ struct PositionKeyMove: Sendable {
     /// update of the queue).
     func repeatWhileRunning() async {
         while !Task.isCancelled {
-            do { try await Task.sleep(for: .milliseconds(Int64(lease * 1000))) } catch { return }
+            do { try await Task.sleep(for: lease) } catch { return }
             await moveOnce()
         }
     }

@@ -6,27 +6,27 @@ import Logging
 /// takes in what it accepted this way; every pipeline takes in its dead letters' replays.
 public struct QueuedEventIntake: Sendable {
     /// How long a claimed event stays with this daemon without a renewal.
-    public let lease: Double
+    public let lease: Duration
     public let leases = QueuedEventLeases()
 
     /// The key dead letters' replays wait under, in every pipeline: no source has it.
     public static let replayKey = "dead-letter-replay"
     /// The lease of a replay: a daemon that dies sending it leaves it to another that soon.
-    public static let replayLease: Double = 15
+    public static let replayLease: Duration = .seconds(15)
 
-    public init(lease: Double) {
+    public init(lease: Duration) {
         self.lease = lease
     }
 
     /// Until cancelled: takes over what nobody works on, never more than the pipeline has room
     /// to start (the leases of events waiting for room would lapse).
     public func claimWhileRunning(into sink: any EventSink, context: StageContext, announcing what: String) async {
-        let renewal = Duration.milliseconds(Int64(lease * 1000 / 3))
+        let renewal = lease / 3
         while !Task.isCancelled {
             var more = false
             do {
                 let room = min(sink.room, 1000)
-                if room > 0, leases.mayClaim(lease: .milliseconds(Int64(lease * 1000))) {
+                if room > 0, leases.mayClaim(lease: lease) {
                     let claimed = try await claim(upTo: room, into: sink, context: context, announcing: what)
                     more = claimed == room
                 }
@@ -84,7 +84,7 @@ public struct QueuedEventIntake: Sendable {
                     context.logger.error("queued events: leases not renewed, the store failed (logged again when it answers): \(error)")
                 }
             }
-            do { try await context.clock.sleep(for: .milliseconds(Int64(lease * 1000 / 3))) } catch { return }
+            do { try await context.clock.sleep(for: lease / 3) } catch { return }
         }
     }
 

@@ -5,9 +5,9 @@
 /// keeps at most `per_user` rows (the newest); history pagination keeps working because its
 /// cursor is a row id, and a pruned row only ends a listing earlier.
 public struct RetentionPolicy: Sendable, Decodable, Equatable {
-    public var maxAge: Double
+    @Seconds public var maxAge: Duration
     public var perUser: Int
-    public var interval: Double
+    @Seconds public var interval: Duration
 
     public static let schema = Schema([
         SchemaKey("max_age", .duration, default: 15_552_000, "Delivery rows and history older than this are pruned (default 180d)."),
@@ -21,15 +21,15 @@ public struct RetentionPolicy: Sendable, Decodable, Equatable {
         ),
     ])
 
-    public static let defaults = RetentionPolicy(maxAge: 15_552_000, perUser: 1000, interval: 3600)
+    public static let defaults = RetentionPolicy(maxAge: .seconds(15_552_000), perUser: 1000, interval: .seconds(3600))
 
-    public init(maxAge: Double, perUser: Int, interval: Double) {
+    public init(maxAge: Duration, perUser: Int, interval: Duration) {
         self.maxAge = maxAge
         self.perUser = perUser
         self.interval = interval
     }
 
     var json: JSON {
-        ["max_age": .double(maxAge), "per_user": .int(Int64(perUser)), "interval": .double(interval)]
+        ["max_age": .double(maxAge.inSeconds), "per_user": .int(Int64(perUser)), "interval": .double(interval.inSeconds)]
     }
 }

@@ -18,7 +18,7 @@ struct RetentionPruner: Sendable {
     func run() async {
         while !Task.isCancelled {
             await pruneOnce()
-            do { try await clock.sleep(seconds: policy.interval) } catch { return }
+            do { try await clock.sleep(for: policy.interval) } catch { return }
         }
     }
 
@@ -28,7 +28,7 @@ struct RetentionPruner: Sendable {
         var pruned = 0
         let now = clock.now
         do {
-            let cutoff = now - policy.maxAge
+            let cutoff = now - policy.maxAge.inSeconds
             pruned += try await Self.inBatches { try await store.pruneDeliveries(createdBefore: cutoff, limit: $0) }
             if policy.perUser > 0 {
                 var after: String?
@@ -46,7 +46,7 @@ struct RetentionPruner: Sendable {
             // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
             let records = try await Self.inBatches { try await store.pruneEventRecords(unchangedSince: cutoff, limit: $0) }
             if records > 0 { logger.info("retention: removed \(records) event records") }
-            let webhookCutoff = now - WebhookDispatcher.longestWait
+            let webhookCutoff = now - WebhookDispatcher.longestWait.inSeconds
             let expired = try await Self.inBatches { try await store.work.prune(WebhookOutcome.kind, createdBefore: webhookCutoff, limit: $0) }
             if expired > 0 {
                 logger.error("retention: \(expired) webhook outcomes removed unsent: their receiver did not take them within 3 days")

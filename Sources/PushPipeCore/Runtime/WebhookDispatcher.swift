@@ -22,16 +22,16 @@ struct WebhookDispatcher: Sendable {
     /// How long a claimed batch stays this daemon's: longer than its POSTs may take (one per
     /// webhook, each answered within `StandardWebhookPoster`'s 15 s), and no longer, since
     /// what a daemon killed while sending holds waits that long for another.
-    var lease: Double { Double(targets.count) * 15 + 5 }
+    var lease: Duration { .seconds(targets.count * 15 + 5) }
     /// How often the outbox is read when nothing was written here (retries, other daemons' work).
     static var idleLook: Duration { .seconds(2) }
     /// How long an outcome waits for its receiver before retention removes it, unsent.
-    static var longestWait: Double { 3 * 86_400 }
+    static var longestWait: Duration { .seconds(3 * 86_400) }
     /// The longest wait between two attempts.
-    static var longestBackoff: Double { 600 }
+    static var longestBackoff: Duration { .seconds(600) }
     /// The longest `Retry-After` kept: a receiver asking for days would hold its outcomes past
     /// `longestWait`, and retention would remove them unsent.
-    static var longestRetryAfter: Double { 3600 }
+    static var longestRetryAfter: Duration { .seconds(3600) }
 
     func nudge() { written.continuation.yield() }
 
@@ -82,7 +82,7 @@ struct WebhookDispatcher: Sendable {
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
                     logger.warning(
-                        "webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay))s\(failures.summary(suppressed))"
+                        "webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay.inSeconds))s\(failures.summary(suppressed))"
                     )
                 }
             }
@@ -104,14 +104,14 @@ struct WebhookDispatcher: Sendable {
     /// The receiver's `Retry-After` when it is a number of seconds we can keep, at most
     /// `longestRetryAfter`; otherwise (none, negative, NaN, infinite) our own backoff. A NaN
     /// would fail the store's update, so the batch would go again at every lease.
-    static func delay(retryAfter seconds: Double?, afterAttempts attempts: Int) -> Double {
+    static func delay(retryAfter seconds: Double?, afterAttempts attempts: Int) -> Duration {
         guard let seconds, seconds.isFinite, seconds >= 0 else { return backoff(afterAttempts: attempts) }
-        return min(seconds, longestRetryAfter)
+        return min(.seconds(min(seconds, longestRetryAfter.inSeconds)), longestRetryAfter)
     }
 
     /// 1 s, doubling, at most `longestBackoff`, with a tenth of jitter so daemons spread out.
-    static func backoff(afterAttempts attempts: Int) -> Double {
-        let base = min(longestBackoff, pow(2, Double(min(attempts, 20) - 1)))
+    static func backoff(afterAttempts attempts: Int) -> Duration {
+        let base = min(longestBackoff, .seconds(1 << (min(attempts, 20) - 1)))
         return base * Double.random(in: 0.9...1.1)
     }
 

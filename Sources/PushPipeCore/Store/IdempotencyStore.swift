@@ -7,7 +7,13 @@ public protocol IdempotencyStore: Sendable {
     /// `hold` seconds (the store's clock) while it is being stored; a request whose daemon
     /// died before storing it leaves the key free again after that. Keys are kept `ttl`
     /// seconds from their first use. `holder` names this request's hold, so only it releases it.
-    func claimIdempotencyKey(_ key: IdempotencyKey, fingerprint: String, holder: String, hold: Double, ttl: Double) async throws -> IdempotencyClaim
+    func claimIdempotencyKey(
+        _ key: IdempotencyKey,
+        fingerprint: String,
+        holder: String,
+        hold: Duration,
+        ttl: Duration
+    ) async throws -> IdempotencyClaim
     /// Keeps the answer to give again (for a request whose event is not queued: one answered
     /// after its delivery). A queued event's answer is kept with it (`QueuedEvent.answer`).
     func recordIdempotentAnswer(_ answer: IdempotentAnswer) async throws

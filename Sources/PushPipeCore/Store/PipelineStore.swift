@@ -14,11 +14,11 @@ public protocol PipelineStore: RegistrationStore, DeliveryStore, QueuedEventStor
 extension PipelineStore {
     // MARK: Holds, by default taken keys of the work queue (one kind per stage)
 
-    public func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String> {
+    public func hold(keys: Set<String>, stage: String, lease: Duration) async throws -> Set<String> {
         try await work.take(WorkItem.holdKind(stage: stage), keys: keys, lease: lease)
     }
     public func release(keys: Set<String>, stage: String) async throws { try await work.complete(WorkItem.holdKind(stage: stage), keys: keys) }
-    public func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws {
+    public func renewHolds(keys: Set<String>, stage: String, lease: Duration) async throws {
         try await work.renew(WorkItem.holdKind(stage: stage), keys: keys, lease: lease)
     }
 
@@ -28,13 +28,13 @@ extension PipelineStore {
     /// died, or let go of them), in the order they were accepted, now this process's for `lease`
     /// seconds. This process's events under a running lease are not returned: its sources hold
     /// them already. An item this version cannot read stays where it is.
-    public func claimQueuedEvents(source: String, lease: Double, limit: Int) async throws -> [QueuedEvent] {
+    public func claimQueuedEvents(source: String, lease: Duration, limit: Int) async throws -> [QueuedEvent] {
         try await work.claim(QueuedEvent.kind(source: source), limit: limit, lease: lease).compactMap { item in
             try? QueuedEvent(work: item, pipeline: name, owner: LeaseOwner.thisProcess, lease: lease)
         }
     }
     /// Extends the leases of this process's events among `keys` (`QueuedEvent.key`); the others lapse.
-    public func renewLeases(source: String, keys: Set<String>, lease: Double) async throws {
+    public func renewLeases(source: String, keys: Set<String>, lease: Duration) async throws {
         try await work.renew(QueuedEvent.kind(source: source), keys: keys, lease: lease)
     }
     /// Ends this process's leases of `keys` at once: the next claim, anywhere, takes them.

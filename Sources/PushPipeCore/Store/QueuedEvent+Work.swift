@@ -41,7 +41,7 @@ extension QueuedEvent {
     }
 
     /// The event an item of `kind(source:)` holds; throws for an item it cannot read.
-    public init(work: WorkItem, pipeline: String, owner: String?, lease: Double) throws {
+    public init(work: WorkItem, pipeline: String, owner: String?, lease: Duration) throws {
         let payload = work.payload
         guard let source = Self.source(ofKind: work.kind), let eventID = payload["event_id"]?.stringValue, let time = payload["time"]?.doubleValue
         else {

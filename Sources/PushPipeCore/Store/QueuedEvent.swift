@@ -21,7 +21,7 @@ public struct QueuedEvent: Sendable, Equatable {
     /// How long (seconds) it stays with `instance` without a renewal, counted on the store's
     /// clock from when it is stored or claimed: then another daemon on the same database, or
     /// this one, takes it over. Never a time read here: daemons' clocks disagree.
-    public var lease: Double
+    public var lease: Duration
     /// The answer given for it, kept under the request's idempotency key in the same
     /// transaction: a request sent again gets it whenever the event was stored, never a
     /// second event.
@@ -42,7 +42,7 @@ public struct QueuedEvent: Sendable, Equatable {
         user: String?,
         time: Double,
         body: JSON,
-        lease: Double = 0
+        lease: Duration = .zero
     ) {
         self.pipeline = pipeline
         self.source = source

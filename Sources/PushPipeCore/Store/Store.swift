@@ -90,7 +90,7 @@ public protocol QueuedEventStore: Sendable {
     /// a claim under `from` with `lease` would take move: a daemon of an earlier version that
     /// still runs keeps sending what it holds, and what it lets go of moves at a later call.
     /// Returns how many queued events moved.
-    func renameSource(from: String, to: String, lease: Double) async throws -> Int
+    func renameSource(from: String, to: String, lease: Duration) async throws -> Int
 }
 
 /// A stage's own durable values (watermarks, by stage and key) and the holds on keys whose
@@ -105,12 +105,12 @@ public protocol StageStateStore: Sendable {
     /// shared database by another daemon, a key is not returned. Released by `release`, or
     /// after `lease` seconds (a daemon that died). By default taken keys of the pipeline's work
     /// queue, one kind per stage (`PipelineStore`).
-    func hold(keys: Set<String>, stage: String, lease: Double) async throws -> Set<String>
+    func hold(keys: Set<String>, stage: String, lease: Duration) async throws -> Set<String>
     func release(keys: Set<String>, stage: String) async throws
     /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):
     /// a holder renews while its notification is on its way, so the holds of a daemon that died
     /// lapse within a lease instead of outlasting every delivery's retries.
-    func renewHolds(keys: Set<String>, stage: String, lease: Double) async throws
+    func renewHolds(keys: Set<String>, stage: String, lease: Duration) async throws
 }
 
 extension StageStateStore {

@@ -14,8 +14,8 @@ extension WorkQueue {
     /// `min(interval, 60 s)`, however many share the store (a taken key, left to lapse, tells
     /// the others it was done).
     @discardableResult
-    public func schedule(_ kind: String, every interval: Double, keys wanted: () async throws -> [String]) async throws -> Bool {
-        let spacing = min(interval, 60) * 0.9
+    public func schedule(_ kind: String, every interval: Duration, keys wanted: () async throws -> [String]) async throws -> Bool {
+        let spacing = min(interval, .seconds(60)) * 0.9
         guard try await !take(WorkItem.scheduleSyncs, keys: [kind], lease: spacing).isEmpty else { return false }
         do {
             let wanted = Set(try await wanted())
@@ -24,7 +24,7 @@ extension WorkQueue {
             let gone = scheduled.subtracting(wanted)
             if !gone.isEmpty { try await remove(kind, keys: Array(gone)) }
             guard !new.isEmpty else { return true }
-            let step = interval * 0.8 / Double(new.count)
+            let step = interval * 0.8 / new.count
             let now = Date().timeIntervalSince1970
             // In bounded batches: a first sync of a million users is many statements, not one
             // parameter larger than a database takes.
@@ -32,7 +32,7 @@ extension WorkQueue {
                 let batch = new.indices[start..<min(new.count, start + Self.scheduleBatch)]
                 try await add(
                     batch.map { WorkItem(kind: kind, key: new[$0], payload: .object([:]), createdAt: now) },
-                    after: batch.map { Double($0) * step }
+                    after: batch.map { step * $0 }
                 )
             }
             return true
@@ -45,7 +45,7 @@ extension WorkQueue {
 
     /// At most `limit` keys of `kind` that are due, now this daemon's: each falls due again
     /// `interval` from now, so across every daemon each key is claimed once per interval.
-    public func claimRecurring(_ kind: String, every interval: Double, limit: Int) async throws -> [String] {
+    public func claimRecurring(_ kind: String, every interval: Duration, limit: Int) async throws -> [String] {
         try await claim(kind, limit: limit, lease: interval).map(\.key)
     }
 

@@ -9,7 +9,7 @@ extension WorkQueue {
     /// receiver refused, or a killed daemon may have sent, goes again with the same companions
     /// under the same `webhook-id`. At most `limit` are chosen, plus the rest of a batch the
     /// limit cut.
-    public func claimWebhookOutcomes(limit: Int, lease: Double) async throws -> [WebhookOutcome] {
+    public func claimWebhookOutcomes(limit: Int, lease: Duration) async throws -> [WebhookOutcome] {
         let claimed = try await claim(WebhookOutcome.kind, limit: limit, lease: lease) { fresh in
             let outcomes = fresh.compactMap { WebhookOutcome(work: $0, pipeline: pipeline) }
             let readable = Set(outcomes.map(\.id))

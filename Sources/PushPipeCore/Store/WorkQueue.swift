@@ -9,23 +9,23 @@
 /// daemon took, changes nothing of theirs.
 public protocol WorkQueue: Sendable {
     var pipeline: String { get }
-    /// Adds items, each due its `delays` entry's seconds from now on the store's clock. An item
+    /// Adds items, each due its `delays` entry from now on the store's clock. An item
     /// whose key still waits in its kind is not added again.
-    func add(_ items: [WorkItem], after delays: [Double]) async throws
+    func add(_ items: [WorkItem], after delays: [Duration]) async throws
     /// At most `limit` due items of `kind` nobody holds, oldest due first, now this process's
-    /// for `lease` seconds; returned in the order they were added. With `grouping`, items not
+    /// for `lease`; returned in the order they were added. With `grouping`, items not
     /// yet in a group get the groups it gives them, and every chosen item's group comes whole.
-    func claim(_ kind: String, limit: Int, lease: Double, grouping: WorkGrouping?) async throws -> [WorkItem]
+    func claim(_ kind: String, limit: Int, lease: Duration, grouping: WorkGrouping?) async throws -> [WorkItem]
     /// Extends this process's leases of the items or taken keys of `kind` under `keys` to
-    /// `lease` seconds from now. On a shared database it also tells other daemons' claims that
+    /// `lease` from now. On a shared database it also tells other daemons' claims that
     /// this kind's holders are renewing: after a gap in every holder's renewals (the database
     /// was away), claims of lapsed items wait until the holders have renewed again, instead of
     /// taking back what is still being worked on. So a holder renews even with no key.
-    func renew(_ kind: String, keys: Set<String>, lease: Double) async throws
+    func renew(_ kind: String, keys: Set<String>, lease: Duration) async throws
     /// Done: this process's items (or taken keys) of `kind` under `keys` are gone.
     func complete(_ kind: String, keys: Set<String>) async throws
-    /// Not done: due again in `delay` seconds, their attempts counted, held by nobody.
-    func retry(_ kind: String, keys: Set<String>, after delay: Double) async throws
+    /// Not done: due again after `delay`, their attempts counted, held by nobody.
+    func retry(_ kind: String, keys: Set<String>, after delay: Duration) async throws
     /// Let go of without an attempt: due at once, for whichever daemon claims them next.
     func release(_ kind: String, keys: Set<String>) async throws
     /// Saves how far a held item got (`WorkItem.cursor`).
@@ -39,10 +39,10 @@ public protocol WorkQueue: Sendable {
     func remove(_ kind: String, keys: [String]) async throws
 
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
-    /// process, for `lease` seconds; returns those taken. A lock per key that every daemon on
+    /// process, for `lease`; returns those taken. A lock per key that every daemon on
     /// the store respects, for work done outside the queue (a stage's hold on an item whose
     /// notification is on its way). Taken keys are never claimed as work; `complete` lets go of them.
-    func take(_ kind: String, keys: Set<String>, lease: Double) async throws -> Set<String>
+    func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String>
     /// Removes taken keys whose lease ran out, of the kinds starting with `prefix` (their
     /// daemons died holding them: a lapsed key is free to take, so this changes nothing but the
     /// table's size). Returns how many.
@@ -53,11 +53,11 @@ public protocol WorkQueue: Sendable {
 public typealias WorkGrouping = @Sendable ([WorkItem]) -> [(group: String, ids: [Int64])]
 
 extension WorkQueue {
-    public func add(_ items: [WorkItem], after delay: Double = 0) async throws {
+    public func add(_ items: [WorkItem], after delay: Duration = .zero) async throws {
         try await add(items, after: Array(repeating: delay, count: items.count))
     }
 
-    public func claim(_ kind: String, limit: Int, lease: Double) async throws -> [WorkItem] {
+    public func claim(_ kind: String, limit: Int, lease: Duration) async throws -> [WorkItem] {
         try await claim(kind, limit: limit, lease: lease, grouping: nil)
     }
 }

@@ -32,9 +32,3 @@ public struct SystemClock: DaemonClock {
 extension DaemonClock where Self == SystemClock {
     public static var system: SystemClock { SystemClock() }
 }
-
-extension DaemonClock {
-    public func sleep(seconds: Double) async throws {
-        try await sleep(for: .seconds(seconds))
-    }
-}

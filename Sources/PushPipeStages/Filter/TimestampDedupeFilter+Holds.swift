@@ -44,7 +44,7 @@ final class DedupeHolds: Sendable {
     /// Renews the live holds and retries the refused releases; returns how many releases are
     /// still refused.
     @discardableResult
-    func maintain(store: any PipelineStore, stage: String, lease: Double) async -> Int {
+    func maintain(store: any PipelineStore, stage: String, lease: Duration) async -> Int {
         let (live, unreleased) = state.withLock { state in
             defer { state.unreleased.removeAll() }
             return (state.live, state.unreleased)

@@ -21,8 +21,8 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         var key: String?
         var newestFirst: Bool
         var state: String
-        var hold: Double
-        var forgetAfter: Double
+        @Seconds var hold: Duration
+        @Seconds var forgetAfter: Duration
 
         static let schema = Schema([
             .required("items", .string, "Path of the item list in the event body, e.g. `games`."),
@@ -153,9 +153,9 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
     /// after the start, then hourly; any daemon of a group may do it.
     func run(context: StageContext) async throws {
         guard context.mode == .live else { return await untilCancelled() }
-        let every = Duration.milliseconds(Int64(max(configuration.hold, 1) * 1000 / 3))
+        let every = max(configuration.hold, .seconds(1)) / 3
         let clock = context.clock
-        var nextForget: Duration? = configuration.forgetAfter > 0 ? clock.elapsed + .seconds(60) : nil
+        var nextForget: Duration? = configuration.forgetAfter > .zero ? clock.elapsed + .seconds(60) : nil
         while !Task.isCancelled {
             if !holdsTaken.isEmpty {
                 await holdsTaken.maintain(store: context.stageState, stage: configuration.state, lease: configuration.hold)
@@ -168,12 +168,14 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         }
         // Stopping: the last chance this process has to give its holds back.
         let kept = await holdsTaken.maintain(store: context.stageState, stage: configuration.state, lease: configuration.hold)
-        if kept > 0 { context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold)) s") }
+        if kept > 0 {
+            context.logger.warning("watermarks: \(kept) holds not released at stop; they lapse after \(Int(configuration.hold.inSeconds)) s")
+        }
     }
 
     @discardableResult
     func forgetOldWatermarks(context: StageContext, now: Date) async -> Int {
-        let cutoff = now.timeIntervalSince1970 - configuration.forgetAfter
+        let cutoff = now.timeIntervalSince1970 - configuration.forgetAfter.inSeconds
         var removed = 0
         do {
             while !Task.isCancelled {
@@ -184,7 +186,9 @@ struct TimestampDedupeFilter: Filter, LongRunningStage {
         } catch {
             context.logger.warning("watermarks: pruning stopped: \(error)")
         }
-        if removed > 0 { context.logger.info("watermarks: removed \(removed) not moved for \(Int(configuration.forgetAfter / 86400)) days") }
+        if removed > 0 {
+            context.logger.info("watermarks: removed \(removed) not moved for \(Int(configuration.forgetAfter.inSeconds / 86400)) days")
+        }
         return removed
     }
 }

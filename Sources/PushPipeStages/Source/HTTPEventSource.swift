@@ -16,7 +16,7 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
         var requireUser: Bool
         var idField: String?
         var wait: Bool
-        var lease: Double
+        @Seconds var lease: Duration
         var limits: JSON
 
         static let schema = Schema([

@@ -34,8 +34,11 @@ import Testing
                 #expect(ogs.requests.count { $0 == 98 } == 1)
                 let diagnostics = await poller.diagnostics(for: "99")
                 #expect(diagnostics["last_error"]?["message"]?.stringValue?.contains("no player 99") == true, "\(diagnostics)")
-                #expect(poller.retryDelay(after: OGSError.noSuchPlayer("99", checkedAgainIn: 21_600), failures: 1) == 21_600)
-                #expect(poller.retryDelay(after: OGSError.status(500, retryAfter: nil), failures: 3) == 4, "other failures back off as before")
+                #expect(poller.retryDelay(after: OGSError.noSuchPlayer("99", checkedAgainIn: .seconds(21_600)), failures: 1) == .seconds(21_600))
+                #expect(
+                    poller.retryDelay(after: OGSError.status(500, retryAfter: nil), failures: 3) == .seconds(4),
+                    "other failures back off as before"
+                )
                 try await store.close()
             },
             cleanup: ogs.stop

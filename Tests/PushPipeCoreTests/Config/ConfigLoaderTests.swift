@@ -84,7 +84,7 @@ import Testing
         let result = try await load(["a.yaml": text], environment: ["DRAIN": "250ms"])
         #expect(result.diagnostics.isEmpty, "\(result.diagnostics)")
         #expect(result.pipelines.first?.delivery.concurrency == 4)
-        #expect(result.pipelines.first?.delivery.drainTimeout == 0.25)
+        #expect(result.pipelines.first?.delivery.drainTimeout == .milliseconds(250))
     }
 
     @Test func environmentValuesCannotInjectStructure() async throws {

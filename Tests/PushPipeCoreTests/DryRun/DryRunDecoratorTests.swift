@@ -47,17 +47,17 @@ import Testing
                 user: "alice",
                 time: Date().timeIntervalSince1970,
                 body: ["text": "unsent"],
-                lease: -1
+                lease: .seconds(-1)
             )
             left.instance = "a-live-daemon-that-died"
             try await pipeline.store.enqueue(left)
             let dryRun = RunMode.dryRun.store(pipeline.store)
-            #expect(try await dryRun.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10).isEmpty)
+            #expect(try await dryRun.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: .seconds(30), limit: 10).isEmpty)
             try await dryRun.pipeline("scripted").dequeue(source: "http.event", key: left.key)
             try await dryRun.pipeline("scripted").releaseLeases(source: "http.event", keys: [left.key])
             let claimed = try await RunMode.live.store(pipeline.store).pipeline("scripted").claimQueuedEvents(
                 source: "http.event",
-                lease: 30,
+                lease: .seconds(30),
                 limit: 10
             )
             #expect(claimed.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
@@ -79,7 +79,7 @@ import Testing
                 user: "alice",
                 time: Date().timeIntervalSince1970,
                 body: ["text": "unsent"],
-                lease: -1
+                lease: .seconds(-1)
             )
             left.instance = "a-live-daemon-that-died"
             try await pipeline.store.enqueue(left)
@@ -101,7 +101,7 @@ import Testing
                 // its first pass, and sleeps until the clock moves.
                 try await clock.sleepers(atLeast: 4)
                 #expect(pipeline.transport.sends.isEmpty)
-                let waiting = try await pipeline.store.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: 30, limit: 10)
+                let waiting = try await pipeline.store.pipeline("scripted").claimQueuedEvents(source: "http.event", lease: .seconds(30), limit: 10)
                 #expect(waiting.map(\.eventID) == ["left-behind"], "still queued for a live daemon")
             }
             runner.stop()

@@ -37,12 +37,12 @@ import Testing
             user: letter.user,
             time: input.time,
             body: input.body,
-            lease: -1
+            lease: .seconds(-1)
         )
         queued.caller = letter.caller
         queued.replayOf = letter
         #expect(try await store.replayDeadLetter(queued))
-        let claimed = try await store.pipeline(letter.pipeline).claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: 15, limit: 10)
+        let claimed = try await store.pipeline(letter.pipeline).claimQueuedEvents(source: QueuedEventIntake.replayKey, lease: .seconds(15), limit: 10)
         return try #require(claimed.first).event
     }
 

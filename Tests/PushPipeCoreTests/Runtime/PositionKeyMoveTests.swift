@@ -47,12 +47,12 @@ import Testing
                         user: "u",
                         time: Date().timeIntervalSince1970,
                         body: ["n": 1],
-                        lease: -1
+                        lease: .seconds(-1)
                     )
                 }
                 // One event the earlier daemon is sending (its lease runs), one a daemon that died left.
                 try await store.enqueue(queued("held"))
-                let held = try await store.pipeline("moves").claimQueuedEvents(source: "sources[0]", lease: 3600, limit: 10)
+                let held = try await store.pipeline("moves").claimQueuedEvents(source: "sources[0]", lease: .seconds(3600), limit: 10)
                 #expect(held.map(\.eventID) == ["held"])
                 try await store.enqueue(queued("left"))
 

@@ -40,11 +40,11 @@ import Testing
                         user: "u",
                         time: Date().timeIntervalSince1970,
                         body: ["n": 1],
-                        lease: 0
+                        lease: .seconds(0)
                     )
                 )
                 // A short lease and no renewals: it lapses while the sink still holds the event.
-                let lease = 0.2
+                let lease = Duration.milliseconds(200)
                 let intake = QueuedEventIntake(lease: lease)
                 let sink = HoldingSink()
                 let context = StageContext(pipeline: "p", stage: "sources[0]", key: "inbox", store: store, logger: Logger(label: "test"), mode: .live)
@@ -56,7 +56,7 @@ import Testing
                     failure: { _ in WaitTimedOut("the event was never claimed") }
                 )
                 // Two claims that began after the lease had lapsed have run once a third one looks for room.
-                let lapsed = started + .milliseconds(Int64(lease * 1000 * 1.5))
+                let lapsed = started + lease * 1.5
                 try await sink.seen.wait(
                     timeout: 30,
                     { $0.roomReads.filter { $0 > lapsed }.count >= 3 ? () : nil },

@@ -94,7 +94,7 @@ struct TimestampDedupeHoldTests {
                     let deadline = ContinuousClock.now + .seconds(60)
                     var free: Set<String> = []
                     while ContinuousClock.now < deadline {
-                        free = (try? await store.pipeline("turns").hold(keys: ["u/1", "u/2"], stage: "moves", lease: 600)) ?? []
+                        free = (try? await store.pipeline("turns").hold(keys: ["u/1", "u/2"], stage: "moves", lease: .seconds(600))) ?? []
                         if free == ["u/1", "u/2"] { break }
                         try await Task.sleep(for: .milliseconds(200))
                     }

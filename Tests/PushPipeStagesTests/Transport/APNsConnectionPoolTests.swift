@@ -9,7 +9,7 @@ import Testing
 @Suite struct APNsConnectionPoolTests {
     func sendSlowlyAnswered(_ count: Int, seconds: Double, _ harness: APNsHarness, _ processor: EventProcessor) async throws {
         for index in 0..<count { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
-        for _ in 0..<count { harness.standIn.script(.delayed(seconds: seconds, .accept)) }
+        for _ in 0..<count { harness.standIn.script(.delayed(.seconds(seconds), .accept)) }
         let reports = await harness.processConcurrently(processor, users: count)
         #expect(reports.count == count)
         #expect(reports.allSatisfy { $0.status == .delivered && $0.deliveries.first?.attempts == 1 })

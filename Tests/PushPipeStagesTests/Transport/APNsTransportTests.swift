@@ -196,7 +196,7 @@ import Testing
                     // The connection is up first: on a loaded machine its TLS handshake alone may
                     // take longer than the timeout, which is not the slow answer this is about.
                     _ = await processor.process(harness.event(["title": "Hi", "text": "warm", "n": 0]))
-                    harness.standIn.script(.delayed(seconds: 60, .accept))
+                    harness.standIn.script(.delayed(.seconds(60), .accept))
                     return await processor.process(harness.event())
                 }
                 #expect(report.status == .delivered)
@@ -215,7 +215,7 @@ import Testing
                 let report = try await harness.run { processor in
                     // The connection is up first (see slowAnswersTimeOutAndAreRetried).
                     _ = await processor.process(harness.event(["title": "Hi", "text": "warm", "n": 0]))
-                    harness.standIn.script(.delayed(seconds: 60, .accept))
+                    harness.standIn.script(.delayed(.seconds(60), .accept))
                     return await processor.process(harness.event())
                 }
                 #expect(report.status != .delivered)
@@ -255,7 +255,7 @@ import Testing
     /// so without a limit all eight would be in flight together. Returns the most at once.
     func sendEightSlowlyAnswered(_ harness: APNsHarness) async throws -> Int {
         for index in 0..<8 { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
-        for _ in 0..<8 { harness.standIn.script(.delayed(seconds: 0.2, .accept)) }
+        for _ in 0..<8 { harness.standIn.script(.delayed(.seconds(0.2), .accept)) }
         let reports = try await harness.processConcurrently(users: 8)
         #expect(reports.allSatisfy { $0.status == .delivered })
         #expect(harness.standIn.requests.count == 8)

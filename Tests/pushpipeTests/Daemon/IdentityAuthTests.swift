@@ -118,7 +118,7 @@ import Testing
             Self.expectRefusal(try await register("bob-ogs-token"), 503, field: "authorization", saying: "throttled")
             // A service that never answers: the route's bound (1 s) answers 503 with Retry-After,
             // long before the client's own timeout.
-            broken.behaveForIdentity(.delayed(seconds: 3600))
+            broken.behaveForIdentity(.delayed(.seconds(3600)))
             let started = ContinuousClock.now
             let hung = try await register("bob-ogs-token")
             Self.expectRefusal(hung, 503, field: "authorization", saying: "did not answer")

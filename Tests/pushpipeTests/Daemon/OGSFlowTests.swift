@@ -87,7 +87,7 @@ import Testing
         try await H.with { harness in
             harness.ogs.setGames(H.player, [H.game(201, "Gamma", yourTurn: true, lastMove: H.nowMilliseconds - 60_000)])
             // APNs is slow to accept the first notification...
-            harness.apns.script(.delayed(seconds: 1.5, .accept))
+            harness.apns.script(.delayed(.seconds(1.5), .accept))
             try await harness.daemon { daemon, client in
                 _ = try await client.request("POST", "/register", json: ["user_id": .string(String(H.player)), "device_token": .string(H.token)])
                 try await harness.apns.waitForRequests(1)

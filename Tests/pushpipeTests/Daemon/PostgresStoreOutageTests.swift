@@ -109,7 +109,7 @@ struct PostgresStoreOutageTests {
             second.remove()
         }
         // The first daemon's answer comes while the database is away.
-        let (apnsA, environmentA, deliveredA) = try await SharedDaemonFaultTests.countingAPNs(in: first) { _ in .delayed(seconds: 1, .accept) }
+        let (apnsA, environmentA, deliveredA) = try await SharedDaemonFaultTests.countingAPNs(in: first) { _ in .delayed(.seconds(1), .accept) }
         let (apnsB, environmentB, deliveredB) = try await SharedDaemonFaultTests.countingAPNs(in: second) { _ in .accept }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 2"))
         let url = try await TestStores.freshPostgresURL() + "&connect_timeout=1"
@@ -196,26 +196,26 @@ struct PostgresStoreOutageTests {
             user: "alice",
             time: 1,
             body: ["id": "e1"],
-            lease: 2
+            lease: .seconds(2)
         )
         try await store.enqueue(event)
         let queue = store.pipeline("p")
-        try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2)
+        try await queue.renewLeases(source: "sources[0]", keys: [], lease: .seconds(2))
         // Nobody renewed for 100 s (the database was away), and the event's lease lapsed in it.
         try await store.connections.transaction { connection in
             try await connection.query("UPDATE lease_clocks SET renewed_at = renewed_at - 100", logger: logger)
             try await connection.query("UPDATE work SET lease_until = lease_until - 100, due_at = due_at - 100", logger: logger)
         }
-        if renewalFirst { try await queue.renewLeases(source: "sources[0]", keys: [], lease: 2) }
+        if renewalFirst { try await queue.renewLeases(source: "sources[0]", keys: [], lease: .seconds(2)) }
         #expect(
-            try await queue.claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).isEmpty,
+            try await queue.claimQueuedEvents(source: "sources[0]", lease: .seconds(2), limit: 10).isEmpty,
             "claimed right after the gap: its holder had no time to renew"
         )
         // The grace (the gap's length, at most 90 s) has passed.
         try await store.connections.transaction { connection in
             try await connection.query("UPDATE lease_clocks SET resumed_at = resumed_at - 91", logger: logger)
         }
-        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: 2, limit: 10).map(\.eventID) == ["e1"])
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(2), limit: 10).map(\.eventID) == ["e1"])
         try await store.close()
     }
 
@@ -227,10 +227,10 @@ struct PostgresStoreOutageTests {
         let location = try await TestStores.freshPostgresDatabase()
         let logger = Logger(label: "test")
         let store = try await PostgresStore(location: location, logger: logger)
-        let event = QueuedEvent(pipeline: "p", source: "s", eventID: "e1", user: "alice", time: 1, body: [:], lease: 30)
+        let event = QueuedEvent(pipeline: "p", source: "s", eventID: "e1", user: "alice", time: 1, body: [:], lease: .seconds(30))
         try await store.enqueue(event)
         let queue = store.pipeline("p")
-        try await queue.renewLeases(source: "s", keys: [], lease: 30)
+        try await queue.renewLeases(source: "s", keys: [], lease: .seconds(30))
         let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await locker.run() }
@@ -248,7 +248,7 @@ struct PostgresStoreOutageTests {
                 }
             }
             try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the clock row's lock") })
-            let renewal = Task { try await queue.renewLeases(source: "s", keys: [event.key], lease: 30) }
+            let renewal = Task { try await queue.renewLeases(source: "s", keys: [event.key], lease: .seconds(30)) }
             try await eventually("the renewal waits for the clock row") {
                 // This database's sessions only: other tests share the server.
                 try await locker.query(

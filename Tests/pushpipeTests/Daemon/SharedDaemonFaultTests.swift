@@ -69,7 +69,7 @@ import Testing
         let directory = try TemporaryDirectory("old-replies")
         defer { directory.remove() }
         let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory, field: "message_id") { _ in
-            .delayed(seconds: 1.5, .accept)
+            .delayed(.seconds(1.5), .accept)
         }
         try directory.write("pipelines/replies.yaml", SharedReplyFolderTests.replyPipeline(claimLease: "1s", concurrency: 2))
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
@@ -115,7 +115,7 @@ import Testing
     @Test(postgres) func claimsUnderBackpressureKeepTheirLeases() async throws {
         let directory = try TemporaryDirectory("backpressure")
         defer { directory.remove() }
-        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.5, .accept) }
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(.seconds(0.5), .accept) }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "1s", delivery: "concurrency: 2, drain_timeout: 1s"))
         let url = try await TestStores.freshPostgresURL()
         let store = try await StoreLocation(parsing: url).open(logger: Logger(label: "test"))
@@ -167,7 +167,7 @@ import Testing
             firstAttempt.update { first in
                 defer { first = false }
                 return first
-            } ? .delayed(seconds: 120, .accept) : .accept
+            } ? .delayed(.seconds(120), .accept) : .accept
         }
         let pipeline = { @Sendable (title: String) in
             SharedDatabaseTests.eventPipeline(name: "reloaded", title: title, lease: "1s", delivery: "concurrency: 2, drain_timeout: 1s, attempts: 1")
@@ -204,7 +204,7 @@ import Testing
     func aDaemonWithASkewedClockTakesNoLiveEvents() async throws {
         let directory = try TemporaryDirectory("skewed-clock")
         defer { directory.remove() }
-        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(seconds: 0.4, .accept) }
+        let (apns, apnsEnvironment, delivered) = try await Self.countingAPNs(in: directory) { _ in .delayed(.seconds(0.4), .accept) }
         try directory.write("pipelines/shared.yaml", SharedDatabaseTests.eventPipeline(lease: "2s", delivery: "concurrency: 1, drain_timeout: 1s"))
         let url = try await TestStores.freshPostgresURL()
         let arguments = ["run", "--listen", "127.0.0.1:0", "--store", url, "--plugins", "none"]

@@ -45,7 +45,7 @@ import Testing
         let delivered = ObservedState([String: Int]())
         apns.answer { request in
             if let id = request.body?["id"]?.stringValue { delivered.update { $0[id, default: 0] += 1 } }
-            return .delayed(seconds: 0.02, .accept)
+            return .delayed(.seconds(0.02), .accept)
         }
         try directory.write("pipelines/shared.yaml", Self.pipeline)
         let url = try await TestStores.freshPostgresURL()

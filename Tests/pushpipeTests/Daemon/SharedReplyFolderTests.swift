@@ -41,7 +41,7 @@ import Testing
         let delivered = ObservedState([String: Int]())
         apns.answer { request in
             if let id = request.body?["message_id"]?.stringValue { delivered.update { $0[id, default: 0] += 1 } }
-            return .delayed(seconds: 0.05, .accept)
+            return .delayed(.seconds(0.05), .accept)
         }
         try directory.write("pipelines/replies.yaml", Self.replyPipeline(claimLease: "2s", concurrency: 4))
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)

@@ -120,7 +120,7 @@ import Testing
                     user: "a",
                     time: Date().timeIntervalSince1970,
                     body: ["n": .int(Int64(n))],
-                    lease: 0
+                    lease: .seconds(0)
                 )
             )
         }

@@ -87,9 +87,9 @@ struct ChaosCommand: AsyncParsableCommand {
                     }
                 }
                 ledger.delivered(request, by: daemons.instance(of: slot))
-                if held.contains(slot) { return .delayed(seconds: 1.5, .accept) }
+                if held.contains(slot) { return .delayed(.seconds(1.5), .accept) }
                 // Slow enough that the pipelines fill (backpressure) under the soak's rates.
-                return faulty.load(ordering: .relaxed) ? .delayed(seconds: 0.25, .accept) : .accept
+                return faulty.load(ordering: .relaxed) ? .delayed(.seconds(0.25), .accept) : .accept
             }
             apns.whenConnectionLost { ledger.connectionCut(daemons.instance(of: slot)) }
             standIns.append(apns)

@@ -12,7 +12,7 @@ import Synchronization
 public final class APNsProviderToken: Sendable {
     public let keyID: String
     public let teamID: String
-    let lifetime: TimeInterval
+    let lifetime: Duration
     let now: @Sendable () -> Date
     private let signer: JWTKeyCollection
     private let cached = Mutex<Cached?>(nil)
@@ -38,7 +38,7 @@ public final class APNsProviderToken: Sendable {
         pem: String,
         keyID: String,
         teamID: String,
-        lifetime: TimeInterval = 50 * 60,
+        lifetime: Duration = .seconds(50 * 60),
         now: @escaping @Sendable () -> Date = Date.init
     ) async throws {
         self.keyID = keyID
@@ -55,7 +55,7 @@ public final class APNsProviderToken: Sendable {
         let current = now()
         let signing = cached.withLock { cached -> Task<(token: String, issuedAt: Date), any Error>? in
             switch cached {
-            case .signed(_, let issuedAt) where current.timeIntervalSince(issuedAt) < lifetime:
+            case .signed(_, let issuedAt) where current.timeIntervalSince(issuedAt) < lifetime.inSeconds:
                 return nil
             case .signing(let task):
                 return task

@@ -22,10 +22,10 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         var caFile: String
         var connections: Int
         var maxConnections: Int
-        var idleTimeout: Double
+        @Seconds var idleTimeout: Duration
         var maxStreams: Int
-        var timeout: Double
-        var tokenLifetime: Double
+        @Seconds var timeout: Duration
+        @Seconds var tokenLifetime: Duration
 
         /// The `.p8` key and the app: what every APNs stage (this, `apns.channels`) needs.
         static let credentialKeys: [SchemaKey] = [
@@ -265,7 +265,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         return outcomes
     }
 
-    private var requestTimeout: TimeAmount { .milliseconds(Int64(configuration.timeout * 1000)) }
+    private var requestTimeout: TimeAmount { TimeAmount(configuration.timeout) }
 
     private struct Refusal: Error {
         var outcome: TransportOutcome
@@ -365,7 +365,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             port: baseURL.port ?? 443,
             keptConnections: configuration.connections,
             maximumConnections: configuration.maxConnections,
-            idleTimeout: .seconds(configuration.idleTimeout),
+            idleTimeout: configuration.idleTimeout,
             readyTimeout: requestTimeout,
             maximumOpenStreams: configuration.maxStreams,
             lastUsableStreamID: lastUsableStreamID,

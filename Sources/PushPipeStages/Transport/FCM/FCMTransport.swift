@@ -16,7 +16,7 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         var baseUrl: String
         var caFile: String
         var validateOnly: Bool
-        var timeout: Double
+        @Seconds var timeout: Duration
 
         static let schema = Schema([
             .required("credentials_file", .string, "Service-account JSON file (GOOGLE_APPLICATION_CREDENTIALS)."),
@@ -115,7 +115,7 @@ final class FCMTransport: Transport, LongRunningStage, ReadinessReporting, Senda
         http.headers.add(name: "content-type", value: "application/json")
         http.body = .bytes(ByteBuffer(data: request.bodyBytes))
         do {
-            let response = try await resources.client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            let response = try await resources.client.execute(http, timeout: TimeAmount(configuration.timeout))
             let body = try await response.body.collect(upTo: 1 << 20)
             let answer = FCMResponse(
                 status: Int(response.status.code),

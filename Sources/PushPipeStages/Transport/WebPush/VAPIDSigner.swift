@@ -12,16 +12,16 @@ final class VAPIDSigner: Sendable {
     let key: P256.Signing.PrivateKey
     /// `mailto:` or `https:`: whom the push service contacts about our traffic.
     let subject: String
-    let lifetime: TimeInterval
+    let lifetime: Duration
     let now: @Sendable () -> Date
     /// `k=`: the uncompressed public key, base64url; the `applicationServerKey` of the page.
     let publicKeyText: String
     private let tokens = Mutex<[String: (header: String, expires: Date)]>([:])
 
-    init(key: P256.Signing.PrivateKey, subject: String, lifetime: TimeInterval = 12 * 3600, now: @escaping @Sendable () -> Date = Date.init) {
+    init(key: P256.Signing.PrivateKey, subject: String, lifetime: Duration = .seconds(12 * 3600), now: @escaping @Sendable () -> Date = Date.init) {
         self.key = key
         self.subject = subject
-        self.lifetime = min(lifetime, 24 * 3600)
+        self.lifetime = min(lifetime, .seconds(24 * 3600))
         self.now = now
         publicKeyText = VAPIDKeyFile.applicationServerKey(key)
     }
@@ -37,7 +37,7 @@ final class VAPIDSigner: Sendable {
     func authorization(for origin: String) throws -> String {
         let current = now()
         if let cached = tokens.withLock({ $0[origin] }), cached.expires.timeIntervalSince(current) > 3600 { return cached.header }
-        let expires = current.addingTimeInterval(lifetime)
+        let expires = current.addingTimeInterval(lifetime.inSeconds)
         let header = "vapid t=\(try token(audience: origin, expires: expires)), k=\(publicKeyText)"
         tokens.withLock { $0[origin] = (header, expires) }
         return header

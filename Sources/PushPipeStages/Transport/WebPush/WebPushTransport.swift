@@ -14,10 +14,10 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     struct Configuration: StageConfiguration {
         var vapidKeyPath: String
         var subject: String
-        var ttl: Double
+        @Seconds var ttl: Duration
         var urgency: String
         var caFile: String
-        var timeout: Double
+        @Seconds var timeout: Duration
         var allowedOrigins: [String]
 
         static let schema = Schema([
@@ -89,7 +89,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not a Web Push subscription: \(error)")
         }
         let options = notification.options
-        let ttl = options["ttl"]?.doubleValue ?? configuration.ttl
+        let ttl = options["ttl"]?.doubleValue ?? configuration.ttl.inSeconds
         // From the event: a number the header cannot hold (1e300, "inf") fails this event, not the daemon.
         guard ttl.isFinite, (0...Self.longestTTL).contains(ttl) else {
             throw StageError(
@@ -145,7 +145,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             return .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)
         }
         do {
-            let answer = try await client.execute(http, timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            let answer = try await client.execute(http, timeout: TimeAmount(configuration.timeout))
             return WebPushResponse(
                 status: answer.status,
                 location: answer.headers.first(name: "location"),
