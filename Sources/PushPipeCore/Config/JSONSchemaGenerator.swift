@@ -61,6 +61,7 @@ public enum JSONSchemaGenerator {
 
     static func property(_ key: SchemaKey) -> JSON {
         guard case .object(var property) = type(key.type, range: key.range) else { return [:] }
+        if let allowed = key.allowed { property["anyOf"] = [["enum": .array(allowed.map(JSON.int))], interpolated] }
         property["description"] = .string(key.doc)
         if let value = key.defaultValue { property["default"] = value }
         return .object(property)

@@ -134,7 +134,7 @@ public struct SchemaValidator {
                 continue
             }
             if let value = validate(valueNode, as: schemaKey.type, at: join(path, key)) {
-                if let range = schemaKey.range, let number = value.doubleValue, !range.contains(number) {
+                if let number = value.doubleValue, !schemaKey.admits(number) {
                     report(.invalidValue, valueNode, join(path, key), "\(value.compactText) is out of range", expected: schemaKey.rangeText)
                     valid = false
                 }

@@ -86,6 +86,8 @@ public struct SchemaKey: Sendable {
     /// The values a number, an integer or a duration (in seconds) may take: validation refuses
     /// the others where they are written, and the JSON Schema and the docs say so.
     public var range: ClosedRange<Double>?
+    /// The only integers the key takes, for a code no range states (APNs priorities 1, 5, 10).
+    public var allowed: [Int64]?
     public var doc: String
 
     /// A key with a default (or optional, when `defaultValue` is nil).
@@ -98,6 +100,19 @@ public struct SchemaKey: Sendable {
         self.doc = doc
     }
 
+    /// An integer key that takes only `allowed`.
+    public init(_ name: String, _ type: ValueType, default defaultValue: JSON? = nil, in allowed: [Int64], _ doc: String) {
+        self.init(name, type, default: defaultValue, doc)
+        self.allowed = allowed
+    }
+
+    /// Whether `value` is within the key's range and among its allowed values.
+    public func admits(_ value: Double) -> Bool {
+        if let range, !range.contains(value) { return false }
+        if let allowed, !allowed.contains(where: { Double($0) == value }) { return false }
+        return true
+    }
+
     public static func required(_ name: String, _ type: ValueType, in range: ClosedRange<Double>? = nil, _ doc: String) -> SchemaKey {
         var key = SchemaKey(name, type, in: range, doc)
         key.required = true
@@ -106,6 +121,10 @@ public struct SchemaKey: Sendable {
 
     /// `range` as people read it: `1 to 64`, `1 or more`, `100ms to 30d` for a duration.
     public var rangeText: String? {
+        if let allowed {
+            let texts = allowed.map(String.init)
+            return texts.count < 2 ? texts.first : texts.dropLast().joined(separator: ", ") + " or " + texts.last!
+        }
         guard let range else { return nil }
         let number: (Double) -> String = { value in
             guard case .duration = type else { return value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value) }

@@ -44,8 +44,8 @@ extension Schema {
     /// Throws for the first key whose number is outside its range.
     public func checkRanges(_ json: JSON) throws {
         for key in keys {
-            guard let range = key.range, let value = json[key.name]?.doubleValue ?? json[Schema.camelCase(key.name)]?.doubleValue else { continue }
-            guard range.contains(value) else {
+            guard let value = json[key.name]?.doubleValue ?? json[Schema.camelCase(key.name)]?.doubleValue else { continue }
+            guard key.admits(value) else {
                 throw ConfigurationValueError(keyPath: key.name, "\(JSON.double(value).compactText) is out of range", expected: key.rangeText)
             }
         }

@@ -36,7 +36,12 @@ struct APNsAlertRenderer: Renderer {
             SchemaKey("content_available", .boolean, default: false, "Wake the app (`content-available: 1`)."),
             SchemaKey("mutable_content", .boolean, default: false, "Let a service extension change it."),
             SchemaKey("push_type", .oneOf(["alert", "background"]), default: "alert", "APNs push type."),
-            SchemaKey("priority", .integer, "10 immediately, 5 power-aware, 1 never wake; 10 when omitted, 5 for background (which must be 5)."),
+            SchemaKey(
+                "priority",
+                .integer,
+                in: [10, 5, 1],
+                "10 immediately, 5 power-aware, 1 never wake; 10 when omitted, 5 for background (which must be 5)."
+            ),
             SchemaKey("expiration", .any, "UNIX seconds (or `{$from: path}`) after which APNs stops trying; 0 tries once; none when omitted."),
             SchemaKey("collapse_id", .string, "Replaces an earlier notification with the same id (template, at most 64 bytes)."),
             SchemaKey("custom", .map(.any), default: [:], "Top-level keys next to `aps`, templated, JSON types kept."),
@@ -64,9 +69,6 @@ struct APNsAlertRenderer: Renderer {
                 "`aps` is built from the renderer's own keys",
                 expected: "title, body, sound, badge, ..."
             )
-        }
-        if let priority = configuration.priority, ![1, 5, 10].contains(priority) {
-            throw ConfigurationValueError(keyPath: "priority", "\(priority) is not an APNs priority", expected: "10, 5 or 1")
         }
         var alert: [String: JSON] = [:]
         alert["title"] = configuration.title.map(JSON.string)

@@ -56,7 +56,7 @@ struct APNsLiveActivityRenderer: Renderer {
                 default: false,
                 "iOS 18: send `input-push-token: 1` with a start, asking the device for an update token."
             ),
-            SchemaKey("priority", .integer, default: 10, "10 counts against the device's update budget; 5 does not."),
+            SchemaKey("priority", .integer, default: 10, in: [10, 5], "10 counts against the device's update budget; 5 does not."),
             SchemaKey("start_token_kind", .string, default: "push-to-start", "Token kind that starts activities."),
             SchemaKey("update_token_kind", .string, default: "activity-update", "Token kind of a running activity."),
             SchemaKey("fallback_token_kind", .string, default: "device", "Token kind for the fallback alert; empty for none."),
@@ -103,9 +103,6 @@ struct APNsLiveActivityRenderer: Renderer {
                     expected: "e.g. PagerActivityAttributes"
                 )
             }
-        }
-        guard [5, 10].contains(configuration.priority) else {
-            throw ConfigurationValueError(keyPath: "priority", "\(configuration.priority) is not a Live Activity priority", expected: "5 or 10")
         }
         contentState = try JSONTemplate(compiling: .object(configuration.contentState), keyPath: "content_state")
         attributes = try JSONTemplate(compiling: .object(configuration.attributes), keyPath: "attributes")

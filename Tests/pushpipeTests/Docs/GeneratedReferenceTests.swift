@@ -56,6 +56,12 @@ import Testing
                     # Out of the range the daemon refuses: the schema refuses it too.
                     document["delivery"] = {"concurrency": 0, "fanout": 10001}
                     print("out-of-range", len(list(validator.iter_errors(document))))
+                if document.get("renderer", {}).get("type") == "apns.alert" and "priority" not in document["renderer"]:
+                    # A code no range states (APNs priorities 10, 5, 1): refused by the schema as by the daemon.
+                    for priority in (7, 5):
+                        document["renderer"]["priority"] = priority
+                        print("priority", priority, len(list(validator.iter_errors(document))))
+                    del document["renderer"]["priority"]
             """
         try directory.write("validate.py", script)
         guard (try? Self.python(["-c", "import jsonschema, yaml; print('yes')"]))?.last == "yes" else {
@@ -73,6 +79,7 @@ import Testing
         #expect(output.contains("misspelled 1"))
         #expect(output.contains("bad-type 1"))
         #expect(output.contains("out-of-range 2"), "the schema's ranges are the daemon's")
+        #expect(output.contains("priority 7 1") && output.contains("priority 5 0"), "the schema's allowed values are the daemon's: \(output)")
     }
 
     static func python(_ arguments: [String]) throws -> [String] {
