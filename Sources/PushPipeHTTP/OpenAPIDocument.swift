@@ -84,6 +84,11 @@ public enum OpenAPIDocument {
             responses["403"] = ["$ref": "#/components/responses/Forbidden"]
             responses["502"] = ["$ref": "#/components/responses/BadGateway"]
         }
+        for (status, description) in contract.errors {
+            responses[String(status)] = [
+                "description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
+            ]
+        }
         operation["responses"] = .object(responses)
         if let body = contract.body {
             operation["requestBody"] = ["required": true, "content": ["application/json": ["schema": body]]]

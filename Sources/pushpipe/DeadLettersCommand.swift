@@ -85,7 +85,8 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 let recipients =
                     letter.recipients.isEmpty ? "before delivery" : "\(failed) of \(letter.recipients.count + letter.omittedRecipients) recipients"
                 print(
-                    "\(EventRecord.timestamp(letter.updatedAt))  \(letter.pipeline)  \(letter.eventID)  user=\(letter.user ?? "-")  \(recipients)  \(letter.reason ?? "")"
+                    "\(EventRecord.timestamp(letter.updatedAt))  \(letter.pipeline)  \(letter.eventID)  user=\(letter.user ?? "-")  "
+                        + "\(recipients)  \(letter.reason ?? "")"
                 )
             }
             if letters.isEmpty { FileHandle.standardError.write(Data("no dead letters\n".utf8)) }

@@ -9,7 +9,8 @@ public struct IdempotencyPolicy: Sendable, Decodable, Equatable {
             .duration,
             default: 86_400,
             in: hold.inSeconds...Double.infinity,
-            "How long a key and its answer are kept (at least as long as a request holds its key): a request repeated with the key within it gets the first answer "
+            "How long a key and its answer are kept (at least as long as a request holds its key): a request repeated with the key within it "
+                + "gets the first answer "
                 + "again."
         )
     ])

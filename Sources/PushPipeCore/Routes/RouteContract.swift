@@ -13,6 +13,9 @@ public struct RouteContract: Sendable {
     public var responses: [Int: JSON]
     /// Headers a success answer carries (`Location` of a 202), by name, with a description.
     public var responseHeaders: [String: String]
+    /// Refusals of this kind's own, by status, with what each means here (a 409 that is not an
+    /// Idempotency-Key's, a 502 from a provider): they replace the generic description.
+    public var errors: [Int: String]
 
     public init(
         summary: String,
@@ -20,7 +23,8 @@ public struct RouteContract: Sendable {
         query: [String: JSON] = [:],
         path: [String: JSON] = [:],
         responses: [Int: JSON] = [200: RouteContract.object],
-        responseHeaders: [String: String] = [:]
+        responseHeaders: [String: String] = [:],
+        errors: [Int: String] = [:]
     ) {
         self.path = path
         self.summary = summary
@@ -28,6 +32,7 @@ public struct RouteContract: Sendable {
         self.query = query
         self.responses = responses
         self.responseHeaders = responseHeaders
+        self.errors = errors
     }
 
     /// Any JSON object.

@@ -154,8 +154,9 @@ extension EventProcessor {
                 if waitsTooLong(delay) { break }
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason.text)") {
+                    let wait = String(format: "%.2f", delay.inSeconds)
                     logger.warning(
-                        "delivery to \(token.masked) will be retried in \(String(format: "%.2f", delay.inSeconds))s: \(reason)\(repeatedFailures.summary(suppressed))",
+                        "delivery to \(token.masked) will be retried in \(wait)s: \(reason)\(repeatedFailures.summary(suppressed))",
                         metadata: Self.metadata(event, token: token, stage: definition.transport.id)
                     )
                 }
@@ -207,8 +208,9 @@ extension EventProcessor {
             let wasPaused = gate.pause(scope, seconds: seconds)
             telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
             if !wasPaused, repeatedFailures.admit("pause: \(definition.transport.type)") != nil {
+                let wait = String(format: "%.1f", min(seconds, TransportGate.longestPause))
                 logger.warning(
-                    "the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(String(format: "%.1f", min(seconds, TransportGate.longestPause))) s (its Retry-After)"
+                    "the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(wait) s (its Retry-After)"
                 )
             }
         }

@@ -35,7 +35,8 @@ extension PipelineSupervisor {
                 logger.warning(
                     """
                     queued events: \(waiting.count) accepted events of pipeline '\(waiting.pipeline)' wait for a source keyed '\(waiting.source)', \
-                    which no pipeline has (renamed or removed?): they are sent once pipeline '\(waiting.pipeline)' has a source with `key: \(waiting.source)`
+                    which no pipeline has (renamed or removed?): they are sent once pipeline '\(waiting.pipeline)' has a source with \
+                    `key: \(waiting.source)`
                     """
                 )
             }

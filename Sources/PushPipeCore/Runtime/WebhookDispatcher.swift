@@ -81,8 +81,9 @@ struct WebhookDispatcher: Sendable {
                 try await work.retry(WebhookOutcome.kind, keys: Set(outcomes.map(\.key)), after: delay)
                 telemetry.increment(.webhookOutcomes, [("pipeline", pipeline), ("result", "retried")], by: outcomes.count)
                 if let suppressed = failures.admit("post: \(url)") {
+                    let wait = String(format: "%.0f", delay.inSeconds)
                     logger.warning(
-                        "webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(String(format: "%.0f", delay.inSeconds))s\(failures.summary(suppressed))"
+                        "webhooks: \(url) did not take \(outcomes.count) outcomes (\(reason)); tried again in \(wait)s\(failures.summary(suppressed))"
                     )
                 }
             }

@@ -69,6 +69,12 @@ import Testing
         #expect(register["requestBody"]?["content"]?["application/json"]?["schema"]?["properties"]?["fcm_token"]?["maxLength"] == 4096)
         #expect(document["paths"]?["/check/{user_id}"]?["get"]?["parameters"]?[0]?["schema"]?["pattern"] == "^[0-9]{1,20}$")
         #expect(document["components"]?["schemas"]?["Error"]?["required"] == ["error"])
+        // A kind's own refusals say what they mean there, not what the generic 409 means.
+        let channels = try #require(document["paths"]?["/api/groups/channels"]?["post"])
+        #expect(channels["responses"]?["409"]?["description"]?.stringValue?.contains("dry run") == true, "\(channels)")
+        #expect(channels["responses"]?["502"]?["description"]?.stringValue?.contains("APNs refused") == true)
+        let deleteChannels = try #require(document["paths"]?["/api/groups/channels/{group}"]?["delete"])
+        #expect(deleteChannels["responses"]?["409"]?["description"]?.stringValue?.contains("dry run") == true)
         #expect(!result.output.joined().contains("secret"), "no secret value in the document")
     }
 

@@ -9,8 +9,9 @@ import Synchronization
 extension ChaosCommand {
     /// SIGTERM while the pipelines are full: the slot's stand-in answers after 1.5 s (within the
     /// transport's 2 s timeout, so nothing is sent twice for it), a burst of 200 events fills
-    /// the daemon's queues and waits in `submit`, then SIGTERM. The stop must answer the waiting requests (202 for what is stored, 503 for the rest) and
-    /// end within `drain_timeout`; everything answered 202 must still be delivered.
+    /// the daemon's queues and waits in `submit`, then SIGTERM. The stop must answer the waiting
+    /// requests (202 for what is stored, 503 for the rest) and end within `drain_timeout`;
+    /// everything answered 202 must still be delivered.
     static func terminateFull(slot: Int, daemons: ChaosDaemons, held: HeldSlots, ledger: ChaosLedger) async {
         guard let port = daemons.currentPort(of: slot) else { return }
         held.hold(slot)

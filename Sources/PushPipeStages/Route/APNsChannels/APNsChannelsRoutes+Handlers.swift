@@ -5,7 +5,11 @@ extension APNsChannelsRoutes {
         RouteContract(
             summary: "The group's broadcast channel: created on APNs (201) unless the group has one (200).",
             body: RouteContract.object([configuration.groupField: RouteContract.string], required: [configuration.groupField]),
-            responses: [200: channelAnswer, 201: channelAnswer]
+            responses: [200: channelAnswer, 201: channelAnswer],
+            errors: [
+                409: "A dry run: no channel is created on APNs.",
+                502: "APNs refused to create the channel; `error` gives its reason. Nothing was stored.",
+            ]
         )
     }
 
@@ -24,6 +28,10 @@ extension APNsChannelsRoutes {
                 ["group": RouteContract.string, "channels": ["type": "integer"]],
                 required: ["group", "channels"]
             )
+        ],
+        errors: [
+            409: "A dry run: no channel is deleted on APNs.",
+            502: "APNs refused to delete a channel; `error` gives its reason. The channels deleted before it are gone from the store too.",
         ]
     )
 
