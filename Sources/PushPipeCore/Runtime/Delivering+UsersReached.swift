@@ -27,3 +27,36 @@ extension Delivering {
         return last
     }
 }
+
+extension Delivering {
+    /// The last user, in the order `BroadcastAudience` compares users, up to whom every
+    /// notification of the page went out (or was held, or refused), among the page's `users`
+    /// and those its notifications name: how far a checkpoint may say the page reached. Nil
+    /// while the first user has one not sent yet.
+    func lastUserAttempted(listed users: [String]) -> String? {
+        var firstUnsent: String?
+        for (notification, attempt) in zip(notifications, attempts) where attempt.notSentYet {
+            let user = notification.token.user
+            if firstUnsent.map({ user < $0 }) ?? true { firstUnsent = user }
+        }
+        var last: String?
+        func consider(_ user: String) {
+            guard firstUnsent.map({ user < $0 }) ?? true, last.map({ user > $0 }) ?? true else { return }
+            last = user
+        }
+        for user in users { consider(user) }
+        for notification in notifications { consider(notification.token.user) }
+        return last
+    }
+
+    /// The notifications at `indices` with their attempts: what one write records of a page.
+    func part(_ indices: [Int]) -> Delivering {
+        Delivering(event: event, notifications: indices.map { notifications[$0] }, attempts: indices.map { attempts[$0] })
+    }
+
+    /// What no checkpoint of the page recorded: what the page's own write records.
+    var unrecorded: Delivering {
+        guard attempts.contains(where: \.recorded) else { return self }
+        return part(attempts.indices.filter { !attempts[$0].recorded })
+    }
+}

@@ -19,6 +19,8 @@ struct Delivering: Sendable {
         var held = false
         /// Prepared and never sent nor held: the drain timeout stopped its batch first.
         var notSentYet = false
+        /// Written already, by a checkpoint of its broadcast page: the page's own write leaves it out.
+        var recorded = false
     }
 
     func needsRetry(within limit: Int) -> Bool {
@@ -39,12 +41,21 @@ struct Outcome: Sendable {
     var delivering: Delivering
     var deliveries: [DeliveryReport]
     var state: [StateWrite]
+    /// Users whose history of the event an earlier write carried (a checkpoint of the same
+    /// broadcast page): a user's history holds the event once.
+    var historyWritten: Set<String> = []
 }
 
 extension EventProcessor {
     /// Prepares every notification, then sends the first attempt of each, `together` at a time
-    /// through the transport's batch send: one wait for many answers.
-    func attemptFirst(_ deliverings: inout [Delivering], together: Int) async {
+    /// through the transport's batch send: one wait for many answers. `between` sees the
+    /// outcomes after each batch (a broadcast records its page as it goes); it may mark
+    /// attempts, never add or remove any.
+    func attemptFirst(
+        _ deliverings: inout [Delivering],
+        together: Int,
+        between: (inout [Delivering]) async -> Void = { _ in }
+    ) async {
         var sending: [(delivering: Int, notification: Int)] = []
         for index in deliverings.indices {
             let event = deliverings[index].event
@@ -108,12 +119,14 @@ extension EventProcessor {
                 deliverings[place.delivering].attempts[place.notification].notSentYet = false
                 if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }
+            await between(&deliverings)
         }
     }
 
     /// Attempts again, one by one with backoff, every notification whose last outcome was
-    /// `retry-after`, at most `delivery.fanout` at once.
-    func retry(_ deliverings: inout [Delivering]) async {
+    /// `retry-after`, at most `delivery.fanout` at once. `between` sees the outcomes each time a
+    /// notification's retries end, as `attemptFirst`'s does.
+    func retry(_ deliverings: inout [Delivering], between: (inout [Delivering]) async -> Void = { _ in }) async {
         let limit = definition.delivery.attempts
         var retrying: [(delivering: Int, notification: Int)] = []
         for index in deliverings.indices {
@@ -123,20 +136,21 @@ extension EventProcessor {
         }
         guard !retrying.isEmpty else { return }
         let fanout = definition.delivery.fanout
-        let finished = await withTaskGroup(of: (Int, Delivering.Attempt).self) { group in
-            var finished: [(Int, Delivering.Attempt)] = []
+        await withTaskGroup(of: (Int, Delivering.Attempt).self) { group in
             for (slot, place) in retrying.enumerated() {
-                if slot >= fanout, let done = await group.next() { finished.append(done) }
+                if slot >= fanout, let (done, attempt) = await group.next() {
+                    deliverings[retrying[done].delivering].attempts[retrying[done].notification] = attempt
+                    await between(&deliverings)
+                }
                 let event = deliverings[place.delivering].event
                 let attempt = deliverings[place.delivering].attempts[place.notification]
                 let notification = deliverings[place.delivering].notifications[place.notification]
                 group.addTask { (slot, await self.retry(attempt, of: notification, event: event)) }
             }
-            for await done in group { finished.append(done) }
-            return finished
-        }
-        for (slot, attempt) in finished {
-            deliverings[retrying[slot].delivering].attempts[retrying[slot].notification] = attempt
+            for await (done, attempt) in group {
+                deliverings[retrying[done].delivering].attempts[retrying[done].notification] = attempt
+                await between(&deliverings)
+            }
         }
     }
 
@@ -234,17 +248,54 @@ extension EventProcessor {
         return reports
     }
 
+    /// Each notification's final outcome as a report, nothing applied yet (`settle` applies it).
+    func reports(of delivering: Delivering) -> [DeliveryReport] {
+        zip(delivering.notifications, delivering.attempts).map { notification, attempt in
+            report(notification, attempt.outcome, attempts: attempt.count)
+        }
+    }
+
     /// The deliveries and history of several events, in one transaction, with the watermarks of
     /// those fully delivered and the devices reached of those delivered in part; a broadcast
     /// writes its watermarks separately once the whole event is known to be delivered.
     func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
         let now = clock.now
+        let (records, history, state) = rows(of: outcomes, at: now)
+        let webhooks = webhookOutcomes(of: events, at: now)
+        // Sent is sent: the outcome is written however long the store is away (its watermarks
+        // keep the event from going out again, its removal from a queue waits for it), and the
+        // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
+        // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
+        // page not recorded goes out again at the next start), then gives it up.
+        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, records, history, state] in
+            await write(outcomes, records: records, history: history, state: state, events: events, webhooks: webhooks)
+        }
+    }
+
+    /// `record` tried once, for a broadcast page's checkpoint (the page's own write follows in
+    /// any case, so an absent store holds up no sending): whether the store took it.
+    func recordOnce(_ outcomes: [Outcome], events: [EventRecord]) async -> Bool {
+        let now = clock.now
+        let (records, history, state) = rows(of: outcomes, at: now)
+        let webhooks = webhookOutcomes(of: events, at: now)
+        do {
+            try await pipelineStore.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks)
+        } catch {
+            return false
+        }
+        if !webhooks.isEmpty { onWebhookOutcomes?() }
+        return true
+    }
+
+    /// What `outcomes` write: a delivery row per notification, the history of each user
+    /// delivered, and the watermarks (whole or per device) they move.
+    private func rows(of outcomes: [Outcome], at now: Double) -> ([DeliveryRecord], [HistoryEntry], [StateWrite]) {
         var history: [HistoryEntry] = []
         var records: [DeliveryRecord] = []
         var state: [StateWrite] = []
         for outcome in outcomes {
             let event = outcome.delivering.event
-            var historyUsers: Set<String> = []
+            var historyUsers = outcome.historyWritten
             for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) {
                 records.append(
                     DeliveryRecord(
@@ -274,15 +325,7 @@ extension EventProcessor {
             }
             state += outcome.state + deviceProgress(of: outcome)
         }
-        let webhooks = webhookOutcomes(of: events, at: now)
-        // Sent is sent: the outcome is written however long the store is away (its watermarks
-        // keep the event from going out again, its removal from a queue waits for it), and the
-        // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
-        // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
-        // page not recorded goes out again at the next start), then gives it up.
-        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, records, history, state] in
-            await write(outcomes, records: records, history: history, state: state, events: events, webhooks: webhooks)
-        }
+        return (records, history, state)
     }
 
     /// How long the outcomes' writes outlive the first cancellation of an event (the drain timeout).

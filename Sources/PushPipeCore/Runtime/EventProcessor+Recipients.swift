@@ -104,12 +104,13 @@ extension EventProcessor {
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded
     /// however many tokens are registered. Each page's deliveries are recorded with the
-    /// broadcast's progress (`BroadcastProgress`, in its record), so a broadcast that stopped
-    /// goes on after its last recorded page: a kill sends one page again at most, and none once
-    /// the last page is recorded. One that ends
-    /// early (a renderer or store error, too many unresolved recipients) is a dead letter with
-    /// its progress, and its replay goes on from there; stopped at the drain timeout, it stays
-    /// queued and resumes at the next start. Its watermarks move once every page is delivered.
+    /// broadcast's progress (`BroadcastProgress`, in its record), and a page slow to settle as it
+    /// goes (`deliver(page:)`), so a broadcast that stopped goes on where its record says: a kill
+    /// sends again what went out since its last write, and nothing once the last page is
+    /// recorded. One that ends early (a renderer or store error, too many unresolved recipients)
+    /// is a dead letter with its progress, and its replay goes on from there; stopped at the
+    /// drain timeout, it stays queued and resumes at the next start. Its watermarks move once
+    /// every page is delivered.
     func broadcast(_ event: Event, recipients: inout RecipientList) async -> EventReport {
         var audience = BroadcastAudience(of: event)
         var progress = BroadcastProgress(reached: audience.reached, reachedAll: audience.reachedAll)
@@ -118,9 +119,10 @@ extension EventProcessor {
                 progress = earlier.broadcast ?? progress
                 audience.reached = progress.reached
                 audience.reachedAll = progress.reachedAll
+                if let within = progress.pageReached { audience.resume(through: within, record: earlier) }
                 recipients = RecipientList(resuming: earlier)
                 logger.notice(
-                    "broadcast resumes after user \(progress.after ?? "(none)") (\(progress.deliveries) deliveries made)",
+                    "broadcast resumes after user \(progress.after ?? "(none)") (\(progress.pageReached.map { "its page recorded up to user \($0), " } ?? "")\(progress.deliveries) deliveries made)",
                     metadata: Self.metadata(event)
                 )
             }
@@ -162,24 +164,17 @@ extension EventProcessor {
                 }
                 if !notifications.isEmpty {
                     telemetry.rendered(event, notifications, stage: definition.renderer.id)
-                    var page = [Delivering(event: event, notifications: notifications)]
-                    await attemptFirst(&page, together: definition.delivery.fanout)
-                    await retry(&page)
-                    // Stopped partway through the page: it counts up to the last user it reached.
-                    var reached = last
-                    if Task.isCancelled {
-                        guard let user = page[0].keepUsersReached(in: users) else { return stopped("stopped before every user was reached") }
-                        reached = user
-                    }
-                    let deliveries = await settle(page[0])
-                    tally.add(deliveries)
-                    recipients.add(self.recipients(of: page[0], at: clock.now), keeping: audience.retrying)
-                    progress.advance(past: reached, earlier: earlier, tally)
-                    // The page's deliveries and the progress past it, in one transaction.
-                    await record(
-                        [Outcome(delivering: page[0], deliveries: deliveries, state: [])],
-                        events: [progressRecord(event, progress, recipients)]
+                    let reachedAny = await deliver(
+                        page: notifications,
+                        of: event,
+                        users: users,
+                        audience: audience,
+                        earlier: earlier,
+                        tally: &tally,
+                        recipients: &recipients,
+                        progress: &progress
                     )
+                    guard reachedAny else { return stopped("stopped before every user was reached") }
                 } else {
                     progress.advance(past: last, earlier: earlier, tally)
                 }
@@ -187,6 +182,7 @@ extension EventProcessor {
                 progress.advance(past: last, earlier: earlier, tally)
             }
             after = progress.after ?? last
+            audience.leaveResumedPage()
             if users.count < Self.usersPerPage, after == last { break }
             guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
             if recipients.unresolved >= RecipientList.unresolvedLimit {
@@ -229,7 +225,7 @@ extension EventProcessor {
     }
 
     /// The record of a broadcast under way: its recipients so far and its progress.
-    private func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
+    func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
         EventRecord(
             pipeline: definition.name,
             eventID: event.id,
@@ -258,7 +254,19 @@ extension BroadcastProgress {
     /// resumed) and `tally`'s.
     mutating func advance(past last: String, earlier: BroadcastProgress, _ tally: DeliveryTally) {
         after = last
+        if pageReached.map({ $0 <= last }) ?? false { pageReached = nil }
         if reached.map({ last > $0 }) ?? true { reached = last }
+        count(earlier, tally)
+    }
+
+    /// Inside the page after `after`, up to `user` (a checkpoint while the rest of it is out);
+    /// the counts are as `advance(past:)` makes them.
+    mutating func advance(within user: String, earlier: BroadcastProgress, _ tally: DeliveryTally) {
+        if pageReached.map({ user > $0 }) ?? true { pageReached = user }
+        count(earlier, tally)
+    }
+
+    private mutating func count(_ earlier: BroadcastProgress, _ tally: DeliveryTally) {
         deliveries = earlier.deliveries + tally.total
         delivered = earlier.delivered + tally.delivered
         unresolvedReason = earlier.unresolvedReason ?? tally.unresolvedReason

@@ -28,8 +28,18 @@ struct RecipientList: Sendable {
     }
 
     /// Adds outcomes; those of `retried` devices (a replay's, `kind:token`) are all kept, so
-    /// that each replaces the unresolved outcome its dead letter kept.
-    mutating func add(_ recipients: [EventRecord.Recipient], keeping retried: Set<String> = []) {
+    /// that each replaces the unresolved outcome its dead letter kept. The outcome of a device
+    /// in `replacing` takes the place of the unresolved one kept for it (a broadcast page's
+    /// checkpoint, or the record of a run resumed inside the page).
+    mutating func add(_ recipients: [EventRecord.Recipient], keeping retried: Set<String> = [], replacing: Set<String> = []) {
+        if !replacing.isEmpty {
+            let replaced = Set(recipients.lazy.map(\.address).filter { replacing.contains($0) })
+            if !replaced.isEmpty {
+                let before = kept.count
+                kept.removeAll { $0.isUnresolved && replaced.contains($0.address) }
+                unresolved -= before - kept.count
+            }
+        }
         for recipient in recipients {
             if !retried.isEmpty, retried.contains(recipient.address) {
                 kept.append(recipient)

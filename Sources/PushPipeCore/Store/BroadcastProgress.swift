@@ -1,14 +1,20 @@
 /// How far a broadcast got, kept in its event's record and written with each page's
 /// deliveries (one transaction): a broadcast that stopped (a kill, the drain timeout, a renderer
-/// or store error) goes on after its last recorded page instead of sending every page again,
-/// and a replay of its dead letter goes on where it stopped. Users are paged in their order.
+/// or store error) goes on after its last recorded page, or inside it as far as the record
+/// reached, instead of sending every page again, and a replay of its dead letter goes on where
+/// it stopped. Users are paged in their order.
 public struct BroadcastProgress: Sendable, Equatable {
     /// The last user of the last page this run (the event, or its replay) went through: it
     /// resumes after it. Nil: no page yet.
     public var after: String?
+    /// In the page after `after`, every user up to this one was sent its first attempts and the
+    /// record keeps what became of each (written while the rest of the page was out): a run
+    /// that resumes sends those users only what the record left unresolved. Nil: none yet.
+    public var pageReached: String?
     /// Every user up to this one was sent the event at least once, by this run or by the dead
-    /// letter it replays, and no user after it was: a replay sends to those up to it only where
-    /// the record left a notification unresolved. Nil: nobody yet.
+    /// letter it replays, and no user after it was but those up to `pageReached`: a replay
+    /// sends to those up to either only where the record left a notification unresolved. Nil:
+    /// nobody yet.
     public var reached: String?
     /// Every page went out (of this run, or of the dead letter it replays): a run that resumes
     /// sends nothing again, and a replay sends to the unresolved recipients alone.
@@ -22,6 +28,7 @@ public struct BroadcastProgress: Sendable, Equatable {
 
     public init(
         after: String? = nil,
+        pageReached: String? = nil,
         reached: String? = nil,
         reachedAll: Bool = false,
         deliveries: Int = 0,
@@ -29,6 +36,7 @@ public struct BroadcastProgress: Sendable, Equatable {
         unresolvedReason: String? = nil
     ) {
         self.after = after
+        self.pageReached = pageReached
         self.reached = reached
         self.reachedAll = reachedAll
         self.deliveries = deliveries
@@ -40,6 +48,7 @@ public struct BroadcastProgress: Sendable, Equatable {
     public var json: JSON {
         var fields: [String: JSON] = ["deliveries": .int(Int64(deliveries)), "delivered": .int(Int64(delivered))]
         fields["after"] = after.map(JSON.string)
+        fields["page_reached"] = pageReached.map(JSON.string)
         fields["reached"] = reached.map(JSON.string)
         if reachedAll { fields["reached_all"] = .bool(true) }
         fields["unresolved_reason"] = unresolvedReason.map(JSON.string)
@@ -50,6 +59,7 @@ public struct BroadcastProgress: Sendable, Equatable {
         guard json.objectValue != nil else { return nil }
         self.init(
             after: json["after"]?.stringValue,
+            pageReached: json["page_reached"]?.stringValue,
             reached: json["reached"]?.stringValue,
             reachedAll: json["reached_all"]?.boolValue ?? false,
             deliveries: Int(json["deliveries"]?.intValue ?? 0),

@@ -9,8 +9,9 @@ import Testing
 /// A broadcast records each page with its progress, so that a failure on a later page is not
 /// taken for a delivery and an interrupted broadcast does not start again from page 1. On real
 /// stores: an early stop is a dead letter whose replay reaches only those not reached, a
-/// broadcast stopped at the drain timeout goes on after its last page at the next run, and
-/// one whose recipients keep failing stops at a bound instead of keeping them all.
+/// broadcast stopped at the drain timeout goes on after its last page at the next run, one
+/// killed while a page is slow to settle goes on inside that page, and one whose recipients
+/// keep failing stops at a bound instead of keeping them all.
 @Suite(.timeLimit(.minutes(2))) struct BroadcastResumeTests {
     static let users = 1_600
 
@@ -251,6 +252,189 @@ import Testing
         #expect(try await store.pipeline(name).lastDelivery(user: "user-00002")?.eventID == event.id)
         #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
         #expect(pipeline.transport.sends.count == 3, "sent once, not \(pipeline.transport.sends.count) times")
+    }
+
+    /// Killed while its second page waits out the backoff of a few retries: what the provider
+    /// accepted of that page is recorded before the wait, with the recipients left to retry, so
+    /// the daemon that takes the event over sends the page to those recipients only, and to
+    /// none the provider accepted.
+    @Test func aBroadcastKilledWhileItsPageWaitsOnRetriesResumesWithTheRecipientsLeftUnresolved() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
+            try await Self.killedWhileRetrying(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresBroadcastKilledWhileItsPageWaitsOnRetriesResumesWithTheRecipientsLeftUnresolved() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
+            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+            try await withCleanup({ try await Self.killedWhileRetrying(pipeline, store: store) }, cleanup: { try? await store.close() })
+        }
+    }
+
+    /// 1,200 users; five tokens of the second page answer retry-after once.
+    static func killedWhileRetrying(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        let users = 1_200
+        try await register(users, in: store, pipeline: name)
+        let retried = (1_100..<1_105).map(token)
+        for token in retried { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: .other("503"))]) }
+        let clock = ManualClock()
+        let event = pipeline.event(user: nil, ["text": "to everyone"])
+        let killed = EventProcessor(
+            definition: pipeline.definition,
+            store: store,
+            logger: Logger(label: "killed"),
+            mode: .live,
+            output: OutputSink { _ in },
+            clock: clock
+        )
+        let running = Task { await killed.process(event) }
+        // Asleep in the backoff of its retries: the daemon is killed there, and writes nothing more.
+        try await clock.sleepers(atLeast: retried.count)
+        #expect(pipeline.transport.sends.count == users)
+        #expect(
+            try await store.pipeline(name).lastDelivery(user: "user-01199")?.eventID == event.id,
+            "what the provider accepted of the page is recorded before the wait"
+        )
+
+        // The daemon that takes the event over (its lease lapsed).
+        let report = await processor(pipeline.definition, store).process(event)
+        #expect(report.status == .delivered)
+        let resent = Array(pipeline.transport.sends[users...])
+        let onlyTheUnresolved = resent.sorted() == retried
+        #expect(
+            onlyTheUnresolved,
+            "\(resent.count) sends again, \(Set(resent).subtracting(retried).count) of them accepted before: only the 5 left unresolved may go again"
+        )
+        #expect(report.deliveries.count + (report.omittedDeliveries ?? 0) == users, "one delivery per user across both runs")
+        let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+        #expect(record.state == .delivered)
+        #expect(record.recipients.allSatisfy { !$0.isUnresolved }, "each retried recipient's outcome replaced the one left unresolved")
+        #expect(record.statusJSON["broadcast"]?["reached_all"] == true)
+
+        running.cancel()
+        _ = await running.value
+    }
+
+    /// Killed while its second page goes out slowly (answers that come late, a provider whose
+    /// connections are handed over one request at a time): what was accepted of the page is
+    /// recorded every so often while the rest goes out, so the daemon that takes the event over
+    /// goes on inside the page, after the users recorded.
+    @Test func aBroadcastKilledWhileItsPageGoesOutSlowlyResumesInsideThePage() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {fanout: 10}") { pipeline in
+            try await Self.killedWhileSendingSlowly(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresBroadcastKilledWhileItsPageGoesOutSlowlyResumesInsideThePage() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {fanout: 10}") { pipeline in
+            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+            try await withCleanup({ try await Self.killedWhileSendingSlowly(pipeline, store: store) }, cleanup: { try? await store.close() })
+        }
+    }
+
+    /// 1,200 users, sent 10 at a time: the first answer of the second page comes an hour late,
+    /// and the daemon is killed while the page's second ten are out.
+    static func killedWhileSendingSlowly(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        let users = 1_200
+        try await register(users, in: store, pipeline: name)
+        let clock = ManualClock()
+        let event = pipeline.event(user: nil, ["text": "to everyone"])
+        let killed = EventProcessor(
+            definition: pipeline.definition,
+            store: store,
+            logger: Logger(label: "killed"),
+            mode: .live,
+            output: OutputSink { _ in },
+            clock: clock
+        )
+        pipeline.transport.hold(token: token(1_000))
+        pipeline.transport.hold(token: token(1_010))
+        let running = Task { await killed.process(event) }
+        await pipeline.transport.waitForSends(1_010)
+        clock.advance(by: .seconds(3600))
+        pipeline.transport.release(token: token(1_000))
+        // The page's second ten are out, one of them unanswered: the daemon is killed there.
+        await pipeline.transport.waitForSends(1_020)
+        #expect(
+            try await store.pipeline(name).lastDelivery(user: "user-01009")?.eventID == event.id,
+            "the page's first ten are recorded while the rest goes out"
+        )
+
+        // The daemon that takes the event over (its lease lapsed).
+        let report = await processor(pipeline.definition, store).process(event)
+        #expect(report.status == .delivered)
+        let resent = Array(pipeline.transport.sends[1_020...])
+        let afterTheRecorded = resent.sorted() == (1_010..<users).map(token)
+        #expect(
+            afterTheRecorded,
+            "\(resent.count) sends, \(Set(resent).intersection((1_000..<1_010).map(token)).count) of them to the ten recorded: only the 190 users after them may go"
+        )
+        #expect(report.deliveries.count + (report.omittedDeliveries ?? 0) == users, "one delivery per user across both runs")
+        let record = try #require(try await store.eventRecords(eventID: event.id, pipeline: name).records.first)
+        #expect(record.state == .delivered)
+
+        running.cancel()
+        pipeline.transport.release()
+        _ = await running.value
+    }
+
+    /// Killed while its page waits on retries, then failing on that page at the next run (a
+    /// plugin's render): the dead letter keeps how far into the page the record reached, and
+    /// its replay sends the page's users only what was left unresolved.
+    @Test func aBroadcastKilledInsideItsPageThenFailingThereIsADeadLetterWhoseReplaySendsNothingAcceptedAgain() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
+            let name = pipeline.definition.name
+            let users = 1_200
+            try await Self.register(users, in: pipeline.store, pipeline: name)
+            let retried = (1_100..<1_105).map(Self.token)
+            for token in retried { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: .other("503"))]) }
+            let clock = ManualClock()
+            var event = pipeline.event(user: nil, ["text": "to everyone"])
+            event.caller = "token"
+            let killed = pipeline.processor(clock: clock)
+            let running = Task { [event] in await killed.process(event) }
+            try await clock.sleepers(atLeast: retried.count)
+
+            // The next daemon's renderer fails on the page the broadcast was killed in.
+            let failing = PageHookRenderer.around(pipeline.definition) { page in throw ScriptedRendererError(page: page) }
+            #expect(await Self.processor(failing, pipeline.store).process(event).status == .failed)
+            let dead = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(dead.state == .deadLetter)
+            #expect(Set(dead.recipients.filter(\.isUnresolved).map(\.token)) == Set(retried), "the recipients left to retry, and no other")
+
+            let replayed = await Self.processor(pipeline.definition, pipeline.store).process(try await Self.replay(dead, in: pipeline.store))
+            #expect(replayed.status == .delivered)
+            let resent = Array(pipeline.transport.sends[users...])
+            let onlyTheUnresolved = resent.sorted() == retried
+            #expect(onlyTheUnresolved, "\(resent.count) sends again: only the 5 left unresolved may go again")
+            #expect(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first?.state == .delivered)
+
+            running.cancel()
+            _ = await running.value
+        }
+    }
+
+    /// A user's two devices settle apart (one accepted at once, one after a retry), so the page
+    /// is recorded in two writes: the user's history holds the broadcast once.
+    @Test func aUserWhoseDevicesSettleInTwoWritesOfAPageHasTheBroadcastOnceInHistory() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 5, backoff: 10ms, max_backoff: 10ms}") { pipeline in
+            let name = pipeline.definition.name
+            try await Self.register(3, in: pipeline.store, pipeline: name)
+            try await pipeline.register("user-00001", "second-device")
+            pipeline.transport.script("second-device", [.retryAfter(seconds: nil, reason: .other("503"))])
+            let event = pipeline.event(user: nil, ["text": "to everyone"])
+            #expect(await pipeline.processor.process(event).status == .delivered)
+            #expect(pipeline.transport.sends.count == 5)
+            let history = try await pipeline.store.pipeline(name).history(user: "user-00001", limit: 10, before: nil)
+            #expect(history.map(\.eventID) == [event.id], "\(history.count) entries")
+            let record = try #require(try await pipeline.store.eventRecords(eventID: event.id, pipeline: name).records.first)
+            #expect(record.state == .delivered)
+            #expect(record.recipients.count == 4, "one outcome per device, the retried one's replacing the one it waited with")
+        }
     }
 
     /// Killed after its last page was recorded, before its event left the queue: claimed again,

@@ -28,6 +28,9 @@ final class ScriptedTransport: Transport, Sendable {
         /// Sends still to hold (a delivery "in flight" until `release`).
         var toHold = 0
         var held: [CheckedContinuation<Void, Never>] = []
+        /// Tokens whose next send is held until `release(token:)` (or `release`).
+        var holdingTokens: Set<String> = []
+        var heldTokens: [String: [CheckedContinuation<Void, Never>]] = [:]
     }
 
     private let state = Mutex(State())
@@ -52,8 +55,23 @@ final class ScriptedTransport: Transport, Sendable {
     func release() {
         let held = state.withLock { state in
             state.toHold = 0
-            defer { state.held.removeAll() }
-            return state.held
+            state.holdingTokens.removeAll()
+            defer {
+                state.held.removeAll()
+                state.heldTokens.removeAll()
+            }
+            return state.held + state.heldTokens.values.joined()
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    /// Holds the next send to `token` (only that one) until `release(token:)`.
+    func hold(token: String) { state.withLock { _ = $0.holdingTokens.insert(token) } }
+
+    func release(token: String) {
+        let held = state.withLock { state in
+            state.holdingTokens.remove(token)
+            return state.heldTokens.removeValue(forKey: token) ?? []
         }
         for continuation in held { continuation.resume() }
     }
@@ -82,6 +100,10 @@ final class ScriptedTransport: Transport, Sendable {
         started.continuation.yield(count)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let holding = state.withLock { state in
+                if state.holdingTokens.remove(request.token.value) != nil {
+                    state.heldTokens[request.token.value, default: []].append(continuation)
+                    return true
+                }
                 guard state.toHold > 0 else { return false }
                 state.toHold -= 1
                 state.held.append(continuation)
