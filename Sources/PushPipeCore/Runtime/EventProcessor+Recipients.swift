@@ -121,8 +121,9 @@ extension EventProcessor {
                 audience.reachedAll = progress.reachedAll
                 if let within = progress.pageReached { audience.resume(through: within, record: earlier) }
                 recipients = RecipientList(resuming: earlier)
+                let inside = progress.pageReached.map { "its page recorded up to user \($0), " } ?? ""
                 logger.notice(
-                    "broadcast resumes after user \(progress.after ?? "(none)") (\(progress.pageReached.map { "its page recorded up to user \($0), " } ?? "")\(progress.deliveries) deliveries made)",
+                    "broadcast resumes after user \(progress.after ?? "(none)") (\(inside)\(progress.deliveries) deliveries made)",
                     metadata: Self.metadata(event)
                 )
             }
@@ -186,9 +187,8 @@ extension EventProcessor {
             if users.count < Self.usersPerPage, after == last { break }
             guard !Task.isCancelled else { return stopped("stopped before every user was reached") }
             if recipients.unresolved >= RecipientList.unresolvedLimit {
-                return stopped(
-                    "\(recipients.unresolved) recipients left unresolved (\(progress.unresolvedReason ?? DeliveryOutcome.retryAfter.rawValue)); replay it once the provider answers"
-                )
+                let reason = progress.unresolvedReason ?? DeliveryOutcome.retryAfter.rawValue
+                return stopped("\(recipients.unresolved) recipients left unresolved (\(reason)); replay it once the provider answers")
             }
         }
         // Every page went out: kept in the record, a run that resumes it (killed before the
