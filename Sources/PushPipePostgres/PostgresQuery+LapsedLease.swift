@@ -24,7 +24,7 @@ extension PostgresQuery.StringInterpolation {
         appendInterpolation(kind)
         appendLiteral(" AND (\(now) - clock.resumed_at < greatest(")
         appendInterpolation(lease)
-        appendLiteral(", least(clock.gap, \(PostgresStore.longestResumeGrace)))")
+        appendLiteral(", least(clock.gap, \(PostgresStore.longestResumeGrace.inSeconds)))")
         if claiming {
             appendLiteral(" OR \(now) - clock.renewed_at > ")
             appendInterpolation(lease)
@@ -32,7 +32,7 @@ extension PostgresQuery.StringInterpolation {
             appendLiteral(" OR \(now) - clock.renewed_at BETWEEN ")
             appendInterpolation(lease)
             appendLiteral(" AND ")
-            appendInterpolation(lease.inSeconds + PostgresStore.longestResumeGrace)
+            appendInterpolation(lease + PostgresStore.longestResumeGrace)
         }
         appendLiteral(")))")
     }

@@ -6,7 +6,7 @@ import PushPipeCore
 extension PostgresStore {
     /// The longest claims wait after a gap in renewals: a pool reconnects at least once a
     /// minute (PostgresNIO's longest backoff), and its daemon renews within a third of a lease.
-    static let longestResumeGrace = 90.0
+    static let longestResumeGrace: Duration = .seconds(90)
 }
 
 extension PostgresPipelineStore {

@@ -29,8 +29,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A proxy (an IP address) whose X-Forwarded-For names the client, for per-client limits; repeat for several.")
     var trustedProxy: [String] = []
 
-    @Option(name: .long, help: "Seconds a connection may take to send a whole request (headers and body), from its start or its last response.")
-    var requestTimeout: Double = 30
+    @Option(
+        name: .long,
+        help: "How long a connection may take to send a whole request (headers and body), from its start or its last response: 30s, 2m, or seconds."
+    )
+    var requestTimeout = "30s"
 
     @Option(
         name: .long,
@@ -63,7 +66,9 @@ struct RunCommand: AsyncParsableCommand {
         let logger = options.makeLogger()
         let (host, port) = try Self.address(listen, option: "--listen", example: "127.0.0.1:8080")
         let admin = adminListen == "off" ? nil : try Self.address(adminListen, option: "--admin-listen", example: "127.0.0.1:9090")
-        guard requestTimeout >= 1 else { throw ValidationError("--request-timeout must be 1 second or more") }
+        guard let timeout = SchemaValidator.parseDuration(requestTimeout), timeout >= 1 else {
+            throw ValidationError("--request-timeout must be a duration from 1s to a year, e.g. 30s (got '\(requestTimeout)')")
+        }
         let adminAccess = AdminAccess(
             token: adminToken ?? ProcessInfo.processInfo.environment["PUSHPIPE_ADMIN_TOKEN"],
             metricsPublic: adminMetricsPublic,
@@ -94,7 +99,7 @@ struct RunCommand: AsyncParsableCommand {
                 environment: ProcessInfo.processInfo.environment,
                 admin: admin,
                 adminAccess: adminAccess,
-                protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(requestTimeout)),
+                protection: HTTPHost.Protection(trustedProxies: Set(trustedProxy), requestTimeout: .seconds(timeout)),
                 egress: EgressPolicy(privateOrigins: allowPrivateEndpoint)
             ),
             builtins: PushPipeCommand.stages,

@@ -364,9 +364,9 @@ final class OGSPoller: Source, RegistrationObserver, DiagnosticsProvider, OneSho
         let retryAfter = response.headers.first(name: "retry-after").flatMap(Double.init).flatMap { $0.isFinite ? min(max($0, 0), 3600) : nil }
         if code == 429 {
             // Throttling is about us, not this user: everyone waits, as long as OGS asked.
-            let pause = max(retryAfter ?? 5, 1)
+            let pause = Duration.seconds(max(retryAfter ?? 5, 1))
             let now = clock.elapsed
-            pausedUntil.withLock { $0 = max($0 ?? now, now + .seconds(pause)) }
+            pausedUntil.withLock { $0 = max($0 ?? now, now + pause) }
             throw OGSError.status(code, retryAfter: pause)
         }
         if code == 404 { throw OGSError.noSuchPlayer(user, checkedAgainIn: max(configuration.unknownPlayerInterval, configuration.interval)) }
@@ -401,14 +401,14 @@ enum OGSError: Error, CustomStringConvertible {
     case notAPlayerID(String)
     /// OGS answered 404: it has no player of that id (made up, or deleted).
     case noSuchPlayer(String, checkedAgainIn: Duration)
-    case status(Int, retryAfter: Double?)
+    case status(Int, retryAfter: Duration?)
     case malformed(String)
 
     var description: String {
         switch self {
         case .notAPlayerID(let user): "'\(user)' is not an OGS player id (digits)"
         case .noSuchPlayer(let user, let wait): "OGS has no player \(user) (HTTP 404); checked again in \(Int(wait.inSeconds))s"
-        case .status(let code, let retryAfter): "OGS answered HTTP \(code)" + (retryAfter.map { "; pausing \(Int($0))s" } ?? "")
+        case .status(let code, let retryAfter): "OGS answered HTTP \(code)" + (retryAfter.map { "; pausing \(Int($0.inSeconds))s" } ?? "")
         case .malformed(let reason): "OGS sent malformed JSON: \(reason)"
         }
     }

@@ -135,7 +135,7 @@ public struct SchemaValidator {
             }
             if let value = validate(valueNode, as: schemaKey.type, at: join(path, key)) {
                 if let number = value.doubleValue, !schemaKey.admits(number) {
-                    report(.invalidValue, valueNode, join(path, key), "\(value.compactText) is out of range", expected: schemaKey.rangeText)
+                    report(.invalidValue, valueNode, join(path, key), schemaKey.refusal(of: value), expected: schemaKey.rangeText)
                     valid = false
                 }
                 members[key] = value

@@ -106,6 +106,11 @@ public struct SchemaKey: Sendable {
         self.allowed = allowed
     }
 
+    /// Why a value the key does not admit is refused: outside its range, or not among its values.
+    public func refusal(of value: JSON) -> String {
+        "\(value.compactText) \(allowed == nil ? "is out of range" : "is not allowed")"
+    }
+
     /// Whether `value` is within the key's range and among its allowed values.
     public func admits(_ value: Double) -> Bool {
         if let range, !range.contains(value) { return false }
@@ -123,7 +128,7 @@ public struct SchemaKey: Sendable {
     public var rangeText: String? {
         if let allowed {
             let texts = allowed.map(String.init)
-            return texts.count < 2 ? texts.first : texts.dropLast().joined(separator: ", ") + " or " + texts.last!
+            return "one of " + (texts.count < 2 ? texts.joined() : texts.dropLast().joined(separator: ", ") + " or " + texts.last!)
         }
         guard let range else { return nil }
         let number: (Double) -> String = { value in

@@ -99,8 +99,13 @@ public struct RouteLimits: Sendable, Equatable {
             case "h": 3600
             default: nil
             }
-        guard let seconds, let count = Double(parts[0]), count > 0 else {
-            throw ConfigurationValueError(keyPath: "limits.\(key)", "'\(text)' is not a rate", expected: "N/s, N/min, N/h or off, e.g. 20/s")
+        // At least one a year: a rarer one's wait between two sends is more than a `Duration` holds.
+        guard let seconds, let count = Double(parts[0]), count > 0, seconds / count <= SchemaValidator.maximumDuration else {
+            throw ConfigurationValueError(
+                keyPath: "limits.\(key)",
+                "'\(text)' is not a rate",
+                expected: "N/s, N/min, N/h (at least one a year) or off, e.g. 20/s"
+            )
         }
         return Rate(perSecond: count / seconds, burst: burst)
     }

@@ -63,7 +63,7 @@ public struct DeliveryPolicy: Sendable, Decodable, Equatable {
     public func delay(afterAttempt attempt: Int, hint: Duration?) -> Duration {
         let exponential = min(maxBackoff, backoff * (1 << min(attempt - 1, 20)))
         let jittered = exponential * Double.random(in: 0.5...1.0)
-        return max(jittered, min(hint ?? .zero, .seconds(TransportOutcome.longestRetryHint)))
+        return max(jittered, min(hint ?? .zero, TransportOutcome.longestRetryHint))
     }
 
     var json: JSON {

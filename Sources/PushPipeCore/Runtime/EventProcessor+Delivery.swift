@@ -91,7 +91,7 @@ extension EventProcessor {
                     let request = deliverings[place.delivering].attempts[place.notification].request!
                     let scope = pauseScope(of: request)
                     guard let pause = gate.remainingPause(of: scope) else { return false }
-                    let seconds = pause / .seconds(1)
+                    let seconds = pause.inSeconds
                     deliverings[place.delivering].attempts[place.notification].outcome = .retryAfter(
                         seconds: seconds,
                         reason: .other("held: \(shownScope(of: request)) asked to wait")
@@ -157,14 +157,14 @@ extension EventProcessor {
     private func retry(_ first: Delivering.Attempt, of notification: RenderedNotification, event: Event) async -> Delivering.Attempt {
         var attempt = first
         let token = notification.token
-        while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(let hint, let reason) = attempt.outcome,
+        while attempt.isRetried(within: definition.delivery.attempts), case .retryAfter(_, let reason) = attempt.outcome,
             let request = attempt.request
         {
             let scope = pauseScope(of: request)
             if attempt.held {
                 attempt.held = false
             } else {
-                let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: hint.map { .seconds($0) })
+                let delay = definition.delivery.delay(afterAttempt: attempt.count, hint: attempt.outcome.retryHint)
                 if waitsTooLong(delay) { break }
                 telemetry.retry()
                 if let suppressed = repeatedFailures.admit("retry: \(reason.text)") {
@@ -217,12 +217,12 @@ extension EventProcessor {
     /// once per answer that asked, the longest pause winning.
     func pauseIfAsked(_ requests: [OutgoingRequest], _ outcomes: [TransportOutcome]) {
         for (request, outcome) in zip(requests, outcomes) {
-            guard let seconds = outcome.providerPause else { continue }
+            guard let pause = outcome.providerPause else { continue }
             let scope = pauseScope(of: request)
-            let wasPaused = gate.pause(scope, seconds: seconds)
+            let wasPaused = gate.pause(scope, for: pause)
             telemetry.telemetry.increment(.transportPauses, [("pipeline", definition.name), ("transport", definition.transport.type)])
             if !wasPaused, repeatedFailures.admit("pause: \(definition.transport.type)") != nil {
-                let wait = String(format: "%.1f", min(seconds, TransportGate.longestPause))
+                let wait = String(format: "%.1f", pause.inSeconds)
                 logger.warning(
                     "the provider throttled \(definition.transport.type): sends to \(shownScope(of: request)) wait \(wait) s (its Retry-After)"
                 )

@@ -9,7 +9,7 @@ import Darwin
 ///
 /// It matters on Linux: under load glibc's arenas put threads to sleep on their locks (a
 /// notification's values are allocated on one thread and freed on another), which costs the
-/// APNs path a noticeable share of its CPU (bench/README.md measures it).
+/// APNs path a noticeable share of its CPU (measured in the history of bench/README.md).
 public enum ProcessAllocator {
     public static let name: String = {
         // jemalloc exports `mallctl`, glibc does not. Looked up at run time: the trait links

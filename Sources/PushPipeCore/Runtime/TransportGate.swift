@@ -8,7 +8,7 @@ import Synchronization
 /// own subscriptions and no one else's; FCM, one origin per pipeline, pauses the pipeline.
 final class TransportGate: Sendable {
     /// The longest pause one answer can ask for.
-    static let longestPause: Double = 900
+    static let longestPause: Duration = .seconds(900)
     /// Origins paused at once at most; the oldest pauses go first beyond it.
     static let mostPausedOrigins = 10_000
 
@@ -49,12 +49,12 @@ final class TransportGate: Sendable {
         }
     }
 
-    /// Holds sends to `scope` for `seconds` from now, at most `longestPause` (a later pause
+    /// Holds sends to `scope` for `wait` from now, at most `longestPause` (a later pause
     /// extends it, an earlier one does not shorten it). Returns whether it was paused already.
     @discardableResult
-    func pause(_ scope: String, seconds: Double) -> Bool {
+    func pause(_ scope: String, for wait: Duration) -> Bool {
         let now = clock.elapsed
-        let until = now + .seconds(min(max(seconds, 0), Self.longestPause))
+        let until = now + min(max(wait, .zero), Self.longestPause)
         let wasPaused = pauses.withLock { pauses in
             let current = pauses[scope]
             if current.map({ $0 < until }) ?? true { pauses[scope] = until }
@@ -99,11 +99,11 @@ final class TransportGate: Sendable {
 }
 
 extension TransportOutcome {
-    /// Seconds the provider asked the whole sender to wait: a throttling answer
+    /// How long the provider asked the whole sender to wait: a throttling answer
     /// (`ProviderReason.throttlesSender`) that came with `Retry-After`. APNs' `TooManyRequests`
     /// concerns one device (too many to it) and carries no `Retry-After`: it pauses nothing.
-    public var providerPause: Double? {
-        guard case .retryAfter(let seconds?, let reason) = self, seconds > 0, reason.throttlesSender else { return nil }
-        return min(seconds, TransportGate.longestPause)
+    public var providerPause: Duration? {
+        guard case .retryAfter(_, let reason) = self, reason.throttlesSender, let wait = retryHint, wait > .zero else { return nil }
+        return min(wait, TransportGate.longestPause)
     }
 }

@@ -107,12 +107,12 @@ struct WebhookDispatcher: Sendable {
     /// would fail the store's update, so the batch would go again at every lease.
     static func delay(retryAfter seconds: Double?, afterAttempts attempts: Int) -> Duration {
         guard let seconds, seconds.isFinite, seconds >= 0 else { return backoff(afterAttempts: attempts) }
-        return min(.seconds(min(seconds, longestRetryAfter.inSeconds)), longestRetryAfter)
+        return .seconds(min(seconds, longestRetryAfter.inSeconds))
     }
 
     /// 1 s, doubling, at most `longestBackoff`, with a tenth of jitter so daemons spread out.
     static func backoff(afterAttempts attempts: Int) -> Duration {
-        let base = min(longestBackoff, .seconds(1 << (min(attempts, 20) - 1)))
+        let base = min(longestBackoff, .seconds(1 << (min(max(attempts, 1), 20) - 1)))
         return base * Double.random(in: 0.9...1.1)
     }
 

@@ -46,7 +46,7 @@ extension Schema {
         for key in keys {
             guard let value = json[key.name]?.doubleValue ?? json[Schema.camelCase(key.name)]?.doubleValue else { continue }
             guard key.admits(value) else {
-                throw ConfigurationValueError(keyPath: key.name, "\(JSON.double(value).compactText) is out of range", expected: key.rangeText)
+                throw ConfigurationValueError(keyPath: key.name, key.refusal(of: .double(value)), expected: key.rangeText)
             }
         }
     }

@@ -1,6 +1,6 @@
 extension TransportOutcome {
     /// The longest wait a provider's `Retry-After` may ask of one notification.
-    public static let longestRetryHint: Double = 3600
+    public static let longestRetryHint: Duration = .seconds(3600)
     /// The most characters of a provider's reason kept: enough to diagnose, too little to
     /// carry an internal server's page out through the status route.
     public static let longestReason = 200
@@ -9,13 +9,20 @@ extension TransportOutcome {
     /// range, its text without control characters or NUL (which PostgreSQL's `jsonb` refuses)
     /// and cut to `longestReason`. Applied where outcomes enter the runtime, so no stage can
     /// hand it a number that traps or a string a store refuses.
+    /// The provider's `Retry-After` as a wait, 0 to `longestRetryHint`; nil when it gave none
+    /// (or a number no wait is).
+    public var retryHint: Duration? {
+        guard case .retryAfter(let seconds?, _) = self, seconds.isFinite else { return nil }
+        return .seconds(min(max(seconds, 0), Self.longestRetryHint.inSeconds))
+    }
+
     public var sanitized: TransportOutcome {
         switch self {
         case .delivered(let providerID):
             return .delivered(providerID: providerID.map { Self.sanitize($0, limit: 128) })
         case .retryAfter(let seconds, let reason):
             return .retryAfter(
-                seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint) : nil },
+                seconds: seconds.flatMap { $0.isFinite ? min(max($0, 0), Self.longestRetryHint.inSeconds) : nil },
                 reason: Self.sanitize(reason)
             )
         case .dropToken(let reason, let since):

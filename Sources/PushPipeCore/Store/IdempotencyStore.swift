@@ -4,9 +4,9 @@
 /// across daemons and restarts.
 public protocol IdempotencyStore: Sendable {
     /// Takes `key` for this request, or tells who has it. A new key is this request's for
-    /// `hold` seconds (the store's clock) while it is being stored; a request whose daemon
+    /// `hold` (on the store's clock) while it is being stored; a request whose daemon
     /// died before storing it leaves the key free again after that. Keys are kept `ttl`
-    /// seconds from their first use. `holder` names this request's hold, so only it releases it.
+    /// from their first use. `holder` names this request's hold, so only it releases it.
     func claimIdempotencyKey(
         _ key: IdempotencyKey,
         fingerprint: String,

@@ -25,8 +25,8 @@ extension PipelineStore {
     // MARK: Accepted events
 
     /// At most `limit` of the source's events nobody works on (their lease lapsed: their daemon
-    /// died, or let go of them), in the order they were accepted, now this process's for `lease`
-    /// seconds. This process's events under a running lease are not returned: its sources hold
+    /// died, or let go of them), in the order they were accepted, now this process's for `lease`.
+    /// This process's events under a running lease are not returned: its sources hold
     /// them already. An item this version cannot read stays where it is.
     public func claimQueuedEvents(source: String, lease: Duration, limit: Int) async throws -> [QueuedEvent] {
         try await work.claim(QueuedEvent.kind(source: source), limit: limit, lease: lease).compactMap { item in

@@ -30,7 +30,7 @@ extension QueuedEvent {
 
     public var kind: String { Self.kind(source: source) }
 
-    /// As the store keeps it, held by `instance` for `lease` seconds from when it is stored.
+    /// As the store keeps it, held by `instance` for `lease` from when it is stored.
     public var work: WorkItem {
         var payload: [String: JSON] = ["event_id": .string(eventID), "time": .double(time), "body": body]
         payload["user"] = user.map(JSON.string)

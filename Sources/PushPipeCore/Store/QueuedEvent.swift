@@ -18,7 +18,7 @@ public struct QueuedEvent: Sendable, Equatable {
     /// When it was accepted (UNIX seconds): templates see the original time after a restart.
     public var time: Double
     public var body: JSON
-    /// How long (seconds) it stays with `instance` without a renewal, counted on the store's
+    /// How long it stays with `instance` without a renewal, counted on the store's
     /// clock from when it is stored or claimed: then another daemon on the same database, or
     /// this one, takes it over. Never a time read here: daemons' clocks disagree.
     public var lease: Duration

@@ -9,7 +9,7 @@ public protocol Store: EventRecordStore, IdempotencyStore {
     /// The pipeline's part: its registrations, records, history, stages' values and work.
     func pipeline(_ name: String) -> any PipelineStore
     /// Keeps an accepted event until its pipeline's `dequeue`, with its answer: committed
-    /// before the source answers for it, leased to its `instance` for `event.lease` seconds of
+    /// before the source answers for it, leased to its `instance` for `event.lease` on
     /// the store's clock.
     func enqueue(_ event: QueuedEvent) async throws
     /// How many events wait, by pipeline and source key: the start's check for events that
@@ -103,11 +103,11 @@ public protocol StageStateStore: Sendable {
     /// Holds a stage's keys while their notification is on its way (a watermark's items in
     /// backoff): returns the keys nobody holds. Held by another task of this process, or on a
     /// shared database by another daemon, a key is not returned. Released by `release`, or
-    /// after `lease` seconds (a daemon that died). By default taken keys of the pipeline's work
+    /// after `lease` (a daemon that died). By default taken keys of the pipeline's work
     /// queue, one kind per stage (`PipelineStore`).
     func hold(keys: Set<String>, stage: String, lease: Duration) async throws -> Set<String>
     func release(keys: Set<String>, stage: String) async throws
-    /// Extends this process's holds among `keys` to `lease` seconds from now (the store's clock):
+    /// Extends this process's holds among `keys` to `lease` from now (the store's clock):
     /// a holder renews while its notification is on its way, so the holds of a daemon that died
     /// lapse within a lease instead of outlasting every delivery's retries.
     func renewHolds(keys: Set<String>, stage: String, lease: Duration) async throws

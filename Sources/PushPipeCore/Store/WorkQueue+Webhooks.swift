@@ -3,8 +3,8 @@
 /// after a delivery still tells of it, and removed once the receiver took them. They wait in
 /// the store, not in memory, however long a receiver is down.
 extension WorkQueue {
-    /// The pipeline's outcomes due for sending that no daemon holds, now this one's for `lease`
-    /// seconds, oldest first, each with its `batch`. A batch is fixed by the claim that first
+    /// The pipeline's outcomes due for sending that no daemon holds, now this one's for `lease`,
+    /// oldest first, each with its `batch`. A batch is fixed by the claim that first
     /// takes its outcomes (`WebhookOutcome.batches`) and claimed whole from then on, so what a
     /// receiver refused, or a killed daemon may have sent, goes again with the same companions
     /// under the same `webhook-id`. At most `limit` are chosen, plus the rest of a batch the

@@ -31,7 +31,11 @@ struct WebPushRenderer: Renderer {
             SchemaKey("tag", .string, "Tag template: a notification with the same tag replaces the shown one."),
             SchemaKey("url", .string, "URL template the service worker opens on click (`data.url`)."),
             SchemaKey("data", .map(.any), default: [:], "More values for the service worker (`data`), templated."),
-            SchemaKey("ttl", .any, "Seconds the push service keeps it (`TTL`, template or number); the transport's `ttl` otherwise."),
+            SchemaKey(
+                "ttl",
+                .any,
+                "How long the push service keeps it (`TTL`: seconds, `1h`, or a template of either); the transport's `ttl` otherwise."
+            ),
             SchemaKey("urgency", .string, "`very-low`, `low`, `normal` or `high` (template); the transport's otherwise."),
             SchemaKey("topic", .string, "Topic template (at most 32 base64url characters): replaces an undelivered message with the same topic."),
             SchemaKey("history", .any, "What the history route shows; the message by default."),
@@ -69,8 +73,12 @@ struct WebPushRenderer: Renderer {
         let templates = TemplateContext(event: event, vars: vars)
         let payload = message.render(templates) ?? [:]
         var renderedOptions = options.render(templates)?.objectValue ?? [:]
-        // A templated TTL renders as text.
-        if case .string(let text)? = renderedOptions["ttl"] { renderedOptions["ttl"] = Double(text).map(JSON.double) }
+        // A templated TTL renders as text: seconds or a duration (`1h`); empty (the event has
+        // none) is the transport's; any other text stays, for the transport to refuse.
+        if case .string(let text)? = renderedOptions["ttl"] {
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            renderedOptions["ttl"] = trimmed.isEmpty ? nil : SchemaValidator.parseDuration(trimmed).map(JSON.double) ?? .string(text)
+        }
         let record = history.map { $0.render(templates) ?? .null } ?? payload
         return RenderedNotification.each(
             of: try await context.tokens(for: event, kind: configuration.tokenKind),

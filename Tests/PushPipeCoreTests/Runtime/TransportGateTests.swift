@@ -93,9 +93,9 @@ import Testing
     @Test func aPauseIsCappedAndScopedToItsOrigin() {
         let gate = TransportGate(rate: nil)
         #expect(!gate.anyPause())
-        gate.pause("https://push.example.net", seconds: 1e9)
+        gate.pause("https://push.example.net", for: .seconds(1e9))
         let remaining = try? #require(gate.remainingPause(of: "https://push.example.net"))
-        #expect(remaining.map { $0 <= .seconds(TransportGate.longestPause) } == true)
+        #expect(remaining.map { $0 <= TransportGate.longestPause } == true)
         #expect(gate.remainingPause(of: "https://fcm.googleapis.com") == nil)
         #expect(TransportGate.scope(of: "https://FCM.googleapis.com/v1/projects/p/messages:send") == "https://fcm.googleapis.com")
         #expect(TransportGate.scope(of: "https://push.example.net:8443/push/abc?x=1") == "https://push.example.net:8443")
@@ -119,8 +119,8 @@ import Testing
 
     @Test func onlyASendersThrottleWithRetryAfterPauses() {
         let quota = ProviderReason(code: "QUOTA_EXCEEDED", "QUOTA_EXCEEDED: limit", throttlesSender: true)
-        #expect(TransportOutcome.retryAfter(seconds: 30, reason: quota).providerPause == 30)
-        #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(429, "HTTP 429: slow down")).providerPause == 5)
+        #expect(TransportOutcome.retryAfter(seconds: 30, reason: quota).providerPause == .seconds(30))
+        #expect(TransportOutcome.retryAfter(seconds: 5, reason: .http(429, "HTTP 429: slow down")).providerPause == .seconds(5))
         #expect(
             TransportOutcome.retryAfter(seconds: nil, reason: ProviderReason(code: "TooManyRequests", "TooManyRequests")).providerPause == nil,
             "APNs: one device, no Retry-After"

@@ -138,10 +138,20 @@ import Testing
         }
     }
 
+    /// A TTL written as a duration is its seconds, in the file as from a template.
+    @Test(arguments: [("1h", "3600"), ("\"{{ttl}}\"", "90")])
+    func aTTLWrittenAsADurationIsItsSeconds(_ written: String, _ header: String) async throws {
+        try await withHarness(renderer: "  ttl: \(written)") { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            #expect(try await harness.process(["title": "t", "text": "x", "n": 1, "ttl": "90s"]).status == .delivered)
+            #expect(harness.standIn.messages.first?.headers["ttl"] == header)
+        }
+    }
+
     /// A number from the event that no header can hold (1e300, "inf", NaN) fails that event
     /// with a reason: a trap in the transport would crash the daemon at every restart, the
     /// event still queued.
-    @Test(arguments: [JSON.double(1e300), .string("inf"), .string("nan"), .int(-5), .double(2_592_001)])
+    @Test(arguments: [JSON.double(1e300), .string("inf"), .string("nan"), .int(-5), .double(2_592_001), .string("soon")])
     func aTTLNoHeaderCanHoldFailsTheEventNotTheDaemon(_ ttl: JSON) async throws {
         try await withHarness(renderer: "  ttl: \"{{ttl}}\"") { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))

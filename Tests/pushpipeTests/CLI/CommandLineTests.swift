@@ -45,6 +45,17 @@ import Testing
 
     /// The routes as OpenAPI 3.1, from the shipped pipelines and without their secrets
     /// (`.ci/check-openapi` validates the document and runs schemathesis against a daemon).
+    /// A timeout no `Duration` holds is refused with the option's name, not a crash at start.
+    @Test func runRefusesARequestTimeoutThatIsNotADuration() async throws {
+        let directory = try TemporaryDirectory("request-timeout")
+        defer { directory.remove() }
+        for value in ["inf", "1e300", "0.5", "soon"] {
+            let result = try await pushpipe(["run", "--dry-run", "--request-timeout", value, "--listen", "127.0.0.1:0"], in: directory)
+            #expect(result.status == 64, "\(value): \(result.errors.suffix(3))")
+            #expect(result.errors.contains { $0.contains("--request-timeout must be a duration") }, "\(value): \(result.errors.suffix(3))")
+        }
+    }
+
     @Test func openapiDescribesTheShippedPipelinesRoutes() async throws {
         let directory = try TemporaryDirectory("openapi")
         defer { directory.remove() }

@@ -89,7 +89,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not a Web Push subscription: \(error)")
         }
         let options = notification.options
-        let ttl = options["ttl"]?.doubleValue ?? configuration.ttl.inSeconds
+        let ttl = options["ttl"].map { $0 == .null ? configuration.ttl.inSeconds : $0.doubleValue ?? .nan } ?? configuration.ttl.inSeconds
         // From the event: a number the header cannot hold (1e300, "inf") fails this event, not the daemon.
         guard ttl.isFinite, (0...Self.longestTTL).contains(ttl) else {
             throw StageError(

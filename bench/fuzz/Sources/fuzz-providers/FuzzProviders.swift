@@ -54,7 +54,7 @@ func check(_ outcome: TransportOutcome) {
     }
     switch outcome {
     case .retryAfter(let seconds?, _):
-        guard seconds.isFinite, (0...TransportOutcome.longestRetryHint).contains(seconds) else { fatalError("Retry-After \(seconds)") }
+        guard seconds.isFinite, (0...TransportOutcome.longestRetryHint.inSeconds).contains(seconds) else { fatalError("Retry-After \(seconds)") }
     case .dropToken(_, let since?):
         guard since.isFinite else { fatalError("since \(since)") }
     default:
