@@ -116,6 +116,50 @@ import Testing
         )
     }
 
+    /// APNs out of reach (a refused connection): the backend is told 502, not a 500 that hides
+    /// whose side failed, and nothing is stored.
+    @Test func aChannelAPNsCannotBeAskedForIsABadGateway() async throws {
+        let directory = try TemporaryDirectory("channels-unreachable")
+        defer { directory.remove() }
+        let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "TEAM123456", keyID: "KEY1234567")
+        await standIn.stop()
+        let file = try directory.write(
+            "channels.yaml",
+            """
+            pipeline: channels
+            routes:
+              - action: apns.channels
+                path: /api/channels
+                team_id: TEAM123456
+                key_id: KEY1234567
+                key_path: \(directory.file("AuthKey.p8"))
+                bundle_id: com.example.pager
+                base_url: \(standIn.baseURL)
+                ca_file: \(directory.file("ca.pem"))
+            sources: [{type: http.event, path: /api/pages}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """
+        )
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
+        let store = try SQLiteStore(path: directory.file("state.sqlite"))
+        try await withCleanup(
+            {
+                try await definition.withRunningStages(store: store, logger: Logger(label: "channels"), mode: .live) {
+                    let create = try #require(definition.routes.first { $0.route.method == "POST" }?.route)
+                    let context = RouteContext(pipeline: definition.name, store: store, sink: RefusingEventSink())
+                    await #expect {
+                        _ = try await create.handler(RouteRequest(method: "POST", path: "/api/channels", body: ["group": "gone"]), context)
+                    } throws: { ($0 as? RouteError)?.status == 502 }
+                    #expect(try await store.pipeline(definition.name).tokens(user: "gone", kind: "broadcast-channel").isEmpty)
+                }
+            },
+            cleanup: { try? await store.close() }
+        )
+    }
+
     /// What an operator may get wrong, each refused where it is written: a user's credential
     /// on routes a backend calls, one method for routes that have three, and the kind under
     /// `sources:`, where no source waits forever to serve routes.

@@ -7,8 +7,8 @@ extension APNsChannelsRoutes {
             body: RouteContract.object([configuration.groupField: RouteContract.string], required: [configuration.groupField]),
             responses: [200: channelAnswer, 201: channelAnswer],
             errors: [
-                409: "A dry run: no channel is created on APNs.",
-                502: "APNs refused to create the channel; `error` gives its reason. Nothing was stored.",
+                409: "A dry run, for a group without a channel: none is created on APNs.",
+                502: "APNs refused to create the channel (`error` gives its reason) or could not be asked. Nothing was stored.",
             ]
         )
     }
@@ -30,8 +30,9 @@ extension APNsChannelsRoutes {
             )
         ],
         errors: [
-            409: "A dry run: no channel is deleted on APNs.",
-            502: "APNs refused to delete a channel; `error` gives its reason. The channels deleted before it are gone from the store too.",
+            409: "A dry run, for a group with a channel: none is deleted on APNs.",
+            502:
+                "APNs refused to delete a channel (`error` gives its reason) or could not be asked. The channels deleted before it are gone from the store too.",
         ]
     )
 
@@ -57,6 +58,12 @@ extension APNsChannelsRoutes {
                 channel = try await holder.manager().create(storesLatest: configuration.storeLatest)
             } catch let failure as APNsChannelManager.Failure {
                 throw RouteError(502, "APNs refused to create a channel: \(failure.reason)", field: nil)
+            } catch let error as RouteError {
+                throw error
+            } catch {
+                // Unreachable, too slow, or no provider token: the provider's side, said without
+                // the details (an address, a key file) a backend has no use for.
+                throw RouteError(502, "APNs could not be asked to create a channel", field: nil)
             }
             try await context.registrations.register(
                 DeviceToken(user: owner, kind: configuration.tokenKind, value: channel),
@@ -96,6 +103,10 @@ extension APNsChannelsRoutes {
                 // Already gone on APNs: removing it here is all that is left to do.
             } catch let failure as APNsChannelManager.Failure {
                 throw RouteError(502, "APNs refused to delete a channel: \(failure.reason)", field: nil)
+            } catch let error as RouteError {
+                throw error
+            } catch {
+                throw RouteError(502, "APNs could not be asked to delete a channel", field: nil)
             }
             _ = try await context.registrations.removeToken(
                 kind: configuration.tokenKind,
