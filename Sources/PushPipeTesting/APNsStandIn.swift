@@ -63,6 +63,9 @@ public final class APNsStandIn: Sendable {
         var mostUnanswered = 0
         /// The same per connection: what a client's stream limit decides, whatever the machine's load.
         var unansweredOnConnection: [ObjectIdentifier: Int] = [:]
+        /// Connections told GOAWAY (last stream 0: nothing processed): a request read on one
+        /// after it is not processed either, so no policy hears of it.
+        var goingAway: Set<ObjectIdentifier> = []
         var onLostConnection: (@Sendable () -> Void)?
         var mostUnansweredOnOneConnection = 0
         /// Broadcast channels that exist (iOS 18 Live Activities), and their storage policies.
@@ -102,6 +105,7 @@ public final class APNsStandIn: Sendable {
                     channel.closeFuture.whenComplete { _ in
                         let lost = box.value?.state.update { state -> (@Sendable () -> Void)? in
                             state.openConnections -= 1
+                            state.goingAway.remove(connectionID)
                             let unanswered = state.unansweredOnConnection.removeValue(forKey: connectionID) ?? 0
                             return unanswered > 0 ? state.onLostConnection : nil
                         }
@@ -233,8 +237,10 @@ public final class APNsStandIn: Sendable {
                 let status = rejection == "PayloadTooLarge" ? 413 : rejection.hasSuffix("ProviderToken") ? 403 : 400
                 return .reject(status: status, reason: rejection)
             }
-            if !state.script.isEmpty { return state.script.removeFirst() }
-            return state.policy?(request) ?? .accept
+            if let connection, state.goingAway.contains(connection) { return .goAway(reason: "Shutdown") }
+            let answer = state.script.isEmpty ? state.policy?(request) ?? .accept : state.script.removeFirst()
+            if case .goAway = answer, let connection { state.goingAway.insert(connection) }
+            return answer
         }
         return (request, answer)
     }
