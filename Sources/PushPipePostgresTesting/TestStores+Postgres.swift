@@ -20,6 +20,12 @@ extension TestStores {
         return location
     }
 
+    /// A store on a new, empty database for `body`, closed after it whatever it throws.
+    public static func withFreshPostgresStore<T>(_ body: (PostgresStore) async throws -> T) async throws -> T {
+        let store = try await PostgresStore(location: try await freshPostgresDatabase(), logger: Logger(label: "test"))
+        return try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
+    }
+
     /// A new, empty database as a daemon's `--store` URL (no password, no TLS: the test server).
     public static func freshPostgresURL(on server: String? = nil) async throws -> String {
         let location = try await freshPostgresDatabase(on: server)

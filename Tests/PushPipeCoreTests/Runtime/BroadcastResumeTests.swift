@@ -47,8 +47,15 @@ import Testing
         return try #require(claimed.first).event
     }
 
-    static func processor(_ definition: PipelineDefinition, _ store: any Store) -> EventProcessor {
-        EventProcessor(definition: definition, store: store, logger: Logger(label: "broadcast"), mode: .live, output: OutputSink { _ in })
+    static func processor(_ definition: PipelineDefinition, _ store: any Store, clock: any DaemonClock = .system) -> EventProcessor {
+        EventProcessor(
+            definition: definition,
+            store: store,
+            logger: Logger(label: "broadcast"),
+            mode: .live,
+            output: OutputSink { _ in },
+            clock: clock
+        )
     }
 
     @Test func aBroadcastFailingOnItsSecondPageIsADeadLetterWhoseReplayReachesTheRest() async throws {
@@ -60,8 +67,7 @@ import Testing
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresBroadcastFailingOnItsSecondPageIsADeadLetterWhoseReplayReachesTheRest() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
-            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({ try await Self.failingOnPageTwo(pipeline, store: store) }, cleanup: { try? await store.close() })
+            try await TestStores.withFreshPostgresStore { try await Self.failingOnPageTwo(pipeline, store: $0) }
         }
     }
 
@@ -157,8 +163,7 @@ import Testing
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresBroadcastCancelledWhileItsPageIsSentRecordsThatPage() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
-            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({ try await Self.cancelledWhileSending(pipeline, store: store) }, cleanup: { try? await store.close() })
+            try await TestStores.withFreshPostgresStore { try await Self.cancelledWhileSending(pipeline, store: $0) }
         }
     }
 
@@ -267,8 +272,7 @@ import Testing
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresBroadcastKilledWhileItsPageWaitsOnRetriesResumesWithTheRecipientsLeftUnresolved() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {attempts: 5, backoff: 30s, max_backoff: 30s}") { pipeline in
-            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({ try await Self.killedWhileRetrying(pipeline, store: store) }, cleanup: { try? await store.close() })
+            try await TestStores.withFreshPostgresStore { try await Self.killedWhileRetrying(pipeline, store: $0) }
         }
     }
 
@@ -281,14 +285,7 @@ import Testing
         for token in retried { pipeline.transport.script(token, [.retryAfter(seconds: nil, reason: .other("503"))]) }
         let clock = ManualClock()
         let event = pipeline.event(user: nil, ["text": "to everyone"])
-        let killed = EventProcessor(
-            definition: pipeline.definition,
-            store: store,
-            logger: Logger(label: "killed"),
-            mode: .live,
-            output: OutputSink { _ in },
-            clock: clock
-        )
+        let killed = processor(pipeline.definition, store, clock: clock)
         let running = Task { await killed.process(event) }
         // Asleep in the backoff of its retries: the daemon is killed there, and writes nothing more.
         try await clock.sleepers(atLeast: retried.count)
@@ -330,8 +327,7 @@ import Testing
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func postgresBroadcastKilledWhileItsPageGoesOutSlowlyResumesInsideThePage() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer + "\ndelivery: {fanout: 10}") { pipeline in
-            let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
-            try await withCleanup({ try await Self.killedWhileSendingSlowly(pipeline, store: store) }, cleanup: { try? await store.close() })
+            try await TestStores.withFreshPostgresStore { try await Self.killedWhileSendingSlowly(pipeline, store: $0) }
         }
     }
 
@@ -343,14 +339,7 @@ import Testing
         try await register(users, in: store, pipeline: name)
         let clock = ManualClock()
         let event = pipeline.event(user: nil, ["text": "to everyone"])
-        let killed = EventProcessor(
-            definition: pipeline.definition,
-            store: store,
-            logger: Logger(label: "killed"),
-            mode: .live,
-            output: OutputSink { _ in },
-            clock: clock
-        )
+        let killed = processor(pipeline.definition, store, clock: clock)
         pipeline.transport.hold(token: token(1_000))
         pipeline.transport.hold(token: token(1_010))
         let running = Task { await killed.process(event) }

@@ -123,8 +123,7 @@ import Testing
         defer { directory.remove() }
         let (standIn, _) = try await APNsStandIn.startWithThrowawayCredentials(in: directory, teamID: "TEAM123456", keyID: "KEY1234567")
         await standIn.stop()
-        let file = try directory.write(
-            "channels.yaml",
+        let definition = try await loadPipeline(
             """
             pipeline: channels
             routes:
@@ -139,11 +138,9 @@ import Testing
             sources: [{type: http.event, path: /api/pages}]
             renderer: {type: json.template, payload: {}}
             transport: {type: stdout}
-            """
+            """,
+            in: directory
         )
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
-            .load(pipelineFiles: [file], pluginsDirectory: nil)
-        let definition = try #require(loaded.pipelines.first, "\(loaded.diagnostics)")
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
         try await withCleanup(
             {
