@@ -23,33 +23,26 @@ extension PostgresPipelineStore {
         }
     }
 
-    func lastDelivery(user: String) async throws -> DeliveryRecord? {
+    func lastDelivery(user: String) async throws -> DeliveryRow? {
         try await store.connections.rows(
             """
-            SELECT event_id, token_kind, token, outcome, reason, provider_id, attempts, created_at FROM deliveries
+            SELECT event_id, token_kind, token, reason, provider_id, attempts, created_at FROM deliveries
             WHERE pipeline = \(pipeline) AND user_id = \(user) AND outcome = 'delivered' ORDER BY id DESC LIMIT 1
             """
-        ).decode((String, String, String, String, String?, String?, Int64, Double).self).first.map {
-            eventID,
-            kind,
-            token,
-            outcome,
-            reason,
-            providerID,
-            attempts,
-            createdAt in
-            DeliveryRecord(
-                pipeline: pipeline,
-                eventID: eventID,
+        ).decode((String, String, String, String?, String?, Int64, Double).self).first.map { eventID, kind, token, reason, providerID, attempts, at in
+            // The transport is the pipeline's, not a column of the row.
+            let delivery = Delivery(
                 user: user,
                 tokenKind: kind,
                 token: token,
-                outcome: outcome,
-                reason: reason,
+                transport: "",
+                outcome: .delivered,
                 providerID: providerID,
                 attempts: Int(attempts),
-                createdAt: createdAt
+                reason: reason,
+                at: at
             )
+            return DeliveryRow(eventID: eventID, delivery: delivery)
         }
     }
 

@@ -18,9 +18,9 @@ extension PostgresStore {
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
-            case .outcome(let records, let history, let state, let outcomes, let webhookOutcomes, let pipeline):
+            case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let pipeline):
                 if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
-                deliveries += DeliveryRow.rows(deliveries: records, history: history).map(json)
+                deliveries += rows.map { json($0, pipeline: pipeline) }
                 if !state.isEmpty { states.append((state, pipeline)) }
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
                 for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = json(record) }
@@ -113,14 +113,14 @@ extension PostgresStore {
         ]
     }
 
-    private static func json(_ row: DeliveryRow) -> JSON {
+    private static func json(_ row: DeliveryRow, pipeline: String) -> JSON {
         let delivery = row.delivery
         return [
-            "pipeline": .string(delivery.pipeline), "event_id": .string(delivery.eventID), "user_id": .string(delivery.user),
-            "token_kind": .string(delivery.tokenKind), "token": .string(delivery.token), "outcome": .string(delivery.outcome),
+            "pipeline": .string(pipeline), "event_id": .string(row.eventID), "user_id": .string(delivery.user),
+            "token_kind": .string(delivery.tokenKind), "token": .string(delivery.token), "outcome": .string(delivery.outcome.rawValue),
             "reason": delivery.reason.map(JSON.string) ?? .null, "provider_id": delivery.providerID.map(JSON.string) ?? .null,
-            "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.createdAt),
-            "record": row.record.map { .string($0.text) } ?? .null,
+            "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.at),
+            "record": row.history.map { .string($0.text) } ?? .null,
         ]
     }
 }

@@ -180,23 +180,24 @@ extension SQLitePipelineStore {
         }
     }
 
-    func lastDelivery(user: String) async throws -> DeliveryRecord? {
+    func lastDelivery(user: String) async throws -> DeliveryRow? {
         try await store.database.read { db in
             guard let row = try SQLiteStore.userRows(.delivered, pipeline: pipeline, user: user, before: Int64.max, limit: 1, in: db).first else {
                 return nil
             }
-            return DeliveryRecord(
-                pipeline: pipeline,
-                eventID: row["event_id"],
+            // The transport is the pipeline's, not a column of the row.
+            let delivery = Delivery(
                 user: user,
                 tokenKind: row["token_kind"],
                 token: row["token"],
-                outcome: row["outcome"],
-                reason: row["reason"],
+                transport: "",
+                outcome: .delivered,
                 providerID: row["provider_id"],
                 attempts: row["attempts"],
-                createdAt: row["created_at"]
+                reason: row["reason"],
+                at: row["created_at"]
             )
+            return DeliveryRow(eventID: row["event_id"], delivery: delivery)
         }
     }
 }

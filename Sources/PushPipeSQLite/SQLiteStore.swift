@@ -146,8 +146,8 @@ public final class SQLiteStore: Store {
                     )
                 }
             }
-        case .outcome(let deliveries, let history, let state, let events, let webhooks, let pipeline):
-            try insert(DeliveryRow.rows(deliveries: deliveries, history: history), in: db)
+        case .outcome(let deliveries, let state, let events, let webhooks, let pipeline):
+            try insert(deliveries, pipeline: pipeline, in: db)
             try apply(.state(state, pipeline: pipeline), at: now, in: db, changes: &changes)
             try upsert(events, in: db)
             for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
@@ -177,7 +177,7 @@ public final class SQLiteStore: Store {
             + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
     }
 
-    private static func insert(_ rows: [DeliveryRow], in db: Database) throws {
+    private static func insert(_ rows: [DeliveryRow], pipeline: String, in db: Database) throws {
         for start in stride(from: 0, to: rows.count, by: rowsPerInsert) {
             let chunk = rows[start..<min(rows.count, start + rowsPerInsert)]
             // Cached statements: parsed once per connection and size, not once per write.
@@ -186,19 +186,19 @@ public final class SQLiteStore: Store {
                 for (position, row) in chunk.enumerated() {
                     let delivery = row.delivery
                     let first = Int32(position * 11)
-                    values.bind(delivery.pipeline, at: first + 1)
-                    values.bind(delivery.eventID, at: first + 2)
+                    values.bind(pipeline, at: first + 1)
+                    values.bind(row.eventID, at: first + 2)
                     values.bind(delivery.user, at: first + 3)
                     values.bind(delivery.tokenKind, at: first + 4)
                     values.bind(delivery.token, at: first + 5)
-                    values.bind(delivery.outcome, at: first + 6)
+                    values.bind(delivery.outcome.rawValue, at: first + 6)
                     values.bind(delivery.reason, at: first + 7)
                     values.bind(delivery.providerID, at: first + 8)
                     values.bind(delivery.attempts, at: first + 9)
-                    values.bind(delivery.createdAt, at: first + 10)
-                    switch row.record {
+                    values.bind(delivery.at, at: first + 10)
+                    switch row.history {
                     case .none: values.bind(nil as String?, at: first + 11)
-                    case .text(let text): values.bind(text, at: first + 11)
+                    case .json(let record): values.bind(record.compactText, at: first + 11)
                     case .serialized(let bytes): values.bindText(bytes, at: first + 11)
                     }
                 }

@@ -16,21 +16,7 @@ import Testing
         let createdAt = now.timeIntervalSince1970 - age
         let event = "e-\(user)-\(number)"
         try await store.pipeline("p").recordOutcome(
-            deliveries: [
-                DeliveryRecord(
-                    pipeline: "p",
-                    eventID: event,
-                    user: user,
-                    tokenKind: "device",
-                    token: "ab",
-                    outcome: "delivered",
-                    reason: nil,
-                    providerID: nil,
-                    attempts: 1,
-                    createdAt: createdAt
-                )
-            ],
-            history: [HistoryEntry(pipeline: "p", user: user, eventID: event, createdAt: createdAt, record: ["n": .int(Int64(number))])],
+            deliveries: [.of(event, user: user, token: "ab", at: createdAt, history: ["n": .int(Int64(number))])],
             state: []
         )
     }
@@ -47,20 +33,8 @@ import Testing
         for number in 0..<5 { try await deliver(store, user: "bob", age: day, now: now, number: number) }
         try await store.pipeline("other").recordOutcome(
             deliveries: [
-                DeliveryRecord(
-                    pipeline: "other",
-                    eventID: "x",
-                    user: "alice",
-                    tokenKind: "device",
-                    token: "ab",
-                    outcome: "delivered",
-                    reason: nil,
-                    providerID: nil,
-                    attempts: 1,
-                    createdAt: now.timeIntervalSince1970 - 300 * day
-                )
+                DeliveryRow.of("x", user: "alice", token: "ab", at: now.timeIntervalSince1970 - 300 * day)
             ],
-            history: [],
             state: []
         )
 

@@ -98,20 +98,8 @@ import Testing
             try await clock.sleepers(atLeast: 1)
             try await store.pipeline("p").recordOutcome(
                 deliveries: [
-                    DeliveryRecord(
-                        pipeline: "p",
-                        eventID: "e",
-                        user: "u",
-                        tokenKind: "device",
-                        token: "ab",
-                        outcome: "delivered",
-                        reason: nil,
-                        providerID: nil,
-                        attempts: 1,
-                        createdAt: clock.now
-                    )
+                    DeliveryRow.of("e", user: "u", token: "ab", at: clock.now)
                 ],
-                history: [],
                 state: []
             )
             clock.advance(by: .seconds(86_401))

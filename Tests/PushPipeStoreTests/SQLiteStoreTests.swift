@@ -166,38 +166,27 @@ import Testing
         }
         let store = try SQLiteStore(path: path)
         #expect(try await store.pipeline("p").history(user: "u", limit: 10, before: nil).map(\.record) == [["n": 3], ["n": 2], ["n": 1]])
-        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.token == "ab12", "migrated history rows are not deliveries")
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.delivery.token == "ab12", "migrated history rows are not deliveries")
         try await store.close()
     }
 
-    @Test func aDeliveredNotificationCarriesItsHistoryRecordOnce() async throws {
+    @Test func aDeliveredNotificationCarriesItsHistoryRecord() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        func delivery(_ token: String, _ outcome: String) -> DeliveryRecord {
-            DeliveryRecord(
-                pipeline: "p",
-                eventID: "e1",
-                user: "u",
-                tokenKind: "device",
-                token: token,
-                outcome: outcome,
-                reason: nil,
-                providerID: outcome == "delivered" ? "id-\(token)" : nil,
-                attempts: 1,
-                createdAt: 1
-            )
-        }
         // Two devices of one user, one of them dead: one history entry, kept with a delivered row.
         try await store.pipeline("p").recordOutcome(
-            deliveries: [delivery("aa", "drop-token"), delivery("bb", "delivered"), delivery("cc", "delivered")],
-            history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e1", createdAt: 1, record: ["title": "hi"])],
+            deliveries: [
+                .of("e1", user: "u", token: "aa", outcome: .dropToken, at: 1),
+                .of("e1", user: "u", token: "bb", providerID: "id-bb", at: 1, history: ["title": "hi"]),
+                .of("e1", user: "u", token: "cc", providerID: "id-cc", at: 1),
+            ],
             state: []
         )
         let history = try await store.pipeline("p").history(user: "u", limit: 10, before: nil)
         #expect(history.map(\.record) == [["title": "hi"]])
         #expect(history.first?.eventID == "e1")
-        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.providerID == "id-cc")
+        #expect(try await store.pipeline("p").lastDelivery(user: "u")?.delivery.providerID == "id-cc")
         try await store.close()
     }
 }
@@ -212,8 +201,7 @@ extension SQLiteStoreTests {
         let recording = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             try await store.pipeline("p").recordOutcome(
-                deliveries: [],
-                history: [HistoryEntry(pipeline: "p", user: "u", eventID: "e", createdAt: 1, record: ["n": 1])],
+                deliveries: [.of("e", user: "u", token: "ab", at: 1, history: ["n": 1])],
                 state: [StateWrite(stage: "filters[0]", key: "u", value: 5)]
             )
         }

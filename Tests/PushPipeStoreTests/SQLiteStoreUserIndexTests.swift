@@ -8,49 +8,26 @@ import Testing
 
 /// Rows reach the per-user index in batches; reads must see indexed and unindexed rows alike.
 @Suite struct SQLiteStoreUserIndexTests {
-    func outcome(_ event: Int, user: String = "u", outcome: String = "delivered") -> OutcomeWrite {
-        .outcome(
-            deliveries: [
-                DeliveryRecord(
-                    pipeline: "p",
-                    eventID: "e\(event)",
-                    user: user,
-                    tokenKind: "device",
-                    token: "t\(event)",
-                    outcome: outcome,
-                    reason: nil,
-                    providerID: "id\(event)",
-                    attempts: 1,
-                    createdAt: Double(event)
-                )
-            ],
-            history: outcome == "delivered"
-                ? [
-                    HistoryEntry(
-                        pipeline: "p",
-                        user: user,
-                        eventID: "e\(event)",
-                        createdAt: Double(event),
-                        record: ["n": .int(Int64(event))]
-                    )
-                ] : [],
-            state: [],
-            events: [],
-            webhooks: [],
-            pipeline: "p"
+    func outcome(_ event: Int, user: String = "u", outcome: DeliveryOutcome = .delivered) -> OutcomeWrite {
+        .outcome(deliveries: [row(event, user: user, outcome: outcome)], state: [], events: [], webhooks: [], pipeline: "p")
+    }
+
+    func row(_ event: Int, user: String, outcome: DeliveryOutcome = .delivered) -> DeliveryRow {
+        let delivered = outcome == .delivered
+        return .of(
+            "e\(event)",
+            user: user,
+            token: "t\(event)",
+            outcome: outcome,
+            providerID: "id\(event)",
+            at: Double(event),
+            history: delivered ? ["n": .int(Int64(event))] : nil
         )
     }
 
     /// One write holding the deliveries of several events, as a worker's batch records them.
     func oneWrite(_ events: ClosedRange<Int>) -> OutcomeWrite {
-        var deliveries: [DeliveryRecord] = []
-        var history: [HistoryEntry] = []
-        for event in events {
-            guard case .outcome(let delivered, let recorded, _, _, _, _) = outcome(event, user: "user\(event % 50)") else { continue }
-            deliveries += delivered
-            history += recorded
-        }
-        return .outcome(deliveries: deliveries, history: history, state: [], events: [], webhooks: [], pipeline: "p")
+        .outcome(deliveries: events.map { row($0, user: "user\($0 % 50)") }, state: [], events: [], webhooks: [], pipeline: "p")
     }
 
     func counts(_ store: SQLiteStore) async throws -> (indexed: Int, indexedThrough: Int64) {
@@ -107,7 +84,7 @@ import Testing
         // Rows 4-7 stay in the tail, with another user's rows and a failed delivery between them.
         try await store.database.write { db in
             try SQLiteStore.commit(
-                [outcome(4), outcome(5, user: "other"), outcome(6, outcome: "drop-token"), outcome(7)],
+                [outcome(4), outcome(5, user: "other"), outcome(6, outcome: .dropToken), outcome(7)],
                 in: db,
                 indexing: schedule,
                 at: Date().timeIntervalSince1970,

@@ -1,8 +1,11 @@
 import PushPipeCore
 
 extension Store {
-    /// A history entry without a delivery of its own, as the runtime records one.
+    /// A user's history entry, as the runtime records one: with the delivery that reached them.
     func appendHistory(_ entry: HistoryEntry) async throws {
-        try await pipeline(entry.pipeline).recordOutcome(deliveries: [], history: [entry], state: [])
+        try await pipeline(entry.pipeline).recordOutcome(
+            deliveries: [.of(entry.eventID, user: entry.user, token: "history", at: entry.createdAt, history: entry.record)],
+            state: []
+        )
     }
 }

@@ -6,7 +6,7 @@ extension StoreContractTests {
     /// letters are listed newest first, replayed once (queued with what they replay, in one
     /// transaction) or dropped, and outlive retention.
     func eventRecords(_ store: any Store) async throws {
-        let recipient = EventRecord.Recipient(
+        let recipient = Delivery(
             user: "u",
             tokenKind: "device",
             token: "ab12cd34ef",
@@ -29,13 +29,13 @@ extension StoreContractTests {
             acceptedAt: 10,
             updatedAt: 15
         )
-        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [processing])
+        try await store.pipeline("r").recordOutcome(deliveries: [], state: [], events: [processing])
         var dead = processing
         dead.state = .deadLetter
         dead.updatedAt = 20
         dead.reason = "500 InternalServerError"
         dead.input = EventRecord.Input(time: 10, body: ["text": "hi"])
-        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [dead])
+        try await store.pipeline("r").recordOutcome(deliveries: [], state: [], events: [dead])
         #expect(try await store.eventRecords(eventID: "e1", pipeline: "r").records == [dead], "the outcome replaces the processing record")
         #expect(try await store.eventRecords(eventID: "e1", pipeline: nil).records == [dead])
         #expect(try await store.eventRecords(eventID: "e1", pipeline: "other").records.isEmpty)
@@ -50,7 +50,7 @@ extension StoreContractTests {
             input: EventRecord.Input(time: 1, body: [:])
         )
         let delivered = EventRecord(pipeline: "r", eventID: "e2", state: .delivered, acceptedAt: 1, updatedAt: 2)
-        try await store.pipeline("r").recordOutcome(deliveries: [], history: [], state: [], events: [older, delivered])
+        try await store.pipeline("r").recordOutcome(deliveries: [], state: [], events: [older, delivered])
         #expect(try await store.deadLetters(pipeline: "r", since: nil, limit: 10).map(\.eventID) == ["e1", "e0"])
         #expect(try await store.deadLetters(pipeline: nil, since: 10, limit: 10).map(\.eventID) == ["e1"])
         #expect(try await store.deadLetters(pipeline: "r", since: nil, limit: 1).map(\.eventID) == ["e1"])

@@ -17,23 +17,9 @@ extension StoreContractTests {
                 keepingAtMost: 3
             )
         }
-        func deliver(_ value: String, user: String = "1783478", outcome: String = "delivered") async throws {
+        func deliver(_ value: String, user: String = "1783478", outcome: DeliveryOutcome = .delivered) async throws {
             try await store.pipeline(pipeline).recordOutcome(
-                deliveries: [
-                    DeliveryRecord(
-                        pipeline: pipeline,
-                        eventID: "e-\(value)",
-                        user: user,
-                        tokenKind: "device",
-                        token: value,
-                        outcome: outcome,
-                        reason: nil,
-                        providerID: nil,
-                        attempts: 1,
-                        createdAt: Date().timeIntervalSince1970
-                    )
-                ],
-                history: [],
+                deliveries: [.of("e-\(value)", user: user, token: value, outcome: outcome, at: Date().timeIntervalSince1970)],
                 state: []
             )
         }
@@ -45,25 +31,11 @@ extension StoreContractTests {
         try await deliver("phone")
         try await deliver("phone")
         try await register("tablet")
-        try await deliver("tablet", outcome: "failed")
+        try await deliver("tablet", outcome: .retryAfter)
         // A delivered outcome of another pipeline, user or kind confirms nothing here.
         try await register("fake0")
         try await store.pipeline("elsewhere").recordOutcome(
-            deliveries: [
-                DeliveryRecord(
-                    pipeline: "elsewhere",
-                    eventID: "x",
-                    user: "1783478",
-                    tokenKind: "device",
-                    token: "fake0",
-                    outcome: "delivered",
-                    reason: nil,
-                    providerID: nil,
-                    attempts: 1,
-                    createdAt: Date().timeIntervalSince1970
-                )
-            ],
-            history: [],
+            deliveries: [.of("x", user: "1783478", token: "fake0", at: Date().timeIntervalSince1970)],
             state: []
         )
         for fake in 1...10 { try await register("fake\(fake)") }

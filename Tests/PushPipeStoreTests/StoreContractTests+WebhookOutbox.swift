@@ -20,7 +20,7 @@ extension StoreContractTests {
                 createdAt: Double(index)
             )
         }
-        try await store.pipeline("w").recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
+        try await store.pipeline("w").recordOutcome(deliveries: [], state: [], events: [], webhooks: outcomes)
         let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 2, lease: .seconds(60))
         #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"], "oldest first")
         #expect(claimed.first?.payload == ["n": 1] && claimed.first?.attempts == 0)
@@ -91,7 +91,7 @@ extension StoreContractTests {
     }
 
     static func write(_ store: any Store, _ outcomes: [WebhookOutcome]) async throws {
-        try await store.pipeline(outcomes[0].pipeline).recordOutcome(deliveries: [], history: [], state: [], events: [], webhooks: outcomes)
+        try await store.pipeline(outcomes[0].pipeline).recordOutcome(deliveries: [], state: [], events: [], webhooks: outcomes)
     }
 
     /// A claim fixes the batch (`webhook-id`) of what it takes: claimed again after its daemon's

@@ -228,30 +228,17 @@ import Testing
             let event = "e\(number)"
             try await store.pipeline("h").recordOutcome(
                 deliveries: [
-                    DeliveryRecord(
-                        pipeline: "h",
-                        eventID: event,
+                    .of(
+                        event,
                         user: "alice",
-                        tokenKind: "device",
                         token: "aa11",
-                        outcome: number == 4 ? "retry-after" : "delivered",
+                        outcome: number == 4 ? .retryAfter : .delivered,
                         reason: number == 4 ? "ServiceUnavailable" : nil,
                         providerID: "id-\(number)",
-                        attempts: 1,
-                        createdAt: now + Double(number)
+                        at: now + Double(number),
+                        history: number == 4 ? nil : ["n": .int(Int64(number))]
                     )
                 ],
-                history: number == 4
-                    ? []
-                    : [
-                        HistoryEntry(
-                            pipeline: "h",
-                            user: "alice",
-                            eventID: event,
-                            createdAt: now + Double(number),
-                            record: ["n": .int(Int64(number))]
-                        )
-                    ],
                 state: [StateWrite(stage: "w", key: "alice", value: .int(Int64(number)))]
             )
         }
@@ -260,7 +247,7 @@ import Testing
         let secondPage = try await store.pipeline("h").history(user: "alice", limit: 10, before: firstPage.last?.id)
         #expect(secondPage.map { $0.record["n"] } == [1, 0])
         let last = try #require(try await store.pipeline("h").lastDelivery(user: "alice"))
-        #expect(last.eventID == "e3" && last.providerID == "id-3" && last.outcome == "delivered")
+        #expect(last.eventID == "e3" && last.delivery.providerID == "id-3" && last.delivery.outcome == .delivered)
         #expect(try await store.pipeline("h").state(stage: "w", key: "alice") == 4)
         try await store.appendHistory(HistoryEntry(pipeline: "h", user: "bob", eventID: "x", createdAt: now, record: ["only": "history"]))
         #expect(try await store.pipeline("h").history(user: "bob", limit: 5, before: nil).map(\.record) == [["only": "history"]])
@@ -446,23 +433,7 @@ import Testing
         for number in 0..<12 {
             let age = number < 4 ? 400 * 86400.0 : Double(100 - number)
             try await store.pipeline("r").recordOutcome(
-                deliveries: [
-                    DeliveryRecord(
-                        pipeline: "r",
-                        eventID: "r\(number)",
-                        user: "alice",
-                        tokenKind: "device",
-                        token: "aa11",
-                        outcome: "delivered",
-                        reason: nil,
-                        providerID: nil,
-                        attempts: 1,
-                        createdAt: now - age
-                    )
-                ],
-                history: [
-                    HistoryEntry(pipeline: "r", user: "alice", eventID: "r\(number)", createdAt: now - age, record: ["n": .int(Int64(number))])
-                ],
+                deliveries: [.of("r\(number)", user: "alice", token: "aa11", at: now - age, history: ["n": .int(Int64(number))])],
                 state: []
             )
         }

@@ -82,35 +82,29 @@ import Testing
         try await store.pipeline("p").register(DeviceToken(user: "a\0b", kind: "device", value: "t\0"), environment: nil, replace: false)
         #expect(try await store.pipeline("p").tokens(user: "a\u{FFFD}b", kind: "device").map(\.value) == ["t\u{FFFD}"])
 
-        let delivery = DeliveryRecord(
-            pipeline: "p",
-            eventID: "e\0",
+        var delivery = DeliveryRow.of(
+            "e\0",
             user: "a\0b",
-            tokenKind: "device",
             token: "t\0",
-            outcome: "delivered",
             reason: "bad\0answer " + String(repeating: "x", count: 5000),
             providerID: "id\0",
-            attempts: 1,
-            createdAt: now
+            at: now
         )
         // A payload serialized elsewhere, with a byte that is not UTF-8.
-        let payload = Data(#"{"x":"?"}"#.utf8.map { $0 == UInt8(ascii: "?") ? 0xFF : $0 })
-        let history = HistoryEntry(pipeline: "p", user: "a\0b", eventID: "e\0", createdAt: now, record: [:], serializedRecord: payload)
+        delivery.history = .serialized(Data(#"{"x":"?"}"#.utf8.map { $0 == UInt8(ascii: "?") ? 0xFF : $0 }))
         let record = EventRecord(pipeline: "p", eventID: "e\0", state: .delivered, user: "a\0b", reason: "why\0", acceptedAt: now, updatedAt: now)
         try await store.pipeline("p").recordOutcome(
             deliveries: [delivery],
-            history: [history],
             state: [StateWrite(stage: "s", key: "k\0", value: .string("v\0"))],
             events: [record]
         )
 
         let last = try #require(try await store.pipeline("p").lastDelivery(user: "a\u{FFFD}b"))
         #expect(last.eventID == "e\u{FFFD}")
-        #expect(last.token == "t\u{FFFD}")
-        #expect(last.providerID == "id\u{FFFD}")
-        #expect(last.reason?.hasPrefix("bad\u{FFFD}answer xxx") == true)
-        #expect(last.reason?.unicodeScalars.count == StoredText.longestFreeText + 1, "cut, and marked with an ellipsis")
+        #expect(last.delivery.token == "t\u{FFFD}")
+        #expect(last.delivery.providerID == "id\u{FFFD}")
+        #expect(last.delivery.reason?.hasPrefix("bad\u{FFFD}answer xxx") == true)
+        #expect(last.delivery.reason?.unicodeScalars.count == StoredText.longestFreeText + 1, "cut, and marked with an ellipsis")
         #expect(try await store.pipeline("p").history(user: "a\u{FFFD}b", limit: 10, before: nil).map(\.record) == [["x": "\u{FFFD}"]])
         #expect(try await store.pipeline("p").state(stage: "s", key: "k\u{FFFD}") == .string("v\0"))
         let records = try await store.eventRecords(eventID: "e\u{FFFD}", pipeline: "p").records
@@ -136,19 +130,8 @@ import Testing
         release: () -> Void
     ) async throws {
         @Sendable func write(_ id: String, at time: Double = Date().timeIntervalSince1970) async throws {
-            let delivery = DeliveryRecord(
-                pipeline: "p",
-                eventID: id,
-                user: "user-\(id)",
-                tokenKind: "device",
-                token: "t",
-                outcome: "delivered",
-                reason: nil,
-                providerID: nil,
-                attempts: 1,
-                createdAt: time
-            )
-            try await store.pipeline("p").recordOutcome(deliveries: [delivery], history: [], state: [])
+            let delivery = DeliveryRow.of(id, user: "user-\(id)", token: "t", at: time)
+            try await store.pipeline("p").recordOutcome(deliveries: [delivery], state: [])
         }
         let held = Task { try await write("held") }
         await outcomes.pendingWritesReach(0)

@@ -26,8 +26,7 @@ struct DryRunPipelineStore: PipelineStore {
 
     // What was sent: nothing was.
     func recordOutcome(
-        deliveries: [DeliveryRecord],
-        history: [HistoryEntry],
+        deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome]
@@ -35,7 +34,7 @@ struct DryRunPipelineStore: PipelineStore {
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
         try await base.history(user: user, limit: limit, before: before)
     }
-    func lastDelivery(user: String) async throws -> DeliveryRecord? { try await base.lastDelivery(user: user) }
+    func lastDelivery(user: String) async throws -> DeliveryRow? { try await base.lastDelivery(user: user) }
     func dropDeadLetter(eventID: String) async throws -> Bool { false }
 
     func dequeue(source: String, key: String) async throws {}

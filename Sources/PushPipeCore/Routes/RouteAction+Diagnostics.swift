@@ -42,7 +42,7 @@ extension RouteAction {
                 // 16 hex characters and `...`: enough to tell devices apart, never the token.
                 "device_token_preview": tokens.first.map { .string(String($0.value.prefix(16)) + "...") } ?? .null,
                 "device_count": .int(Int64(tokens.count)),
-                "last_notification_time": .int(Int64(((last?.createdAt ?? 0) * 1000).rounded())),
+                "last_notification_time": .int(Int64(((last?.delivery.at ?? 0) * 1000).rounded())),
                 "settings": .object(settings),
             ]) { _, own in own }
             return RouteResponse(.object(view))

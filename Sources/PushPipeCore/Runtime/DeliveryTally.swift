@@ -9,7 +9,8 @@ struct DeliveryTally {
     private(set) var unresolvedReason: String?
     private(set) var reports: [DeliveryReport] = []
 
-    mutating func add(_ deliveries: [DeliveryReport]) {
+    /// Counts `deliveries`, each of the notification at the same place in `notifications`.
+    mutating func add(_ deliveries: [Delivery], of notifications: [RenderedNotification]) {
         total += deliveries.count
         for delivery in deliveries {
             if delivery.outcome == .delivered {
@@ -18,7 +19,9 @@ struct DeliveryTally {
                 unresolvedReason = delivery.reason ?? delivery.outcome.rawValue
             }
         }
-        reports += deliveries.prefix(max(0, Self.reportLimit - reports.count))
+        for (delivery, notification) in zip(deliveries, notifications).prefix(max(0, Self.reportLimit - reports.count)) {
+            reports.append(DeliveryReport(delivery, payload: notification.payload))
+        }
     }
 
     var status: EventReport.Status {

@@ -44,15 +44,15 @@ extension EventProcessor {
                 if attempt.outcome.outcome.isUnresolved { waiting.append(index) } else { settled.append(index) }
             }
             let at = clock.now
-            let pending = self.recipients(of: page[0].part(waiting), at: at)
+            let pending = self.deliveries(of: page[0].part(waiting), at: at)
             let pendingDevices = Set(pending.map(\.address))
             guard !settled.isEmpty || !pendingDevices.isSubset(of: listed) || progress.pageReached.map({ within > $0 }) ?? true else { return }
             let done = page[0].part(settled)
-            let deliveries = reports(of: done)
+            let deliveries = self.deliveries(of: done, at: at)
             var counted = tally
-            counted.add(deliveries)
+            counted.add(deliveries, of: done.notifications)
             var kept = recipients
-            kept.add(self.recipients(of: done, at: at), keeping: audience.retrying, replacing: listed)
+            kept.add(deliveries, keeping: audience.retrying, replacing: listed)
             kept.add(pending, keeping: pendingDevices, replacing: listed)
             var reaching = progress
             reaching.advance(within: within, earlier: earlier, counted)
@@ -63,7 +63,7 @@ extension EventProcessor {
             )
             guard written else { return }
             for index in settled { page[0].attempts[index].recorded = true }
-            _ = await settle(done)
+            _ = await settle(done, at: at)
             for (notification, delivery) in zip(done.notifications, deliveries) where delivery.outcome == .delivered {
                 historied.insert(notification.token.user)
             }
@@ -84,9 +84,9 @@ extension EventProcessor {
             reached = user
         }
         let rest = page[0].unrecorded
-        let deliveries = await settle(rest)
-        tally.add(deliveries)
-        recipients.add(self.recipients(of: rest, at: clock.now), keeping: audience.retrying, replacing: listed)
+        let deliveries = await settle(rest, at: clock.now)
+        tally.add(deliveries, of: rest.notifications)
+        recipients.add(deliveries, keeping: audience.retrying, replacing: listed)
         progress.advance(past: reached, earlier: earlier, tally)
         // The page's deliveries no checkpoint recorded and the progress past it, in one transaction.
         await record(

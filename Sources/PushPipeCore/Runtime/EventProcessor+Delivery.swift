@@ -39,7 +39,7 @@ extension Delivering.Attempt {
 /// What one event's batch of deliveries writes.
 struct Outcome: Sendable {
     var delivering: Delivering
-    var deliveries: [DeliveryReport]
+    var deliveries: [Delivery]
     var state: [StateWrite]
     /// Users whose history of the event an earlier write carried (a checkpoint of the same
     /// broadcast page): a user's history holds the event once.
@@ -231,9 +231,7 @@ extension EventProcessor {
     }
 
     /// Counts and applies each notification's final outcome (a dead token is removed).
-    func settle(_ delivering: Delivering) async -> [DeliveryReport] {
-        var reports: [DeliveryReport] = []
-        reports.reserveCapacity(delivering.notifications.count)
+    func settle(_ delivering: Delivering, at now: Double) async -> [Delivery] {
         for (notification, attempt) in zip(delivering.notifications, delivering.attempts) {
             telemetry.delivery(
                 delivering.event,
@@ -243,15 +241,14 @@ extension EventProcessor {
                 attempts: attempt.count
             )
             await apply(attempt.outcome, to: notification, event: delivering.event, attempts: attempt.count)
-            reports.append(report(notification, attempt.outcome, attempts: attempt.count))
         }
-        return reports
+        return deliveries(of: delivering, at: now)
     }
 
-    /// Each notification's final outcome as a report, nothing applied yet (`settle` applies it).
-    func reports(of delivering: Delivering) -> [DeliveryReport] {
+    /// Each notification's final outcome, nothing applied yet (`settle` applies it).
+    func deliveries(of delivering: Delivering, at now: Double) -> [Delivery] {
         zip(delivering.notifications, delivering.attempts).map { notification, attempt in
-            report(notification, attempt.outcome, attempts: attempt.count)
+            Delivery(attempt.outcome, to: notification.token, transport: definition.transport.type, attempts: attempt.count, at: now)
         }
     }
 
@@ -259,27 +256,25 @@ extension EventProcessor {
     /// those fully delivered and the devices reached of those delivered in part; a broadcast
     /// writes its watermarks separately once the whole event is known to be delivered.
     func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
-        let now = clock.now
-        let (records, history, state) = rows(of: outcomes, at: now)
-        let webhooks = webhookOutcomes(of: events, at: now)
+        let (rows, state) = rows(of: outcomes)
+        let webhooks = webhookOutcomes(of: events, at: clock.now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks
         // keep the event from going out again, its removal from a queue waits for it), and the
         // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
         // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
         // page not recorded goes out again at the next start), then gives it up.
-        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, records, history, state] in
-            await write(outcomes, records: records, history: history, state: state, events: events, webhooks: webhooks)
+        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, rows, state] in
+            await write(outcomes, rows: rows, state: state, events: events, webhooks: webhooks)
         }
     }
 
     /// `record` tried once, for a broadcast page's checkpoint (the page's own write follows in
     /// any case, so an absent store holds up no sending): whether the store took it.
     func recordOnce(_ outcomes: [Outcome], events: [EventRecord]) async -> Bool {
-        let now = clock.now
-        let (records, history, state) = rows(of: outcomes, at: now)
-        let webhooks = webhookOutcomes(of: events, at: now)
+        let (rows, state) = rows(of: outcomes)
+        let webhooks = webhookOutcomes(of: events, at: clock.now)
         do {
-            try await pipelineStore.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks)
+            try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks)
         } catch {
             return false
         }
@@ -287,45 +282,23 @@ extension EventProcessor {
         return true
     }
 
-    /// What `outcomes` write: a delivery row per notification, the history of each user
-    /// delivered, and the watermarks (whole or per device) they move.
-    private func rows(of outcomes: [Outcome], at now: Double) -> ([DeliveryRecord], [HistoryEntry], [StateWrite]) {
-        var history: [HistoryEntry] = []
-        var records: [DeliveryRecord] = []
+    /// What `outcomes` write: a row per delivery, the first to reach each user carrying their
+    /// history record of the event, and the watermarks (whole or per device) they move.
+    private func rows(of outcomes: [Outcome]) -> ([DeliveryRow], [StateWrite]) {
+        var rows: [DeliveryRow] = []
         var state: [StateWrite] = []
         for outcome in outcomes {
-            let event = outcome.delivering.event
             var historyUsers = outcome.historyWritten
             for (notification, delivery) in zip(outcome.delivering.notifications, outcome.deliveries) {
-                records.append(
-                    DeliveryRecord(
-                        pipeline: definition.name,
-                        eventID: event.id,
-                        user: notification.token.user,
-                        tokenKind: notification.token.kind,
-                        token: notification.token.value,
-                        outcome: delivery.outcome.rawValue,
-                        reason: delivery.reason,
-                        providerID: delivery.providerID,
-                        attempts: delivery.attempts,
-                        createdAt: now
-                    )
-                )
-                guard delivery.outcome == .delivered, historyUsers.insert(notification.token.user).inserted else { continue }
-                history.append(
-                    HistoryEntry(
-                        pipeline: definition.name,
-                        user: notification.token.user,
-                        eventID: event.id,
-                        createdAt: now,
-                        record: notification.historyRecord ?? notification.payload,
-                        serializedRecord: notification.historyRecord == nil ? notification.payloadBytes : nil
-                    )
-                )
+                var history: DeliveryRow.Record?
+                if delivery.outcome == .delivered, historyUsers.insert(delivery.user).inserted {
+                    history = notification.historyRecord.map(DeliveryRow.Record.json) ?? .serialized(notification.payloadBytes)
+                }
+                rows.append(DeliveryRow(eventID: outcome.delivering.event.id, delivery: delivery, history: history))
             }
             state += outcome.state + deviceProgress(of: outcome)
         }
-        return (records, history, state)
+        return (rows, state)
     }
 
     /// How long the outcomes' writes outlive the first cancellation of an event (the drain timeout).
@@ -333,8 +306,7 @@ extension EventProcessor {
 
     private func write(
         _ outcomes: [Outcome],
-        records: [DeliveryRecord],
-        history: [HistoryEntry],
+        rows: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome]
@@ -351,7 +323,7 @@ extension EventProcessor {
                     }
                 }
             ) {
-                try await pipelineStore.recordOutcome(deliveries: records, history: history, state: state, events: events, webhooks: webhooks)
+                try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks)
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
@@ -398,21 +370,5 @@ extension EventProcessor {
                 logger.critical("configuration error in pipeline \(definition.name), not retried: \(reason)", metadata: context())
             }
         }
-    }
-
-    private func report(_ notification: RenderedNotification, _ outcome: TransportOutcome, attempts: Int) -> DeliveryReport {
-        var providerID: String?
-        if case .delivered(let id) = outcome { providerID = id }
-        return DeliveryReport(
-            user: notification.token.user,
-            tokenKind: notification.token.kind,
-            token: notification.token.masked,
-            outcome: outcome.outcome,
-            reason: outcome.reason,
-            providerID: providerID,
-            attempts: attempts,
-            payload: notification.payload,
-            reasonCode: outcome.providerReason?.code
-        )
     }
 }

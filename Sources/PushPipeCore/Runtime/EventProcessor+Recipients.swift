@@ -66,9 +66,9 @@ extension EventProcessor {
         var finished: [Finished] = []
         let now = clock.now
         for delivering in deliverings {
-            let deliveries = await settle(delivering)
+            let deliveries = await settle(delivering, at: now)
             var tally = DeliveryTally()
-            tally.add(deliveries)
+            tally.add(deliveries, of: delivering.notifications)
             tallies.append(tally)
             // Watermarks move only when everything that could be delivered was.
             outcomes.append(
@@ -79,7 +79,7 @@ extension EventProcessor {
                 )
             )
             var recipients = RecipientList()
-            recipients.add(self.recipients(of: delivering, at: now))
+            recipients.add(deliveries)
             finished.append(
                 Finished(
                     event: delivering.event,
@@ -245,7 +245,7 @@ extension EventProcessor {
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as
     /// `recordProcessing` is: each page's write carries the progress again.
     private func recordProgress(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) async {
-        try? await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: [progressRecord(event, progress, recipients)])
+        try? await pipelineStore.recordOutcome(deliveries: [], state: [], events: [progressRecord(event, progress, recipients)])
     }
 }
 

@@ -11,7 +11,7 @@ struct RecipientList: Sendable {
     /// Unresolved recipients a record keeps at most: beyond, they are only counted.
     static var unresolvedKeptLimit: Int { 2 * unresolvedLimit }
 
-    private(set) var kept: [EventRecord.Recipient] = []
+    private(set) var kept: [Delivery] = []
     private(set) var omitted = 0
     private(set) var unresolved = 0
     /// A broadcast's progress, which its record keeps: where it stopped, or that it reached
@@ -31,7 +31,7 @@ struct RecipientList: Sendable {
     /// that each replaces the unresolved outcome its dead letter kept. The outcome of a device
     /// in `replacing` takes the place of the unresolved one kept for it (a broadcast page's
     /// checkpoint, or the record of a run resumed inside the page).
-    mutating func add(_ recipients: [EventRecord.Recipient], keeping retried: Set<String> = [], replacing: Set<String> = []) {
+    mutating func add(_ recipients: [Delivery], keeping retried: Set<String> = [], replacing: Set<String> = []) {
         if !replacing.isEmpty {
             let replaced = Set(recipients.lazy.map(\.address).filter { replacing.contains($0) })
             if !replaced.isEmpty {
@@ -57,26 +57,6 @@ struct RecipientList: Sendable {
 }
 
 extension EventProcessor {
-    /// Each notification's final outcome, as the event's record keeps it.
-    func recipients(of delivering: Delivering, at now: Double) -> [EventRecord.Recipient] {
-        zip(delivering.notifications, delivering.attempts).map { notification, attempt in
-            var providerID: String?
-            if case .delivered(let id) = attempt.outcome { providerID = id }
-            return EventRecord.Recipient(
-                user: notification.token.user,
-                tokenKind: notification.token.kind,
-                token: notification.token.value,
-                transport: definition.transport.type,
-                outcome: attempt.outcome.outcome,
-                providerID: providerID,
-                attempts: attempt.count,
-                reason: attempt.outcome.reason,
-                reasonCode: attempt.outcome.providerReason?.code,
-                at: now
-            )
-        }
-    }
-
     /// What the store keeps of a finished event; nil for a drop of an event nobody posted (a
     /// poll that found nothing new is no notification, and there would be one per check).
     func eventRecord(_ finished: Finished, now: Double? = nil) -> EventRecord? {
@@ -148,13 +128,13 @@ extension EventProcessor {
                 source: event.source,
                 caller: event.caller,
                 user: event.user,
-                recipients: recipients(of: delivering, at: now),
+                recipients: deliveries(of: delivering, at: now),
                 traceID: event.trace?.traceID,
                 acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
                 updatedAt: now
             )
         }
-        try? await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: records)
+        try? await pipelineStore.recordOutcome(deliveries: [], state: [], events: records)
     }
 
     /// A replay's notifications: only to the devices its dead letter left unresolved. And none
@@ -234,7 +214,7 @@ extension EventProcessor {
             let webhooks = webhookOutcomes(of: [candidate], at: candidate.updatedAt)
             do {
                 try await retrying(while: { _ in true }, failed: { _, _ in }) {
-                    try await pipelineStore.recordOutcome(deliveries: [], history: [], state: [], events: [candidate], webhooks: webhooks)
+                    try await pipelineStore.recordOutcome(deliveries: [], state: [], events: [candidate], webhooks: webhooks)
                 }
                 if !webhooks.isEmpty { onWebhookOutcomes?() }
                 logger.error(

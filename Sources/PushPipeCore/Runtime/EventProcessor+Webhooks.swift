@@ -31,13 +31,10 @@ extension EventProcessor {
         if let type { add(type, "\(record.pipeline)/\(record.eventID)/\(type)", ["event": record.statusJSON]) }
         guard record.state != .processing else { return outcomes }
         for recipient in record.recipients where recipient.outcome == .dropToken {
-            let token = TokenMask.mask(recipient.token)
-            var fields: [String: JSON] = [
-                "event_id": .string(record.eventID), "pipeline": .string(record.pipeline), "user": .string(recipient.user),
-                "token": .string(token), "token_kind": .string(recipient.tokenKind), "transport": .string(recipient.transport),
-            ]
-            fields["reason"] = recipient.reason.map(JSON.string)
-            fields["reason_code"] = recipient.reasonCode.map(JSON.string)
+            // The delivery as the status route shows it, with its event.
+            var fields = recipient.statusJSON.objectValue ?? [:]
+            fields["event_id"] = .string(record.eventID)
+            fields["pipeline"] = .string(record.pipeline)
             add("dead_token", "\(record.pipeline)/\(record.eventID)/dead_token/\(recipient.tokenKind):\(StableHash.hex(recipient.token))", fields)
         }
         return outcomes

@@ -46,6 +46,7 @@ public struct EventReport: Sendable, Codable {
     }
 }
 
+/// A delivery as an event's report shows it (`Delivery`'s view for a dry run, a test, a log).
 public struct DeliveryReport: Sendable, Codable {
     public var user: String
     public var tokenKind: String
@@ -59,26 +60,17 @@ public struct DeliveryReport: Sendable, Codable {
     public var attempts: Int
     public var payload: JSON
 
-    public init(
-        user: String,
-        tokenKind: String,
-        token: String,
-        outcome: DeliveryOutcome,
-        reason: String?,
-        providerID: String?,
-        attempts: Int,
-        payload: JSON,
-        reasonCode: String? = nil
-    ) {
-        self.user = user
-        self.tokenKind = tokenKind
-        self.token = token
-        self.outcome = outcome
-        self.reason = reason
-        self.providerID = providerID
-        self.attempts = attempts
+    /// A delivery as a report shows it: its token masked, with the payload it carried.
+    public init(_ delivery: Delivery, payload: JSON) {
+        user = delivery.user
+        tokenKind = delivery.tokenKind
+        token = TokenMask.mask(delivery.token)
+        outcome = delivery.outcome
+        reason = delivery.reason
+        providerID = delivery.providerID
+        attempts = delivery.attempts
         self.payload = payload
-        self.reasonCode = reasonCode
+        reasonCode = delivery.reasonCode
     }
 
     enum CodingKeys: String, CodingKey {

@@ -43,9 +43,9 @@ package final class ConfirmedTokens: Sendable {
         var keys: [Key] = []
         state.withLock { state in
             if ContinuousClock.now - state.since > lifetime { state = State() }
-            for case .outcome(let deliveries, _, _, _, _, _) in writes {
-                for delivery in deliveries where delivery.outcome == DeliveryOutcome.delivered.rawValue && !delivery.tokenKind.isEmpty {
-                    let key = Key(pipeline: delivery.pipeline, user: delivery.user, kind: delivery.tokenKind, token: delivery.token)
+            for case .outcome(let rows, _, _, _, let pipeline) in writes {
+                for delivery in rows.lazy.map(\.delivery) where delivery.outcome == .delivered {
+                    let key = Key(pipeline: pipeline, user: delivery.user, kind: delivery.tokenKind, token: delivery.token)
                     if !state.keys.contains(key), found.insert(key).inserted { keys.append(key) }
                 }
             }

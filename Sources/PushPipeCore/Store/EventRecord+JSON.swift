@@ -51,7 +51,7 @@ extension EventRecord {
             code: stored["code"]?.stringValue,
             reason: stored["reason"]?.stringValue,
             recipients: try (stored["recipients"]?.arrayValue ?? []).map {
-                try Recipient(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt)
+                try Delivery(stored: $0, eventID: eventID, recordedAt: stored["recorded_at"]?.doubleValue ?? updatedAt)
             },
             omittedRecipients: Int(stored["omitted"]?.intValue ?? 0),
             traceID: stored["trace_id"]?.stringValue,
@@ -98,7 +98,7 @@ extension EventRecord {
     }
 }
 
-extension EventRecord.Recipient {
+extension Delivery {
     init(stored: JSON, eventID: String, recordedAt: Double) throws {
         guard let user = stored["user"]?.stringValue, let kind = stored["kind"]?.stringValue, let token = stored["token"]?.stringValue,
             let outcome = stored["outcome"]?.stringValue.flatMap(DeliveryOutcome.init(rawValue:))

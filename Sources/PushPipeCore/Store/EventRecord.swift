@@ -34,7 +34,7 @@ public struct EventRecord: Sendable, Equatable {
     public var stage: String?
     public var code: String?
     public var reason: String?
-    public var recipients: [Recipient]
+    public var recipients: [Delivery]
     /// Recipients left out of `recipients` (a broadcast keeps the first ones and every failure).
     public var omittedRecipients: Int
     public var traceID: String?
@@ -57,52 +57,6 @@ public struct EventRecord: Sendable, Equatable {
         }
     }
 
-    /// One notification of the event: the token as stored (masked whenever it is shown).
-    public struct Recipient: Sendable, Equatable {
-        public var user: String
-        public var tokenKind: String
-        public var token: String
-        public var transport: String
-        public var outcome: DeliveryOutcome
-        public var providerID: String?
-        public var attempts: Int
-        public var reason: String?
-        /// The reason's code (`ProviderReason.code`): what an app or a webhook receiver decides on.
-        public var reasonCode: String?
-        public var at: Double
-
-        public init(
-            user: String,
-            tokenKind: String,
-            token: String,
-            transport: String,
-            outcome: DeliveryOutcome,
-            providerID: String?,
-            attempts: Int,
-            reason: String?,
-            reasonCode: String? = nil,
-            at: Double
-        ) {
-            self.user = user
-            self.tokenKind = tokenKind
-            self.token = token
-            self.transport = transport
-            self.outcome = outcome
-            self.providerID = providerID
-            self.attempts = attempts
-            self.reason = reason
-            self.reasonCode = reasonCode
-            self.at = at
-        }
-
-        /// Worth another attempt: the provider asked for a retry until attempts ran out, or the
-        /// notification hit a configuration error. A dead token is not.
-        public var isUnresolved: Bool { outcome.isUnresolved }
-
-        /// The same device: a replay's outcome for it replaces the earlier one.
-        var address: String { tokenKind + ":" + token }
-    }
-
     public init(
         pipeline: String,
         eventID: String,
@@ -113,7 +67,7 @@ public struct EventRecord: Sendable, Equatable {
         stage: String? = nil,
         code: String? = nil,
         reason: String? = nil,
-        recipients: [Recipient] = [],
+        recipients: [Delivery] = [],
         omittedRecipients: Int = 0,
         traceID: String? = nil,
         acceptedAt: Double,
@@ -147,14 +101,14 @@ public struct EventRecord: Sendable, Equatable {
     }
 
     /// The state its recipients' outcomes give: anything left to retry makes a dead letter.
-    public static func state(of recipients: [Recipient]) -> State {
+    public static func state(of recipients: [Delivery]) -> State {
         if recipients.contains(where: \.isUnresolved) { return .deadLetter }
         let delivered = recipients.count { $0.outcome == .delivered }
         return delivered == recipients.count ? .delivered : delivered > 0 ? .partiallyDelivered : .failed
     }
 
     /// A replay's recipients after the earlier ones: a device's new outcome replaces its old.
-    public static func merging(_ earlier: [Recipient], _ later: [Recipient]) -> [Recipient] {
+    public static func merging(_ earlier: [Delivery], _ later: [Delivery]) -> [Delivery] {
         let replaced = Set(later.map(\.address))
         return earlier.filter { !replaced.contains($0.address) } + later
     }

@@ -20,8 +20,7 @@ extension GroupCommittedPipelineStore {
     }
 
     package func recordOutcome(
-        deliveries: [DeliveryRecord],
-        history: [HistoryEntry],
+        deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome]
@@ -29,7 +28,6 @@ extension GroupCommittedPipelineStore {
         try await outcomes.submitUnlessEmpty(
             .outcome(
                 deliveries: deliveries,
-                history: history,
                 state: state,
                 events: events,
                 webhooks: webhooks,

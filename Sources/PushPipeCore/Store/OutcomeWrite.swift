@@ -5,8 +5,7 @@ import Foundation
 package enum OutcomeWrite: Sendable {
     case state([StateWrite], pipeline: String)
     case outcome(
-        deliveries: [DeliveryRecord],
-        history: [HistoryEntry],
+        deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
@@ -31,8 +30,8 @@ package enum OutcomeWrite: Sendable {
     package var isEmpty: Bool {
         switch self {
         case .state(let writes, _): writes.isEmpty
-        case .outcome(let deliveries, let history, let state, let events, let webhooks, _):
-            deliveries.isEmpty && history.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty
+        case .outcome(let deliveries, let state, let events, let webhooks, _):
+            deliveries.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty
         case .enqueue, .dequeue: false
         }
     }
@@ -46,77 +45,34 @@ extension GroupCommit where Write == OutcomeWrite {
     }
 }
 
-/// A row of `deliveries`: a delivery, with the history record it carries, if any.
-package struct DeliveryRow {
-    package var delivery: DeliveryRecord
-    package var record: Record?
+/// A row of `deliveries`: an event's delivery, and the user's history record of the event
+/// when it is the first delivery to reach them (a notification costs one row and one index
+/// entry, not two of each).
+public struct DeliveryRow: Sendable {
+    public var eventID: String
+    public var delivery: Delivery
+    public var history: Record?
 
-    /// A history record as the runtime handed it over: a payload already serialized is stored
+    public init(eventID: String, delivery: Delivery, history: Record? = nil) {
+        self.eventID = eventID
+        self.delivery = delivery
+        // Free text is bounded here, once for both stores; each store replaces NUL where it binds.
+        self.delivery.reason = StoredText.storable(delivery.reason, limit: StoredText.longestFreeText)
+        self.delivery.providerID = StoredText.storable(delivery.providerID, limit: StoredText.longestFreeText)
+        self.history = history
+    }
+
+    /// A history record as the runtime hands it over: a payload already serialized is stored
     /// as those bytes, without becoming a `String` first.
-    package enum Record {
-        case text(String)
+    public enum Record: Sendable {
+        case json(JSON)
         case serialized(Data)
 
         package var text: String {
             switch self {
-            case .text(let text): text
+            case .json(let record): record.compactText
             case .serialized(let bytes): String(decoding: bytes, as: UTF8.self)
             }
         }
-    }
-
-    /// One row per delivery; a delivered one carries the user's history record for the event,
-    /// so a notification costs one row (and one index entry), not two of each. History with no
-    /// delivery of its own becomes a row of outcome `history`.
-    ///
-    /// The runtime lists history in the order of the deliveries, so the first entry not attached
-    /// yet is tried first: a search and a removal from the front per delivery cost a broadcast
-    /// page of 1,000 half a million comparisons and as many moves.
-    package static func rows(deliveries: [DeliveryRecord], history: [HistoryEntry]) -> [DeliveryRow] {
-        var attached = [Bool](repeating: false, count: history.count)
-        var firstUnattached = 0
-        var rows: [DeliveryRow] = []
-        rows.reserveCapacity(deliveries.count + history.count)
-        for var delivery in deliveries {
-            // Free text is bounded here, once for both stores; each store replaces NUL where it binds.
-            delivery.reason = StoredText.storable(delivery.reason, limit: StoredText.longestFreeText)
-            delivery.providerID = StoredText.storable(delivery.providerID, limit: StoredText.longestFreeText)
-            var record: Record?
-            if delivery.outcome == DeliveryOutcome.delivered.rawValue,
-                let index = history.indices[firstUnattached...].first(where: {
-                    !attached[$0] && history[$0].user == delivery.user
-                        && history[$0].eventID == delivery.eventID
-                })
-            {
-                attached[index] = true
-                record = text(of: history[index])
-                while firstUnattached < history.count, attached[firstUnattached] { firstUnattached += 1 }
-            }
-            rows.append(DeliveryRow(delivery: delivery, record: record))
-        }
-        for (index, entry) in history.enumerated() where !attached[index] { rows.append(historyOnly(entry)) }
-        return rows
-    }
-
-    package static func historyOnly(_ entry: HistoryEntry) -> DeliveryRow {
-        DeliveryRow(
-            delivery: DeliveryRecord(
-                pipeline: entry.pipeline,
-                eventID: entry.eventID,
-                user: entry.user,
-                tokenKind: "",
-                token: "",
-                outcome: "history",
-                reason: nil,
-                providerID: nil,
-                attempts: 0,
-                createdAt: entry.createdAt
-            ),
-            record: text(of: entry)
-        )
-    }
-
-    private static func text(of entry: HistoryEntry) -> Record {
-        entry.serializedRecord.map(Record.serialized) ?? .text(entry.record.compactText)
     }
 }

@@ -68,14 +68,13 @@ public protocol DeliveryStore: Sendable {
     /// of each event (its record: replaces an earlier record of the same event), and the
     /// outcomes its webhooks are to be told of.
     func recordOutcome(
-        deliveries: [DeliveryRecord],
-        history: [HistoryEntry],
+        deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome]
     ) async throws
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
-    func lastDelivery(user: String) async throws -> DeliveryRecord?
+    func lastDelivery(user: String) async throws -> DeliveryRow?
 }
 
 /// Accepted events kept until processed: work items of the pipeline's `WorkQueue`
@@ -137,8 +136,8 @@ public protocol RetentionStore: Sendable {
 }
 
 extension DeliveryStore {
-    public func recordOutcome(deliveries: [DeliveryRecord], history: [HistoryEntry], state: [StateWrite], events: [EventRecord] = []) async throws {
-        try await recordOutcome(deliveries: deliveries, history: history, state: state, events: events, webhooks: [])
+    public func recordOutcome(deliveries: [DeliveryRow], state: [StateWrite], events: [EventRecord] = []) async throws {
+        try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: [])
     }
 }
 
@@ -168,42 +167,5 @@ public struct HistoryEntry: Sendable, Equatable {
     public static func == (lhs: HistoryEntry, rhs: HistoryEntry) -> Bool {
         lhs.id == rhs.id && lhs.pipeline == rhs.pipeline && lhs.user == rhs.user && lhs.eventID == rhs.eventID
             && lhs.createdAt == rhs.createdAt && lhs.record == rhs.record
-    }
-}
-
-public struct DeliveryRecord: Sendable, Equatable {
-    public var pipeline: String
-    public var eventID: String
-    public var user: String
-    public var tokenKind: String
-    public var token: String
-    public var outcome: String
-    public var reason: String?
-    public var providerID: String?
-    public var attempts: Int
-    public var createdAt: Double
-
-    public init(
-        pipeline: String,
-        eventID: String,
-        user: String,
-        tokenKind: String,
-        token: String,
-        outcome: String,
-        reason: String?,
-        providerID: String?,
-        attempts: Int,
-        createdAt: Double
-    ) {
-        self.pipeline = pipeline
-        self.eventID = eventID
-        self.user = user
-        self.tokenKind = tokenKind
-        self.token = token
-        self.outcome = outcome
-        self.reason = reason
-        self.providerID = providerID
-        self.attempts = attempts
-        self.createdAt = createdAt
     }
 }

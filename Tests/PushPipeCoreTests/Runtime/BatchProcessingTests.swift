@@ -54,7 +54,7 @@ import Testing
             #expect(started.reports.allSatisfy { $0.status == .delivered })
             #expect(Set(completed.withLock { $0 }) == [events[0].id, events[2].id], "settled events complete before the retry")
             let delivered = try await pipeline.store.pipeline(pipeline.definition.name).lastDelivery(user: "user2")
-            #expect(delivered?.outcome == "delivered", "and are recorded before it")
+            #expect(delivered?.delivery.outcome == .delivered, "and are recorded before it")
             #expect(started.followUps.map(\.events) == [1])
             let retried = await processor.finish(started.followUps[0])
             #expect(retried.map(\.eventID) == [events[1].id])

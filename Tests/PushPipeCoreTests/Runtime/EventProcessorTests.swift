@@ -56,4 +56,20 @@ import Testing
             #expect(history.count == 1, "the last page is recorded too")
         }
     }
+
+    /// An event reaches a user on two of three devices (the first is dead): the user's history
+    /// holds it once, carried by the first delivered device's row, and each device has its row.
+    @Test func aUsersHistoryHoldsAnEventOnceWhateverItsDevices() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            let tokens = ["aa", "bb", "cc"].map { String(repeating: $0, count: 16) }
+            for token in tokens { try await pipeline.register("alice", token) }
+            pipeline.transport.script(tokens[0], [.dropToken(reason: ProviderReason(code: "Unregistered", "Unregistered"), since: nil)])
+            let report = await pipeline.processor.process(pipeline.event(user: "alice", ["text": "hi"]))
+            #expect(report.deliveries.map(\.outcome).sorted { $0.rawValue < $1.rawValue } == [.delivered, .delivered, .dropToken])
+            let store = pipeline.store.pipeline(pipeline.definition.name)
+            let history = try await store.history(user: "alice", limit: 10, before: nil)
+            #expect(history.map(\.record) == [["text": "hi"]])
+            #expect(try await store.lastDelivery(user: "alice")?.delivery.outcome == .delivered)
+        }
+    }
 }

@@ -21,7 +21,7 @@ extension CommandLineTests {
             updatedAt: 2,
             input: EventRecord.Input(time: 1, body: ["text": "hi"])
         )
-        try await store.pipeline("p").recordOutcome(deliveries: [], history: [], state: [], events: [dead])
+        try await store.pipeline("p").recordOutcome(deliveries: [], state: [], events: [dead])
         try await store.close()
 
         let json = try await pushpipe(["dead-letters", "show", "e1", "--json", "--store", "sqlite:state.sqlite"], in: directory)
