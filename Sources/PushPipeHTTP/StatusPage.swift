@@ -57,8 +57,8 @@ public struct StatusPage: Sendable {
                 "deliveries": activity.deliveries.reversed().map { delivery -> [String: Any] in
                     [
                         "time": formatter.string(from: delivery.time), "user": delivery.user, "token": delivery.token,
-                        "outcome": delivery.outcome, "reason": delivery.reason ?? "",
-                        "ok": delivery.outcome == "delivered" || delivery.outcome == "dry_run",
+                        "outcome": delivery.outcome.rawValue, "reason": delivery.reason ?? "",
+                        "ok": delivery.outcome.isSuccess,
                     ]
                 },
             ]

@@ -31,7 +31,10 @@ public final class PipelineTelemetry: Sendable {
             }
         )
         renderedCounter = telemetry.counter(.notificationsRendered, [("pipeline", pipeline), ("stage", definition.renderer.id)])
-        delivered = telemetry.counter(.deliveries, [("pipeline", pipeline), ("transport", transportType), ("outcome", "delivered"), ("reason", "")])
+        delivered = telemetry.counter(
+            .deliveries,
+            [("pipeline", pipeline), ("transport", transportType), ("outcome", ReportedOutcome.delivered.rawValue), ("reason", "")]
+        )
         latency = telemetry.timer(.deliveryLatency, [("pipeline", pipeline), ("transport", transportType)])
         retries = telemetry.counter(.deliveryRetries, [("pipeline", pipeline), ("transport", transportType)])
         activity = telemetry.activity.log(for: pipeline)
@@ -116,32 +119,37 @@ public final class PipelineTelemetry: Sendable {
         activity.update { $0.tokensPruned += 1 }
     }
 
-    /// - Parameter outcome: `delivered`, `retry`, `dead_token`, `config_error`, `refused` or `dry_run`.
-    func delivery(_ event: Event, _ notification: RenderedNotification, outcome: String, reason providerReason: ProviderReason?, attempts: Int) {
+    func delivery(
+        _ event: Event,
+        _ notification: RenderedNotification,
+        outcome: ReportedOutcome,
+        reason providerReason: ProviderReason?,
+        attempts: Int
+    ) {
         let reason = providerReason?.text
-        if outcome == "delivered" {
+        if outcome == .delivered {
             delivered.increment()
         } else {
             telemetry.increment(
                 .deliveries,
                 [
-                    ("pipeline", pipeline), ("transport", transportType), ("outcome", outcome),
+                    ("pipeline", pipeline), ("transport", transportType), ("outcome", outcome.rawValue),
                     ("reason", telemetry.reasonLabel(providerReason?.code)),
                 ]
             )
         }
         let now = Date()
-        if outcome != "dry_run" && outcome != "refused" {
+        if outcome.wasAttempted {
             latency.recordNanoseconds(Int64(max(0, now.timeIntervalSince(event.time)) * 1e9))
         }
         let token = notification.token
         activity.delivery(.init(time: now, user: token.user, token: token.masked, outcome: outcome, reason: reason))
-        if outcome == "config_error" || outcome == "refused", let reason {
+        if outcome == .configError || outcome == .refused, let reason {
             activity.problem(stage: transport, "\(token.masked): \(reason)")
         }
         tap.publish(pipeline: pipeline, stage: transport) {
             var fields: [String: JSON] = [
-                "what": "outcome", "outcome": .string(outcome), "user": .string(token.user),
+                "what": "outcome", "outcome": .string(outcome.rawValue), "user": .string(token.user),
                 "token": .string(token.masked), "attempts": .int(Int64(attempts)),
             ]
             if let reason { fields["reason"] = .string(reason) }

@@ -20,7 +20,7 @@ public final class RecentActivity: Sendable {
         public var time: Date
         public var user: String
         public var token: String
-        public var outcome: String
+        public var outcome: ReportedOutcome
         public var reason: String?
     }
 
@@ -52,7 +52,7 @@ public final class RecentActivity: Sendable {
 
         public func delivery(_ delivery: Delivery) {
             entry.withLock { entry in
-                if delivery.outcome == "delivered" || delivery.outcome == "dry_run" {
+                if delivery.outcome.isSuccess {
                     entry.totals.delivered += 1
                 } else {
                     entry.totals.notDelivered += 1

@@ -13,7 +13,7 @@ struct Delivering: Sendable {
         /// Attempts made (0 when nothing was sent: refused, or a dry run).
         var count: Int
         /// The delivery metric's outcome when it is not the transport's (`refused`).
-        var metricOutcome: String?
+        var reported: ReportedOutcome?
         /// Not sent because its origin asked this sender to wait: the retry waits that out
         /// without spending an attempt.
         var held = false
@@ -73,7 +73,7 @@ extension EventProcessor {
                     )
                 } catch {
                     // The transport refused the notification before sending (not an APNs token, too large).
-                    attempts.append(.init(request: nil, outcome: .configError(reason: .other("\(error)")), count: 0, metricOutcome: "refused"))
+                    attempts.append(.init(request: nil, outcome: .configError(reason: .other("\(error)")), count: 0, reported: .refused))
                 }
             }
             deliverings[index].attempts = attempts
@@ -115,7 +115,7 @@ extension EventProcessor {
             for (offset, (place, outcome)) in zip(chunk, outcomes).enumerated() {
                 deliverings[place.delivering].attempts[place.notification].outcome = outcome
                 deliverings[place.delivering].attempts[place.notification].count = sendsNothing ? 0 : 1
-                if sendsNothing { deliverings[place.delivering].attempts[place.notification].metricOutcome = "dry_run" }
+                if sendsNothing { deliverings[place.delivering].attempts[place.notification].reported = .dryRun }
                 deliverings[place.delivering].attempts[place.notification].notSentYet = false
                 if !spans.isEmpty { Self.end(spans[offset], outcome) }
             }
@@ -236,7 +236,7 @@ extension EventProcessor {
             telemetry.delivery(
                 delivering.event,
                 notification,
-                outcome: attempt.metricOutcome ?? attempt.outcome.metricName,
+                outcome: attempt.reported ?? ReportedOutcome(attempt.outcome.outcome),
                 reason: attempt.outcome.providerReason,
                 attempts: attempt.count
             )

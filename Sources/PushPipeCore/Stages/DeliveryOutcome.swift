@@ -11,16 +11,6 @@ public enum DeliveryOutcome: String, Sendable, Codable, CaseIterable, CustomStri
     /// The request itself was wrong (credentials, topic, payload), or the transport refused it.
     case configError = "config-error"
 
-    /// The outcome as a metric label.
-    public var metricName: String {
-        switch self {
-        case .delivered: "delivered"
-        case .retryAfter: "retry"
-        case .dropToken: "dead_token"
-        case .configError: "config_error"
-        }
-    }
-
     /// As stores keep it and people read it.
     public var description: String { rawValue }
 

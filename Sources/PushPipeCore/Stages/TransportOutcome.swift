@@ -22,7 +22,6 @@ public enum TransportOutcome: Sendable, Equatable {
     }
 
     /// The outcome as a metric label.
-    public var metricName: String { outcome.metricName }
 
     /// Why it was not delivered, for people.
     public var reason: String? { providerReason?.text }
