@@ -226,20 +226,7 @@ extension EventProcessor {
 
     /// The record of a broadcast under way: its recipients so far and its progress.
     func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
-        EventRecord(
-            pipeline: definition.name,
-            eventID: event.id,
-            state: .processing,
-            source: event.source,
-            caller: event.caller,
-            user: event.user,
-            recipients: recipients.kept,
-            omittedRecipients: recipients.omitted,
-            traceID: event.trace?.traceID,
-            acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
-            updatedAt: clock.now,
-            broadcast: progress
-        )
+        record(of: event, .processing, recipients: recipients.kept, omitted: recipients.omitted, at: clock.now, broadcast: progress)
     }
 
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as

@@ -86,23 +86,10 @@ extension EventProcessor {
         default:
             state = EventRecord.state(of: recipients)
         }
-        var record = EventRecord(
-            pipeline: definition.name,
-            eventID: event.id,
-            state: state,
-            source: event.source,
-            caller: event.caller,
-            user: event.user,
-            stage: report.stage,
-            code: report.code,
-            reason: state == .delivered ? nil : report.reason,
-            recipients: recipients,
-            omittedRecipients: omitted,
-            traceID: event.trace?.traceID,
-            acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
-            updatedAt: now,
-            broadcast: progress
-        )
+        var record = self.record(of: event, state, recipients: recipients, omitted: omitted, at: now, broadcast: progress)
+        record.stage = report.stage
+        record.code = report.code
+        record.reason = state == .delivered ? nil : report.reason
         if state == .deadLetter {
             // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
             // and sends it again; a dead letter too would send it twice.
@@ -115,25 +102,36 @@ extension EventProcessor {
         return record
     }
 
+    /// `event`'s record in `state`, with what every record of it carries.
+    func record(
+        of event: Event,
+        _ state: EventRecord.State,
+        recipients: [Delivery],
+        omitted: Int = 0,
+        at now: Double,
+        broadcast: BroadcastProgress? = nil
+    ) -> EventRecord {
+        EventRecord(
+            pipeline: definition.name,
+            eventID: event.id,
+            state: state,
+            source: event.source,
+            caller: event.caller,
+            user: event.user,
+            recipients: recipients,
+            omittedRecipients: omitted,
+            traceID: event.trace?.traceID,
+            acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
+            updatedAt: now,
+            broadcast: broadcast
+        )
+    }
+
     /// Events whose first attempts are made and whose retries begin: their status says so.
     /// Told on a best-effort basis: the final record follows in any case.
     func recordProcessing(_ deliverings: [Delivering]) async {
         let now = clock.now
-        let records = deliverings.map { delivering in
-            let event = delivering.event
-            return EventRecord(
-                pipeline: definition.name,
-                eventID: event.id,
-                state: .processing,
-                source: event.source,
-                caller: event.caller,
-                user: event.user,
-                recipients: deliveries(of: delivering, at: now),
-                traceID: event.trace?.traceID,
-                acceptedAt: event.replayOf?.acceptedAt ?? event.time.timeIntervalSince1970,
-                updatedAt: now
-            )
-        }
+        let records = deliverings.map { record(of: $0.event, .processing, recipients: deliveries(of: $0, at: now), at: now) }
         try? await pipelineStore.recordOutcome(deliveries: [], state: [], events: records)
     }
 

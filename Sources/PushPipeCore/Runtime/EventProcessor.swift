@@ -29,7 +29,9 @@ public struct EventProcessor: Sendable {
     let repeatedFailures = RepeatedMessages(window: .seconds(10))
     /// When the writes of a stop give up (`recordGrace` after the first is cancelled).
     let stopDeadline = StopDeadline()
-    /// Each stage's context, made once: they are the same for every event.
+    /// The pipeline's own context (what its sources and long-running stages are given), and
+    /// each stage's, made once: they are the same for every event.
+    let pipelineContext: StageContext
     private let filterContexts: [StageContext]
     let rendererContext: StageContext
     let transportContext: StageContext
@@ -67,6 +69,7 @@ public struct EventProcessor: Sendable {
             output: output,
             clock: clock
         )
+        pipelineContext = context
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
         rendererContext = context.forStage(definition.renderer.id, key: definition.renderer.key)
         transportContext = context.forStage(definition.transport.id, key: definition.transport.key)

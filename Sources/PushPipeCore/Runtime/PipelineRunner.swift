@@ -117,18 +117,9 @@ public final class PipelineRunner: EventSink, Sendable {
 
     public func run() async {
         let store = processor.store
-        // The same output as the processor's stages: what a source or a long-running stage prints
-        // goes where the runner's caller asked, like the stdout transport's lines.
-        let context = StageContext(
-            pipeline: definition.name,
-            stage: "pipeline",
-            store: store,
-            logger: logger,
-            mode: processor.mode,
-            telemetry: telemetry.telemetry,
-            output: processor.output,
-            clock: processor.clock
-        )
+        // The processor's: what a source or a long-running stage prints goes where the runner's
+        // caller asked, like the stdout transport's lines.
+        let context = processor.pipelineContext
         await withTaskGroup(of: Void.self) { stages in
             for (id, key, stage) in definition.longRunningStages {
                 stages.addTask { try? await stage.run(context: context.forStage(id, key: key)) }
