@@ -57,7 +57,7 @@ public enum OpenAPIDocument {
             responses[String(status)] = answer(schema, status == 202 ? "Accepted" : "OK", headers: contract.responseHeaders)
         }
         for (status, name) in [
-            (400, "BadRequest"), (404, "NotFound"), (409, "Conflict"), (413, "TooLarge"), (415, "UnsupportedMediaType"),
+            (400, "BadRequest"), (404, "NotFound"), (413, "TooLarge"), (415, "UnsupportedMediaType"),
             (422, "Unprocessable"), (429, "TooManyRequests"), (503, "Unavailable"),
         ] {
             responses[String(status)] = ["$ref": .string("#/components/responses/\(name)")]
@@ -109,7 +109,6 @@ public enum OpenAPIDocument {
         for (name, description) in [
             ("BadRequest", "The request is malformed; `field` names what."), ("Unauthorized", "Missing or invalid credentials."),
             ("NotFound", "No such route, user or event (another caller's event is not found either)."),
-            ("Conflict", "The same Idempotency-Key is still being stored."),
             ("TooLarge", "The body is larger than the route's `limits.max_body`."),
             ("UnsupportedMediaType", "The body is not application/json."),
             ("Unprocessable", "Well-formed, but a value is of the wrong kind (or an Idempotency-Key came with another body)."),

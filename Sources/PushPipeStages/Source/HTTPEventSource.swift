@@ -114,7 +114,8 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             return RouteContract(
                 summary: "Sends an event through the pipeline and answers its delivery report.",
                 body: body,
-                responses: [200: RouteContract.object(["status": RouteContract.string], required: ["status"])]
+                responses: [200: RouteContract.object(["status": RouteContract.string], required: ["status"])],
+                errors: idempotencyErrors
             )
         }
         return RouteContract(
@@ -129,9 +130,13 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
                     required: ["status", "id", "event_id"]
                 )
             ],
-            responseHeaders: ["location": "The event's status: GET it with the same credentials."]
+            responseHeaders: ["location": "The event's status: GET it with the same credentials."],
+            errors: idempotencyErrors
         )
     }
+
+    /// The route reads an `Idempotency-Key` header, and only it answers these.
+    static let idempotencyErrors = [409: "The same Idempotency-Key is still being stored."]
 
     /// An event's record (`EventRecord.statusJSON`).
     static let statusContract = RouteContract(
