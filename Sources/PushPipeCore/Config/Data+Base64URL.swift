@@ -1,17 +1,21 @@
+import ExtrasBase64
 import Foundation
 
-/// base64url without padding (RFC 4648 §5): how Web Push writes keys, salts and JWTs.
+/// base64url without padding (RFC 4648 §5): how Web Push writes keys, salts and JWTs. Decoding
+/// also takes padding at the end and the standard alphabet, as some subscription libraries write.
 extension Data {
     public init?(base64URLEncoded text: some StringProtocol) {
-        var base64 = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !base64.contains("=") || base64.hasSuffix("=") else { return nil }
-        base64 = base64.trimmingCharacters(in: CharacterSet(charactersIn: "="))
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        self.init(base64Encoded: base64)
+        var bytes = Array(text.utf8)
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        let options: Base64.DecodingOptions = [.omitPaddingCharacter, .base64UrlAlphabet]
+        guard let decoded = (try? Base64.decode(bytes: bytes, options: options)) ?? (try? Base64.decode(bytes: bytes, options: .omitPaddingCharacter))
+        else {
+            return nil
+        }
+        self.init(decoded)
     }
 
     public func base64URLEncodedString() -> String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .trimmingCharacters(in: CharacterSet(charactersIn: "="))
+        Base64.encodeToString(bytes: self, options: [.base64UrlAlphabet, .omitPaddingCharacter])
     }
 }

@@ -23,7 +23,7 @@ import Testing
         let senderKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: Self.senderPrivate)
         #expect(senderKey.publicKey.x963Representation == Self.senderPublic)
         let encryption = try WebPushEncryption(p256dh: Self.userAgentPublic, auth: Self.authSecret)
-        let (key, nonce) = try encryption.contentKey(senderKey: senderKey, salt: Self.salt)
+        let (key, nonce) = try encryption.contentKey(senderKey: senderKey, senderPublic: senderKey.publicKey.x963Representation, salt: Self.salt)
         #expect(key.withUnsafeBytes { Data($0) } == Self.bytes("oIhVW04MRdy2XN9CiKLxTg"))
         #expect(Data(nonce) == Self.bytes("4h_95klXJ5E_qnoN"))
         let body = try encryption.encrypt(Self.plaintext, senderKey: senderKey, salt: Self.salt)

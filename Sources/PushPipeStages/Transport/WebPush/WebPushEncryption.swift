@@ -7,6 +7,9 @@ import Foundation
 public struct WebPushEncryption: Sendable {
     /// The browser's key (`keys.p256dh`, an uncompressed P-256 point) and secret (`keys.auth`).
     let userAgentPublicKey: P256.KeyAgreement.PublicKey
+    /// The same key as the subscription wrote it (65 bytes): what the key derivation reads,
+    /// without converting the point back each message.
+    let userAgentKeyBytes: Data
     let authSecret: Data
 
     /// The record size written in the header: larger than any message, so there is one record.
@@ -22,23 +25,25 @@ public struct WebPushEncryption: Sendable {
         public var description: String { "\(field) is not a valid Web Push key" }
     }
 
-    public init(p256dh: Data, auth: Data) throws {
+    public init(p256dh: Data, auth: Data) throws(InvalidKey) {
         guard p256dh.count == 65, p256dh.first == 0x04,
             let key = try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)
         else { throw InvalidKey(field: "keys.p256dh") }
         guard auth.count == 16 else { throw InvalidKey(field: "keys.auth") }
         userAgentPublicKey = key
+        userAgentKeyBytes = p256dh
         authSecret = auth
     }
 
     /// The request body: header (salt, record size, sender key) then the sealed record.
     public func encrypt(
         _ plaintext: Data,
-        senderKey: P256.KeyAgreement.PrivateKey = P256.KeyAgreement.PrivateKey(),
-        salt: Data = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+        senderKey: P256.KeyAgreement.PrivateKey = Self.senderKey(),
+        salt: Data = Self.randomSalt()
     ) throws -> Data {
+        // Converted once: each conversion of a point to bytes costs a field inversion.
         let senderPublic = senderKey.publicKey.x963Representation
-        let (key, nonce) = try contentKey(senderKey: senderKey, salt: salt)
+        let (key, nonce) = try contentKey(senderKey: senderKey, senderPublic: senderPublic, salt: salt)
         var padded = plaintext
         padded.append(0x02)  // the last (and only) record's delimiter
         let sealed = try AES.GCM.seal(padded, using: key, nonce: nonce)
@@ -53,16 +58,32 @@ public struct WebPushEncryption: Sendable {
     }
 
     /// RFC 8291 §3.3-3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
-    func contentKey(senderKey: P256.KeyAgreement.PrivateKey, salt: Data) throws -> (SymmetricKey, AES.GCM.Nonce) {
+    func contentKey(senderKey: P256.KeyAgreement.PrivateKey, senderPublic: Data, salt: Data) throws -> (SymmetricKey, AES.GCM.Nonce) {
         let shared = try senderKey.sharedSecretFromKeyAgreement(with: userAgentPublicKey)
-        var keyInfo = Data("WebPush: info".utf8)
-        keyInfo.append(0)
-        keyInfo.append(userAgentPublicKey.x963Representation)
-        keyInfo.append(senderKey.publicKey.x963Representation)
+        var keyInfo = Data(capacity: 14 + 2 * 65)
+        keyInfo.append(contentsOf: "WebPush: info\0".utf8)
+        keyInfo.append(userAgentKeyBytes)
+        keyInfo.append(senderPublic)
         let inputKeyMaterial = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: authSecret, sharedInfo: keyInfo, outputByteCount: 32)
         let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: inputKeyMaterial, salt: salt)
         let key = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
         let nonce = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
         return (key, try AES.GCM.Nonce(data: nonce.withUnsafeBytes { Data($0) }))
+    }
+
+    /// A fresh sender key: a random scalar and its public point. swift-crypto's own generation
+    /// also runs BoringSSL's FIPS pairwise test on every key (an ECDSA signature and its
+    /// verification), which cost more than the key agreement it is for; a scalar of 32 random
+    /// bytes is below the group order but with probability 2⁻³², and tried again then.
+    public static func senderKey() -> P256.KeyAgreement.PrivateKey {
+        while true {
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: SymmetricKey(size: .bits256)) { return key }
+        }
+    }
+
+    /// 16 random bytes from BoringSSL's generator, as the keys are made: drawn byte by byte
+    /// from the system's generator, a salt cost 16 system calls.
+    public static func randomSalt() -> Data {
+        SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }
     }
 }

@@ -52,6 +52,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// HTTP/2 where the service offers it.
     let client: EgressHTTPClient
     private let signer = Mutex<VAPIDSigner?>(nil)
+    private let subscriptions = WebPushSubscriptionCache()
     private let credentials = CredentialsReadiness(provider: "Web Push")
 
     init(configuration: Configuration, context: StageBuildContext) throws {
@@ -84,7 +85,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     func prepare(_ notification: RenderedNotification, context: StageContext) throws -> OutgoingRequest {
         let subscription: WebPushSubscription
         do {
-            subscription = try WebPushSubscription(stored: notification.token.value)
+            subscription = try subscriptions.entry(for: notification.token.value).subscription
         } catch {
             throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not a Web Push subscription: \(error)")
         }
@@ -166,14 +167,12 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     /// The body encrypted for the subscription's keys, and the VAPID header for its origin.
     func encrypted(_ request: OutgoingRequest, signer: VAPIDSigner) throws -> HTTPClientRequest {
-        let subscription = try WebPushSubscription(stored: request.token.value)
-        let encryption = try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
-        var http = HTTPClientRequest(url: subscription.endpoint)
+        let subscription = try subscriptions.entry(for: request.token.value)
+        let encryption = try subscription.encryption.get()
+        var http = HTTPClientRequest(url: subscription.subscription.endpoint)
         http.method = .POST
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
-        guard let url = URL(string: subscription.endpoint), let origin = VAPIDSigner.origin(of: url) else {
-            throw WebPushSubscription.Invalid(field: "endpoint", "not a URL")
-        }
+        guard let origin = subscription.origin else { throw WebPushSubscription.Invalid(field: "endpoint", "not a URL") }
         http.headers.add(name: "authorization", value: try signer.authorization(for: origin))
         http.body = .bytes(ByteBuffer(data: try encryption.encrypt(request.bodyBytes)))
         return http
