@@ -7,6 +7,8 @@ extension Data {
     public init?(base64URLEncoded text: some StringProtocol) {
         var bytes = Array(text.utf8)
         while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        // Padding only at the end: the decoder would take "ab=c".
+        guard !bytes.contains(UInt8(ascii: "=")) else { return nil }
         let options: Base64.DecodingOptions = [.omitPaddingCharacter, .base64UrlAlphabet]
         guard let decoded = (try? Base64.decode(bytes: bytes, options: options)) ?? (try? Base64.decode(bytes: bytes, options: .omitPaddingCharacter))
         else {

@@ -50,3 +50,16 @@ import Testing
         #expect { try WebPushEncryption(p256dh: p256dh, auth: auth) } throws: { ($0 as? WebPushEncryption.InvalidKey)?.field == field }
     }
 }
+
+extension WebPushEncryptionTests {
+    /// A fresh sender key per message, and a fresh salt: two encryptions of one message differ
+    /// in both, and each key is a usable point.
+    @Test func everyMessageHasItsOwnSenderKeyAndSalt() throws {
+        let first = WebPushEncryption.senderKey()
+        let second = WebPushEncryption.senderKey()
+        #expect(first.rawRepresentation != second.rawRepresentation)
+        #expect(first.publicKey.x963Representation.count == 65)
+        #expect(WebPushEncryption.randomSalt().count == 16)
+        #expect(WebPushEncryption.randomSalt() != WebPushEncryption.randomSalt())
+    }
+}

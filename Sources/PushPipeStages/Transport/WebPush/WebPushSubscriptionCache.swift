@@ -17,6 +17,9 @@ final class WebPushSubscriptionCache: Sendable {
     static let capacity = 10_000
     private let entries = Mutex<[String: Entry]>([:])
 
+    /// Tokens read and kept.
+    var count: Int { entries.withLock { $0.count } }
+
     /// The subscription stored as `token`; throws when it is not one (`WebPushSubscription.Invalid`).
     func entry(for token: String) throws -> Entry {
         if let known = entries.withLock({ $0[token] }) { return known }
