@@ -31,12 +31,14 @@ public final class ObservedState<Value: Sendable>: Sendable {
         return result
     }
 
-    /// Returns the first non-nil result of `check`, or throws `failure(value)` at the deadline.
+    /// Returns the first non-nil result of `check`, or throws `failure(value)` at the deadline,
+    /// or `CancellationError` once the waiting task is cancelled.
     public func wait<T>(timeout: Double, _ check: (Value) throws -> T?, failure: (Value) -> any Error) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while true {
             let (value, version) = storage.withLock { ($0.value, $0.version) }
             if let result = try check(value) { return result }
+            try Task.checkCancellation()
             if ContinuousClock.now >= deadline { throw failure(value) }
             await nextChange(after: version, deadline: deadline)
         }
@@ -51,7 +53,9 @@ public final class ObservedState<Value: Sendable>: Sendable {
             }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let waiting = storage.withLock { storage -> Bool in
-                    guard storage.version == version else { return false }
+                    // Past the deadline or cancelled, the timer may have ended already: a
+                    // waiter stored now would wait for a change that may never come.
+                    guard storage.version == version, !Task.isCancelled, ContinuousClock.now < deadline else { return false }
                     storage.waiters[id] = continuation
                     return true
                 }
