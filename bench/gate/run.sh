@@ -38,8 +38,18 @@ source bench/lib/instructions.sh
 use_instruction_counter "$RUN"
 echo "counting with $INSTRUCTION_COUNTER; $SMALL and $LARGE notifications a path"
 
+# Each path sets RESULT to its count, in this shell: a daemon started in a `$(...)` subshell
+# would be out of the cleanup's reach. A run that did not deliver everything counts nothing.
+delivered_all() {
+  grep -q "delivered $1, failed 0" "$INSTRUCTION_DIR/output" \
+    || { echo "not every notification was delivered:" >&2; cat "$INSTRUCTION_DIR/output" >&2; return 1; }
+}
+
 # 1. APNs delivery: events submitted in process → apns.alert → apns over HTTP/2 → outcomes in SQLite.
-apns() { count "$bench" apns --base-url "https://localhost:$APNS_PORT" --ca-file "$RUN/ca.pem" --count "$1" --connections 1; }
+apns() {
+  RESULT=$(count "$bench" apns --base-url "https://localhost:$APNS_PORT" --ca-file "$RUN/ca.pem" --count "$1" --connections 1)
+  delivered_all "$1"
+}
 
 # 2. An http.event accept through to delivery: the daemon itself, counted from its start to its
 # exit, takes COUNT events over HTTP/1.1 (h2load, not counted), sends each to the APNs stand-in
@@ -81,34 +91,43 @@ YAML
     sleep 0.1
   done
   [ -n "$registered" ] || { echo "the daemon did not start:" >&2; cat "$home/daemon.log" >&2; return 1; }
-  h2load --h1 -n "$1" -c 16 -d "$RUN/event.json" -H 'content-type: application/json' "http://127.0.0.1:$EVENT_PORT/events" \
-    | grep -q "$1 2xx" || { echo "not every event was accepted" >&2; return 1; }
-  kill -TERM "$COUNTED_PID"
+  local answers
+  answers=$(h2load --h1 -n "$1" -c 16 -d "$RUN/event.json" -H 'content-type: application/json' "http://127.0.0.1:$EVENT_PORT/events")
+  [[ $answers == *" $1 2xx"* ]] || { echo "not every event was accepted:" >&2; echo "$answers" >&2; return 1; }
+  stop_counted
   wait "$COUNTED_PID" || { echo "the daemon did not stop cleanly:" >&2; tail -n 20 "$home/daemon.log" >&2; return 1; }
   COUNTED_PID=
-  counted "$home/count"
+  RESULT=$(counted "$home/count")
 }
 
 # 3. A Web Push send: webpush renderer and transport (RFC 8291 encryption, VAPID) over HTTPS to
 # a push-service stand-in in another process (not counted).
 "$bench" webpush-standin --port "$WEBPUSH_PORT" --ca-file "$RUN/webpush-ca.pem" --seconds 900 > "$RUN/standin.log" &
 standin=$!
-until grep -q '^listening' "$RUN/standin.log" 2>/dev/null; do
-  kill -0 "$standin" 2>/dev/null || { echo "the Web Push stand-in did not start" >&2; exit 1; }
+for _ in $(seq 300); do
+  grep -q '^listening' "$RUN/standin.log" 2>/dev/null && break
+  kill -0 "$standin" 2>/dev/null || break
   sleep 0.1
 done
-webpush() { count "$bench" webpush --base-url "https://localhost:$WEBPUSH_PORT" --ca-file "$RUN/webpush-ca.pem" --count "$1" --encryptions 0; }
+grep -q '^listening' "$RUN/standin.log" || { echo "the Web Push stand-in did not start" >&2; exit 1; }
+webpush() {
+  RESULT=$(count "$bench" webpush --base-url "https://localhost:$WEBPUSH_PORT" --ca-file "$RUN/webpush-ca.pem" --count "$1" --encryptions 0)
+  delivered_all "$1"
+}
 
 failed=0
 measured=()
 for path in ${PATHS:-apns event webpush}; do
-  small=$($path "$SMALL")
-  large=$($path "$LARGE")
+  $path "$SMALL"
+  small=$RESULT
+  $path "$LARGE"
+  large=$RESULT
   per=$(per_item "$small" "$large" "$SMALL" "$LARGE")
   measured+=("$path $per")
   base=$(awk -v path="$path" '$1 == path { print $2 }' "$BASELINE" 2>/dev/null || true)
   if [ -z "$base" ]; then
     echo "$path: $per instructions per notification (no baseline)"
+    [ -n "${UPDATE:-}" ] || failed=1
     continue
   fi
   verdict=$(python3 -c "

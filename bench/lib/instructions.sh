@@ -4,7 +4,7 @@
 # (bench/lib/qemu-instructions.c): no hardware counter here, and valgrind 3.19 dies when a
 # Swift 6.3 binary starts its first dispatch thread. Emulated, pushpipe runs about 30 times
 # slower, so the figure compares builds; it is not the native count.
-#   use_instruction_counter RUN; count PROGRAM ARGS...   (output discarded, count on stdout)
+#   use_instruction_counter RUN; count PROGRAM ARGS...   (count on stdout; the program's own in $INSTRUCTION_DIR/output)
 use_instruction_counter() {
   INSTRUCTION_DIR=$1
   local counters
@@ -20,26 +20,32 @@ use_instruction_counter() {
     count() {
       local program=$1
       shift
-      qemu-x86_64 -plugin "$INSTRUCTION_DIR/libinstructions.so" -d plugin "$(command -v "$program")" "$@" 2>&1 >/dev/null \
+      qemu-x86_64 -plugin "$INSTRUCTION_DIR/libinstructions.so" -d plugin "$(command -v "$program")" "$@" 2>&1 >"$INSTRUCTION_DIR/output" \
         | awk '/^instructions: / { print $2 }'
     }
     # A long-running program (a daemon): started in the background (COUNTED_PID), its count
-    # written to FILE when it exits; `counted FILE` reads it.
+    # written to FILE when it exits (`stop_counted` sends it SIGTERM); `counted FILE` reads it.
     count_in_background() {
       local file=$1 program=$2
       shift 2
       qemu-x86_64 -plugin "$INSTRUCTION_DIR/libinstructions.so" -d plugin -D "$file" "$(command -v "$program")" "$@" &
       COUNTED_PID=$!
     }
+    stop_counted() { kill -TERM "$COUNTED_PID"; }
   else
     INSTRUCTION_COUNTER="perf stat -e instructions"
-    count() { perf stat -x, -e instructions -o "$INSTRUCTION_DIR/perf.txt" "$@" >/dev/null 2>&1; awk -F, '/instructions/ { print $1; exit }' "$INSTRUCTION_DIR/perf.txt"; }
+    count() {
+      perf stat -x, -e instructions -o "$INSTRUCTION_DIR/perf.txt" "$@" >"$INSTRUCTION_DIR/output" 2>/dev/null || return 1
+      awk -F, '/instructions/ { print $1; exit }' "$INSTRUCTION_DIR/perf.txt"
+    }
     count_in_background() {
       local file=$1
       shift
       perf stat -x, -e instructions -o "$file" "$@" &
       COUNTED_PID=$!
     }
+    # perf writes its count when its child exits: the signal goes to the child.
+    stop_counted() { pkill -TERM -P "$COUNTED_PID"; }
   fi
 }
 
