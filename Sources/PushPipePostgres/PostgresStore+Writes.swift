@@ -4,26 +4,26 @@ import PostgresNIO
 import PushPipeCore
 
 extension PostgresStore {
-    /// A group-committed batch on one transaction: its delivery rows and its queued events go
-    /// in one statement each (a JSON array unpacked by `jsonb_to_recordset`), since at APNs
-    /// rates a round trip per row costs more than everything else. Their text is made storable
-    /// where it is bound (`PostgresQuery+StoredText`).
+    /// A group-committed batch on one transaction: its delivery rows, event records and queued
+    /// events go in one statement each (columns unpacked by `unnest`, or a JSON array by
+    /// `jsonb_to_recordset`), since at APNs rates a round trip per row costs more than
+    /// everything else. Their text is made storable where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
-        var deliveries: [JSON] = []
+        var deliveries = DeliveryColumns()
         var enqueued: [String: [(event: QueuedEvent, item: WorkItem, payload: String)]] = [:]
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
-        var events: [String: JSON] = [:]
+        var events: [String: EventRecord] = [:]
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
             case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let pipeline):
                 if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
-                deliveries += rows.map { json($0, pipeline: pipeline) }
+                for row in rows { deliveries.append(row, pipeline: pipeline) }
                 if !state.isEmpty { states.append((state, pipeline)) }
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
-                for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = json(record) }
+                for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = record }
             case .enqueue(let event, let item, let payload):
                 enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
@@ -33,17 +33,8 @@ extension PostgresStore {
                 dequeued.append((pipeline, kind, key))
             }
         }
-        if !deliveries.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
-                SELECT pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record
-                FROM jsonb_to_recordset(\(jsonb: deliveries)::jsonb) AS d(
-                    pipeline text, event_id text, user_id text, token_kind text, token text, outcome text, reason text,
-                    provider_id text, attempts bigint, created_at double precision, record text)
-                """,
-                logger: logger
-            )
+        if !deliveries.isEmpty || !events.isEmpty {
+            _ = try await connection.query(outcomeStatement(deliveries, Array(events.values)), logger: logger).collect()
         }
         for (pipeline, events) in enqueued {
             try await PostgresWorkQueue.insert(
@@ -53,19 +44,6 @@ extension PostgresStore {
                 after: events.map(\.event.lease),
                 heldBy: events.map(\.event.instance),
                 on: connection,
-                logger: logger
-            )
-        }
-        if !events.isEmpty {
-            // A record replaces the event's earlier one; `created_at` stays as first written.
-            try await connection.query(
-                """
-                INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
-                SELECT pipeline, event_id, state, updated_at, updated_at, record
-                FROM jsonb_to_recordset(\(jsonb: Array(events.values))::jsonb) AS e(
-                    pipeline text, event_id text, state text, updated_at double precision, record text)
-                ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
-                """,
                 logger: logger
             )
         }
@@ -105,22 +83,73 @@ extension PostgresStore {
             )
         }
     }
+}
 
-    private static func json(_ record: EventRecord) -> JSON {
-        [
-            "pipeline": .string(record.pipeline), "event_id": .string(record.eventID), "state": .string(record.state.rawValue),
-            "updated_at": .double(record.updatedAt), "record": .string(String(decoding: record.storedText, as: UTF8.self)),
-        ]
+extension PostgresStore {
+    /// A batch that holds delivery rows and event records alone, the common one at APNs rates:
+    /// one statement, atomic by itself, instead of a transaction's four round trips.
+    static func outcomesOnly(_ writes: [OutcomeWrite]) -> (DeliveryColumns, [EventRecord])? {
+        var deliveries = DeliveryColumns()
+        var events: [String: EventRecord] = [:]
+        for write in writes {
+            guard case .outcome(let rows, let state, let outcomes, let webhooks, let pipeline) = write, state.isEmpty, webhooks.isEmpty
+            else { return nil }
+            for row in rows { deliveries.append(row, pipeline: pipeline) }
+            for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = record }
+        }
+        return (deliveries, Array(events.values))
     }
 
-    private static func json(_ row: DeliveryRow, pipeline: String) -> JSON {
+    /// Delivery rows and event records in one statement. One row per event (ON CONFLICT may
+    /// not touch a row twice): the caller keeps an event's last record. A record replaces the
+    /// event's earlier one; `created_at` stays as first written.
+    static func outcomeStatement(_ d: DeliveryColumns, _ records: [EventRecord]) -> PostgresQuery {
+        """
+        WITH d AS (
+            INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
+            SELECT * FROM unnest(\(d.pipeline)::text[], \(d.eventID)::text[], \(d.user)::text[], \(d.tokenKind)::text[],
+                \(d.token)::text[], \(d.outcome)::text[], \(NullableArray(d.reason))::text[], \(NullableArray(d.providerID))::text[],
+                \(d.attempts)::bigint[], \(NullableArray(times: d.at))::double precision[], \(NullableArray(d.history))::text[])
+        ), e AS (
+            INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
+            SELECT p, e, s, u, u, r FROM unnest(\(records.map(\.pipeline))::text[], \(records.map(\.eventID))::text[],
+                \(records.map(\.state.rawValue))::text[], \(NullableArray(times: records.map(\.updatedAt)))::double precision[],
+                \(records.map { String(decoding: $0.storedText, as: UTF8.self) })::text[]) AS e(p, e, s, u, r)
+            ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
+        )
+        SELECT 1
+        """
+    }
+}
+
+/// A batch's delivery rows as the columns `unnest` reads.
+struct DeliveryColumns {
+    var pipeline: [String] = []
+    var eventID: [String] = []
+    var user: [String] = []
+    var tokenKind: [String] = []
+    var token: [String] = []
+    var outcome: [String] = []
+    var reason: [String?] = []
+    var providerID: [String?] = []
+    var attempts: [Int64] = []
+    var at: [Double] = []
+    var history: [String?] = []
+
+    var isEmpty: Bool { pipeline.isEmpty }
+
+    mutating func append(_ row: DeliveryRow, pipeline: String) {
         let delivery = row.delivery
-        return [
-            "pipeline": .string(pipeline), "event_id": .string(row.eventID), "user_id": .string(delivery.user),
-            "token_kind": .string(delivery.tokenKind), "token": .string(delivery.token), "outcome": .string(delivery.outcome.rawValue),
-            "reason": delivery.reason.map(JSON.string) ?? .null, "provider_id": delivery.providerID.map(JSON.string) ?? .null,
-            "attempts": .int(Int64(delivery.attempts)), "created_at": .double(delivery.at),
-            "record": row.history.map { .string($0.text) } ?? .null,
-        ]
+        self.pipeline.append(pipeline)
+        eventID.append(row.eventID)
+        user.append(delivery.user)
+        tokenKind.append(delivery.tokenKind)
+        token.append(delivery.token)
+        outcome.append(delivery.outcome.rawValue)
+        reason.append(delivery.reason)
+        providerID.append(delivery.providerID)
+        attempts.append(Int64(delivery.attempts))
+        at.append(delivery.at)
+        history.append(row.history?.text)
     }
 }

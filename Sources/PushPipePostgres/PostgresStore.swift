@@ -50,6 +50,12 @@ public final class PostgresStore: Store {
         GroupCommit { writes in
             let marks = confirmations.unmarked(in: writes)
             try await uncancelled {
+                if marks.isEmpty, let (deliveries, events) = Self.outcomesOnly(writes) {
+                    try await connections.withConnection { connection in
+                        _ = try await connection.query(Self.outcomeStatement(deliveries, events), logger: logger).collect()
+                    }
+                    return
+                }
                 try await connections.transaction { connection in
                     try await Self.commit(writes, on: connection, logger: logger)
                     try await Self.markConfirmed(marks, on: connection, logger: logger)

@@ -135,11 +135,12 @@ struct WebPushStandInCommand: AsyncParsableCommand {
     @Option(help: "Port on 127.0.0.1.") var port: Int
     @Option(help: "Where to write the PEM of its throwaway CA.") var caFile: String
     @Option(help: "Exit after this many seconds (bounded).") var seconds = 900.0
+    @Flag(help: "Offer h2 in ALPN, as the browsers' push services do.") var http2 = false
 
     func run() async throws {
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: caFile)
-        let standIn = try await WebPushStandIn.start(authority: authority, checks: false, port: port)
+        let standIn = try await WebPushStandIn.start(authority: authority, checks: false, port: port, http2: http2)
         FileHandle.standardOutput.write(Data("listening \(standIn.port)\n".utf8))
         try await Task.sleep(for: .seconds(seconds))
         await standIn.stop()
