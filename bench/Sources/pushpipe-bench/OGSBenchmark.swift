@@ -37,8 +37,8 @@ struct OGSBenchmark: AsyncParsableCommand {
         renderer:
           type: apns.alert
           title: Online-Go
-          body: "{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}{{#many(games)}}It's your turn in {{games.count}} "
-              + "games{{/many(games)}}"
+          body: "{{#single(games)}}It's your turn in: {{games.0.game_name}}{{/single(games)}}\\
+            {{#many(games)}}It's your turn in {{games.count}} games{{/many(games)}}"
           badge: {$from: waiting_count}
           custom: {web_url: "https://online-go.com/game/{{games.0.game_id}}", game_ids: {$from: "games[*].game_id"}, action: open_game}
         transport: {type: stdout, format: compact}
