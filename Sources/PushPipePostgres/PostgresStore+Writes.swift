@@ -57,22 +57,7 @@ extension PostgresStore {
             )
         }
         for answer in answers { try await record(answer, on: connection, logger: logger) }
-        let now = Date().timeIntervalSince1970
-        for (writes, pipeline) in states {
-            for write in writes {
-                // CASE, not OR: only a watermark's row is read as a number (another row may hold
-                // an object, `DeliveredDevices`), and OR does not promise to skip its second half.
-                try await connection.query(
-                    """
-                    INSERT INTO stage_state (pipeline, stage, key, value, updated_at) VALUES (\(pipeline), \(write.stage), \(write.key),
-                    \(write.value.compactText), \(now))
-                    ON CONFLICT (pipeline, stage, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                    WHERE CASE WHEN \(write.onlyForward) THEN stage_state.value::double precision < excluded.value::double precision ELSE true END
-                    """,
-                    logger: logger
-                )
-            }
-        }
+        try await writeStates(states, on: connection, logger: logger)
         if !dequeued.isEmpty {
             try await connection.query(
                 """

@@ -212,6 +212,22 @@ import Testing
                 "alice/1": 1_500_000_000_000, "alice/2": 200, "alice/9": 7,
             ]
         )
+        // One write of many to a key: the last value that replaces, the largest watermark;
+        // a key written both ways goes write by write (4, then 2 is not forward, then 6); keys
+        // that differ only by a NUL are one row, the last written.
+        try await store.pipeline("p").setState(
+            [1, 3, 2].map { StateWrite(stage: "batch", key: "r", value: .int($0)) }
+                + [5, 9, 7].map { StateWrite(stage: "batch", key: "w", value: .int($0), onlyForward: true) } + [
+                    StateWrite(stage: "batch", key: "m", value: 4), StateWrite(stage: "batch", key: "m", value: 2, onlyForward: true),
+                    StateWrite(stage: "batch", key: "m", value: 6, onlyForward: true), StateWrite(stage: "batch", key: "n\0", value: 1),
+                    StateWrite(stage: "batch", key: "n\u{FFFD}", value: 2),
+                ]
+        )
+        #expect(
+            try await store.pipeline("p").states(stage: "batch", keys: ["r", "w", "m", "n\u{FFFD}"]) == ["r": 2, "w": 9, "m": 6, "n\u{FFFD}": 2]
+        )
+        try await store.pipeline("p").setState([3, 8].map { StateWrite(stage: "batch", key: "w", value: .int($0), onlyForward: true) })
+        #expect(try await store.pipeline("p").state(stage: "batch", key: "w") == 9, "a batch of older watermarks moves none back")
         // Watermarks not moved since a cutoff are removed, a batch at a time; what a read
         // returns afterwards (SQLite's copy in memory included) is what is left.
         let now = Date().timeIntervalSince1970

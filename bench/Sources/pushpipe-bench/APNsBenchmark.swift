@@ -76,16 +76,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
-        let store: any Store
-        if let url = self.store {
-            let postgres = try PostgresLocation(parsing: url)
-            guard postgres.host == "127.0.0.1" || postgres.host == "localhost" else {
-                throw ValidationError("benchmarks only use a PostgreSQL server on 127.0.0.1")
-            }
-            store = try await PostgresStore(location: postgres, logger: logger)
-        } else {
-            store = try SQLiteStore(path: "\(directory)/state.sqlite")
-        }
+        let store = try await BenchStore.open(self.store, directory: directory, logger: logger)
         for index in 0..<devices {
             try await store.pipeline("bench").register(
                 DeviceToken(user: "user\(index)", kind: "device", value: String(format: "%064x", index + 1)),

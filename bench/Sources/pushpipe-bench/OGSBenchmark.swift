@@ -16,6 +16,7 @@ struct OGSBenchmark: AsyncParsableCommand {
     @Option(help: "OGS stand-in base URL (127.0.0.1 only).") var baseURL: String
     @Option(help: "Registered users (player ids 1...N).") var users = 10_000
     @Option(help: "Check interval (the check must finish within it).") var interval = 30
+    @Option(help: "The store: a new SQLite file by default, or postgres://... (an empty database on 127.0.0.1).") var store: String?
 
     func validate() throws {
         guard URL(string: baseURL)?.host == "127.0.0.1" else { throw ValidationError("benchmarks only target 127.0.0.1") }
@@ -46,7 +47,9 @@ struct OGSBenchmark: AsyncParsableCommand {
         let loaded = await ConfigLoader(builtins: BuiltinStages.all + AppStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
-        let store = try SQLiteStore(path: "\(directory)/state.sqlite")
+        var logger = Logger(label: "ogs-bench")
+        logger.logLevel = .error
+        let store = try await BenchStore.open(self.store, directory: directory, logger: logger)
         for user in 1...users {
             try await store.pipeline(definition.name).register(
                 DeviceToken(user: String(user), kind: "device", value: String(format: "%064x", user)),
@@ -54,8 +57,6 @@ struct OGSBenchmark: AsyncParsableCommand {
                 replace: false
             )
         }
-        var logger = Logger(label: "ogs-bench")
-        logger.logLevel = .error
         let outcomes = OutcomeCounter()
         let runner = PipelineRunner(
             definition: definition,
