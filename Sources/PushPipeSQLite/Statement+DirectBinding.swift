@@ -60,7 +60,8 @@ struct DirectBindings {
     /// Text goes in as `StoredText` makes it: every string this store's direct bindings take.
     mutating func bind(_ value: String, at index: Int32) {
         var value = StoredText.storable(value)
-        value.withUTF8 { bytes in bindText(UnsafeRawBufferPointer(bytes), at: index) }
+        // A String is valid UTF-8 and `storable` replaced its NULs: nothing left to repair.
+        value.withUTF8 { bytes in bindCheckedText(UnsafeRawBufferPointer(bytes), at: index) }
     }
 
     mutating func bind(_ value: String?, at index: Int32) {

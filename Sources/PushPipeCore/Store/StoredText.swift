@@ -13,7 +13,7 @@ package enum StoredText {
     /// the cut marked with an ellipsis. The common case, nothing to change, costs one scan.
     package static func storable(_ text: String, limit: Int = .max) -> String {
         let clean = text.utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.count <= limit && !bytes.contains(0)
+            bytes.count <= limit && !scan(UnsafeRawBufferPointer(bytes), stoppingAtHighBit: false)
         }
         if clean == true { return text }
         var result = ""
@@ -35,7 +35,7 @@ package enum StoredText {
     /// invalid sequences and NUL become the replacement character.
     package static func repaired(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         // Plain ASCII without NUL, most payloads: nothing to decode.
-        if !bytes.contains(where: { $0 == 0 || $0 >= 0x80 }) { return nil }
+        if !scan(bytes, stoppingAtHighBit: true) { return nil }
         var parser = Unicode.UTF8.ForwardParser()
         var input = bytes.makeIterator()
         var needsRepair = false
@@ -54,6 +54,25 @@ package enum StoredText {
         }
         guard needsRepair else { return nil }
         return Array(storable(String(decoding: bytes, as: UTF8.self)).utf8)
+    }
+
+    /// Whether `bytes` hold a NUL (or, `stoppingAtHighBit`, a byte that is not ASCII), eight
+    /// bytes at a time: every string a store binds is scanned, most of them clean.
+    static func scan(_ bytes: UnsafeRawBufferPointer, stoppingAtHighBit: Bool) -> Bool {
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            // A zero byte sets the high bit of `(word - ones) & ~word` (exactly when there is one).
+            if (word &- ones) & ~word & high != 0 || (stoppingAtHighBit && word & high != 0) { return true }
+            index += 8
+        }
+        while index < bytes.count {
+            if bytes[index] == 0 || (stoppingAtHighBit && bytes[index] >= 0x80) { return true }
+            index += 1
+        }
+        return false
     }
 
     /// Serialized JSON with each `\u0000` escape (a NUL in one of its strings) made `\ufffd`,
