@@ -9,7 +9,7 @@ extension PostgresStore {
     /// event: values that replace, and watermarks that only move forward. Writes to one key
     /// are first folded into one (ON CONFLICT may not touch a row twice): the last of values
     /// that replace, the largest of watermarks. A key written both ways in one batch, or a
-    /// watermark that is not a number, keeps a statement per write, in order.
+    /// watermark that is not a finite number, keeps a statement per write, in order.
     static func writeStates(
         _ batches: [(writes: [StateWrite], pipeline: String)],
         on connection: PostgresConnection,
@@ -17,12 +17,11 @@ extension PostgresStore {
     )
         async throws
     {
-        var keys: [String] = []
-        var writes: [String: [(pipeline: String, write: StateWrite)]] = [:]
+        var keys: [[UInt8]] = []
+        var writes: [[UInt8]: [(pipeline: String, write: StateWrite)]] = [:]
         for (batch, pipeline) in batches {
             for write in batch {
-                // Keyed as stored: two keys that differ only by a NUL are one row.
-                let key = [pipeline, write.stage, write.key].map { StoredText.storable($0) }.joined(separator: "\u{0}")
+                let key = storedKey(pipeline, write.stage, write.key)
                 if writes[key] == nil { keys.append(key) }
                 writes[key, default: []].append((pipeline, write))
             }
@@ -39,7 +38,7 @@ extension PostgresStore {
             if !first.write.onlyForward {
                 replacing.append(all[all.count - 1].write, pipeline: first.pipeline)
             } else if let largest = all.max(by: { ($0.write.value.doubleValue ?? .nan) < ($1.write.value.doubleValue ?? .nan) }),
-                all.allSatisfy({ $0.write.value.doubleValue != nil })
+                all.allSatisfy({ $0.write.value.doubleValue?.isFinite == true })
             {
                 forward.append(largest.write, pipeline: first.pipeline)
             } else {

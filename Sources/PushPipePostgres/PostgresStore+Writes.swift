@@ -14,7 +14,7 @@ extension PostgresStore {
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
-        var events: [String: EventRecord] = [:]
+        var events: [[UInt8]: EventRecord] = [:]
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
@@ -23,7 +23,7 @@ extension PostgresStore {
                 for row in rows { deliveries.append(row, pipeline: pipeline) }
                 if !state.isEmpty { states.append((state, pipeline)) }
                 // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
-                for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = record }
+                for record in outcomes { events[storedKey(record.pipeline, record.eventID)] = record }
             case .enqueue(let event, let item, let payload):
                 enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
@@ -74,15 +74,27 @@ extension PostgresStore {
     /// A batch that holds delivery rows and event records alone, the common one at APNs rates:
     /// one statement, atomic by itself, instead of a transaction's four round trips.
     static func outcomesOnly(_ writes: [OutcomeWrite]) -> (DeliveryColumns, [EventRecord])? {
-        var deliveries = DeliveryColumns()
-        var events: [String: EventRecord] = [:]
         for write in writes {
-            guard case .outcome(let rows, let state, let outcomes, let webhooks, let pipeline) = write, state.isEmpty, webhooks.isEmpty
-            else { return nil }
+            guard case .outcome(_, let state, _, let webhooks, _) = write, state.isEmpty, webhooks.isEmpty else { return nil }
+        }
+        var deliveries = DeliveryColumns()
+        var events: [[UInt8]: EventRecord] = [:]
+        for case .outcome(let rows, _, let outcomes, _, let pipeline) in writes {
             for row in rows { deliveries.append(row, pipeline: pipeline) }
-            for record in outcomes { events[record.pipeline + "\u{0}" + record.eventID] = record }
+            for record in outcomes { events[storedKey(record.pipeline, record.eventID)] = record }
         }
         return (deliveries, Array(events.values))
+    }
+
+    /// A row's key as the store keeps it, in bytes: texts that differ only by a NUL are one
+    /// row, and texts Swift deems equal (canonically equivalent) but whose bytes differ are two.
+    static func storedKey(_ parts: String...) -> [UInt8] {
+        var key: [UInt8] = []
+        for part in parts {
+            key += StoredText.storable(part).utf8
+            key.append(0)
+        }
+        return key
     }
 
     /// Delivery rows and event records in one statement. One row per event (ON CONFLICT may

@@ -221,8 +221,22 @@ import Testing
                     StateWrite(stage: "batch", key: "m", value: 4), StateWrite(stage: "batch", key: "m", value: 2, onlyForward: true),
                     StateWrite(stage: "batch", key: "m", value: 6, onlyForward: true), StateWrite(stage: "batch", key: "n\0", value: 1),
                     StateWrite(stage: "batch", key: "n\u{FFFD}", value: 2),
+                    // Equal as Swift strings, two keys as stored (their bytes differ).
+                    StateWrite(stage: "batch", key: "caf\u{E9}", value: 3, onlyForward: true),
+                    StateWrite(stage: "batch", key: "cafe\u{301}", value: 4, onlyForward: true),
                 ]
         )
+        let equivalentKeys = { () async throws in
+            #expect(try await store.pipeline("p").state(stage: "batch", key: "caf\u{E9}") == 3)
+            #expect(try await store.pipeline("p").state(stage: "batch", key: "cafe\u{301}") == 4)
+        }
+        if store is SQLiteStore {
+            await withKnownIssue("SQLite's state mirror keys by Swift String, which holds the two keys equal: one entry for both") {
+                try await equivalentKeys()
+            }
+        } else {
+            try await equivalentKeys()
+        }
         #expect(
             try await store.pipeline("p").states(stage: "batch", keys: ["r", "w", "m", "n\u{FFFD}"]) == ["r": 2, "w": 9, "m": 6, "n\u{FFFD}": 2]
         )

@@ -45,10 +45,24 @@ import Testing
         )
     }
 
-    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
-    func postgresCommitsTheNeighboursOfARefusedWrite() async throws {
+    /// With `tokensConfirmed`, each user's token is confirmed by an earlier delivery first: the
+    /// batch then marks nothing and holds outcomes alone, which PostgreSQL commits as one
+    /// statement without a transaction; without, it takes the transaction.
+    @Test(
+        .enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"),
+        arguments: [false, true]
+    )
+    func postgresCommitsTheNeighboursOfARefusedWrite(tokensConfirmed: Bool) async throws {
         let location = try await TestStores.freshPostgresDatabase()
         let store = try await PostgresStore(location: location, logger: Self.logger)
+        if tokensConfirmed {
+            for id in Self.batch {
+                try await store.pipeline("p").recordOutcome(
+                    deliveries: [.of("first-\(id)", user: "user-\(id)", token: "t", at: Date().timeIntervalSince1970)],
+                    state: []
+                )
+            }
+        }
         let locker = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: Self.logger)
         try await withCleanup(
             {
@@ -66,7 +80,9 @@ import Testing
                     }
                     try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
                     // NOT NULL of `created_at`: a NaN time is written as null.
-                    try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "23502") { unlock.open() }
+                    try await Self.neighboursOfARefusedWrite(store, outcomes: store.outcomes, refusal: "23502", earlier: tokensConfirmed) {
+                        unlock.open()
+                    }
                     group.cancelAll()
                 }
             },
@@ -120,6 +136,9 @@ import Testing
         #expect(try await store.eventRecords(eventID: "q\u{FFFD}", pipeline: "p").queued.isEmpty, "a dequeue finds what the enqueue stored")
     }
 
+    /// The writes of `neighboursOfARefusedWrite`, by id (`user-<id>`).
+    static let batch = ["held", "e1", "e2", "e3", "poison"]
+
     /// A commit is held (by `release`'s counterpart), a batch of four forms behind it with one
     /// write the store refuses (a NaN time), and the hold ends: that write fails with the
     /// store's code, the other three are committed.
@@ -127,6 +146,7 @@ import Testing
         _ store: any Store,
         outcomes: GroupCommit<OutcomeWrite>,
         refusal: String,
+        earlier: Bool = false,
         release: () -> Void
     ) async throws {
         @Sendable func write(_ id: String, at time: Double = Date().timeIntervalSince1970) async throws {
@@ -152,6 +172,6 @@ import Testing
         for id in ["held", "e1", "e2", "e3"] {
             #expect(try await store.pipeline("p").lastDelivery(user: "user-\(id)")?.eventID == id)
         }
-        #expect(try await store.pipeline("p").lastDelivery(user: "user-poison") == nil)
+        #expect(try await store.pipeline("p").lastDelivery(user: "user-poison")?.eventID == (earlier ? "first-poison" : nil))
     }
 }
