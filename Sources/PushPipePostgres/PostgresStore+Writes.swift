@@ -9,21 +9,18 @@ extension PostgresStore {
     /// `jsonb_to_recordset`), since at APNs rates a round trip per row costs more than
     /// everything else. Their text is made storable where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
-        var deliveries = DeliveryColumns()
+        var outcomeRows = OutcomeRows()
         var enqueued: [String: [(event: QueuedEvent, item: WorkItem, payload: String)]] = [:]
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
-        var events: [[UInt8]: EventRecord] = [:]
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
             case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let pipeline):
                 if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
-                for row in rows { deliveries.append(row, pipeline: pipeline) }
+                outcomeRows.add(rows, outcomes, pipeline: pipeline)
                 if !state.isEmpty { states.append((state, pipeline)) }
-                // One row per event in a statement (ON CONFLICT may not touch a row twice): the last record wins.
-                for record in outcomes { events[storedKey(record.pipeline, record.eventID)] = record }
             case .enqueue(let event, let item, let payload):
                 enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
@@ -33,8 +30,8 @@ extension PostgresStore {
                 dequeued.append((pipeline, kind, key))
             }
         }
-        if !deliveries.isEmpty || !events.isEmpty {
-            _ = try await connection.query(outcomeStatement(deliveries, Array(events.values)), logger: logger).collect()
+        if !outcomeRows.isEmpty {
+            _ = try await connection.query(outcomeRows.statement, logger: logger).collect()
         }
         for (pipeline, events) in enqueued {
             try await PostgresWorkQueue.insert(
@@ -73,17 +70,14 @@ extension PostgresStore {
 extension PostgresStore {
     /// A batch that holds delivery rows and event records alone, the common one at APNs rates:
     /// one statement, atomic by itself, instead of a transaction's four round trips.
-    static func outcomesOnly(_ writes: [OutcomeWrite]) -> (DeliveryColumns, [EventRecord])? {
+    static func outcomesOnly(_ writes: [OutcomeWrite]) -> OutcomeRows? {
+        var outcomeRows = OutcomeRows()
         for write in writes {
-            guard case .outcome(_, let state, _, let webhooks, _) = write, state.isEmpty, webhooks.isEmpty else { return nil }
+            guard case .outcome(let rows, let state, let records, let webhooks, let pipeline) = write, state.isEmpty, webhooks.isEmpty
+            else { return nil }
+            outcomeRows.add(rows, records, pipeline: pipeline)
         }
-        var deliveries = DeliveryColumns()
-        var events: [[UInt8]: EventRecord] = [:]
-        for case .outcome(let rows, _, let outcomes, _, let pipeline) in writes {
-            for row in rows { deliveries.append(row, pipeline: pipeline) }
-            for record in outcomes { events[storedKey(record.pipeline, record.eventID)] = record }
-        }
-        return (deliveries, Array(events.values))
+        return outcomeRows
     }
 
     /// A row's key as the store keeps it, in bytes: texts that differ only by a NUL are one
@@ -96,26 +90,40 @@ extension PostgresStore {
         }
         return key
     }
+}
 
-    /// Delivery rows and event records in one statement. One row per event (ON CONFLICT may
-    /// not touch a row twice): the caller keeps an event's last record. A record replaces the
-    /// event's earlier one; `created_at` stays as first written.
-    static func outcomeStatement(_ d: DeliveryColumns, _ records: [EventRecord]) -> PostgresQuery {
-        """
-        WITH d AS (
-            INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
-            SELECT * FROM unnest(\(d.pipeline)::text[], \(d.eventID)::text[], \(d.user)::text[], \(d.tokenKind)::text[],
-                \(d.token)::text[], \(d.outcome)::text[], \(NullableArray(d.reason))::text[], \(NullableArray(d.providerID))::text[],
-                \(d.attempts)::bigint[], \(NullableArray(times: d.at))::double precision[], \(NullableArray(d.history))::text[])
-        ), e AS (
-            INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
-            SELECT p, e, s, u, u, r FROM unnest(\(records.map(\.pipeline))::text[], \(records.map(\.eventID))::text[],
-                \(records.map(\.state.rawValue))::text[], \(NullableArray(times: records.map(\.updatedAt)))::double precision[],
-                \(records.map { String(decoding: $0.storedText, as: UTF8.self) })::text[]) AS e(p, e, s, u, r)
-            ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
-        )
-        SELECT 1
-        """
+/// A batch's delivery rows and event records, and the one statement that writes both.
+struct OutcomeRows {
+    var deliveries = DeliveryColumns()
+    /// One row per event (ON CONFLICT may not touch a row twice): the last record wins.
+    var events: [[UInt8]: EventRecord] = [:]
+
+    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty }
+
+    mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], pipeline: String) {
+        for row in rows { deliveries.append(row, pipeline: pipeline) }
+        for record in records { events[PostgresStore.storedKey(record.pipeline, record.eventID)] = record }
+    }
+
+    /// A record replaces the event's earlier one; `created_at` stays as first written.
+    var statement: PostgresQuery {
+        let d = deliveries
+        let records = Array(events.values)
+        return """
+            WITH d AS (
+                INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
+                SELECT * FROM unnest(\(d.pipeline)::text[], \(d.eventID)::text[], \(d.user)::text[], \(d.tokenKind)::text[],
+                    \(d.token)::text[], \(d.outcome)::text[], \(NullableArray(d.reason))::text[], \(NullableArray(d.providerID))::text[],
+                    \(d.attempts)::bigint[], \(NullableArray(times: d.at))::double precision[], \(NullableArray(d.history))::text[])
+            ), e AS (
+                INSERT INTO event_records (pipeline, event_id, state, created_at, updated_at, record)
+                SELECT p, e, s, u, u, r FROM unnest(\(records.map(\.pipeline))::text[], \(records.map(\.eventID))::text[],
+                    \(records.map(\.state.rawValue))::text[], \(NullableArray(times: records.map(\.updatedAt)))::double precision[],
+                    \(records.map { String(decoding: $0.storedText, as: UTF8.self) })::text[]) AS e(p, e, s, u, r)
+                ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
+            )
+            SELECT 1
+            """
     }
 }
 

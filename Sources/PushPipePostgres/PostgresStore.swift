@@ -50,9 +50,9 @@ public final class PostgresStore: Store {
         GroupCommit { writes in
             let marks = confirmations.unmarked(in: writes)
             try await uncancelled {
-                if marks.isEmpty, let (deliveries, events) = Self.outcomesOnly(writes) {
+                if marks.isEmpty, let outcomeRows = Self.outcomesOnly(writes) {
                     try await connections.withConnection { connection in
-                        _ = try await connection.query(Self.outcomeStatement(deliveries, events), logger: logger).collect()
+                        _ = try await connection.query(outcomeRows.statement, logger: logger).collect()
                     }
                     return
                 }
