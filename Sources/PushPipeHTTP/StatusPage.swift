@@ -66,7 +66,7 @@ public struct StatusPage: Sendable {
         let context: [String: Any] = [
             "ready": readinessProblems.isEmpty,
             "problems": readinessProblems.sorted { $0.key < $1.key }.map { ["component": $0.key, "reason": $0.value] },
-            "store": store, "mode": mode == .live ? "live" : "dry run",
+            "store": store, "mode": mode == .live ? "live" : "dry run", "version": BuildInfo.version,
             "started": formatter.string(from: startedAt), "now": formatter.string(from: Date()),
             "pipelines": pipelines, "noPipelines": pipelines.isEmpty,
         ]
@@ -82,7 +82,7 @@ public struct StatusPage: Sendable {
         table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}th{background:#f4f4f4}
         .ok{color:#176b2c}.bad{color:#a11}.muted{color:#777}code{font-size:.95em}
         </style></head><body>
-        <h1>pushpipe</h1>
+        <h1>pushpipe <span class="muted" id="version">{{version}}</span></h1>
         <p id="readiness">{{#ready}}<strong class="ok">ready</strong>{{/ready}}{{^ready}}<strong class="bad">not ready</strong>{{/ready}}
          · {{mode}} · store <code>{{store}}</code> · started {{started}} · page of {{now}}</p>
         {{#problems}}<p class="bad">{{component}}: {{reason}}</p>{{/problems}}

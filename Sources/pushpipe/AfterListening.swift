@@ -10,6 +10,8 @@ struct AfterListening: Service {
     let listeners: Int
     let listening: AsyncStream<Void>
     let service: any Service
+    /// Called once every listener listens, as the service starts (systemd's readiness).
+    var onReady: @Sendable () -> Void = {}
 
     func run() async throws {
         var bound = 0
@@ -20,6 +22,7 @@ struct AfterListening: Service {
             if bound == listeners { break }
         }
         guard bound == listeners, !Task.isCancelled else { return }
+        onReady()
         try await service.run()
         // The pipelines end as soon as a stop begins (`StopIntakeFirst`), before the listeners
         // after them in the group stopped; a service that returns before its turn in the stop

@@ -90,6 +90,8 @@ public final class Daemon: Sendable {
         self.logger = logger
     }
 
+    var notifier: SystemdNotifier { SystemdNotifier(environment: options.environment) }
+
     var loader: ConfigLoader {
         ConfigLoader(
             builtins: builtins,
@@ -110,6 +112,7 @@ public final class Daemon: Sendable {
     static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 
     public func run() async throws {
+        telemetry.set(.buildInfo, [("version", BuildInfo.version), ("allocator", ProcessAllocator.name)], to: 1)
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
@@ -150,11 +153,13 @@ public final class Daemon: Sendable {
                         "pipelines": .string(initial.pipelines.map(\.name).joined(separator: ",")),
                         "mode": .string(options.mode == .dryRun ? "dry-run" : "live"),
                         "allocator": .string(ProcessAllocator.name),
+                        "version": .string(BuildInfo.version),
                     ]
                 )
             }
         )
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
+        let notifier = self.notifier
         var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let admin = options.admin {
             let adminHost = AdminHost(
@@ -185,12 +190,16 @@ public final class Daemon: Sendable {
             configuration: .init(
                 services: [.init(service: storeService)] + exporter + [
                     .init(
-                        service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor),
+                        service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor) {
+                            notifier.ready(status: "serving \(initial.pipelines.count) pipeline(s)")
+                        },
                         successTerminationBehavior: .gracefullyShutdownGroup
                     ),
                     .init(service: application),
                     .init(service: reloader, successTerminationBehavior: .ignore),
-                ] + adminServices + [.init(service: StopIntakeFirst(supervisor: supervisor), successTerminationBehavior: .ignore)],
+                ] + adminServices + [
+                    .init(service: StopIntakeFirst(supervisor: supervisor, notifier: notifier), successTerminationBehavior: .ignore)
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -207,6 +216,8 @@ public final class Daemon: Sendable {
 
     /// Loads and validates everything; applies it only when there is no error.
     func reload(supervisor: PipelineSupervisor) async {
+        notifier.reloading()
+        defer { notifier.ready(status: "reloaded") }
         logger.notice("reloading configuration")
         let result = await load()
         guard !result.diagnostics.hasErrors else {

@@ -11,9 +11,10 @@ struct PushPipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushpipe",
         abstract: "Push notifications as YAML pipelines: source → filters → renderer → transport.",
+        version: BuildInfo.version,
         subcommands: [
             RunCommand.self, ValidateCommand.self, DryRunCommand.self, TestCommand.self, StagesCommand.self, SchemaCommand.self, SimulateCommand.self,
-            TapCommand.self, VAPIDCommand.self, APNsCommand.self,
+            TapCommand.self, ProbeCommand.self, VAPIDCommand.self, APNsCommand.self,
             EventsCommand.self, DeadLettersCommand.self, OpenAPICommand.self,
         ],
         defaultSubcommand: RunCommand.self

@@ -7,9 +7,11 @@ import ServiceLifecycle
 /// in the group, would release: SIGTERM would hang while a transport is slow.
 struct StopIntakeFirst: Service {
     let supervisor: PipelineSupervisor
+    let notifier: SystemdNotifier
 
     func run() async throws {
         try? await gracefulShutdown()
+        notifier.stopping()
         supervisor.beginStopping()
     }
 }

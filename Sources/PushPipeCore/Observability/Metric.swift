@@ -40,6 +40,8 @@ public enum Metric: String, Sendable, CaseIterable {
     case webhookOutcomes = "pushpipe_webhook_outcomes_total"
     /// Tap records not sent because a tap was not reading (no labels).
     case tapRecordsDropped = "pushpipe_tap_records_dropped_total"
+    /// Always 1 (labels: version, allocator): joins a daemon's series to its build.
+    case buildInfo = "pushpipe_build_info"
 
     /// Histogram buckets, for the latencies: a push takes milliseconds on a good day and
     /// minutes when a provider asks for backoff; a commit takes micro- to milliseconds.

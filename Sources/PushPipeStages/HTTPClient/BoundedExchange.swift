@@ -3,9 +3,9 @@ import AsyncHTTPClient
 /// One HTTP exchange bounded as a whole. AsyncHTTPClient's deadline ends with the answer's
 /// head, so a peer that sends a head and then nothing would hold its caller (a send, a webhook
 /// batch, a registration) for ever; and only the start of a body is ever read.
-enum BoundedExchange {
+package enum BoundedExchange {
     /// `exchange`'s result, or `HTTPClientError.deadlineExceeded` once `timeout` has passed.
-    static func run<T: Sendable>(within timeout: Duration, _ exchange: @escaping @Sendable () async throws -> T) async throws -> T {
+    package static func run<T: Sendable>(within timeout: Duration, _ exchange: @escaping @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await exchange() }
             group.addTask {
@@ -19,7 +19,7 @@ enum BoundedExchange {
     }
 
     /// At most `limit` bytes of a body; the rest is not waited for.
-    static func prefix(of body: HTTPClientResponse.Body, limit: Int) async throws -> [UInt8] {
+    package static func prefix(of body: HTTPClientResponse.Body, limit: Int) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         for try await chunk in body {
             bytes.append(contentsOf: chunk.readableBytesView.prefix(limit - bytes.count))

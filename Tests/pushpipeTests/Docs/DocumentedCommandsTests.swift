@@ -131,4 +131,64 @@ import SystemPackage
             cleanup: server.stop
         )
     }
+
+    /// docs/deploy.md's online backups of the SQLite state, taken while a daemon writes to it;
+    /// a daemon started on each copy serves the registrations made before it.
+    @Test func sqliteBackupsOfARunningDaemonsStateWorkAsWritten() async throws {
+        let lines = try Self.shellLines(of: "docs/deploy.md").filter { $0.hasPrefix("sqlite3 ") }
+        #expect(lines.count == 2, "the document's backup commands changed: \(lines)")
+        let directory = try TemporaryDirectory("backup")
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.file("backups"), withIntermediateDirectories: true)
+        try directory.write(
+            "pipelines/kept.yaml",
+            """
+            pipeline: kept
+            routes:
+              - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+              - {action: users-by-token, path: /users/:device_token}
+            sources: [{type: http.event, path: /events}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """
+        )
+        let token = String(repeating: "ab", count: 32)
+        let copies = try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--store", "sqlite:\(directory.file("state/pushpipe.sqlite"))", "--plugins", "none"],
+            directory: directory.path
+        ) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/register", json: ["user_id": "alice", "device_token": .string(token)]).status == 200)
+            var copies: [String] = []
+            for line in lines {
+                let words = Self.words(line).map {
+                    $0.replacingOccurrences(of: "/var/lib/pushpipe/", with: directory.file("state/"))
+                        .replacingOccurrences(of: "/var/backups/", with: directory.file("backups/"))
+                }
+                let result = try await Subprocess.run(
+                    .name("sqlite3"),
+                    arguments: Arguments(Array(words.dropFirst())),
+                    output: .string(limit: 4096),
+                    error: .string(limit: 4096)
+                )
+                let succeeded = if case .exited(0) = result.terminationStatus { true } else { false }
+                #expect(succeeded, "\(line): \(result.standardError ?? "")")
+                copies += words.compactMap { word in word.split(separator: " ").map(String.init).first { $0.contains("/backups/") } }
+                    .map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
+                // The daemon goes on writing while the copy is taken.
+                #expect(try await client.request("POST", "/register", json: ["user_id": "bob", "device_token": .string(token)]).status == 200)
+            }
+            return copies
+        }
+        #expect(copies.count == 2, "\(copies)")
+        for copy in copies {
+            try await DaemonProcess.run(
+                arguments: ["run", "--listen", "127.0.0.1:0", "--store", "sqlite:\(copy)", "--plugins", "none"],
+                directory: directory.path
+            ) { daemon in
+                let users = try await HTTPTestClient(port: try await daemon.port()).request("GET", "/users/\(token)")
+                #expect(users.body?["user_ids"]?.arrayValue?.contains("alice") == true, "\(copy): \(users.text)")
+            }
+        }
+    }
 }

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Tells systemd what the daemon is doing (`Type=notify`, sd_notify(3)), so `systemctl start`
+/// returns once the daemon serves and a unit ordered after it starts then, not at `exec`:
+/// ready once every listener listens, reloading during a SIGHUP, stopping when a drain begins.
+/// Without `NOTIFY_SOCKET` (not started by systemd) it says nothing. A message that cannot be
+/// sent is dropped: readiness is a courtesy to the service manager, never a reason to stop.
+struct SystemdNotifier: Sendable {
+    /// The socket's path; `@` starts a name in the abstract namespace.
+    let socket: String?
+
+    init(environment: [String: String]) {
+        socket = environment["NOTIFY_SOCKET"].flatMap { $0.hasPrefix("/") || $0.hasPrefix("@") ? $0 : nil }
+    }
+
+    func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+
+    /// Before a reload, with the monotonic time systemd's `Type=notify-reload` asks for; `ready`
+    /// follows it whatever the reload's result, since the daemon goes on serving either way.
+    func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        send("RELOADING=1\nMONOTONIC_USEC=\(Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1_000)")
+    }
+
+    func stopping() { send("STOPPING=1") }
+
+    private func send(_ message: String) {
+        guard let socket else { return }
+        #if os(Linux)
+        let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let descriptor = Darwin.socket(AF_UNIX, SOCK_DGRAM, 0)
+        #endif
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var path = Array(socket.utf8)
+        if path.first == UInt8(ascii: "@") { path[0] = 0 }
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.count < capacity else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        // An abstract name's length is exact (no terminating NUL); a path's includes its NUL.
+        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + path.count + (path.first == 0 ? 0 : 1)
+        let bytes = Array(message.utf8)
+        _ = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddress in
+                bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, sockaddress, socklen_t(length)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import PushPipeCore
+import PushPipeTesting
+import Testing
+
+/// The daemon under systemd's `Type=notify` (contrib/systemd/pushpipe.service): readiness,
+/// reloads and the drain told on the socket `NOTIFY_SOCKET` names, a real datagram socket here.
+@Suite struct SystemdNotifyTests {
+    static let pipeline = """
+        pipeline: notified
+        sources: [{type: http.event, path: /events}]
+        renderer: {type: json.template, payload: {}}
+        transport: {type: stdout}
+        """
+
+    /// A path, and a name in Linux's abstract namespace (`@…`), as systemd gives either.
+    @Test(arguments: [false, true]) func readyOnceServingThenReloadingAndStopping(abstract: Bool) async throws {
+        let directory = try TemporaryDirectory("notify")
+        defer { directory.remove() }
+        try directory.write("pipelines/notified.yaml", Self.pipeline)
+        let notify = try SystemdNotifySocket(path: abstract ? "@pushpipe-notify-\(UUID().uuidString)" : directory.path + "/notify")
+        try await withCleanup {
+            try await DaemonProcess.run(
+                arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+                directory: directory.path,
+                environment: ["NOTIFY_SOCKET": notify.address]
+            ) { daemon in
+                let ready = try await notify.waitForMessage(containing: "READY=1")
+                #expect(ready.contains("STATUS=serving 1 pipeline(s)"))
+                // Ready means serving: the listener answers without waiting further.
+                let admin = HTTPTestClient(port: try await daemon.adminPort())
+                #expect(try await admin.request("GET", "/healthz").status == 200)
+
+                daemon.signal(SIGHUP)
+                let reloading = try await notify.waitForMessage(containing: "RELOADING=1")
+                let microseconds = reloading.split(separator: "\n").first { $0.hasPrefix("MONOTONIC_USEC=") }.flatMap { Int($0.dropFirst(15)) }
+                #expect((microseconds ?? 0) > 0, "systemd's notify-reload wants the monotonic time: \(reloading)")
+                try await notify.waitForMessage(containing: "READY=1", after: 1)
+
+                daemon.signal(SIGTERM)
+                try await notify.waitForMessage(containing: "STOPPING=1")
+                #expect(try await daemon.waitForExit() == 0)
+                let messages = notify.messages.value
+                #expect(messages.firstIndex { $0.contains("RELOADING=1") }! < messages.lastIndex { $0.contains("READY=1") }!)
+            }
+        } cleanup: {
+            await notify.close()
+        }
+    }
+
+    /// What systemd would never send, and a socket nobody reads: the daemon serves as without one.
+    @Test(arguments: ["relative/notify", "/nonexistent/notify", "/" + String(repeating: "x", count: 200), "@"])
+    func aBrokenNotifySocketChangesNothing(socket: String) async throws {
+        let directory = try TemporaryDirectory("notify")
+        defer { directory.remove() }
+        try directory.write("pipelines/notified.yaml", Self.pipeline)
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "none"],
+            directory: directory.path,
+            environment: ["NOTIFY_SOCKET": socket]
+        ) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let accepted = try await client.request("POST", "/events", json: ["user": "u", "n": 1])
+            #expect(accepted.status == 202, "\(accepted.text)")
+            daemon.signal(SIGHUP)
+            try await daemon.waitForLine(containing: "reloaded: ")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+        }
+    }
+}
