@@ -79,6 +79,13 @@ public final class PluginProcess: Sendable {
         for waiter in waiters { waiter.resume(throwing: StageError(.unavailable, stage: stage, "plugin \(manifest.name) stopped")) }
     }
 
+    /// The daemon's environment without what is the daemon's alone: the store's URL (its
+    /// password), the admin token, and systemd's notify socket. A plugin's own variables are
+    /// named in its manifest's config, from the daemon's environment.
+    static let environment = Environment.inherit.updating([
+        "PUSHPIPE_STORE": nil, "PUSHPIPE_ADMIN_TOKEN": nil, "NOTIFY_SOCKET": nil,
+    ])
+
     private func runOnce(logger: Logger) async throws -> String {
         let (lines, writer) = AsyncStream<String>.makeStream()
         let program = manifest.command[0]
@@ -89,6 +96,7 @@ public final class PluginProcess: Sendable {
         let result = try await Subprocess.run(
             executable,
             arguments: Arguments(Array(manifest.command.dropFirst())),
+            environment: Self.environment,
             workingDirectory: FilePath(manifest.directory),
             platformOptions: Self.platformOptions,
             input: .inputWriter,

@@ -10,8 +10,9 @@ struct AfterListening: Service {
     let listeners: Int
     let listening: AsyncStream<Void>
     let service: any Service
-    /// Called once every listener listens, as the service starts (systemd's readiness).
-    var onReady: @Sendable () -> Void = {}
+    /// Runs beside the service once every listener listens (it tells systemd when the
+    /// pipelines started); ended when the service ends.
+    var whileRunning: @Sendable () async -> Void = {}
 
     func run() async throws {
         var bound = 0
@@ -22,8 +23,11 @@ struct AfterListening: Service {
             if bound == listeners { break }
         }
         guard bound == listeners, !Task.isCancelled else { return }
-        onReady()
-        try await service.run()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await whileRunning() }
+            try await service.run()
+            group.cancelAll()
+        }
         // The pipelines end as soon as a stop begins (`StopIntakeFirst`), before the listeners
         // after them in the group stopped; a service that returns before its turn in the stop
         // fails the group (exit 1), so this one waits for its turn.

@@ -86,11 +86,13 @@ public final class Daemon: Sendable {
         telemetry = Telemetry.prometheus(tracer: tracing?.tracer)
         self.webhookPoster = webhookPoster
         self.options = options
+        notifier = SystemdNotifier(environment: options.environment)
         self.builtins = builtins
         self.logger = logger
     }
 
-    var notifier: SystemdNotifier { SystemdNotifier(environment: options.environment) }
+    /// One for the daemon's life: it knows whether readiness was told yet.
+    let notifier: SystemdNotifier
 
     var loader: ConfigLoader {
         ConfigLoader(
@@ -113,6 +115,8 @@ public final class Daemon: Sendable {
 
     public func run() async throws {
         telemetry.set(.buildInfo, [("version", BuildInfo.version), ("allocator", ProcessAllocator.name)], to: 1)
+        // First, so that a daemon that fails on its configuration or store says which release it is.
+        logger.notice("pushpipe \(BuildInfo.version) starting", metadata: ["allocator": .string(ProcessAllocator.name)])
         let initial = await load()
         for diagnostic in initial.diagnostics where diagnostic.severity == .warning { logger.warning("\(diagnostic)") }
         guard !initial.diagnostics.hasErrors else { throw ConfigurationError(initial.diagnostics.errors) }
@@ -160,6 +164,7 @@ public final class Daemon: Sendable {
         )
         let reloader = ReloadService(daemon: self, supervisor: supervisor)
         let notifier = self.notifier
+        let pipelineCount = initial.pipelines.count
         var adminServices: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let admin = options.admin {
             let adminHost = AdminHost(
@@ -191,7 +196,8 @@ public final class Daemon: Sendable {
                 services: [.init(service: storeService)] + exporter + [
                     .init(
                         service: AfterListening(listeners: 1 + adminServices.count, listening: listening, service: supervisor) {
-                            notifier.ready(status: "serving \(initial.pipelines.count) pipeline(s)")
+                            await supervisor.waitUntilStarted()
+                            notifier.ready(status: "serving \(pipelineCount) pipeline(s)")
                         },
                         successTerminationBehavior: .gracefullyShutdownGroup
                     ),
@@ -217,18 +223,19 @@ public final class Daemon: Sendable {
     /// Loads and validates everything; applies it only when there is no error.
     func reload(supervisor: PipelineSupervisor) async {
         notifier.reloading()
-        defer { notifier.ready(status: "reloaded") }
         logger.notice("reloading configuration")
         let result = await load()
         guard !result.diagnostics.hasErrors else {
             telemetry.increment(.reloads, [("result", "rejected")])
             for diagnostic in result.diagnostics { logger.error("\(diagnostic)") }
             logger.error("reload rejected: \(result.diagnostics.errors.count) error(s); the previous configuration keeps running")
+            notifier.ready(status: "reload rejected (\(result.diagnostics.errors.count) error(s)); serving the previous configuration")
             return
         }
         await supervisor.apply(result.pipelines)
         telemetry.increment(.reloads, [("result", "ok")])
         logger.notice("reloaded: \(result.pipelines.map(\.name).joined(separator: ", "))")
+        notifier.ready(status: "serving \(result.pipelines.count) pipeline(s)")
     }
 }
 

@@ -10,8 +10,13 @@ rm -rf "$dest"
 mkdir -p "$dest"
 install -m 0755 "$binary" "$dest/pushpipe"
 strip "$dest/pushpipe"
-# Every library ldd resolves outside the system's folders comes along.
-ldd "$binary" | awk '$3 ~ /^\// && $3 !~ /^\/(usr\/)?lib/ {print $3}' | while read -r library; do
-  install -m 0644 "$library" "$dest/"
+# The toolchain's runtime libraries the binary links come along (wherever the toolchain is
+# installed, /usr included); the system's (glibc, libstdc++, sqlite, jemalloc) are the image's.
+# The binary needs a glibc no newer than the image's: build on Debian bookworm or older.
+swift=$(command -v swiftc || command -v swift || true)
+[ -n "$swift" ] || { echo "stage-prebuilt: no Swift toolchain on PATH"; exit 1; }
+runtime=$(realpath "$(dirname "$(realpath "$swift")")/../lib/swift/linux")
+ldd "$binary" | awk '$3 ~ /^\// {print $3}' | while read -r library; do
+  case "$(realpath "$library")" in "$runtime"/*) install -m 0644 "$library" "$dest/" ;; esac
 done
 echo "staged $(ls "$dest" | wc -l) files, $(du -sh "$dest" | cut -f1), in $dest"

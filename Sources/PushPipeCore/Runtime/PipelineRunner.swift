@@ -15,6 +15,8 @@ public final class PipelineRunner: EventSink, Sendable {
     private let stopContinuation: AsyncStream<Void>.Continuation
     public let telemetry: PipelineTelemetry
     private let started = Atomic<Bool>(false)
+    /// Open once its sources started, or its run ended without (`waitUntilStarted`).
+    private let startLatch = StartLatch()
 
     struct State {
         var accepting = true
@@ -115,7 +117,11 @@ public final class PipelineRunner: EventSink, Sendable {
     /// Whether its sources started and it has not begun to stop.
     public var isRunning: Bool { started.load(ordering: .relaxed) }
 
+    /// Returns once its sources started, or once its run ended if they never did.
+    public func waitUntilStarted() async { await startLatch.wait() }
+
     public func run() async {
+        defer { startLatch.open() }
         let store = processor.store
         // The processor's: what a source or a long-running stage prints goes where the runner's
         // caller asked, like the stdout transport's lines.
@@ -163,6 +169,7 @@ public final class PipelineRunner: EventSink, Sendable {
                     }
                     logger.info("pipeline started", metadata: ["file": .string(definition.file)])
                     started.store(true, ordering: .relaxed)
+                    startLatch.open()
                     for await _ in stopSignal { break }
                     started.store(false, ordering: .relaxed)
                     stoppedAt = .now

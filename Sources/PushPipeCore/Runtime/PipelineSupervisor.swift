@@ -15,6 +15,7 @@ public final class PipelineSupervisor: Service, Sendable {
     let clock: any DaemonClock
     /// Set once the first set of pipelines was applied (readiness waits for it).
     private let appliedOnce = Atomic<Bool>(false)
+    private let firstApplied = StartLatch()
     private let commands: AsyncStream<Command>
     private let commandContinuation: AsyncStream<Command>.Continuation
     private let running = Mutex<[String: Running]>([:])
@@ -70,17 +71,27 @@ public final class PipelineSupervisor: Service, Sendable {
 
     var hasAppliedConfiguration: Bool { appliedOnce.load(ordering: .relaxed) }
 
+    /// Returns once the first configuration is applied and each of its pipelines started (or
+    /// ended without starting): from then on `/readyz` tells how the pipelines are, not that
+    /// they are starting. The daemon tells systemd it is ready then.
+    public func waitUntilStarted() async {
+        await firstApplied.wait()
+        for runner in runners { await runner.waitUntilStarted() }
+    }
+
     public func run() async throws {
         await withDiscardingTaskGroup { group in
             await withGracefulShutdownHandler {
                 for await command in commands {
                     await apply(command.definitions, in: &group)
                     appliedOnce.store(true, ordering: .relaxed)
+                    firstApplied.open()
                     command.done()
                 }
             } onGracefulShutdown: {
                 self.commandContinuation.finish()
             }
+            firstApplied.open()
             logger.info("stopping pipelines")
             let all = running.withLock { $0.values.map(\.runner) }
             for runner in all { runner.stop() }

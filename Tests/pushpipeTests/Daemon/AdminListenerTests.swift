@@ -155,6 +155,11 @@ import Testing
             )
             let answer = try await api.request("GET", "/readyz")
             #expect(answer.status == 503 && answer.body == ["status": "not ready", "error": "not ready"], "\(answer.text)")
+            // The container's HEALTHCHECK: unhealthy, though alive.
+            let url = "http://127.0.0.1:\(try await daemon.adminPort())"
+            let notReady = try await ProbeCommandTests().probe(["--admin", url], in: directory)
+            #expect(notReady.status == 1 && notReady.output.contains("answered HTTP 503"), "\(notReady.output)")
+            #expect(try await ProbeCommandTests().probe(["--admin", url, "--live"], in: directory).status == 0)
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
         }

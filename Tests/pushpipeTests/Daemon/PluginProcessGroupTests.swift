@@ -95,3 +95,47 @@ import Testing
         }
     }
 }
+
+/// What the daemon's environment holds for itself alone does not reach its plugins.
+@Suite struct PluginEnvironmentTests {
+    @Test func pluginsSeeNeitherTheStoreURLNorTheAdminTokenNorTheNotifySocket() async throws {
+        let directory = try TemporaryDirectory("plugin-env")
+        defer { directory.remove() }
+        let names = ["PUSHPIPE_STORE", "PUSHPIPE_ADMIN_TOKEN", "NOTIFY_SOCKET", "PUSHPIPE_PLUGIN_PROBE"]
+        try directory.write(
+            "plugins/peek/peek.py",
+            """
+            import json, os, sys
+            print("plugin environment: " + json.dumps({name: name in os.environ for name in \(names)}, sort_keys=True), file=sys.stderr, flush=True)
+            for line in sys.stdin:
+                request = json.loads(line)
+                print(json.dumps({"id": request["id"], "result": {"event": request.get("event")}}), flush=True)
+            """
+        )
+        try directory.write("plugins/peek/plugin.yaml", "name: peek\nkind: filter\ncommand: [python3, peek.py]\n")
+        try directory.write(
+            "pipelines/peeked.yaml",
+            """
+            pipeline: peeked
+            sources: [{type: http.event, path: /events}]
+            filters: [{type: peek}]
+            renderer: {type: json.template, payload: {}}
+            transport: {type: stdout}
+            """
+        )
+        try await DaemonProcess.run(
+            arguments: ["run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", "plugins"],
+            directory: directory.path,
+            environment: [
+                "PUSHPIPE_STORE": "postgres://pushpipe:secret@127.0.0.1:1/unused", "PUSHPIPE_ADMIN_TOKEN": "admin-secret",
+                "NOTIFY_SOCKET": directory.path + "/no-socket", "PUSHPIPE_PLUGIN_PROBE": "kept",
+            ]
+        ) { daemon in
+            let line = try await daemon.waitForLine(containing: "plugin environment: ")
+            #expect(line.contains(#""NOTIFY_SOCKET": false"#), "\(line)")
+            #expect(line.contains(#""PUSHPIPE_ADMIN_TOKEN": false"#), "\(line)")
+            #expect(line.contains(#""PUSHPIPE_STORE": false"#), "\(line)")
+            #expect(line.contains(#""PUSHPIPE_PLUGIN_PROBE": true"#), "the rest of the environment is the plugin's: \(line)")
+        }
+    }
+}

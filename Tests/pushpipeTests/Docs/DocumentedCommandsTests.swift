@@ -175,7 +175,7 @@ import SystemPackage
                 #expect(succeeded, "\(line): \(result.standardError ?? "")")
                 copies += words.compactMap { word in word.split(separator: " ").map(String.init).first { $0.contains("/backups/") } }
                     .map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
-                // The daemon goes on writing while the copy is taken.
+                // The daemon goes on writing between the copies.
                 #expect(try await client.request("POST", "/register", json: ["user_id": "bob", "device_token": .string(token)]).status == 200)
             }
             return copies
