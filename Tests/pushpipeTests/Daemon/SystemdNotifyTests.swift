@@ -88,7 +88,10 @@ import Testing
             let accepted = try await client.request("POST", "/events", json: ["user": "u", "n": 1])
             #expect(accepted.status == 202, "\(accepted.text)")
             daemon.signal(SIGHUP)
-            try await daemon.waitForLine(containing: "reloaded: ")
+            let admin = HTTPTestClient(port: try await daemon.adminPort())
+            try await eventually("a reload counted on /metrics") {
+                prometheusSamples(try await admin.request("GET", "/metrics").text)["pushpipe_reloads_total{result=\"ok\"}"] == 1
+            }
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
         }
