@@ -3,6 +3,7 @@
 
     python3 .ci/check-kubernetes.py [DIR]     (DIR: contrib/kubernetes by default; PIPELINES_DIR:
                                                the pipelines whose drain_timeout counts, pipelines/)
+    python3 .ci/check-kubernetes.py --longest-drain   (that drain, in whole seconds)
 
 Every problem is printed as `check-kubernetes: FILE: what is wrong`, and the exit status is 1
 if there is any.
@@ -350,4 +351,8 @@ def report():
 
 
 if __name__ == "__main__":
+    # `--longest-drain`: only the seconds every stop must outlast, for .ci/check-systemd.
+    if sys.argv[1:] == ["--longest-drain"]:
+        drain, _ = longest_drain()
+        sys.exit(report() or print(int(-(-drain // 1))))
     sys.exit(main())

@@ -1,4 +1,5 @@
 import Foundation
+import PushPipeCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -28,15 +29,7 @@ public final class SystemdNotifySocket: Sendable {
         #endif
         guard descriptor >= 0 else { throw SystemdNotifySocketError.socket(errno) }
         address = path
-        var socketAddress = sockaddr_un()
-        socketAddress.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(path.utf8)
-        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
-        withUnsafeMutableBytes(of: &socketAddress.sun_path) { $0.copyBytes(from: bytes) }
-        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (bytes.first == 0 ? 0 : 1)
-        let bound = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(length)) }
-        }
+        let bound = UnixSocketAddress.with(path) { bind(descriptor, $0, $1) } ?? -1
         guard bound == 0 else {
             let error = errno
             closeDescriptor(descriptor)

@@ -11,8 +11,7 @@ struct ProbeCommand: AsyncParsableCommand {
         abstract: "Exit 0 when a running daemon is ready (/readyz answers 200), 1 otherwise, saying why."
     )
 
-    @Option(name: .long, help: "The daemon's admin listener (or its app listener: both serve health).")
-    var admin = "http://127.0.0.1:9090"
+    @OptionGroup var listener: AdminListenerOption
 
     @Flag(name: .long, help: "Ask /healthz instead: alive, even when not ready.")
     var live = false
@@ -21,15 +20,11 @@ struct ProbeCommand: AsyncParsableCommand {
     var timeout: Int64 = 5
 
     func validate() throws {
-        guard let url = URL(string: admin), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ValidationError("--admin must be a URL such as http://127.0.0.1:9090")
-        }
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout must be 1 to 300 seconds") }
     }
 
     func run() async throws {
-        let path = live ? "/healthz" : "/readyz"
-        let url = admin.hasSuffix("/") ? String(admin.dropLast()) + path : admin + path
+        let url = try listener.url(live ? "/healthz" : "/readyz").absoluteString
         do {
             // The whole exchange is bounded: a listener that sends a head and then nothing is not ready.
             let (status, body) = try await BoundedExchange.run(within: .seconds(timeout)) {

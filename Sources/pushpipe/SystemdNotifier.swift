@@ -1,3 +1,4 @@
+import PushPipeCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -53,20 +54,9 @@ final class SystemdNotifier: Sendable {
         #endif
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var path = Array(socket.utf8)
-        if path.first == UInt8(ascii: "@") { path[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.count < capacity else { return }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
-        // An abstract name's length is exact (no terminating NUL); a path's includes its NUL.
-        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + path.count + (path.first == 0 ? 0 : 1)
         let bytes = Array(message.utf8)
-        _ = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddress in
-                bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, sockaddress, socklen_t(length)) }
-            }
+        _ = UnixSocketAddress.with(socket) { address, length in
+            bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, address, length) }
         }
     }
 }

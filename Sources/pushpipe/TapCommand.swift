@@ -11,8 +11,7 @@ struct TapCommand: AsyncParsableCommand {
         abstract: "Print, live, each event as it passes each stage of a running daemon (one JSON object per line)."
     )
 
-    @Option(name: .long, help: "The daemon's admin listener.")
-    var admin = "http://127.0.0.1:9090"
+    @OptionGroup var listener: AdminListenerOption
 
     @Option(name: .long, help: "Only this pipeline.")
     var pipeline: String?
@@ -27,13 +26,12 @@ struct TapCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        guard var components = URLComponents(string: admin), components.scheme == "http" || components.scheme == "https" else {
-            throw ValidationError("--admin must be a URL such as http://127.0.0.1:9090")
-        }
-        components.path = "/tap"
-        components.queryItems = [pipeline.map { URLQueryItem(name: "pipeline", value: $0) }, stage.map { URLQueryItem(name: "stage", value: $0) }]
-            .compactMap { $0 }
-        guard let url = components.url else { throw ValidationError("--admin: not a URL") }
+        let url = try listener.url(
+            "/tap",
+            query: [pipeline.map { URLQueryItem(name: "pipeline", value: $0) }, stage.map { URLQueryItem(name: "stage", value: $0) }]
+                .compactMap { $0 }
+        )
+        let admin = listener.admin
         let readable = !json && isatty(STDOUT_FILENO) == 1
         var request = HTTPClientRequest(url: url.absoluteString)
         request.headers.add(name: "accept", value: "text/event-stream")

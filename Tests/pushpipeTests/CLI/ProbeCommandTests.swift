@@ -5,10 +5,8 @@ import Testing
 /// `pushpipe probe`, the image's HEALTHCHECK: 0 only for a daemon that answers ready.
 @Suite struct ProbeCommandTests {
     func probe(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, output: String) {
-        try await DaemonProcess.run(arguments: ["probe"] + arguments, directory: directory.path) { process in
-            let status = try await process.waitForExit()
-            return (status, (process.standardOutput + process.standardError).joined(separator: "\n"))
-        }
+        let run = try await CommandLineTests().pushpipe(["probe"] + arguments, in: directory)
+        return (run.status, (run.output + run.errors).joined(separator: "\n"))
     }
 
     @Test func readyAndLiveDaemonsPassAndNothingElseDoes() async throws {

@@ -9,10 +9,7 @@ import Testing
         let directory = try TemporaryDirectory("version")
         defer { directory.remove() }
         try directory.write("pipelines/versioned.yaml", SystemdNotifyTests.pipeline.replacingOccurrences(of: "notified", with: "versioned"))
-        let (status, printed) = try await DaemonProcess.run(arguments: ["--version"], directory: directory.path) { process in
-            let status = try await process.waitForExit()
-            return (status, process.standardOutput)
-        }
+        let (status, printed, _) = try await CommandLineTests().pushpipe(["--version"], in: directory)
         #expect(status == 0 && printed == [BuildInfo.version])
         #expect(BuildInfo.version.split(separator: ".").count == 3 && BuildInfo.version.allSatisfy { $0.isNumber || $0 == "." })
 
