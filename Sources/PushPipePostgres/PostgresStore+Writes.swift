@@ -38,8 +38,8 @@ extension PostgresStore {
                 events.map(\.item),
                 payloads: events.map(\.payload),
                 pipeline: pipeline,
-                after: events.map(\.event.lease),
-                heldBy: events.map(\.event.instance),
+                after: events.map { $0.event.dueIn ?? $0.event.lease },
+                heldBy: events.map { $0.event.dueIn == nil ? $0.event.instance : nil },
                 on: connection,
                 logger: logger
             )

@@ -21,11 +21,12 @@ extension SQLiteStore {
 
     /// A SQLite state has one daemon (`SQLiteStateLock`): the one that opens it takes over at
     /// once whatever accepted events an earlier process left held, instead of waiting out leases
-    /// whose holder is gone.
+    /// whose holder is gone. What nobody holds keeps its due time (a held event's instant).
     func takeOverQueuedEvents() throws {
         try database.write { db in
             try db.execute(
-                sql: "UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?) WHERE \(Self.isQueuedEvent) AND owner IS NOT ?",
+                sql:
+                    "UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?) WHERE \(Self.isQueuedEvent) AND owner IS NOT NULL AND owner IS NOT ?",
                 arguments: [clock.now, LeaseOwner.thisProcess]
             )
         }

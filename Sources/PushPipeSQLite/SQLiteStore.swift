@@ -156,8 +156,8 @@ public final class SQLiteStore: Store {
                 item,
                 payload: payload,
                 pipeline: event.pipeline,
-                dueAt: now + event.lease.inSeconds,
-                heldBy: event.instance,
+                dueAt: now + (event.dueIn ?? event.lease).inSeconds,
+                heldBy: event.dueIn == nil ? event.instance : nil,
                 in: db
             )
             if let answer = event.answer { try recordAnswer(answer, in: db) }

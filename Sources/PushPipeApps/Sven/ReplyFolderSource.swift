@@ -170,7 +170,8 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             // A dry run moves nothing: the file is settled for this process, not sent again by a scan.
             guard mode == .live else { return inFlight.end(name, shown: true) }
             switch report.status {
-            case .delivered, .partial, .noRecipients:
+            // Held by a timing filter: the store keeps it now, and sends it when it falls due.
+            case .delivered, .partial, .noRecipients, .scheduled, .deferred:
                 move(name, from: claimDirectory, to: "sent", context: context)
                 failedReplies.delivered(name)
                 inFlight.end(name)

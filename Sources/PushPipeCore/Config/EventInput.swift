@@ -40,7 +40,7 @@ public enum EventInput {
 
     /// ISO 8601 keeping every fractional digit (Foundation's formatter stops at milliseconds,
     /// and Pong's timestamps carry microseconds).
-    static func parseISO8601(_ text: String) -> Date? {
+    public static func parseISO8601(_ text: String) -> Date? {
         var base = text
         var fraction = 0.0
         if let dot = text.firstIndex(of: ".") {

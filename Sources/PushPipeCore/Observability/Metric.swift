@@ -8,6 +8,8 @@ public enum Metric: String, Sendable, CaseIterable {
     /// + reason: the filter's type and its reason code.
     case eventsDropped = "pushpipe_events_dropped_total"
     case eventsFailed = "pushpipe_events_failed_total"
+    /// + type, reason: events a timing filter made wait (`scheduled`, `deferred`), by its code.
+    case eventsHeld = "pushpipe_events_held_total"
     case notificationsRendered = "pushpipe_notifications_rendered_total"
     // Deliveries (labels: pipeline, transport, + outcome, reason)
     case deliveries = "pushpipe_deliveries_total"

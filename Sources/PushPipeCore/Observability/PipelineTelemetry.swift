@@ -71,6 +71,21 @@ public final class PipelineTelemetry: Sendable {
         }
     }
 
+    func held(_ event: Event, stage: String, type: String, _ hold: EventHold) {
+        telemetry.increment(.eventsHeld, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", hold.code)])
+        tap.publish(pipeline: pipeline, stage: stage) {
+            record(
+                stage: stage,
+                kind: "filter",
+                event: event,
+                [
+                    "what": .string(hold.kind.rawValue), "type": .string(type), "reason": .string(hold.reason), "code": .string(hold.code),
+                    "until": .string(EventRecord.timestamp(hold.until.timeIntervalSince1970)),
+                ]
+            )
+        }
+    }
+
     func failed(_ event: Event, stage: String, reason: String) {
         telemetry.increment(.eventsFailed, [("pipeline", pipeline), ("stage", stage)])
         activity.update { $0.failed += 1 }

@@ -5,12 +5,19 @@ extension RouteAction {
         defaultMethod: "PATCH",
         schema: Schema(
             userKeys + [
-                .required("keys", .map(.oneOf(["boolean", "string", "integer"])), "Settings a client may change, with their JSON type.")
+                .required(
+                    "keys",
+                    .map(.oneOf(["boolean", "string", "integer", "time_zone"])),
+                    "Settings a client may change, with their JSON type (`time_zone`: a string naming an IANA zone, which timing filters read)."
+                )
             ]
         ),
         contract: { configuration in
             var properties = UserSelector(configuration).bodyProperty()
-            for (key, type) in configuration["keys"]?.objectValue ?? [:] { properties[key] = ["type": type] }
+            for (key, type) in configuration["keys"]?.objectValue ?? [:] {
+                properties[key] =
+                    type == "time_zone" ? ["type": "string", "description": "An IANA time zone, such as Europe/Berlin."] : ["type": type]
+            }
             let userKeys = Array(UserSelector(configuration).bodyProperty().keys)
             let body = RouteContract.object(properties, required: userKeys, minProperties: userKeys.count + 1)
             return RouteContract(
@@ -39,9 +46,15 @@ extension RouteAction {
                 let matches =
                     switch (type, value) {
                     case ("boolean", .bool), ("string", .string), ("integer", .int): true
+                    case ("time_zone", .string(let name)): TimeZoneName.zone(name) != nil
                     default: false
                     }
-                guard matches else { throw RouteError.unprocessable("'\(key)' must be a \(type), found \(value.typeName)", field: key) }
+                guard matches else {
+                    if type == "time_zone", value.stringValue != nil {
+                        throw RouteError.unprocessable("'\(key)' must be \(TimeZoneName.expected)", field: key)
+                    }
+                    throw RouteError.unprocessable("'\(key)' must be a \(type), found \(value.typeName)", field: key)
+                }
                 values[key] = value
             }
             guard !values.isEmpty else {

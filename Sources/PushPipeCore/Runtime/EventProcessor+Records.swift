@@ -78,6 +78,9 @@ extension EventProcessor {
         case .filtered, .noRecipients:
             guard event.caller != nil || event.replayOf != nil else { return nil }
             state = .dropped
+        case .scheduled, .deferred:
+            guard event.caller != nil || event.replayOf != nil else { return nil }
+            state = report.status == .scheduled ? .scheduled : .deferred
         case .failed where recipients.isEmpty || progress?.reachedAll == false:
             // A filter, the renderer or a plugin failed, or a broadcast stopped before its
             // last page (its recipients do not tell of the users it never reached): worth a
@@ -90,6 +93,7 @@ extension EventProcessor {
         record.stage = report.stage
         record.code = report.code
         record.reason = state == .delivered ? nil : report.reason
+        record.heldUntil = report.heldUntil
         if state == .deadLetter {
             // Stopped at the drain timeout: its source keeps it (a queue, a watermark, a file)
             // and sends it again; a dead letter too would send it twice.

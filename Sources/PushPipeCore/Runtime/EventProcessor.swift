@@ -125,6 +125,8 @@ public struct EventProcessor: Sendable {
             switch await filter(event) {
             case .finished(let report, let final):
                 finished.append(Finished(event: final, report: report))
+            case .held(let held, let hold, let stage):
+                finished.append(Finished(event: held, report: await keep(held, hold, stage: stage)))
             case .passed(let passed):
                 if passed.user == nil {
                     followUps.append(.broadcast(passed))
@@ -186,6 +188,8 @@ public struct EventProcessor: Sendable {
     enum Filtered {
         case passed(Event)
         case finished(EventReport, Event)
+        /// A filter said "not yet" (`FilterResult.hold`): `stage` is its id.
+        case held(Event, EventHold, stage: String)
     }
 
     private func filter(_ incoming: Event) async -> Filtered {
@@ -217,6 +221,11 @@ public struct EventProcessor: Sendable {
                         ),
                         event
                     )
+                case .hold(let hold):
+                    span?.attributes["pushpipe.hold.code"] = hold.code
+                    telemetry.held(event, stage: filter.id, type: filter.type, hold)
+                    logger.debug("event held by \(filter.id) (\(filter.type)): \(hold.reason)", metadata: Self.metadata(event))
+                    return .held(event, hold, stage: filter.id)
                 }
             } catch {
                 span?.recordError(error)

@@ -136,6 +136,9 @@ public final class PipelineRunner: EventSink, Sendable {
             pruner.telemetry = telemetry.telemetry
             stages.addTask { await pruner.run() }
             stages.addTask { await replays.renewWhileRunning(context: replayContext) }
+            let held = QueuedEventIntake(lease: QueuedEventIntake.replayLease, idle: QueuedEventIntake.heldPoll)
+            let heldContext = context.forStage(QueuedEventIntake.heldKey, key: QueuedEventIntake.heldKey)
+            stages.addTask { await held.renewWhileRunning(context: heldContext) }
             // Outcomes go on while the pipeline drains: those of its last events too.
             if let webhooks { stages.addTask { await webhooks.run() } }
             var stoppedAt = ContinuousClock.now
@@ -167,6 +170,8 @@ public final class PipelineRunner: EventSink, Sendable {
                     sources.addTask {
                         await replays.claimWhileRunning(into: self, context: replayContext, announcing: "replayed dead letters")
                     }
+                    // Events a timing filter held, as they fall due (`EventHold`).
+                    sources.addTask { await held.claimWhileRunning(into: self, context: heldContext, announcing: "held events now due") }
                     logger.info("pipeline started", metadata: ["file": .string(definition.file)])
                     started.store(true, ordering: .relaxed)
                     startLatch.open()

@@ -28,7 +28,7 @@ extension PipelineSupervisor {
         do {
             let claimed = Set(
                 definitions.flatMap { definition in
-                    (definition.sources.map(\.key) + [QueuedEventIntake.replayKey]).map { "\(definition.name)/\($0)" }
+                    (definition.sources.map(\.key) + [QueuedEventIntake.replayKey, QueuedEventIntake.heldKey]).map { "\(definition.name)/\($0)" }
                 }
             )
             for waiting in try await store.queuedEventCounts() where !claimed.contains("\(waiting.pipeline)/\(waiting.source)") {

@@ -8,20 +8,27 @@ public struct QueuedEventIntake: Sendable {
     /// How long a claimed event stays with this daemon without a renewal.
     public let lease: Duration
     public let leases = QueuedEventLeases()
+    /// How often it looks for events when none was waiting.
+    public let idle: Duration
 
     /// The key dead letters' replays wait under, in every pipeline: no source has it.
     public static let replayKey = "dead-letter-replay"
     /// The lease of a replay: a daemon that dies sending it leaves it to another that soon.
     public static let replayLease: Duration = .seconds(15)
+    /// The key held events (`EventHold`) wait under, in every pipeline, due at their instant.
+    public static let heldKey = "held"
+    /// How often a pipeline looks for held events that fell due: the most a held event's
+    /// instant is missed by, beside the time to claim and send it.
+    public static let heldPoll: Duration = .seconds(1)
 
-    public init(lease: Duration) {
+    public init(lease: Duration, idle: Duration? = nil) {
         self.lease = lease
+        self.idle = idle ?? lease / 3
     }
 
     /// Until cancelled: takes over what nobody works on, never more than the pipeline has room
     /// to start (the leases of events waiting for room would lapse).
     public func claimWhileRunning(into sink: any EventSink, context: StageContext, announcing what: String) async {
-        let renewal = lease / 3
         while !Task.isCancelled {
             var more = false
             do {
@@ -36,7 +43,7 @@ public struct QueuedEventIntake: Sendable {
                 if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
             // More may be waiting: look again as soon as there is room.
-            do { try await context.clock.sleep(for: more ? .milliseconds(100) : renewal) } catch { return }
+            do { try await context.clock.sleep(for: more ? .milliseconds(100) : idle) } catch { return }
         }
     }
 

@@ -80,6 +80,12 @@ public struct Event: Sendable {
         set { storage.update { $0.commitOnDelivery = newValue } }
     }
 
+    /// The holds it waited out (`EventHold`), oldest first: kept with it in the store while it waits.
+    public var holds: [PassedHold] {
+        _read { yield storage.fields.holds }
+        set { storage.update { $0.holds = newValue } }
+    }
+
     /// Called once with the event's final report: how a source learns its event is done.
     public var onComplete: (@Sendable (EventReport) async -> Void)? {
         // A `get`, unlike the other fields' `_read`: Swift 6.3.1's release build crashes
@@ -101,6 +107,7 @@ public struct Event: Sendable {
         var traceParent: String?
         var trace: EventTrace?
         var commitOnDelivery: [StateWrite] = []
+        var holds: [PassedHold] = []
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }
 

@@ -3,6 +3,8 @@ public struct EventReport: Sendable, Codable {
     public enum Status: String, Sendable, Codable {
         case delivered, filtered, failed, partial
         case noRecipients = "no-recipients"
+        /// Waiting in the store (`EventHold`): not sent yet, and not lost.
+        case scheduled, deferred
     }
 
     public var eventID: String
@@ -16,6 +18,8 @@ public struct EventReport: Sendable, Codable {
     public var deliveries: [DeliveryReport]
     /// The first deliveries only (a broadcast may have 100,000): how many more there were.
     public var omittedDeliveries: Int?
+    /// A held event's instant (`scheduled`, `deferred`), UNIX seconds: when it comes back.
+    public var heldUntil: Double?
 
     public init(
         eventID: String,
@@ -43,6 +47,7 @@ public struct EventReport: Sendable, Codable {
         case eventID = "event_id"
         case pipeline, user, status, reason, stage, code, deliveries
         case omittedDeliveries = "omitted_deliveries"
+        case heldUntil = "held_until"
     }
 }
 

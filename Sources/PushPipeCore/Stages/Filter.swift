@@ -8,4 +8,6 @@ public enum FilterResult: Sendable {
     /// `reason` is for people (logs, reports, the tap); `code` is a short fixed label
     /// (`setting_off`, `not_newer`) that metrics can count without a series per user.
     case drop(reason: String, code: String)
+    /// Not yet: the event waits in the store and comes back at `until` (`EventHold`).
+    case hold(EventHold)
 }

@@ -35,11 +35,17 @@ extension EventRecord {
         if omittedRecipients > 0 { writer.add("omitted", omittedRecipients) }
         if let input { writer.add("input", json: ["time": .double(input.time), "body": input.body]) }
         if let broadcast { writer.add("broadcast", json: broadcast.json) }
+        if let heldUntil { writer.add("held_until", heldUntil) }
         return writer.finished()
     }
 
     public init(pipeline: String, eventID: String, state: String, updatedAt: Double, stored: JSON) throws {
         guard let state = State(rawValue: state) else { throw StoredRecordError(eventID: eventID, field: "state") }
+        try self.init(stored: stored, pipeline: pipeline, eventID: eventID, state: state, updatedAt: updatedAt)
+        heldUntil = stored["held_until"]?.doubleValue
+    }
+
+    private init(stored: JSON, pipeline: String, eventID: String, state: State, updatedAt: Double) throws {
         self.init(
             pipeline: pipeline,
             eventID: eventID,
@@ -72,6 +78,7 @@ extension EventRecord {
         ]
         addDescription(to: &fields)
         if omittedRecipients > 0 { fields["omitted_recipients"] = .int(Int64(omittedRecipients)) }
+        fields["held_until"] = heldUntil.map { .string(Self.timestamp($0)) }
         // Where a broadcast is, or where it stopped: a replay goes on after `reached_user`.
         if let broadcast {
             var progress: [String: JSON] = ["deliveries": .int(Int64(broadcast.deliveries))]

@@ -19,6 +19,8 @@ public struct EventRecord: Sendable, Equatable {
         /// It failed for good with something worth another try (attempts exhausted, a
         /// configuration, render or plugin error): kept with its input for a replay.
         case deadLetter = "dead_letter"
+        /// Waiting in the store for its instant (`held_until`), or for a send window to open.
+        case scheduled, deferred
     }
 
     public var pipeline: String
@@ -46,6 +48,8 @@ public struct EventRecord: Sendable, Equatable {
     /// resumed run and a replay go on from there), or that every page went out. Nil for the
     /// events of one user.
     public var broadcast: BroadcastProgress?
+    /// When a `scheduled` or `deferred` event comes back (UNIX seconds).
+    public var heldUntil: Double?
 
     public struct Input: Sendable, Equatable {
         public var time: Double

@@ -37,6 +37,8 @@ extension QueuedEvent {
         payload["caller"] = caller.map(JSON.string)
         payload["replay_of"] = replayOf.map { (try? JSON.parse(QueuedEvent.storedReplay($0))) ?? .null }
         payload["trace_parent"] = traceParent.map(JSON.string)
+        payload["origin"] = origin.map(JSON.string)
+        if !holds.isEmpty { payload["holds"] = .array(holds.map { ["stage": .string($0.stage), "until": .double($0.until)] }) }
         return WorkItem(kind: kind, key: key, payload: .object(payload), createdAt: time)
     }
 
@@ -60,6 +62,10 @@ extension QueuedEvent {
         key = work.key
         caller = payload["caller"]?.stringValue
         traceParent = payload["trace_parent"]?.stringValue
+        origin = payload["origin"]?.stringValue
+        holds = (payload["holds"]?.arrayValue ?? []).compactMap { hold in
+            hold["stage"]?.stringValue.flatMap { stage in hold["until"]?.doubleValue.map { PassedHold(stage: stage, until: $0) } }
+        }
         if let replay = payload["replay_of"], replay.objectValue != nil {
             replayOf = try QueuedEvent.replay(stored: replay.compactText, pipeline: pipeline, eventID: eventID)
         }

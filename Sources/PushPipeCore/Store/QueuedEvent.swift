@@ -33,6 +33,12 @@ public struct QueuedEvent: Sendable, Equatable {
     /// The caller's W3C `traceparent`, kept so that an event sent after a restart still
     /// continues the caller's trace.
     public var traceParent: String?
+    /// A held event's (`EventHold`): the source that accepted it, and the holds it waited out.
+    public var origin: String?
+    public var holds: [PassedHold] = []
+    /// Set for a held event: it is stored held by nobody and due this long after it is stored,
+    /// on the store's clock (its `instance` and `lease` are then unused).
+    public var dueIn: Duration?
 
     public init(
         pipeline: String,
@@ -60,7 +66,8 @@ public struct QueuedEvent: Sendable, Equatable {
 
     public var event: Event {
         var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
-        event.source = replayOf?.source ?? source
+        event.source = replayOf?.source ?? origin ?? source
+        event.holds = holds
         event.caller = caller
         event.replayOf = replayOf
         event.traceParent = traceParent

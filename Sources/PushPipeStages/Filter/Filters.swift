@@ -9,6 +9,12 @@ extension BuiltinStages {
             .filter("dedupe.timestamp", TimestampDedupeFilter.summary, TimestampDedupeFilter.Configuration.self) { configuration, _ in
                 TimestampDedupeFilter(configuration: configuration)
             },
+            .filter("timing.schedule", ScheduleFilter.summary, ScheduleFilter.Configuration.self) { configuration, _ in
+                try ScheduleFilter(configuration: configuration)
+            },
+            .filter("timing.window", SendWindowFilter.summary, SendWindowFilter.Configuration.self) { configuration, _ in
+                try SendWindowFilter(configuration: configuration)
+            },
         ]
     }
 }

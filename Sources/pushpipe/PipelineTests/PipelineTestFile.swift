@@ -76,30 +76,23 @@ public struct PipelineTestFile: Sendable {
                             "Extra store contents for this case."
                         ),
                         .required("event", EventInput.valueType, "The input event."),
+                        SchemaKey(
+                            "now",
+                            .any,
+                            "The clock the case runs at (ISO 8601 or UNIX seconds), for timing filters; the event's `time` when omitted, else the real time."
+                        ),
                         .required(
                             "expect",
                             .object(
-                                Schema([
-                                    SchemaKey(
-                                        "status",
-                                        .oneOf(["delivered", "filtered", "failed", "partial", "no-recipients"]),
-                                        "Expected event status."
-                                    ),
-                                    SchemaKey(
-                                        "requests",
-                                        .list(
-                                            .object(
-                                                Schema([
-                                                    SchemaKey("method", .string, "HTTP method."),
-                                                    SchemaKey("url", .string, "Exact URL."),
-                                                    SchemaKey("headers", .map(.string), "Headers that must be present with these values."),
-                                                    SchemaKey("body", .any, "Exact JSON body (compared as parsed JSON)."),
-                                                ])
-                                            )
-                                        ),
-                                        "Expected requests, in token order."
-                                    ),
-                                ])
+                                Schema(
+                                    expectKeys + [
+                                        SchemaKey(
+                                            "then",
+                                            .object(Schema(expectKeys)),
+                                            "A held event when it comes back at its instant (the clock moved there): what must come out then."
+                                        )
+                                    ]
+                                )
                             ),
                             "What must come out."
                         ),
@@ -109,6 +102,32 @@ public struct PipelineTestFile: Sendable {
             "Test cases."
         ),
     ])
+
+    /// What a case expects of its event, and of a held event when it comes back (`then`).
+    static let expectKeys: [SchemaKey] = [
+        SchemaKey(
+            "status",
+            .oneOf(["delivered", "filtered", "failed", "partial", "no-recipients", "scheduled", "deferred"]),
+            "Expected event status."
+        ),
+        SchemaKey("held_until", .string, "A held event's instant (ISO 8601), when it comes back."),
+        SchemaKey("code", .string, "The code of the stage that dropped or held it (`setting_off`, `quiet_hours`)."),
+
+        SchemaKey(
+            "requests",
+            .list(
+                .object(
+                    Schema([
+                        SchemaKey("method", .string, "HTTP method."),
+                        SchemaKey("url", .string, "Exact URL."),
+                        SchemaKey("headers", .map(.string), "Headers that must be present with these values."),
+                        SchemaKey("body", .any, "Exact JSON body (compared as parsed JSON)."),
+                    ])
+                )
+            ),
+            "Expected requests, in token order."
+        ),
+    ]
 
     public static func load(_ file: String, interpolation: EnvironmentInterpolation) -> Result<PipelineTestFile, ConfigurationError> {
         guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {

@@ -82,17 +82,42 @@ public struct PipelineTestRunner: Sendable {
             let store = try SQLiteStore(path: storePath)
             try await seed(store, given, pipeline: definition.name)
             try await seed(store, testCase["given"] ?? [:], pipeline: definition.name)
-            let requests = Mutex<[OutgoingRequest]>([])
-            var processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .dryRun, output: OutputSink { _ in })
-            processor.onRequest = { request in requests.withLock { $0.append(request) } }
-            let event = try EventInput.event(from: testCase["event"] ?? [:], pipeline: definition.name)
-            let report = await processor.process(event)
+            var event = try EventInput.event(from: testCase["event"] ?? [:], pipeline: definition.name)
+            let now = try testCase["now"].map { try EventInput.event(from: ["time": $0], pipeline: definition.name).time } ?? event.time
+            let expect = testCase["expect"] ?? [:]
+            var (report, sent) = await run(event, at: now.timeIntervalSince1970, definition: definition, store: store)
+            var failures = compare(expect, report: report, requests: sent)
+            // Held: it comes back at its instant, as the daemon's store would send it back.
+            if let then = expect["then"], let until = report.heldUntil, let stage = report.stage {
+                event.holds.append(PassedHold(stage: stage, until: until))
+                let earlier = sent
+                (report, sent) = await run(event, at: until, definition: definition, store: store)
+                failures += compare(then, report: report, requests: sent).map { "then: \($0)" }
+                sent = earlier + sent
+            } else if expect["then"] != nil {
+                failures.append("then: the event was not held (\(report.status.rawValue))")
+            }
             try await store.close()
-            let sent = requests.withLock { $0 }.sorted { ($0.token.user, $0.token.value) < ($1.token.user, $1.token.value) }
-            return (compare(testCase["expect"] ?? [:], report: report, requests: sent), sent)
+            return (failures, sent)
         } catch {
             return (["could not run: \(error)"], [])
         }
+    }
+
+    /// Processes `event` with the clock at `now`; returns its report and the requests it made, in token order.
+    private func run(_ event: Event, at now: Double, definition: PipelineDefinition, store: SQLiteStore) async -> (EventReport, [OutgoingRequest]) {
+        let requests = Mutex<[OutgoingRequest]>([])
+        var processor = EventProcessor(
+            definition: definition,
+            store: store,
+            logger: logger,
+            mode: .dryRun,
+            output: OutputSink { _ in },
+            clock: FixedClock(now: now)
+        )
+        processor.onRequest = { request in requests.withLock { $0.append(request) } }
+        let report = await processor.process(event)
+        return (report, requests.withLock { $0 }.sorted { ($0.token.user, $0.token.value) < ($1.token.user, $1.token.value) })
     }
 
     func seed(_ store: SQLiteStore, _ given: JSON, pipeline: String) async throws {
@@ -121,6 +146,15 @@ public struct PipelineTestRunner: Sendable {
         var failures: [String] = []
         if let status = expect["status"]?.stringValue, status != report.status.rawValue {
             failures.append("status: expected \(status), got \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
+        }
+        if let code = expect["code"]?.stringValue, code != report.code {
+            failures.append("code: expected \(code), got \(report.code ?? "none")")
+        }
+        if let until = expect["held_until"]?.stringValue {
+            let expected = EventInput.parseISO8601(until)?.timeIntervalSince1970
+            if expected == nil || report.heldUntil.map({ abs($0 - expected!) > 0.0005 }) ?? true {
+                failures.append("held_until: expected \(until), got \(report.heldUntil.map(EventRecord.timestamp) ?? "not held")")
+            }
         }
         guard let expected = expect["requests"]?.arrayValue else { return failures }
         if expected.count != requests.count {
@@ -175,4 +209,12 @@ public struct PipelineTestRunner: Sendable {
         }
         return lines.joined(separator: "\n")
     }
+}
+
+/// A case's clock: it stands at the case's `now` (a held event's instant when it comes back),
+/// so timing filters decide as they would then, whatever the time the tests run at.
+struct FixedClock: DaemonClock {
+    let now: Double
+    var elapsed: Duration { SystemClock().elapsed }
+    func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }

@@ -140,6 +140,17 @@ struct ScriptedPipeline {
     static func make(_ body: String) async throws -> ScriptedPipeline {
         let directory = try TemporaryDirectory("scripted")
         let transport = ScriptedTransport()
+        let definition = try await definition(body, in: directory, transport: transport)
+        return ScriptedPipeline(
+            directory: directory,
+            transport: transport,
+            store: try SQLiteStore(path: directory.file("state.sqlite")),
+            definition: definition
+        )
+    }
+
+    /// The pipeline `scripted` (an `http.event` source, `body`, the `transport`), loaded as the daemon loads a file in `directory`.
+    static func definition(_ body: String, in directory: TemporaryDirectory, transport: ScriptedTransport) async throws -> PipelineDefinition {
         let descriptor = StageDescriptor.transport("scripted", "Answers as the test says.", ScriptedTransport.Configuration.self) { _, _ in transport
         }
         let file = try directory.write(
@@ -155,12 +166,7 @@ struct ScriptedPipeline {
         let loader = ConfigLoader(builtins: BuiltinStages.all + [descriptor], interpolation: EnvironmentInterpolation(environment: [:]))
         let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
-        return ScriptedPipeline(
-            directory: directory,
-            transport: transport,
-            store: try SQLiteStore(path: directory.file("state.sqlite")),
-            definition: definition
-        )
+        return definition
     }
 
     var processor: EventProcessor { processor(logger: Logger(label: "scripted")) }

@@ -4,11 +4,11 @@ import PushPipeTesting
 import Testing
 
 /// Plugins are the daemon's children in process groups of their own: a terminal's Ctrl-C is
-/// the daemon's to handle (a plugin that got it, such as the example's quiet-hours plugin, would
+/// the daemon's to handle (a plugin that got it, such as the example's mute-words plugin, would
 /// print a Python `KeyboardInterrupt` traceback and die before the daemon drained), and they
 /// still end with it.
 @Suite struct PluginProcessGroupTests {
-    /// The shipped example (its quiet-hours plugin in Python), as `pushpipe run` in a terminal.
+    /// The shipped example (its mute-words plugin in Python), as `pushpipe run` in a terminal.
     static func runExample(_ body: @escaping @Sendable (DaemonProcess, HTTPTestClient) async throws -> Void) async throws {
         let directory = try TemporaryDirectory("plugin-group")
         defer { directory.remove() }
@@ -18,7 +18,7 @@ import Testing
                 "run", "--listen", "127.0.0.1:0", "--state", "state.sqlite", "--plugins", root.appendingPathComponent("plugins.d").path,
                 root.appendingPathComponent("pipelines/example.yaml").path,
             ],
-            // A quiet window of no length: the filter lets the event through at any hour.
+            // A quiet window of no length: the built-in window lets the event through at any hour.
             directory: directory.path,
             environment: ["EXAMPLE_QUIET_START": "00:00", "EXAMPLE_QUIET_END": "00:00"],
             ownProcessGroup: true
@@ -31,7 +31,7 @@ import Testing
                     json: ["user_id": "a", "device_token": .string(String(repeating: "ab", count: 32))]
                 ).status == 200
             )
-            // An event through the quiet-hours filter: its plugin is up once the event is processed.
+            // An event through the mute-words filter: its plugin is up once the event is processed.
             let accepted = try await client.request(
                 "POST",
                 "/example/events",
@@ -68,7 +68,7 @@ import Testing
     @Test func ctrlCReachesTheDaemonAndNotItsPlugins() async throws {
         try await Self.runExample { daemon, _ in
             let plugins = daemon.childProcesses
-            #expect(!plugins.isEmpty, "the quiet-hours plugin runs as the daemon's child")
+            #expect(!plugins.isEmpty, "the mute-words plugin runs as the daemon's child")
             daemon.signalProcessGroup(SIGINT)
             let status = try await daemon.waitForExit()
             #expect(status == 0)

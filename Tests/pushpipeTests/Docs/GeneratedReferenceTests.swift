@@ -21,7 +21,7 @@ import Testing
         let committed = try String(contentsOf: Self.repository.appendingPathComponent("docs/stages.md"), encoding: .utf8)
         #expect(generated == committed, "docs/stages.md is out of date: run `\(StageReference.regenerateCommand)`")
         // Each stage type appears once, plugins included.
-        for type in ["ogs.poller", "dedupe.timestamp", "apns.live-activity", "fcm", "quiet-hours"] {
+        for type in ["ogs.poller", "dedupe.timestamp", "apns.live-activity", "fcm", "mute-words", "timing.window"] {
             #expect(committed.contains("### `\(type)`"), "\(type) is missing from docs/stages.md")
         }
     }

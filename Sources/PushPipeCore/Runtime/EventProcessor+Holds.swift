@@ -1,0 +1,42 @@
+import Foundation
+
+extension EventProcessor {
+    /// Keeps an event a filter held (`EventHold`) in the store, due at the hold's instant on the
+    /// store's clock and held by nobody: whichever daemon of the group claims it then sends it
+    /// through the pipeline again (`QueuedEventIntake.heldKey`). Its key counts its holds, so an
+    /// event that comes back and is held again waits under a new key, while the same decision
+    /// made twice (its source sent it again after a kill) is stored once.
+    func keep(_ event: Event, _ hold: EventHold, stage: String) async -> EventReport {
+        var queued = QueuedEvent(
+            pipeline: definition.name,
+            source: QueuedEventIntake.heldKey,
+            eventID: event.id,
+            user: event.user,
+            time: event.time.timeIntervalSince1970,
+            body: event.receivedBody ?? event.body
+        )
+        queued.holds = event.holds + [PassedHold(stage: stage, until: hold.until.timeIntervalSince1970)]
+        queued.key = QueuedEvent.keyPrefix(eventID: StoredText.storable(event.id)) + "hold-\(queued.holds.count)"
+        queued.caller = event.caller
+        queued.replayOf = event.replayOf
+        queued.traceParent = event.traceParent
+        queued.origin = event.source
+        queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
+        do {
+            try await waitingForTheStore(event) { try await store.enqueue(queued) }
+        } catch {
+            return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)
+        }
+        var report = EventReport(
+            eventID: event.id,
+            pipeline: definition.name,
+            user: event.user,
+            status: hold.kind == .scheduled ? .scheduled : .deferred,
+            reason: hold.reason,
+            stage: stage,
+            code: hold.code
+        )
+        report.heldUntil = hold.until.timeIntervalSince1970
+        return report
+    }
+}

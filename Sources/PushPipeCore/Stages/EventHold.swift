@@ -1,0 +1,49 @@
+import Foundation
+
+/// A filter's "not now": the event waits in the store (a work item, so a kill, a restart or a
+/// reload keeps it) until `until`, then goes through the pipeline again from its first filter,
+/// so settings and dedupe are read as they are when it is sent. Timing rules (a send at a
+/// time, quiet hours) are filters that answer this; the runtime knows only the wait.
+public struct EventHold: Sendable, Equatable {
+    /// What the event's status says while it waits.
+    public enum Kind: String, Sendable, CaseIterable {
+        /// Sent at an instant its timing gives (an `at`, a delay, a local time).
+        case scheduled
+        /// Outside a send window: it waits for the next opening.
+        case deferred
+    }
+
+    public var kind: Kind
+    public var until: Date
+    /// For people: why then (the rule, the zone, the window).
+    public var reason: String
+    /// A short fixed label for metrics (`send_at`, `quiet_hours`).
+    public var code: String
+
+    public init(_ kind: Kind, until: Date, reason: String, code: String) {
+        self.kind = kind
+        self.until = until
+        self.reason = reason
+        self.code = code
+    }
+}
+
+/// A hold an event went through: the stage that held it and until when. A stage that finds
+/// its own hold on an event that comes back knows its wait is over (a scheduled send is not
+/// "late" for having waited).
+public struct PassedHold: Sendable, Equatable {
+    public var stage: String
+    public var until: Double
+
+    public init(stage: String, until: Double) {
+        self.stage = stage
+        self.until = until
+    }
+}
+
+extension Event {
+    /// The last hold `stage` put this event under, if it came back from one.
+    public func hold(by stage: String) -> PassedHold? {
+        holds.last { $0.stage == stage }
+    }
+}

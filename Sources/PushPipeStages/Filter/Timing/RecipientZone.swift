@@ -1,0 +1,45 @@
+import Foundation
+import PushPipeCore
+
+/// Which time zone a timing rule reads an event's clock in: the user's own (a `settings`
+/// route's `time_zone` key), else the stage's `time_zone`, else UTC. A zone a user stored that
+/// this machine does not know (tzdata changed) falls back to the stage's, never to "no rule":
+/// quiet hours are not silently off for anyone.
+struct RecipientZone: Sendable {
+    let fallback: TimeZone
+    let fallbackName: String
+    /// The settings key holding a user's IANA zone; nil: users' settings are not read.
+    let setting: String?
+
+    static let schema = Schema([
+        SchemaKey("time_zone", .string, default: "UTC", "IANA zone for users who set none (and for events for every user)."),
+        SchemaKey(
+            "zone_setting",
+            .string,
+            default: "time_zone",
+            "The user setting holding a user's IANA zone (a `settings` route key of type `time_zone`); empty: users' zones are not read."
+        ),
+    ])
+
+    init(timeZone: String, zoneSetting: String) throws {
+        guard let zone = TimeZoneName.zone(timeZone) else {
+            throw ConfigurationValueError(
+                keyPath: "time_zone",
+                "'\(timeZone)' is not a time zone this machine knows",
+                expected: TimeZoneName.expected
+            )
+        }
+        fallback = zone
+        fallbackName = timeZone
+        setting = zoneSetting.isEmpty ? nil : zoneSetting
+    }
+
+    /// The zone for `event`'s user, and its name (for reasons people read).
+    func zone(for event: Event, context: StageContext) async throws -> (ZonedClock, String) {
+        if let setting, let user = event.user, let name = try await context.registrations.setting(user: user, key: setting)?.stringValue {
+            if let zone = TimeZoneName.zone(name) { return (ZonedClock(zone: zone), name) }
+            context.logger.warning("user \(user)'s time zone '\(name)' is unknown here; \(fallbackName) is used")
+        }
+        return (ZonedClock(zone: fallback), fallbackName)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import PushPipeCore
+
+/// Sends an event at an instant rather than at once: one the event names (`at_field`, less
+/// `before`), a delay after it arrived or after that instant, the next time of day in the
+/// recipient's zone (`local_time`), spread by `jitter`. Until then it waits in the store.
+/// An instant already past is sent at once, or skipped (`late: skip`); one whose wait ran past
+/// `expires_after` is not sent.
+struct ScheduleFilter: Filter {
+    static let summary = "Holds events until an instant: a time in the event, a delay, or a time of day in each user's zone."
+
+    struct Configuration: StageConfiguration {
+        var atField: String?
+        @Seconds var before: Duration
+        @Seconds var delay: Duration
+        var delayField: String?
+        var localTime: String?
+        var late: String
+        @Seconds var lateAfter: Duration
+        @Seconds var expiresAfter: Duration
+        @Seconds var jitter: Duration
+        var timeZone: String
+        var zoneSetting: String
+
+        static let schema =
+            Schema([
+                SchemaKey("at_field", .string, "A body field holding the instant (ISO 8601 with its offset, or UNIX seconds); absent: now."),
+                SchemaKey("before", .duration, default: 0, "Sent this long before `at_field`'s instant (24 h before an appointment)."),
+                SchemaKey("delay", .duration, default: 0, "Sent this long after the instant (or after it arrived)."),
+                SchemaKey("delay_field", .string, "A body field holding a further delay (seconds, or `10m`, `2h`)."),
+                SchemaKey("local_time", .string, "`HH:MM`: sent at the first such time of day in the user's zone, at or after the instant."),
+                SchemaKey(
+                    "late",
+                    .oneOf(["send", "skip"]),
+                    default: "send",
+                    "An instant already past when the event arrives: send at once, or drop it."
+                ),
+                SchemaKey("late_after", .duration, default: 60, "How far past an instant may be and still count as on time."),
+                SchemaKey(
+                    "expires_after",
+                    .duration,
+                    default: 0,
+                    "Not sent once this long past its instant (a restart, a long outage); 0: never expires."
+                ),
+                SchemaKey("jitter", .duration, default: 0, "Spreads sends over this long after the instant (the same spread for the same event)."),
+            ]) + RecipientZone.schema
+    }
+
+    let configuration: Configuration
+    let localTime: WallClockTime?
+    let zones: RecipientZone
+
+    init(configuration: Configuration) throws {
+        self.configuration = configuration
+        localTime = try configuration.localTime.map { try WallClockTime($0, keyPath: "local_time") }
+        zones = try RecipientZone(timeZone: configuration.timeZone, zoneSetting: configuration.zoneSetting)
+        guard configuration.atField != nil || configuration.delay > .zero || configuration.delayField != nil || localTime != nil else {
+            throw ConfigurationValueError(
+                keyPath: "at_field",
+                "nothing to schedule by",
+                expected: "`at_field`, `delay`, `delay_field` or `local_time`"
+            )
+        }
+    }
+
+    func apply(to event: Event, context: StageContext) async throws -> FilterResult {
+        let now = context.clock.now
+        // Back from its wait: sent, unless it waited too long.
+        if let waited = event.hold(by: context.stage) {
+            return expired(event, instant: waited.until, now: now) ?? .pass(event)
+        }
+        let instant: Double
+        let zone: String?
+        switch try await self.instant(of: event, now: now, context: context) {
+        case .invalid(let reason): return .drop(reason: reason, code: "invalid_time")
+        case .at(let at, let named): (instant, zone) = (at, named)
+        }
+        if instant > now {
+            let local = zone.map { " (\(localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? "") in \($0))" } ?? ""
+            return .hold(
+                EventHold(
+                    .scheduled,
+                    until: Date(timeIntervalSince1970: instant),
+                    reason: "scheduled for \(EventRecord.timestamp(instant))\(local)",
+                    code: "send_at"
+                )
+            )
+        }
+        // An event that waited for another rule is not late for it.
+        if configuration.late == "skip", event.holds.isEmpty, now - instant > configuration.lateAfter.inSeconds {
+            return .drop(reason: "its instant \(EventRecord.timestamp(instant)) had passed when it arrived", code: "late")
+        }
+        return expired(event, instant: instant, now: now) ?? .pass(event)
+    }
+
+    private func expired(_ event: Event, instant: Double, now: Double) -> FilterResult? {
+        guard configuration.expiresAfter > .zero, now > instant + configuration.expiresAfter.inSeconds else { return nil }
+        return .drop(
+            reason: "expired: due at \(EventRecord.timestamp(instant)), not sent \(configuration.expiresAfter.inSeconds) s after",
+            code: "expired"
+        )
+    }
+
+    enum Instant {
+        case at(Double, zone: String?)
+        case invalid(String)
+    }
+
+    /// The instant `event` is due at, by the rules in their order: the named instant (or now),
+    /// less `before`, plus the delays, moved to the next `local_time`, plus the jitter.
+    func instant(of event: Event, now: Double, context: StageContext) async throws -> Instant {
+        var instant = now
+        if let field = configuration.atField, let value = event.body.value(at: field), value != .null {
+            guard let at = Self.seconds(instant: value) else {
+                return .invalid("'\(field)' is not an instant (ISO 8601 with an offset, or UNIX seconds)")
+            }
+            instant = at - configuration.before.inSeconds
+        }
+        instant += configuration.delay.inSeconds
+        if let field = configuration.delayField, let value = event.body.value(at: field), value != .null {
+            let seconds = value.doubleValue ?? value.stringValue.flatMap(SchemaValidator.parseDuration)
+            guard let seconds, seconds.isFinite, (0...SchemaValidator.maximumDuration).contains(seconds) else {
+                return .invalid("'\(field)' is not a delay (seconds, or a duration such as 10m, up to a year)")
+            }
+            instant += seconds
+        }
+        var zone: String?
+        if let localTime {
+            let (clock, name) = try await zones.zone(for: event, context: context)
+            zone = name
+            let (day, minute) = clock.local(Date(timeIntervalSince1970: instant))
+            let today = clock.instant(day, minute: localTime.minute).timeIntervalSince1970
+            // At or after the instant: today's, else tomorrow's (which exists: a gap moves it).
+            instant =
+                minute <= localTime.minute && today >= instant.rounded(.down)
+                ? today : clock.instant(ZonedClock.Day(number: day.number + 1), minute: localTime.minute).timeIntervalSince1970
+        }
+        if configuration.jitter > .zero { instant += configuration.jitter.inSeconds * Self.spread(event.id + "\u{0}" + (event.user ?? "")) }
+        return .at(instant, zone: zone)
+    }
+
+    /// ISO 8601 with an offset (fractions allowed), or UNIX seconds.
+    static func seconds(instant value: JSON) -> Double? {
+        if let number = value.doubleValue { return number.isFinite && abs(number) < 1e11 ? number : nil }
+        // Foundation reads `T25:00` as the next day's 01:00: the fields are checked first.
+        guard let text = value.stringValue, text.utf8.count >= 20, text.utf8.count <= 40, ZonedClock.Day(iso: String(text.prefix(10))) != nil
+        else { return nil }
+        let time = Array(text.utf8.dropFirst(10).prefix(9))
+        func number(_ at: Int) -> Int? { Int(String(decoding: time[at..<(at + 2)], as: UTF8.self)) }
+        guard time[0] == UInt8(ascii: "T") || time[0] == UInt8(ascii: "t"), time[3] == UInt8(ascii: ":"), time[6] == UInt8(ascii: ":"),
+            let hour = number(1), let minute = number(4), let second = number(7), hour < 24, minute < 60, second < 61
+        else { return nil }
+        let plain = Date.ISO8601FormatStyle()
+        let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        return ((try? plain.parse(text)) ?? (try? fractional.parse(text)))?.timeIntervalSince1970
+    }
+
+    /// A fraction in [0, 1) that depends only on `text` (FNV-1a): the same event spreads the same way on every daemon.
+    static func spread(_ text: String) -> Double {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return Double(hash >> 11) / Double(UInt64(1) << 53)
+    }
+}

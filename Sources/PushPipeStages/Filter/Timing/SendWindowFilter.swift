@@ -1,0 +1,56 @@
+import Foundation
+import PushPipeCore
+
+/// Quiet hours: outside the pipeline's send windows, in the recipient's zone, an event waits
+/// in the store until the next window opens (deferred, not dropped). An event whose
+/// `bypass_field` holds one of `bypass_values` (a security alert) goes at any time.
+struct SendWindowFilter: Filter {
+    static let summary = "Defers events outside the send windows (or inside quiet hours), in each user's time zone, to the next opening."
+
+    struct Configuration: StageConfiguration {
+        var windows: [WeeklyWindows.Window]?
+        var quiet: [WeeklyWindows.Window]?
+        var holidays: [String]
+        var bypassField: String?
+        var bypassValues: [JSON]
+        var timeZone: String
+        var zoneSetting: String
+
+        static let schema =
+            Schema([
+                SchemaKey("windows", .list(.object(WeeklyWindows.Window.schema)), "When to send (or give `quiet`)."),
+                SchemaKey("quiet", .list(.object(WeeklyWindows.Window.schema)), "When not to send (or give `windows`)."),
+                SchemaKey("holidays", .list(.string), default: [], "Days (`YYYY-MM-DD`, in the recipient's zone) with no sending at all."),
+                SchemaKey("bypass_field", .string, "A body field: an event whose value is one of `bypass_values` is sent at any time."),
+                SchemaKey("bypass_values", .list(.any), default: [true], "Values of `bypass_field` that bypass the windows."),
+            ]) + RecipientZone.schema
+    }
+
+    let windows: WeeklyWindows
+    let zones: RecipientZone
+    let configuration: Configuration
+
+    init(configuration: Configuration) throws {
+        windows = try WeeklyWindows(windows: configuration.windows, quiet: configuration.quiet, holidays: configuration.holidays)
+        zones = try RecipientZone(timeZone: configuration.timeZone, zoneSetting: configuration.zoneSetting)
+        self.configuration = configuration
+    }
+
+    func apply(to event: Event, context: StageContext) async throws -> FilterResult {
+        if let field = configuration.bypassField, let value = event.body.value(at: field), configuration.bypassValues.contains(value) {
+            return .pass(event)
+        }
+        let (clock, zone) = try await zones.zone(for: event, context: context)
+        // Back from its wait: judged at the opening it waited for, so a daemon whose clock is a
+        // little behind the store's does not make it wait again.
+        let now = max(context.clock.now, event.hold(by: context.stage)?.until ?? 0)
+        let instant = Date(timeIntervalSince1970: now)
+        guard let opening = windows.opening(from: instant, clock) else {
+            return .drop(reason: "no send window opens in the next 400 days (\(zone))", code: "no_window")
+        }
+        guard opening > instant else { return .pass(event) }
+        let local = clock.local(opening).minute
+        let reason = "outside the send windows in \(zone); the next opens at \(String(format: "%02d:%02d", local / 60, local % 60)) there"
+        return .hold(EventHold(.deferred, until: opening, reason: reason, code: "quiet_hours"))
+    }
+}

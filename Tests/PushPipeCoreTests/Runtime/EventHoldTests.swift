@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeSQLite
+import PushPipeStages
+import PushPipeTesting
+import Testing
+
+/// An event a timing filter holds waits in the store, not in the process that held it: a
+/// daemon started later (the first one killed, or another of the group) sends it once it is
+/// due, never before, and once. On both stores.
+@Suite struct EventHoldTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
+    /// A scripted pipeline on a fresh store of `backend` (nil: PostgreSQL is not configured).
+    static func withPipeline(
+        _ backend: Backend,
+        filters: String,
+        _ body: (PipelineDefinition, ScriptedTransport, any Store) async throws -> Void
+    )
+        async throws
+    {
+        let directory = try TemporaryDirectory("hold")
+        defer { directory.remove() }
+        let store: any Store
+        switch backend {
+        case .sqlite: store = try SQLiteStore(path: directory.file("state.sqlite"))
+        case .postgres:
+            guard TestStores.postgresURL != nil else { return }
+            store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+        }
+        let transport = ScriptedTransport()
+        let definition = try await ScriptedPipeline.definition(
+            """
+            filters:
+            \(filters)
+            renderer: {type: json.template, token_kind: device, payload: {text: "{{text}}"}}
+            """,
+            in: directory,
+            transport: transport
+        )
+        try await withCleanup({ try await body(definition, transport, store) }, cleanup: { try? await store.close() })
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aHeldEventIsSentOnceDueByADaemonStartedLater(_ backend: Backend) async throws {
+        try await Self.withPipeline(backend, filters: "  - {type: timing.schedule, at_field: send_at}") { definition, transport, store in
+            try await store.pipeline("scripted").register(
+                DeviceToken(user: "ana", kind: "device", value: "tok-ana"),
+                environment: nil,
+                replace: false
+            )
+            let sendAt = Date().timeIntervalSince1970 + 2
+            var event = Event(pipeline: "scripted", user: "ana", body: ["text": "hi", "send_at": .double(sendAt)])
+            event.caller = "backend"
+            // The process that held it ends before it is due.
+            let report = await EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live).process(event)
+            #expect(report.status == .scheduled)
+            #expect(report.heldUntil == sendAt)
+            #expect(report.code == "send_at")
+            let waiting = try await store.eventRecords(eventID: event.id, pipeline: "scripted")
+            #expect(waiting.records.first?.state == .scheduled)
+            #expect(waiting.records.first?.heldUntil == sendAt)
+            #expect(waiting.queued.count == 1, "kept in the store, due at its instant")
+            #expect(transport.sends.isEmpty)
+
+            let runner = PipelineRunner(
+                definition: definition,
+                store: store,
+                logger: Logger(label: "scripted"),
+                mode: .live,
+                output: OutputSink { _ in }
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await runner.run() }
+                await transport.waitForSends(1)
+                #expect(Date().timeIntervalSince1970 >= sendAt, "never before its instant")
+                let record = try await eventually("the record says delivered") {
+                    try await store.eventRecords(eventID: event.id, pipeline: "scripted").records.first.flatMap { $0.state == .delivered ? $0 : nil }
+                }
+                #expect(record.heldUntil == nil)
+                try await eventually("the held item is gone") { try await store.eventRecords(eventID: event.id, pipeline: "scripted").queued.isEmpty }
+                runner.stop()
+                try await group.waitForAll()
+            }
+            #expect(transport.sends == ["tok-ana"], "sent once")
+        }
+    }
+
+    /// The same decision made twice (the source sent the event again after a kill, before
+    /// removing it from its queue) is stored once; an event held again after coming back waits
+    /// under a new key, so its first item's removal does not take the second.
+    @Test(arguments: Backend.allCases)
+    func aHoldIsStoredOncePerDecision(_ backend: Backend) async throws {
+        try await Self.withPipeline(backend, filters: "  - {type: timing.schedule, delay: 1h}") { definition, _, store in
+            var event = Event(pipeline: "scripted", user: "ana", body: ["text": "hi"])
+            event.caller = "backend"
+            let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live)
+            #expect(await processor.process(event).status == .scheduled)
+            #expect(await processor.process(event).status == .scheduled)
+            #expect(try await store.eventRecords(eventID: event.id, pipeline: "scripted").queued.count == 1)
+            // Back from a wait and held again by another rule: a second item.
+            event.holds = [PassedHold(stage: "filters[9]", until: 0)]
+            #expect(await processor.process(event).status == .scheduled)
+            let queued = try await store.eventRecords(eventID: event.id, pipeline: "scripted").queued
+            #expect(queued.count == 2)
+            #expect(queued.map(\.holds.count).sorted() == [1, 2])
+        }
+    }
+
+    /// A dry run says when it would be sent, and keeps nothing.
+    @Test func aDryRunSaysWhenAndKeepsNothing() async throws {
+        try await Self.withPipeline(.sqlite, filters: "  - {type: timing.schedule, delay: 90m}") { definition, transport, store in
+            var event = Event(pipeline: "scripted", user: "ana", body: ["text": "hi"])
+            event.caller = "backend"
+            let before = Date().timeIntervalSince1970
+            let report = await EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .dryRun).process(event)
+            #expect(report.status == .scheduled)
+            let until = try #require(report.heldUntil)
+            #expect(until >= before + 5400 && until <= Date().timeIntervalSince1970 + 5400)
+            #expect(report.reason?.contains("scheduled for") == true)
+            #expect(try await store.eventRecords(eventID: event.id, pipeline: "scripted").queued.isEmpty)
+            #expect(transport.sends.isEmpty)
+        }
+    }
+}
