@@ -22,20 +22,24 @@ extension EventRecordStore {
         var byPipeline: [String: EventRecord] = [:]
         for record in records { byPipeline[record.pipeline] = record }
         for event in queued {
+            // A held event waits as its record says (`scheduled`, `deferred`) until it is sent.
+            let held = event.source == QueuedEventIntake.heldKey
             guard var record = byPipeline[event.pipeline] else {
-                byPipeline[event.pipeline] = EventRecord(
+                var record = EventRecord(
                     pipeline: event.pipeline,
                     eventID: event.eventID,
-                    state: .accepted,
-                    source: event.source,
+                    state: held ? .scheduled : .accepted,
+                    source: event.origin ?? event.source,
                     caller: event.caller,
                     user: event.user,
                     acceptedAt: event.time,
                     updatedAt: event.time
                 )
+                record.heldUntil = held ? event.holds.last?.until : nil
+                byPipeline[event.pipeline] = record
                 continue
             }
-            if record.state != .processing { record.state = .accepted }
+            if record.state != .processing, !(held && [.scheduled, .deferred].contains(record.state)) { record.state = .accepted }
             byPipeline[event.pipeline] = record
         }
         return byPipeline.values.sorted { $0.pipeline < $1.pipeline }

@@ -1,0 +1,94 @@
+import Foundation
+import PushPipeCore
+import PushPipePostgresTesting
+import PushPipeTesting
+import Testing
+
+/// Timing on real daemons and both stores: a scheduled event survives SIGKILL and is sent by the
+/// next daemon once due (not before, and once); a time zone that is not one changes nothing.
+@Suite(.serialized) struct TimingTests {
+    static let pipeline = """
+        pipeline: timed
+        routes:
+          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+          - {action: settings, path: /settings/:user_id, user_param: user_id, keys: {enabled: boolean, time_zone: time_zone}}
+        sources:
+          - {type: http.event, path: /events, user_field: user, auth: {type: token, token: backend-secret}}
+        filters:
+          - {type: settings.enabled}
+          - {type: timing.schedule, at_field: send_at}
+        renderer: {type: json.template, token_kind: device, payload: {text: "{{text}}"}}
+        transport: {type: stdout}
+        """
+
+    static let backend = ["authorization": "Bearer backend-secret"]
+    static let token = String(repeating: "7e", count: 32)
+
+    /// The event's status once its state is `state` (nil before: JSON's own nil would be a value).
+    static func status(_ client: HTTPTestClient, _ location: String, when state: String) async throws -> JSON? {
+        let body = try await client.request("GET", location, headers: backend).body
+        return body?["state"]?.stringValue == state ? body : JSON?.none
+    }
+
+    @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
+    func aScheduledEventOutlivesSIGKILLAndIsSentOnceDue(_ kind: IdempotentAcceptTests.StoreKind) async throws {
+        guard let store = try await EventStatusTests.store(kind) else { return }
+        let directory = try TemporaryDirectory("timing-\(kind)")
+        defer { directory.remove() }
+        try directory.write("pipelines/timed.yaml", Self.pipeline)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
+        let sendAt = (Date().timeIntervalSince1970 + 4).rounded(.up)
+        let location = try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
+            let accepted = try await client.request(
+                "POST",
+                "/events",
+                json: ["user": "ana", "text": "see you tomorrow", "send_at": .string(EventRecord.timestamp(sendAt))],
+                headers: Self.backend
+            )
+            #expect(accepted.status == 202)
+            let location = try #require(accepted.headers["location"])
+            let status = try await eventually("the event is scheduled") { try await Self.status(client, location, when: "scheduled") }
+            #expect(status["held_until"]?.stringValue == EventRecord.timestamp(sendAt))
+            #expect(status["code"] == "send_at")
+            #expect(daemon.standardOutput.allSatisfy { !$0.contains("see you tomorrow") }, "nothing sent yet")
+            daemon.signal(SIGKILL)
+            #expect(try await daemon.waitForExit() == 128 + SIGKILL)
+            return location
+        }
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let status = try await eventually("the event is delivered", timeout: .seconds(60)) {
+                try await Self.status(client, location, when: "delivered")
+            }
+            let deliveredAt = try #require(status["updated_at"]?.stringValue.flatMap(EventInput.parseISO8601)).timeIntervalSince1970
+            #expect(deliveredAt >= sendAt, "not before its instant")
+            #expect(status["held_until"] == nil)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            #expect(daemon.standardOutput.filter { $0.contains("see you tomorrow") }.count == 1, "sent once: \(daemon.standardOutput)")
+        }
+    }
+
+    @Test func aTimeZoneThatIsNotOneIsRefusedAndChangesNothing() async throws {
+        let directory = try TemporaryDirectory("timing-zone")
+        defer { directory.remove() }
+        try directory.write("pipelines/timed.yaml", Self.pipeline)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let set = try await client.request("PATCH", "/settings/ana", json: ["time_zone": "Europe/Berlin"])
+            #expect(set.status == 200 && set.body?["settings"]?["time_zone"] == "Europe/Berlin", "\(set.text)")
+            for zone: JSON in ["Mars/Olympus", "GMT+5", "", "Europe/Berlin\u{0}", .string(String(repeating: "A/", count: 100)), 3, ["Europe/Berlin"]]
+            {
+                let refused = try await client.request("PATCH", "/settings/ana", json: ["time_zone": zone, "enabled": false])
+                #expect(refused.status == 422 && refused.body?["field"] == "time_zone", "\(zone): \(refused.status) \(refused.text)")
+            }
+            let unchanged = try await client.request("PATCH", "/settings/ana", json: ["enabled": true])
+            #expect(unchanged.body?["settings"] == ["time_zone": "Europe/Berlin", "enabled": true], "\(unchanged.text)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+        }
+    }
+}
