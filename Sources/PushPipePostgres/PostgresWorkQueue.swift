@@ -209,6 +209,35 @@ struct PostgresWorkQueue: WorkQueue {
         _ = try await connections.rows("DELETE FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = ANY(\(keys))")
     }
 
+    func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool {
+        let group = item.group.map { StoredText.storable($0) }
+        return try await connections.transaction { [logger, pipeline] connection in
+            // Daemons admitting into one group take turns: the lock is held to the commit.
+            let lock = "\(pipeline)\n\(item.kind)\n\(group ?? "")"
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lock), 0))", logger: logger).collect()
+            let key = StoredText.storable(item.key)
+            let admitted = try await connection.query(
+                "SELECT 1 FROM work WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND key = \(key)",
+                logger: logger
+            ).collect()
+            if !admitted.isEmpty { return true }
+            for limit in limits {
+                let rows = try await connection.query(
+                    """
+                    SELECT count(*) FROM work
+                    WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND work_group = \(group) AND created_at > \(limit.since)
+                    """,
+                    logger: logger
+                ).collect()
+                if try rows.first?.decode(Int.self) ?? 0 >= limit.count { return false }
+            }
+            if adding {
+                try await Self.insert([item], pipeline: pipeline, after: [.seconds(SchemaValidator.maximumDuration)], on: connection, logger: logger)
+            }
+            return true
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.

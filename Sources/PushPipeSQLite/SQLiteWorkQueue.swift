@@ -136,6 +136,26 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
+    func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool {
+        try await database.write { [pipeline] db in
+            // One writer: the count and the insert are one step for every daemon.
+            let admitted = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM work WHERE pipeline = ? AND kind = ? AND key = ?"),
+                arguments: .storable([pipeline, item.kind, item.key])
+            )
+            if admitted != nil { return true }
+            for limit in limits {
+                let count = try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT count(*) FROM work WHERE pipeline = ? AND kind = ? AND work_group = ? AND created_at > ?"),
+                    arguments: .storable([pipeline, item.kind, item.group]) + [limit.since]
+                )
+                if count ?? 0 >= limit.count { return false }
+            }
+            if adding { try Self.insert(item, pipeline: pipeline, dueAt: .greatestFiniteMagnitude, in: db) }
+            return true
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         let now = clock.now

@@ -202,6 +202,68 @@ import Testing
         }
     }
 
+    static func mark(_ key: String, group: String, at createdAt: Double, kind: String = "rate") -> WorkItem {
+        WorkItem(kind: kind, key: key, payload: [:], createdAt: createdAt, group: group)
+    }
+
+    /// A rate: at most 2 marks in 10 minutes and 3 in a day, per group.
+    @Test(arguments: StoreBackend.available)
+    func anAdmissionCountsItsGroupsMarksWithinEachLimit(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let work = store.pipeline("p").work
+            let now = 1_800_000_000.0
+            let limits = [WorkLimit(count: 2, since: now - 600), WorkLimit(count: 3, since: now - 86_400)]
+            try await work.add([Self.mark("old", group: "ana", at: now - 90_000), Self.mark("morning", group: "ana", at: now - 7_200)])
+            #expect(try await work.admit(Self.mark("e1", group: "ana", at: now - 60), limits: limits))
+            // Asked twice without adding: nothing is used up.
+            #expect(try await work.admit(Self.mark("e2", group: "ana", at: now), limits: limits, adding: false))
+            #expect(try await work.admit(Self.mark("e2", group: "ana", at: now), limits: limits, adding: false))
+            // Ten minutes: e1 and e2; the day: morning, e1, e2.
+            #expect(try await work.admit(Self.mark("e2", group: "ana", at: now), limits: limits))
+            #expect(try await !work.admit(Self.mark("e3", group: "ana", at: now), limits: limits), "the ten minutes are full")
+            #expect(try await work.admit(Self.mark("e2", group: "ana", at: now), limits: limits), "e2 again: admitted before, counted once")
+            #expect(
+                try await !work.admit(Self.mark("e4", group: "ana", at: now), limits: [WorkLimit(count: 3, since: now - 86_400)]),
+                "so is the day"
+            )
+            // Another group, another kind, another pipeline: counted apart.
+            #expect(try await work.admit(Self.mark("e5", group: "bob", at: now), limits: limits))
+            #expect(try await work.admit(Self.mark("e6", group: "ana", at: now, kind: "other"), limits: limits))
+            #expect(try await store.pipeline("q").work.admit(Self.mark("e7", group: "ana", at: now), limits: limits))
+            // A group name with a NUL is counted as stored.
+            #expect(try await work.admit(Self.mark("e8", group: "nul\u{0}", at: now), limits: [WorkLimit(count: 1, since: 0)]))
+            #expect(try await !work.admit(Self.mark("e9", group: "nul\u{0}", at: now), limits: [WorkLimit(count: 1, since: 0)]))
+            #expect(try await work.prune("rate", createdBefore: now - 86_400, limit: 100) == 1, "old marks are pruned like any item")
+        }
+    }
+
+    /// Daemons admitting at once into one group never exceed its limit between them.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func daemonsAdmittingAtOnceShareTheLimit() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let stores = [
+            try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger),
+        ]
+        try await withCleanup(
+            {
+                let now = Date().timeIntervalSince1970
+                let admitted = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for index in 0..<60 {
+                        group.addTask {
+                            try await stores[index % 2].pipeline("p").work.admit(
+                                Self.mark("e\(index)", group: "ana", at: now),
+                                limits: [WorkLimit(count: 7, since: now - 60)]
+                            )
+                        }
+                    }
+                    return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+                }
+                #expect(admitted == 7)
+            },
+            cleanup: { for store in stores { try? await store.close() } }
+        )
+    }
+
     /// Daemons claiming at once on one database split the due items: none is taken twice.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func daemonsClaimingAtOnceSplitTheItems() async throws {

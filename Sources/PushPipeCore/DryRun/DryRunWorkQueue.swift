@@ -37,6 +37,12 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.saveProgress(kind, key: key, cursor: cursor) }
     }
 
+    /// Counts what the live daemons admitted, and admits nothing itself: a dry run uses up no
+    /// one's rate.
+    func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool {
+        try await base.admit(item, limits: limits, adding: false)
+    }
+
     /// Retention is the live daemon's: a dry run removes nothing.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int { 0 }
 

@@ -37,6 +37,14 @@ public protocol WorkQueue: Sendable {
     func keys(_ kind: String) async throws -> [String]
     /// Removes the items of `kind` under `keys`, whoever holds them (work nobody wants any more).
     func remove(_ kind: String, keys: [String]) async throws
+    /// Adds `item` (never due: a mark that something happened) only if, among its kind's items
+    /// in its `group` (a user, a throttle's key), fewer than each limit's `count` were added
+    /// after its `since` (UNIX seconds, `createdAt`); returns whether it was added. Atomic
+    /// across daemons: a rate every daemon of a group shares (a throttle, a frequency cap) is
+    /// never exceeded by daemons admitting at once. An item whose key is there already was
+    /// admitted before (the same event again, back from a wait): true, and nothing is counted.
+    /// Not `adding`: only whether it would be.
+    func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool
 
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
     /// process, for `lease`; returns those taken. A lock per key that every daemon on
@@ -47,6 +55,25 @@ public protocol WorkQueue: Sendable {
     /// daemons died holding them: a lapsed key is free to take, so this changes nothing but the
     /// table's size). Returns how many.
     func forgetLapsedTakes(kindsStartingWith prefix: String) async throws -> Int
+}
+
+/// At most `count` items added after `since` (UNIX seconds): one rule of `WorkQueue.admit`.
+public struct WorkLimit: Sendable, Equatable {
+    public var count: Int
+    public var since: Double
+
+    public init(count: Int, since: Double) {
+        self.count = count
+        self.since = since
+    }
+}
+
+extension WorkQueue {
+    /// The end of the range of keys that start with `prefix`, which ends in a newline: the
+    /// newline's successor, so a lookup reads an index range.
+    public func admit(_ item: WorkItem, limits: [WorkLimit]) async throws -> Bool {
+        try await admit(item, limits: limits, adding: true)
+    }
 }
 
 /// Puts items that are in no group yet into groups: each group's name and its items' ids.

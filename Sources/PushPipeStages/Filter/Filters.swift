@@ -15,6 +15,12 @@ extension BuiltinStages {
             .filter("timing.window", SendWindowFilter.summary, SendWindowFilter.Configuration.self) { configuration, _ in
                 try SendWindowFilter(configuration: configuration)
             },
+            .filter("timing.throttle", ThrottleFilter.summary, ThrottleFilter.Configuration.self) { configuration, _ in
+                ThrottleFilter(configuration: configuration)
+            },
+            .filter("timing.cap", FrequencyCapFilter.summary, FrequencyCapFilter.Configuration.self) { configuration, _ in
+                try FrequencyCapFilter(configuration: configuration)
+            },
         ]
     }
 }

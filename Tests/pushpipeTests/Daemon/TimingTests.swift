@@ -37,10 +37,11 @@ import Testing
         defer { directory.remove() }
         try directory.write("pipelines/timed.yaml", Self.pipeline)
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
-        let sendAt = (Date().timeIntervalSince1970 + 4).rounded(.up)
-        let location = try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+        let (location, sendAt) = try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
+            // Far enough ahead for a busy machine to store it before it is due.
+            let sendAt = (Date().timeIntervalSince1970 + 8).rounded(.up)
             let accepted = try await client.request(
                 "POST",
                 "/events",
@@ -55,7 +56,7 @@ import Testing
             #expect(daemon.standardOutput.allSatisfy { !$0.contains("see you tomorrow") }, "nothing sent yet")
             daemon.signal(SIGKILL)
             #expect(try await daemon.waitForExit() == 128 + SIGKILL)
-            return location
+            return (location, sendAt)
         }
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())

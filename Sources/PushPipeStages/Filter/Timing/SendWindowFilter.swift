@@ -17,13 +17,13 @@ struct SendWindowFilter: Filter {
         var zoneSetting: String
 
         static let schema =
-            Schema([
-                SchemaKey("windows", .list(.object(WeeklyWindows.Window.schema)), "When to send (or give `quiet`)."),
-                SchemaKey("quiet", .list(.object(WeeklyWindows.Window.schema)), "When not to send (or give `windows`)."),
-                SchemaKey("holidays", .list(.string), default: [], "Days (`YYYY-MM-DD`, in the recipient's zone) with no sending at all."),
-                SchemaKey("bypass_field", .string, "A body field: an event whose value is one of `bypass_values` is sent at any time."),
-                SchemaKey("bypass_values", .list(.any), default: [true], "Values of `bypass_field` that bypass the windows."),
-            ]) + RecipientZone.schema
+            Schema(
+                [
+                    SchemaKey("windows", .list(.object(WeeklyWindows.Window.schema)), "When to send (or give `quiet`)."),
+                    SchemaKey("quiet", .list(.object(WeeklyWindows.Window.schema)), "When not to send (or give `windows`)."),
+                    SchemaKey("holidays", .list(.string), default: [], "Days (`YYYY-MM-DD`, in the recipient's zone) with no sending at all."),
+                ] + Bypass.keys("is sent at any time")
+            ) + RecipientZone.schema
     }
 
     let windows: WeeklyWindows
@@ -37,9 +37,7 @@ struct SendWindowFilter: Filter {
     }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
-        if let field = configuration.bypassField, let value = event.body.value(at: field), configuration.bypassValues.contains(value) {
-            return .pass(event)
-        }
+        if Bypass.applies(to: event, field: configuration.bypassField, values: configuration.bypassValues) { return .pass(event) }
         let (clock, zone) = try await zones.zone(for: event, context: context)
         // Back from its wait: judged at the opening it waited for, so a daemon whose clock is a
         // little behind the store's does not make it wait again.
