@@ -238,6 +238,73 @@ struct PostgresWorkQueue: WorkQueue {
         }
     }
 
+    func accumulate(_ item: WorkItem, _ combine: @escaping @Sendable (JSON) -> JSON) async throws -> JSON {
+        try await connections.transaction { [logger, pipeline] connection in
+            let key = StoredText.storable(item.key)
+            // The row locked to the commit: daemons combining at once take turns.
+            let rows = try await connection.query(
+                "SELECT payload FROM work WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND key = \(key) FOR UPDATE",
+                logger: logger
+            ).collect()
+            guard let stored = try rows.first?.decode(String.self) else {
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO work (pipeline, kind, key, due_at, payload, created_at, work_group)
+                    VALUES (\(pipeline), \(item.kind), \(key), \(SchemaValidator.maximumDuration * 100), \(item.payload.compactText), \(item.createdAt),
+                            \(item.group))
+                    ON CONFLICT (pipeline, kind, key) DO NOTHING RETURNING id
+                    """,
+                    logger: logger
+                ).collect()
+                if !inserted.isEmpty { return item.payload }
+                // Another daemon added the key at the same moment: combine into what it stored.
+                let theirs = try await connection.query(
+                    "SELECT payload FROM work WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND key = \(key) FOR UPDATE",
+                    logger: logger
+                ).collect()
+                let payload = try theirs.first.map { try JSON.parse(try $0.decode(String.self)) } ?? item.payload
+                return try await Self.replace(payload: combine(payload), of: item, key: key, pipeline: pipeline, on: connection, logger: logger)
+            }
+            return try await Self.replace(
+                payload: combine(try JSON.parse(stored)),
+                of: item,
+                key: key,
+                pipeline: pipeline,
+                on: connection,
+                logger: logger
+            )
+        }
+    }
+
+    private static func replace(
+        payload: JSON,
+        of item: WorkItem,
+        key: String,
+        pipeline: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> JSON {
+        _ = try await connection.query(
+            "UPDATE work SET payload = \(payload.compactText) WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND key = \(key)",
+            logger: logger
+        ).collect()
+        return payload
+    }
+
+    func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? {
+        try await connections.transaction { [logger, pipeline] connection in
+            let key = StoredText.storable(key)
+            // Locked to the commit: of daemons taking it at once, the first decides.
+            let rows = try await connection.query(
+                "SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = \(key) FOR UPDATE",
+                logger: logger
+            ).collect()
+            guard let item = try Self.items(Array(rows)).first, accept(item) else { return nil }
+            _ = try await connection.query("DELETE FROM work WHERE id = \(item.id)", logger: logger).collect()
+            return item
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.

@@ -156,6 +156,46 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
+    func accumulate(_ item: WorkItem, _ combine: @escaping @Sendable (JSON) -> JSON) async throws -> JSON {
+        try await database.write { [pipeline] db in
+            let arguments: StatementArguments = .storable([pipeline, item.kind, item.key])
+            // One writer: the read and the write are one step for every daemon.
+            guard
+                let stored = try String.fetchOne(
+                    db,
+                    sql: "SELECT payload FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
+                    arguments: arguments
+                )
+            else {
+                try Self.insert(item, pipeline: pipeline, dueAt: .greatestFiniteMagnitude, in: db)
+                return item.payload
+            }
+            let combined = combine(try JSON.parse(stored))
+            try db.execute(
+                sql: "UPDATE work SET payload = ? WHERE pipeline = ? AND kind = ? AND key = ?",
+                arguments: .storable([combined.compactText]) + arguments
+            )
+            return combined
+        }
+    }
+
+    func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? {
+        try await database.write { [pipeline] db in
+            let arguments: StatementArguments = .storable([pipeline, kind, key])
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
+                    arguments: arguments
+                )
+            else { return nil }
+            let item = try Self.item(row)
+            guard accept(item) else { return nil }
+            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ?", arguments: arguments)
+            return item
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         let now = clock.now

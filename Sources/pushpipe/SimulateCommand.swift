@@ -67,7 +67,7 @@ struct SimulateCommand: AsyncParsableCommand {
         case .delivered, .partial:
             for delivery in report.deliveries { print("\(delivery.outcome): \(delivery.providerID ?? delivery.reason ?? "")") }
             if report.status == .partial { throw ExitCode(1) }
-        case .scheduled, .deferred:
+        case .scheduled, .deferred, .batched:
             // Kept in the state: a daemon on it sends the event when it falls due.
             let until = report.heldUntil.map { " until \(EventRecord.timestamp($0))" } ?? ""
             print("\(report.status.rawValue)\(until)\(report.reason.map { " (\($0))" } ?? "")")

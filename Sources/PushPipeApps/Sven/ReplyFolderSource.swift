@@ -171,7 +171,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
             guard mode == .live else { return inFlight.end(name, shown: true) }
             switch report.status {
             // Held by a timing filter: the store keeps it now, and sends it when it falls due.
-            case .delivered, .partial, .noRecipients, .scheduled, .deferred:
+            case .delivered, .partial, .noRecipients, .scheduled, .deferred, .batched:
                 move(name, from: claimDirectory, to: "sent", context: context)
                 failedReplies.delivered(name)
                 inFlight.end(name)

@@ -43,6 +43,12 @@ struct DryRunWorkQueue: WorkQueue {
         try await base.admit(item, limits: limits, adding: false)
     }
 
+    /// What the item would open, stored nowhere: a dry run adds to no live daemon's digest.
+    func accumulate(_ item: WorkItem, _ combine: @escaping @Sendable (JSON) -> JSON) async throws -> JSON { item.payload }
+
+    /// Nothing: a dry run closes no live daemon's digest.
+    func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? { nil }
+
     /// Retention is the live daemon's: a dry run removes nothing.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int { 0 }
 

@@ -31,7 +31,7 @@ extension EventProcessor {
             eventID: event.id,
             pipeline: definition.name,
             user: event.user,
-            status: hold.kind == .scheduled ? .scheduled : .deferred,
+            status: EventReport.Status(rawValue: hold.kind.rawValue) ?? .scheduled,
             reason: hold.reason,
             stage: stage,
             code: hold.code

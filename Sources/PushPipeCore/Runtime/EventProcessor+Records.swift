@@ -78,9 +78,9 @@ extension EventProcessor {
         case .filtered, .noRecipients:
             guard event.caller != nil || event.replayOf != nil else { return nil }
             state = .dropped
-        case .scheduled, .deferred:
+        case .scheduled, .deferred, .batched:
             guard event.caller != nil || event.replayOf != nil else { return nil }
-            state = report.status == .scheduled ? .scheduled : .deferred
+            state = EventRecord.State(rawValue: report.status.rawValue) ?? .scheduled
         case .failed where recipients.isEmpty || progress?.reachedAll == false:
             // A filter, the renderer or a plugin failed, or a broadcast stopped before its
             // last page (its recipients do not tell of the users it never reached): worth a

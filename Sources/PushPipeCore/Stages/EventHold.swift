@@ -11,6 +11,8 @@ public struct EventHold: Sendable, Equatable {
         case scheduled
         /// Outside a send window: it waits for the next opening.
         case deferred
+        /// In a digest: it waits for the digest to close (and carries it, if it opened it).
+        case batched
     }
 
     public var kind: Kind

@@ -1,10 +1,12 @@
 /// What became of one event: filtered, or rendered and delivered (or not) per token.
 public struct EventReport: Sendable, Codable {
-    public enum Status: String, Sendable, Codable {
+    public enum Status: String, Sendable, Codable, CaseIterable {
         case delivered, filtered, failed, partial
         case noRecipients = "no-recipients"
         /// Waiting in the store (`EventHold`): not sent yet, and not lost.
         case scheduled, deferred
+        /// In a digest, sent with it when it closes.
+        case batched
     }
 
     public var eventID: String

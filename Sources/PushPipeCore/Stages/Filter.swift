@@ -10,4 +10,7 @@ public enum FilterResult: Sendable {
     case drop(reason: String, code: String)
     /// Not yet: the event waits in the store and comes back at `until` (`EventHold`).
     case hold(EventHold)
+    /// Kept in a digest another event carries (`EventHold.Kind.batched`): it ends here, and
+    /// its status says which digest and when that closes.
+    case batched(EventHold)
 }

@@ -21,6 +21,8 @@ public struct EventRecord: Sendable, Equatable {
         case deadLetter = "dead_letter"
         /// Waiting in the store for its instant (`held_until`), or for a send window to open.
         case scheduled, deferred
+        /// In a digest that closes at `held_until` (`code`: its key is in `reason`).
+        case batched
     }
 
     public var pipeline: String

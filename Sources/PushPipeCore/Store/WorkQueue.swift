@@ -45,6 +45,13 @@ public protocol WorkQueue: Sendable {
     /// admitted before (the same event again, back from a wait): true, and nothing is counted.
     /// Not `adding`: only whether it would be.
     func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool
+    /// Adds `item` (never due), or, when its kind holds an item under its key, replaces that
+    /// item's payload with `combine` of it; in one step for every daemon, so what daemons
+    /// combine at once is all kept (a digest's items). Returns the payload stored.
+    func accumulate(_ item: WorkItem, _ combine: @escaping @Sendable (JSON) -> JSON) async throws -> JSON
+    /// Removes the item of `kind` under `key`, whoever holds it, if it is there and `accept`s
+    /// it, and returns it: of daemons taking it at once, one gets it (a digest closes once).
+    func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem?
 
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
     /// process, for `lease`; returns those taken. A lock per key that every daemon on

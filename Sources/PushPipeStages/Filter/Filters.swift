@@ -18,6 +18,9 @@ extension BuiltinStages {
             .filter("timing.throttle", ThrottleFilter.summary, ThrottleFilter.Configuration.self) { configuration, _ in
                 ThrottleFilter(configuration: configuration)
             },
+            .filter("timing.digest", DigestFilter.summary, DigestFilter.Configuration.self) { configuration, _ in
+                DigestFilter(configuration: configuration)
+            },
             .filter("timing.cap", FrequencyCapFilter.summary, FrequencyCapFilter.Configuration.self) { configuration, _ in
                 try FrequencyCapFilter(configuration: configuration)
             },

@@ -25,8 +25,8 @@ import Testing
     static let token = String(repeating: "7e", count: 32)
 
     /// The event's status once its state is `state` (nil before: JSON's own nil would be a value).
-    static func status(_ client: HTTPTestClient, _ location: String, when state: String) async throws -> JSON? {
-        let body = try await client.request("GET", location, headers: backend).body
+    static func status(_ client: HTTPTestClient, _ location: String, when state: String, headers: [String: String] = backend) async throws -> JSON? {
+        let body = try await client.request("GET", location, headers: headers).body
         return body?["state"]?.stringValue == state ? body : JSON?.none
     }
 

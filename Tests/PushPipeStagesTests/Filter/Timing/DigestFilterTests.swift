@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipePostgres
+import PushPipePostgresTesting
+import PushPipeSQLite
+import PushPipeTesting
+import Testing
+
+@testable import PushPipeStages
+
+/// Digests on both stores: one per user and key per window, every event in it once, closed
+/// once whoever closes it.
+@Suite struct DigestFilterTests {
+    typealias T = TimingFilterTests
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+        static var available: [Backend] { TestStores.postgresURL == nil ? [.sqlite] : allCases }
+    }
+
+    static func withContext(_ backend: Backend, _ body: (StageContext, ManualClock) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory("digest")
+        defer { directory.remove() }
+        let store: any Store =
+            switch backend {
+            case .sqlite: try SQLiteStore(path: directory.file("state.sqlite"))
+            case .postgres: try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+            }
+        let clock = ManualClock(now: T.instant("2026-06-01T12:00:00Z"))
+        let context = StageContext(pipeline: "p", stage: "filters[0]", store: store, logger: Logger(label: "digest"), mode: .live, clock: clock)
+        try await withCleanup({ try await body(context, clock) }, cleanup: { try? await store.close() })
+    }
+
+    static func comment(_ id: String, post: String = "p1", by actor: String) -> Event {
+        Event(id: id, pipeline: "p", user: "ana", body: ["post": .string(post), "actor": .string(actor), "text": .string("comment \(id)")])
+    }
+
+    static func batched(_ result: FilterResult) -> EventHold? {
+        if case .batched(let hold) = result { return hold }
+        return nil
+    }
+
+    static func carried(_ result: FilterResult) -> JSON? {
+        if case .pass(let event) = result { return event.body["digest"] }
+        return nil
+    }
+
+    /// The opener, back when the digest closes.
+    static func back(_ event: Event, _ hold: EventHold) -> Event {
+        var back = event
+        back.holds = [PassedHold(stage: "filters[0]", until: hold.until.timeIntervalSince1970)]
+        return back
+    }
+
+    @Test(arguments: Backend.available)
+    func theFirstEventCarriesEveryEventOfItsWindow(_ backend: Backend) async throws {
+        try await Self.withContext(backend) { context, clock in
+            let filter: DigestFilter = try await T.filter("timing.digest", "key_field: post, window: 10m, actor_field: actor, max_items: 2")
+            let first = Self.comment("c1", by: "bob")
+            let opened = try #require(T.hold(try await filter.apply(to: first, context: context)))
+            #expect(opened.kind == .batched && opened.code == "digest")
+            #expect(opened.until.timeIntervalSince1970 == T.instant("2026-06-01T12:10:00Z"))
+            clock.advance(seconds: 60)
+            let joined = try #require(Self.batched(try await filter.apply(to: Self.comment("c2", by: "cy"), context: context)))
+            #expect(joined.until == opened.until, "the window does not move")
+            #expect(joined.reason.contains("opened by event c1"))
+            #expect(Self.batched(try await filter.apply(to: Self.comment("c3", by: "bob"), context: context)) != nil)
+            #expect(Self.batched(try await filter.apply(to: Self.comment("c2", by: "cy"), context: context)) != nil, "sent again")
+            // Another post: a digest of its own.
+            #expect(T.hold(try await filter.apply(to: Self.comment("d1", post: "p2", by: "dee"), context: context)) != nil)
+
+            clock.advance(seconds: 540)
+            let digest = try #require(Self.carried(try await filter.apply(to: Self.back(first, opened), context: context)))
+            #expect(digest["count"] == 3, "c2 sent twice counts once")
+            #expect(digest["actors"] == ["bob", "cy"])
+            #expect(digest["items"]?.arrayValue?.map { $0["text"] } == ["comment c2", "comment c3"], "the last two")
+            // Closed: the opener coming back again finds nothing; a new comment opens a new digest.
+            #expect(T.dropCode(try await filter.apply(to: Self.back(first, opened), context: context)) == "digest_closed")
+            #expect(T.hold(try await filter.apply(to: Self.comment("c4", by: "eve"), context: context)) != nil)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aFullDigestClosesEarlyWithTheEventThatFilledIt(_ backend: Backend) async throws {
+        try await Self.withContext(backend) { context, _ in
+            let filter: DigestFilter = try await T.filter("timing.digest", "window: 1h, close_at: 3, keep: first, max_items: 5")
+            let first = Self.comment("c1", by: "bob")
+            let opened = try #require(T.hold(try await filter.apply(to: first, context: context)))
+            #expect(Self.batched(try await filter.apply(to: Self.comment("c2", by: "cy"), context: context)) != nil)
+            let digest = try #require(Self.carried(try await filter.apply(to: Self.comment("c3", by: "dee"), context: context)))
+            #expect(digest["count"] == 3)
+            #expect(digest["items"]?.arrayValue?.map { $0["text"] } == ["comment c1", "comment c2", "comment c3"])
+            // A new digest opens; the first opener, back at its hour, neither sends nor takes it.
+            let next = try #require(T.hold(try await filter.apply(to: Self.comment("c4", by: "eve"), context: context)))
+            #expect(T.dropCode(try await filter.apply(to: Self.back(first, opened), context: context)) == "digest_closed")
+            let later = try #require(Self.carried(try await filter.apply(to: Self.back(Self.comment("c4", by: "eve"), next), context: context)))
+            #expect(later["count"] == 1)
+        }
+    }
+
+    /// Two daemons on one database, forty comments at once: one opens, every other joins, and
+    /// the digest that closes holds them all.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func daemonsAddingAtOnceLoseNoEventAndOpenOneDigest() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let stores = [
+            try await PostgresStore(location: location, logger: Logger(label: "a")),
+            try await PostgresStore(location: location, logger: Logger(label: "b")),
+        ]
+        try await withCleanup(
+            {
+                let filter: DigestFilter = try await T.filter("timing.digest", "window: 10m")
+                let clock = ManualClock(now: T.instant("2026-06-01T12:00:00Z"))
+                let contexts = stores.map {
+                    StageContext(pipeline: "p", stage: "filters[0]", store: $0, logger: Logger(label: "digest"), mode: .live, clock: clock)
+                }
+                let results = try await withThrowingTaskGroup(of: (String, EventHold?).self) { group in
+                    for index in 0..<40 {
+                        group.addTask {
+                            let event = Self.comment("c\(index)", by: "u\(index)")
+                            return (event.id, T.hold(try await filter.apply(to: event, context: contexts[index % 2])))
+                        }
+                    }
+                    return try await group.reduce(into: [(String, EventHold?)]()) { $0.append($1) }
+                }
+                let openers = results.filter { $0.1 != nil }
+                #expect(openers.count == 1)
+                let (id, opened) = try #require(openers.first)
+                let hold = try #require(opened)
+                let result = try await filter.apply(to: Self.back(Self.comment(id, by: "x"), hold), context: contexts[0])
+                let digest = try #require(Self.carried(result))
+                #expect(digest["count"] == 40)
+            },
+            cleanup: { for store in stores { try? await store.close() } }
+        )
+    }
+}

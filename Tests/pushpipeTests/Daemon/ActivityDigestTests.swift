@@ -1,0 +1,65 @@
+import Foundation
+import PushPipeCore
+import PushPipePostgresTesting
+import PushPipeTesting
+import Testing
+
+/// The shipped activity-digest pipeline on real daemons and both stores: comments on a post go
+/// out as one notification carrying them all, once, from whichever daemon closes the digest.
+@Suite(.serialized) struct ActivityDigestTests {
+    static let backend = ["authorization": "Bearer dev-activity-token"]
+
+    /// A zone where it is the middle of the day now: the pipeline's quiet hours do not apply.
+    static var daytimeZone: String {
+        let zones = ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "America/Los_Angeles", "Pacific/Auckland"]
+        return zones.first { zone in
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: zone)!
+            return (10...19).contains(calendar.component(.hour, from: Date()))
+        } ?? "UTC"
+    }
+
+    @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
+    func commentsOnAPostGoOutAsOneDigest(_ kind: IdempotentAcceptTests.StoreKind) async throws {
+        guard let store = try await EventStatusTests.store(kind) else { return }
+        let directory = try TemporaryDirectory("digest-\(kind)")
+        defer { directory.remove() }
+        try directory.write(
+            "pipelines/activity-digest.yaml",
+            try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/activity-digest.yaml"), encoding: .utf8)
+        )
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
+        let environment = ["ACTIVITY_DIGEST_WINDOW": "6s", "ACTIVITY_TIME_ZONE": Self.daytimeZone]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            let token = String(repeating: "d1", count: 16)
+            #expect(try await client.request("POST", "/activity/register", json: ["user_id": "ana", "device_token": .string(token)]).status == 200)
+            var locations: [String] = []
+            for (actor, text) in [("bob", "Lovely"), ("cy", "Where is this?"), ("bob", "Again!")] {
+                let accepted = try await client.request(
+                    "POST",
+                    "/activity/events",
+                    json: ["user": "ana", "post": "/posts/42", "post_title": "My trip", "actor": .string(actor), "text": .string(text)],
+                    headers: Self.backend
+                )
+                #expect(accepted.status == 202)
+                locations.append(try #require(accepted.headers["location"]))
+            }
+            // The first carries the digest once it closes; the others stay batched in it.
+            let first = try await eventually("the first comment's digest is delivered", timeout: .seconds(60)) {
+                try await TimingTests.status(client, locations[0], when: "delivered", headers: Self.backend)
+            }
+            #expect(first["recipients"]?.arrayValue?.count == 1)
+            for location in locations.dropFirst() {
+                let status = try await client.request("GET", location, headers: Self.backend).body
+                #expect(status?["state"] == "batched" && status?["code"] == "digest", "\(String(describing: status))")
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            let output = daemon.standardOutput.joined(separator: "\n")
+            #expect(output.components(separatedBy: "new comments on My trip").count == 2, "one notification: \(output)")
+            #expect(output.contains("3 new comments on My trip"))
+            #expect(output.contains("bob, cy and others replied"), "\(output)")
+        }
+    }
+}
