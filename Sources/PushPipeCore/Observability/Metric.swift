@@ -8,8 +8,8 @@ public enum Metric: String, Sendable, CaseIterable {
     /// + reason: the filter's type and its reason code.
     case eventsDropped = "pushpipe_events_dropped_total"
     case eventsFailed = "pushpipe_events_failed_total"
-    /// + type, reason: events a timing filter made wait (`scheduled`, `deferred`), by its code.
-    case eventsHeld = "pushpipe_events_held_total"
+    /// + type, reason: events a timing filter made wait (`scheduled`, `deferred`, `batched`), by its code.
+    case holds = "pushpipe_events_held_total"
     case notificationsRendered = "pushpipe_notifications_rendered_total"
     // Deliveries (labels: pipeline, transport, + outcome, reason)
     case deliveries = "pushpipe_deliveries_total"
@@ -22,6 +22,8 @@ public enum Metric: String, Sendable, CaseIterable {
     case eventsInFlight = "pushpipe_events_in_flight"
     /// Events that failed for good, kept for a replay (read from the store at each scrape).
     case deadLetters = "pushpipe_dead_letters"
+    /// Events waiting in the store for their instant, a send window or a digest's end (read from the store at each scrape).
+    case eventsHeld = "pushpipe_events_held"
     /// labels: pipeline, transport
     case providerConnections = "pushpipe_provider_connections"
     // Pollers (labels: pipeline, stage, + reason for failures)

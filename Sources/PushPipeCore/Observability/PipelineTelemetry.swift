@@ -72,7 +72,7 @@ public final class PipelineTelemetry: Sendable {
     }
 
     func held(_ event: Event, stage: String, type: String, _ hold: EventHold) {
-        telemetry.increment(.eventsHeld, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", hold.code)])
+        telemetry.increment(.holds, [("pipeline", pipeline), ("stage", stage), ("type", type), ("reason", hold.code)])
         tap.publish(pipeline: pipeline, stage: stage) {
             record(
                 stage: stage,

@@ -18,6 +18,12 @@ extension RouteAction {
                 SchemaKey("scope_field", .string, "Body field scoping the token (a Live Activity's id): one token per scope."),
                 SchemaKey("environment", .string, "The provider's environment recorded with the token (`production`, `sandbox`)."),
                 SchemaKey(
+                    "time_zone_field",
+                    .string,
+                    "Body field with the device's IANA time zone (optional in a request; 422 when it is not one): kept as the user's "
+                        + "`device_time_zone` setting, which timing filters read before the user's own `time_zone`."
+                ),
+                SchemaKey(
                     "max_tokens_per_user",
                     .integer,
                     default: 10,
@@ -47,6 +53,9 @@ extension RouteAction {
                     properties[scope] = ["type": "string", "minLength": 1, "maxLength": 256]
                     required.append(scope)
                 }
+                if let zone = registration.timeZoneField {
+                    properties[zone] = ["type": "string", "maxLength": 64, "description": "The device's IANA time zone, such as Europe/Berlin."]
+                }
                 return RouteContract(
                     summary: "Registers a push token for a user.",
                     body: RouteContract.object(properties, required: required),
@@ -66,7 +75,9 @@ extension RouteAction {
             let users = UserSelector(configuration)
             try users.check(authenticates: RouteAuthConfiguration.authenticatesUsers(configuration["auth"]))
             let (registration, format) = try registration(configuration)
-            let (kind, field, scopeField) = (registration.tokenKind, registration.tokenField, registration.scopeField)
+            let (kind, field, scopeField, zoneField) = (
+                registration.tokenKind, registration.tokenField, registration.scopeField, registration.timeZoneField
+            )
             let replace = format.carriesScope || registration.replace
             return { request, context in
                 let user = try users.user(in: request)
@@ -76,6 +87,14 @@ extension RouteAction {
                         throw RouteError.badRequest("missing or invalid field '\(scopeField)'", field: scopeField)
                     }
                     scope = value
+                }
+                // Checked before anything is stored: a bad zone changes nothing.
+                let zone = try zoneField.flatMap { field -> String? in
+                    guard let value = request.body?[field], value != .null else { return nil }
+                    guard let name = value.stringValue, TimeZoneName.zone(name) != nil else {
+                        throw RouteError.unprocessable("'\(field)' must be \(TimeZoneName.expected)", field: field)
+                    }
+                    return name
                 }
                 let registered = DeviceToken(user: user, kind: kind, value: token, scope: scope ?? "")
                 for validator in context.tokenValidators {
@@ -91,6 +110,7 @@ extension RouteAction {
                     replace: replace,
                     keepingAtMost: registration.maxTokensPerUser
                 )
+                if let zone { try await context.registrations.setSettings([TimeZoneName.deviceSetting: .string(zone)], user: user) }
                 for observer in context.registrationObservers { await observer.userRegistered(user) }
                 return RouteResponse([
                     "status": "registered", "user_id": .string(user), "token_kind": .string(kind),
@@ -110,4 +130,5 @@ struct Registration: Decodable {
     var scopeField: String?
     var environment: String?
     var maxTokensPerUser: Int
+    var timeZoneField: String?
 }

@@ -34,13 +34,22 @@ extension PipelineSupervisor {
         return answer ?? "no answer within \(timeout)"
     }
 
-    /// The gauges read from the store (dead letters), set before a scrape reads them: left as
-    /// they were when the store does not answer within `timeout`, so a scrape never hangs on it.
+    /// The gauges read from the store (dead letters, held events), set before a scrape reads
+    /// them: left as they were when the store does not answer within `timeout`, so a scrape
+    /// never hangs on it.
     public func refreshStoredGauges(timeout: Duration = .seconds(1)) async {
-        guard let counts = await Self.withinTimeout(timeout, { try await self.store.deadLetterCounts() }) else { return }
-        for runner in runners {
-            let pipeline = runner.definition.name
-            telemetry.set(.deadLetters, [("pipeline", pipeline)], to: counts[pipeline] ?? 0)
+        if let counts = await Self.withinTimeout(timeout, { try await self.store.deadLetterCounts() }) {
+            for runner in runners {
+                let pipeline = runner.definition.name
+                telemetry.set(.deadLetters, [("pipeline", pipeline)], to: counts[pipeline] ?? 0)
+            }
+        }
+        if let queued = await Self.withinTimeout(timeout, { try await self.store.queuedEventCounts() }) {
+            let held = Dictionary(queued.filter { $0.source == QueuedEventIntake.heldKey }.map { ($0.pipeline, $0.count) }) { $0 + $1 }
+            for runner in runners {
+                let pipeline = runner.definition.name
+                telemetry.set(.eventsHeld, [("pipeline", pipeline)], to: held[pipeline] ?? 0)
+            }
         }
     }
 

@@ -6,6 +6,9 @@ import Foundation
 /// saving, which is what a user's zone is for.
 public enum TimeZoneName {
     public static let expected = "an IANA time zone name, such as Europe/Berlin or America/New_York"
+    /// The setting a register route keeps a device's zone in (`time_zone_field`): the zone of
+    /// the user's most recently registered device that sent one.
+    public static let deviceSetting = "device_time_zone"
 
     /// The zone `name` names on this machine, or nil.
     public static func zone(_ name: String) -> TimeZone? {

@@ -10,7 +10,8 @@ import Testing
     static let pipeline = """
         pipeline: timed
         routes:
-          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+          - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token, time_zone_field: time_zone}
+          - {action: diagnostics, path: /diagnostics/:user_id, user_param: user_id}
           - {action: settings, path: /settings/:user_id, user_param: user_id, keys: {enabled: boolean, time_zone: time_zone}}
         sources:
           - {type: http.event, path: /events, user_field: user, auth: {type: token, token: backend-secret}}
@@ -37,7 +38,9 @@ import Testing
         defer { directory.remove() }
         try directory.write("pipelines/timed.yaml", Self.pipeline)
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
-        let (location, sendAt) = try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+        // The first daemon with its admin listener: the held gauge is read from the store.
+        let first = arguments.filter { $0 != "--admin-listen" && $0 != "off" }
+        let (location, sendAt) = try await DaemonProcess.run(arguments: first, directory: directory.path) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
             // Far enough ahead for a busy machine to store it before it is due.
@@ -54,6 +57,10 @@ import Testing
             #expect(status["held_until"]?.stringValue == EventRecord.timestamp(sendAt))
             #expect(status["code"] == "send_at")
             #expect(daemon.standardOutput.allSatisfy { !$0.contains("see you tomorrow") }, "nothing sent yet")
+            let admin = HTTPTestClient(port: try await daemon.adminPort())
+            let samples = prometheusSamples(try await admin.request("GET", "/metrics").text)
+            #expect(samples["pushpipe_events_held{pipeline=\"timed\"}"] == 1, "\(samples.filter { $0.key.contains("held") })")
+            #expect(samples.contains { $0.key.hasPrefix("pushpipe_events_held_total{") && $0.key.contains("reason=\"send_at\"") && $0.value == 1 })
             daemon.signal(SIGKILL)
             #expect(try await daemon.waitForExit() == 128 + SIGKILL)
             return (location, sendAt)
@@ -88,6 +95,23 @@ import Testing
             }
             let unchanged = try await client.request("PATCH", "/settings/ana", json: ["enabled": true])
             #expect(unchanged.body?["settings"] == ["time_zone": "Europe/Berlin", "enabled": true], "\(unchanged.text)")
+            // A device's zone at registration: refused with nothing stored, or kept for the user.
+            let refused = try await client.request(
+                "POST",
+                "/register",
+                json: ["user_id": "ana", "device_token": .string(Self.token), "time_zone": "Moon/Base"]
+            )
+            #expect(refused.status == 422 && refused.body?["field"] == "time_zone", "\(refused.text)")
+            let diagnostics = try await client.request("GET", "/diagnostics/ana")
+            #expect(diagnostics.status == 404, "no token stored: \(diagnostics.text)")
+            let registered = try await client.request(
+                "POST",
+                "/register",
+                json: ["user_id": "ana", "device_token": .string(Self.token), "time_zone": "Asia/Tokyo"]
+            )
+            #expect(registered.status == 200)
+            let settings = try await client.request("PATCH", "/settings/ana", json: ["enabled": true])
+            #expect(settings.body?["settings"]?["device_time_zone"] == "Asia/Tokyo", "\(settings.text)")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
         }

@@ -1,8 +1,9 @@
 import Foundation
 import PushPipeCore
 
-/// Which time zone a timing rule reads an event's clock in: the user's own (a `settings`
-/// route's `time_zone` key), else the stage's `time_zone`, else UTC. A zone a user stored that
+/// Which time zone a timing rule reads an event's clock in: the zone the user's device sent at
+/// registration (`device_time_zone`), else the user's own (a `settings` route's `time_zone`
+/// key), else the stage's `time_zone`, else UTC. A zone a user stored that
 /// this machine does not know (tzdata changed) falls back to the stage's, never to "no rule":
 /// quiet hours are not silently off for anyone.
 struct RecipientZone: Sendable {
@@ -36,9 +37,13 @@ struct RecipientZone: Sendable {
 
     /// The zone for `event`'s user, and its name (for reasons people read).
     func zone(for event: Event, context: StageContext) async throws -> (ZonedClock, String) {
-        if let setting, let user = event.user, let name = try await context.registrations.setting(user: user, key: setting)?.stringValue {
-            if let zone = TimeZoneName.zone(name) { return (ZonedClock(zone: zone), name) }
-            context.logger.warning("user \(user)'s time zone '\(name)' is unknown here; \(fallbackName) is used")
+        if let setting, let user = event.user {
+            let settings = try await context.registrations.settings(user: user)
+            for key in [TimeZoneName.deviceSetting, setting] {
+                guard let name = settings[key]?.stringValue else { continue }
+                if let zone = TimeZoneName.zone(name) { return (ZonedClock(zone: zone), name) }
+                context.logger.warning("user \(user)'s time zone '\(name)' is unknown here; the next one is used")
+            }
         }
         return (ZonedClock(zone: fallback), fallbackName)
     }

@@ -51,6 +51,8 @@ import Testing
         try await withCleanup(
             {
                 for (user, zone) in zones { try await store.pipeline("p").setSettings(["time_zone": .string(zone)], user: user) }
+                // Her phone says Tokyo, her settings New York: the device's zone comes first.
+                try await store.pipeline("p").setSettings(["time_zone": "America/New_York", "device_time_zone": "Asia/Tokyo"], user: "traveller")
                 let clock = ManualClock(now: instant(now))
                 let context = StageContext(
                     pipeline: "p",
@@ -108,6 +110,7 @@ import Testing
             // 10:00 UTC is 19:00 in Tokyo (the next 09:00 is tomorrow's), 06:00 in New York (today's).
             #expect(try await until("tokyo") == Self.instant("2026-06-02T00:00:00Z"))
             #expect(try await until("ny") == Self.instant("2026-06-01T13:00:00Z"))
+            #expect(try await until("traveller") == Self.instant("2026-06-02T00:00:00Z"))
             // No zone, or one this machine does not know: the stage's (12:00 in Berlin: tomorrow 09:00).
             #expect(try await until("nobody") == Self.instant("2026-06-02T07:00:00Z"))
             #expect(try await until("lost") == Self.instant("2026-06-02T07:00:00Z"))
