@@ -305,6 +305,27 @@ struct PostgresWorkQueue: WorkQueue {
         }
     }
 
+    func withdraw(_ kind: String, keysStartingWith prefix: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> [WorkItem] {
+        let (start, end) = (StoredText.storable(prefix), StoredText.storable(Self.keysEnd(startingWith: prefix)))
+        // Queued events' keys have an index of their own, compared as bytes (`work_events`).
+        let queuedKinds = QueuedEvent.source(ofKind: kind) == nil ? "true" : PostgresStore.isQueuedEvent
+        return try await connections.transaction { [logger, pipeline] connection in
+            // What a claim locked is on its way: skipped, as a claim skips what another holds.
+            let rows = try await connection.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND \(unescaped: queuedKinds)
+                AND key COLLATE "C" >= \(start) AND key COLLATE "C" < \(end)
+                AND (owner IS NULL OR lease_until < \(unescaped: PostgresStore.databaseNow)) FOR UPDATE SKIP LOCKED
+                """,
+                logger: logger
+            ).collect()
+            let withdrawn = try Self.items(Array(rows)).filter(accept)
+            guard !withdrawn.isEmpty else { return [] }
+            _ = try await connection.query("DELETE FROM work WHERE id = ANY(\(withdrawn.map(\.id)))", logger: logger).collect()
+            return withdrawn
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         // Taken when nobody has the key or its holder's lease ran out, on the database's clock.

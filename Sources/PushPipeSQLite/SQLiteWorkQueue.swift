@@ -196,6 +196,25 @@ struct SQLiteWorkQueue: WorkQueue {
         }
     }
 
+    func withdraw(_ kind: String, keysStartingWith prefix: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> [WorkItem] {
+        let now = clock.now
+        return try await database.write { [pipeline] db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.columns) FROM work INDEXED BY work_by_key WHERE pipeline = ? AND kind = ? AND key >= ? AND key < ?
+                        AND (owner IS NULL OR lease_until < ?)
+                        """
+                ),
+                arguments: .storable([pipeline, kind, prefix, Self.keysEnd(startingWith: prefix)]) + [now]
+            )
+            let withdrawn = try rows.map(Self.item).filter(accept)
+            let delete = try db.cachedStatement(sql: "DELETE FROM work WHERE id = ?")
+            for item in withdrawn { try delete.execute(arguments: [item.id]) }
+            return withdrawn
+        }
+    }
+
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         let now = clock.now

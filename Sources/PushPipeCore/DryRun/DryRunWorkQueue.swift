@@ -49,6 +49,11 @@ struct DryRunWorkQueue: WorkQueue {
     /// Nothing: a dry run closes no live daemon's digest.
     func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? { nil }
 
+    /// Nothing: a dry run replaces and cancels no live daemon's send.
+    func withdraw(_ kind: String, keysStartingWith prefix: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> [WorkItem] {
+        []
+    }
+
     /// Retention is the live daemon's: a dry run removes nothing.
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int { 0 }
 

@@ -58,7 +58,7 @@ public struct RouteAction: Sendable {
 
     /// The core's route kinds, their tokens in one of `formats`.
     public static func builtins(formats: TokenFormats) -> [RouteAction] {
-        [.register(formats: formats), .settings, .history, .usersByToken(formats: formats), .diagnostics]
+        [.register(formats: formats), .settings, .history, .usersByToken(formats: formats), .diagnostics, .cancel]
     }
 
     /// What a `routes:` entry declares, from its validated configuration (the loader's checks

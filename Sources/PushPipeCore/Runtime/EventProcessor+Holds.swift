@@ -16,13 +16,23 @@ extension EventProcessor {
             body: event.receivedBody ?? event.body
         )
         queued.holds = event.holds + [PassedHold(stage: stage, until: hold.until.timeIntervalSince1970)]
-        queued.key = QueuedEvent.keyPrefix(eventID: StoredText.storable(event.id)) + "hold-\(queued.holds.count)"
+        queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
         queued.caller = event.caller
         queued.replayOf = event.replayOf
         queued.traceParent = event.traceParent
         queued.origin = event.source
         queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
         do {
+            // What it replaces goes first: killed in between, its source sends it again, and
+            // it is stored then; the other way round, both could be sent.
+            if let replaceKey = hold.replaceKey {
+                let replaced = try await waitingForTheStore(event) {
+                    try await pipelineStore.work.withdrawHeld(replaceKey: replaceKey, caller: event.caller, except: event.id)
+                }
+                let now = clock.now
+                let records = replaced.map { $0.withdrawnRecord(code: "replaced", reason: "replaced by event \(event.id)", at: now) }
+                if !records.isEmpty { await record([], events: records.filter { $0.caller != nil }) }
+            }
             try await waitingForTheStore(event) { try await store.enqueue(queued) }
         } catch {
             return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)

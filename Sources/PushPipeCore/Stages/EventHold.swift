@@ -21,12 +21,16 @@ public struct EventHold: Sendable, Equatable {
     public var reason: String
     /// A short fixed label for metrics (`send_at`, `quiet_hours`).
     public var code: String
+    /// A key its caller names the send by: a later event of the same caller with the same key
+    /// replaces it while it waits, and a cancel route withdraws it.
+    public var replaceKey: String?
 
-    public init(_ kind: Kind, until: Date, reason: String, code: String) {
+    public init(_ kind: Kind, until: Date, reason: String, code: String, replaceKey: String? = nil) {
         self.kind = kind
         self.until = until
         self.reason = reason
         self.code = code
+        self.replaceKey = replaceKey
     }
 }
 

@@ -52,6 +52,10 @@ public protocol WorkQueue: Sendable {
     /// Removes the item of `kind` under `key`, whoever holds it, if it is there and `accept`s
     /// it, and returns it: of daemons taking it at once, one gets it (a digest closes once).
     func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem?
+    /// Removes the items of `kind` whose keys start with `prefix` (ending in a newline) that no
+    /// daemon holds (one that does is on its way) and that `accept` takes, and returns them: a
+    /// pending send replaced or cancelled.
+    func withdraw(_ kind: String, keysStartingWith prefix: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> [WorkItem]
 
     /// Takes the keys of `kind` nobody holds (or whose holder's lease ran out: it died) for this
     /// process, for `lease`; returns those taken. A lock per key that every daemon on
@@ -78,6 +82,11 @@ public struct WorkLimit: Sendable, Equatable {
 extension WorkQueue {
     /// The end of the range of keys that start with `prefix`, which ends in a newline: the
     /// newline's successor, so a lookup reads an index range.
+    public static func keysEnd(startingWith prefix: String) -> String {
+        precondition(prefix.hasSuffix("\n"), "a prefix of keys ends in a newline")
+        return String(prefix.dropLast()) + "\u{0B}"
+    }
+
     public func admit(_ item: WorkItem, limits: [WorkLimit]) async throws -> Bool {
         try await admit(item, limits: limits, adding: true)
     }

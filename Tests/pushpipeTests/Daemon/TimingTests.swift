@@ -12,12 +12,13 @@ import Testing
         routes:
           - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token, time_zone_field: time_zone}
           - {action: diagnostics, path: /diagnostics/:user_id, user_param: user_id}
+          - {action: cancel, path: /events/scheduled/:key, auth: {type: token, token: backend-secret}}
           - {action: settings, path: /settings/:user_id, user_param: user_id, keys: {enabled: boolean, time_zone: time_zone}}
         sources:
           - {type: http.event, path: /events, user_field: user, auth: {type: token, token: backend-secret}}
         filters:
           - {type: settings.enabled}
-          - {type: timing.schedule, at_field: send_at}
+          - {type: timing.schedule, at_field: send_at, replace_key_field: reminder_id}
         renderer: {type: json.template, token_kind: device, payload: {text: "{{text}}"}}
         transport: {type: stdout}
         """
@@ -76,6 +77,53 @@ import Testing
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
             #expect(daemon.standardOutput.filter { $0.contains("see you tomorrow") }.count == 1, "sent once: \(daemon.standardOutput)")
+        }
+    }
+
+    /// A send posted again under its replace key replaces the one waiting; a cancel route
+    /// withdraws one; each withdrawn event's status says why, and only the last is sent.
+    @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
+    func aPendingSendIsReplacedOrCancelledByItsKey(_ kind: IdempotentAcceptTests.StoreKind) async throws {
+        guard let store = try await EventStatusTests.store(kind) else { return }
+        let directory = try TemporaryDirectory("timing-replace-\(kind)")
+        defer { directory.remove() }
+        try directory.write("pipelines/timed.yaml", Self.pipeline)
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
+            func post(_ text: String, key: String, in seconds: Double) async throws -> String {
+                let at = EventRecord.timestamp((Date().timeIntervalSince1970 + seconds).rounded(.up))
+                let accepted = try await client.request(
+                    "POST",
+                    "/events",
+                    json: ["user": "ana", "text": .string(text), "send_at": .string(at), "reminder_id": .string(key)],
+                    headers: Self.backend
+                )
+                #expect(accepted.status == 202)
+                let location = try #require(accepted.headers["location"])
+                _ = try await eventually("\(text) is scheduled") { try await Self.status(client, location, when: "scheduled") }
+                return location
+            }
+            let first = try await post("first draft", key: "r1", in: 120)
+            let second = try await post("final reminder", key: "r1", in: 8)
+            let replaced = try #require(try await Self.status(client, first, when: "dropped"))
+            #expect(replaced["code"] == "replaced", "\(replaced)")
+            let other = try await post("never mind", key: "r2", in: 120)
+            let cancelled = try await client.request("DELETE", "/events/scheduled/r2", headers: Self.backend)
+            #expect(cancelled.status == 200 && cancelled.body?["cancelled"] == 1, "\(cancelled.text)")
+            #expect(try await Self.status(client, other, when: "dropped")?["code"] == "cancelled")
+            let again = try await client.request("DELETE", "/events/scheduled/r2", headers: Self.backend)
+            #expect(again.status == 404 && again.body?["field"] == "key", "\(again.text)")
+            #expect(try await client.request("DELETE", "/events/scheduled/r1").status == 401)
+            _ = try await eventually("the final reminder is delivered", timeout: .seconds(60)) {
+                try await Self.status(client, second, when: "delivered")
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            let output = daemon.standardOutput.joined(separator: "\n")
+            #expect(output.contains("final reminder"))
+            #expect(!output.contains("first draft") && !output.contains("never mind"), "\(output)")
         }
     }
 

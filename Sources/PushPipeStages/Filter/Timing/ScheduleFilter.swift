@@ -19,6 +19,7 @@ struct ScheduleFilter: Filter {
         @Seconds var lateAfter: Duration
         @Seconds var expiresAfter: Duration
         @Seconds var jitter: Duration
+        var replaceKeyField: String?
         var timeZone: String
         var zoneSetting: String
 
@@ -43,6 +44,12 @@ struct ScheduleFilter: Filter {
                     "Not sent once this long past its instant (a restart, a long outage); 0: never expires."
                 ),
                 SchemaKey("jitter", .duration, default: 0, "Spreads sends over this long after the instant (the same spread for the same event)."),
+                SchemaKey(
+                    "replace_key_field",
+                    .string,
+                    "A body field naming the send (up to 256 characters): a later event of the same caller with the same key replaces it while it "
+                        + "waits, and a `cancel` route withdraws it."
+                ),
             ]) + RecipientZone.schema
     }
 
@@ -76,15 +83,16 @@ struct ScheduleFilter: Filter {
         case .at(let at, let named): (instant, zone) = (at, named)
         }
         if instant > now {
+            var replaceKey: String?
+            if let field = configuration.replaceKeyField, let value = event.body.value(at: field), value != .null {
+                guard let key = value.textValue, !key.isEmpty, key.utf8.count <= 256 else {
+                    return .drop(reason: "'\(field)' is not a key (a text of 1 to 256 bytes)", code: "invalid_replace_key")
+                }
+                replaceKey = key
+            }
             let local = zone.map { " (\(localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? "") in \($0))" } ?? ""
-            return .hold(
-                EventHold(
-                    .scheduled,
-                    until: Date(timeIntervalSince1970: instant),
-                    reason: "scheduled for \(EventRecord.timestamp(instant))\(local)",
-                    code: "send_at"
-                )
-            )
+            let reason = "scheduled for \(EventRecord.timestamp(instant))\(local)"
+            return .hold(EventHold(.scheduled, until: Date(timeIntervalSince1970: instant), reason: reason, code: "send_at", replaceKey: replaceKey))
         }
         // An event that waited for another rule is not late for it.
         if configuration.late == "skip", event.holds.isEmpty, now - instant > configuration.lateAfter.inSeconds {
