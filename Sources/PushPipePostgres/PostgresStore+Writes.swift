@@ -24,6 +24,8 @@ extension PostgresStore {
             case .enqueue(let event, let item, let payload):
                 enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
+                // The item it takes the place of goes in the same transaction.
+                if let replaced = event.replacing { dequeued.append((event.pipeline, QueuedEvent.kind(source: replaced.source), replaced.key)) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
             case .dequeue(let pipeline, let kind, let key):

@@ -212,6 +212,7 @@ struct PostgresWorkQueue: WorkQueue {
     func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool {
         let group = item.group.map { StoredText.storable($0) }
         return try await connections.transaction { [logger, pipeline] connection in
+            try await Self.readCommitted(connection, logger: logger)
             // Daemons admitting into one group take turns: the lock is held to the commit.
             let lock = "\(pipeline)\n\(item.kind)\n\(group ?? "")"
             _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lock), 0))", logger: logger).collect()
@@ -240,6 +241,7 @@ struct PostgresWorkQueue: WorkQueue {
 
     func accumulate(_ item: WorkItem, _ combine: @escaping @Sendable (JSON) -> JSON) async throws -> JSON {
         try await connections.transaction { [logger, pipeline] connection in
+            try await Self.readCommitted(connection, logger: logger)
             let key = StoredText.storable(item.key)
             // The row locked to the commit: daemons combining at once take turns.
             let rows = try await connection.query(
@@ -293,6 +295,7 @@ struct PostgresWorkQueue: WorkQueue {
 
     func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? {
         try await connections.transaction { [logger, pipeline] connection in
+            try await Self.readCommitted(connection, logger: logger)
             let key = StoredText.storable(key)
             // Locked to the commit: of daemons taking it at once, the first decides.
             let rows = try await connection.query(
@@ -310,6 +313,7 @@ struct PostgresWorkQueue: WorkQueue {
         // Queued events' keys have an index of their own, compared as bytes (`work_events`).
         let queuedKinds = QueuedEvent.source(ofKind: kind) == nil ? "true" : PostgresStore.isQueuedEvent
         return try await connections.transaction { [logger, pipeline] connection in
+            try await Self.readCommitted(connection, logger: logger)
             // What a claim locked is on its way: skipped, as a claim skips what another holds.
             let rows = try await connection.query(
                 """
@@ -324,6 +328,13 @@ struct PostgresWorkQueue: WorkQueue {
             _ = try await connection.query("DELETE FROM work WHERE id = ANY(\(withdrawn.map(\.id)))", logger: logger).collect()
             return withdrawn
         }
+    }
+
+    /// Each statement sees what committed before it, whatever the server's default isolation:
+    /// under REPEATABLE READ a count taken after a lock was granted would read a snapshot
+    /// from before it, and a row locked after another's update would fail to serialize.
+    static func readCommitted(_ connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", logger: logger).collect()
     }
 
     func take(_ kind: String, keys: Set<String>, lease: Duration) async throws -> Set<String> {

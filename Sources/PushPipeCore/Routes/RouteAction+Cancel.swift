@@ -25,6 +25,10 @@ extension RouteAction {
         }
     ) { configuration in
         let parameter = configuration["key_param"]?.stringValue ?? "key"
+        // Sends are withdrawn per caller: without authentication every caller would be nobody.
+        guard let auth = configuration["auth"]?["type"]?.stringValue, auth != "none" else {
+            throw ConfigurationValueError(keyPath: "auth", "a cancel route needs authentication", expected: "a `token`, `jwt` or `identity` auth")
+        }
         guard configuration["path"]?.stringValue?.split(separator: "/").contains(Substring(":" + parameter)) == true else {
             throw ConfigurationValueError(
                 keyPath: "path",

@@ -15,13 +15,14 @@ extension EventProcessor {
             time: event.time.timeIntervalSince1970,
             body: event.receivedBody ?? event.body
         )
-        queued.holds = event.holds + [PassedHold(stage: stage, until: hold.until.timeIntervalSince1970)]
+        queued.holds = event.holds + [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
         queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
         queued.caller = event.caller
         queued.replayOf = event.replayOf
         queued.traceParent = event.traceParent
         queued.origin = event.source
         queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
+        queued.replacing = event.queueItem
         do {
             // What it replaces goes first: killed in between, its source sends it again, and
             // it is stored then; the other way round, both could be sent.
@@ -47,6 +48,7 @@ extension EventProcessor {
             code: hold.code
         )
         report.heldUntil = hold.until.timeIntervalSince1970
+        report.holder = hold.holder
         return report
     }
 }

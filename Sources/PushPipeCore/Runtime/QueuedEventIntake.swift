@@ -30,21 +30,37 @@ public struct QueuedEventIntake: Sendable {
     /// to start (the leases of events waiting for room would lapse).
     public func claimWhileRunning(into sink: any EventSink, context: StageContext, announcing what: String) async {
         while !Task.isCancelled {
-            var more = false
+            var more = 0
             do {
                 let room = min(sink.room, 1000)
                 if room > 0, leases.mayClaim(lease: lease) {
                     let claimed = try await claim(upTo: room, into: sink, context: context, announcing: what)
-                    more = claimed == room
+                    if claimed == room { more = room }
                 }
             } catch is CancellationError, is PipelineStopping {
                 return
             } catch {
                 if leases.failed(error) { context.logger.error("queued events: claims failed (logged again when the store answers): \(error)") }
             }
-            // More may be waiting: look again as soon as there is room.
-            do { try await context.clock.sleep(for: more ? .milliseconds(100) : idle) } catch { return }
+            do {
+                if more > 0 {
+                    // More may be waiting: look again once half the room this claim filled is
+                    // free, as events finish (a fixed pause capped the rate at a room per pause),
+                    // or after 100 ms.
+                    try await waitForRoom(max(1, more / 2), in: sink, clock: context.clock)
+                } else {
+                    try await context.clock.sleep(for: idle)
+                }
+            } catch {
+                return
+            }
         }
+    }
+
+    /// Returns once `sink` has `wanted` room, or after 100 ms.
+    private func waitForRoom(_ wanted: Int, in sink: any EventSink, clock: any DaemonClock) async throws {
+        let until = clock.elapsed + .milliseconds(100)
+        while sink.room < wanted, clock.elapsed < until { try await clock.sleep(for: .milliseconds(2)) }
     }
 
     /// Claims at most `limit` events and submits them; returns how many it claimed. What could

@@ -86,6 +86,24 @@ public struct Event: Sendable {
         set { storage.update { $0.holds = newValue } }
     }
 
+    /// The queued item it was taken from (an accepted event, a held one): a hold stores the
+    /// event again in the same transaction that removes this item, so a kill between the two
+    /// neither loses it nor sends it twice.
+    public var queueItem: QueueItem? {
+        _read { yield storage.fields.queueItem }
+        set { storage.update { $0.queueItem = newValue } }
+    }
+
+    public struct QueueItem: Sendable, Equatable {
+        public var source: String
+        public var key: String
+
+        public init(source: String, key: String) {
+            self.source = source
+            self.key = key
+        }
+    }
+
     /// Called once with the event's final report: how a source learns its event is done.
     public var onComplete: (@Sendable (EventReport) async -> Void)? {
         // A `get`, unlike the other fields' `_read`: Swift 6.3.1's release build crashes
@@ -108,6 +126,7 @@ public struct Event: Sendable {
         var trace: EventTrace?
         var commitOnDelivery: [StateWrite] = []
         var holds: [PassedHold] = []
+        var queueItem: QueueItem?
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }
 

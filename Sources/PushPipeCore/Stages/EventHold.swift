@@ -24,20 +24,26 @@ public struct EventHold: Sendable, Equatable {
     /// A key its caller names the send by: a later event of the same caller with the same key
     /// replaces it while it waits, and a cancel route withdraws it.
     public var replaceKey: String?
+    /// Who holds it, as the filter knows itself whatever its place in the file (its type, and
+    /// its name when it has one): a reload that reorders filters does not make another filter
+    /// take this wait for its own.
+    public var holder: String
 
-    public init(_ kind: Kind, until: Date, reason: String, code: String, replaceKey: String? = nil) {
+    public init(_ kind: Kind, until: Date, reason: String, code: String, holder: String, replaceKey: String? = nil) {
         self.kind = kind
         self.until = until
         self.reason = reason
         self.code = code
+        self.holder = holder
         self.replaceKey = replaceKey
     }
 }
 
-/// A hold an event went through: the stage that held it and until when. A stage that finds
-/// its own hold on an event that comes back knows its wait is over (a scheduled send is not
-/// "late" for having waited).
+/// A hold an event went through: who held it (`EventHold.holder`) and until when. A filter
+/// that finds its own hold on an event that comes back knows its wait is over (a scheduled
+/// send is not "late" for having waited).
 public struct PassedHold: Sendable, Equatable {
+    /// The holder (`EventHold.holder`).
     public var stage: String
     public var until: Double
 
@@ -48,8 +54,8 @@ public struct PassedHold: Sendable, Equatable {
 }
 
 extension Event {
-    /// The last hold `stage` put this event under, if it came back from one.
-    public func hold(by stage: String) -> PassedHold? {
-        holds.last { $0.stage == stage }
+    /// The last hold `holder` put this event under, if it came back from one.
+    public func hold(by holder: String) -> PassedHold? {
+        holds.last { $0.stage == holder }
     }
 }

@@ -22,6 +22,8 @@ public struct EventReport: Sendable, Codable {
     public var omittedDeliveries: Int?
     /// A held event's instant (`scheduled`, `deferred`), UNIX seconds: when it comes back.
     public var heldUntil: Double?
+    /// Who held it (`EventHold.holder`): what it carries when it comes back. Not shown.
+    public var holder: String? = nil
 
     public init(
         eventID: String,

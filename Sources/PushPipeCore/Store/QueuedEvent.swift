@@ -39,6 +39,9 @@ public struct QueuedEvent: Sendable, Equatable {
     /// Set for a held event: it is stored held by nobody and due this long after it is stored,
     /// on the store's clock (its `instance` and `lease` are then unused).
     public var dueIn: Duration?
+    /// The queued item this one takes the place of, removed in the same transaction (a held
+    /// event replacing the accepted one it came from). Not stored.
+    public var replacing: Event.QueueItem?
 
     public init(
         pipeline: String,
@@ -68,6 +71,7 @@ public struct QueuedEvent: Sendable, Equatable {
         var event = Event(id: eventID, pipeline: pipeline, user: user, time: Date(timeIntervalSince1970: time), body: body)
         event.source = replayOf?.source ?? origin ?? source
         event.holds = holds
+        event.queueItem = Event.QueueItem(source: source, key: key)
         event.caller = caller
         event.replayOf = replayOf
         event.traceParent = traceParent

@@ -12,7 +12,8 @@ public enum TimeZoneName {
 
     /// The zone `name` names on this machine, or nil.
     public static func zone(_ name: String) -> TimeZone? {
-        guard !name.isEmpty, name.utf8.count <= 64, name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 }), !name.contains("+")
+        guard !name.isEmpty, name.utf8.count <= 64, name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 }), !name.contains("+"),
+            !name.hasPrefix("Etc/GMT"), !name.hasPrefix("GMT"), name != "Factory"
         else { return nil }
         return TimeZone(identifier: name)
     }

@@ -88,8 +88,8 @@ public struct PipelineTestRunner: Sendable {
             var (report, sent) = await run(event, at: now.timeIntervalSince1970, definition: definition, store: store)
             var failures = compare(expect, report: report, requests: sent)
             // Held: it comes back at its instant, as the daemon's store would send it back.
-            if let then = expect["then"], let until = report.heldUntil, let stage = report.stage {
-                event.holds.append(PassedHold(stage: stage, until: until))
+            if let then = expect["then"], let until = report.heldUntil, let holder = report.holder {
+                event.holds.append(PassedHold(stage: holder, until: until))
                 let earlier = sent
                 (report, sent) = await run(event, at: until, definition: definition, store: store)
                 failures += compare(then, report: report, requests: sent).map { "then: \($0)" }

@@ -113,6 +113,34 @@ import Testing
         }
     }
 
+    /// The held copy replaces the accepted item it came from in one transaction: a kill right
+    /// after the hold leaves neither the event lost nor two copies to send.
+    @Test(arguments: Backend.allCases)
+    func aHoldReplacesTheAcceptedItemInOneStep(_ backend: Backend) async throws {
+        try await Self.withPipeline(backend, filters: "  - {type: timing.schedule, delay: 1h}") { definition, _, store in
+            var accepted = QueuedEvent(
+                pipeline: "scripted",
+                source: "http.event",
+                eventID: "e1",
+                user: "ana",
+                time: Date().timeIntervalSince1970,
+                body: ["text": "hi"],
+                lease: .seconds(60)
+            )
+            accepted.caller = "backend"
+            try await store.enqueue(accepted)
+            // The event as a source hands it on (no completion: the process "dies" after the hold).
+            let event = accepted.event
+            #expect(event.queueItem == Event.QueueItem(source: "http.event", key: accepted.key))
+            #expect(
+                await EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live).process(event).status
+                    == .scheduled
+            )
+            let queued = try await store.eventRecords(eventID: "e1", pipeline: "scripted").queued
+            #expect(queued.map(\.source) == [QueuedEventIntake.heldKey], "only the held copy is left: \(queued.map(\.source))")
+        }
+    }
+
     /// A dry run says when it would be sent, and keeps nothing.
     @Test func aDryRunSaysWhenAndKeepsNothing() async throws {
         try await Self.withPipeline(.sqlite, filters: "  - {type: timing.schedule, delay: 90m}") { definition, transport, store in

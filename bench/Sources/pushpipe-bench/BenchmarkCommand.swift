@@ -7,7 +7,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
         abstract: "pushpipe's benchmarks (bench/README.md). Local stand-ins only.",
         subcommands: [
             APNsBenchmark.self, OGSBenchmark.self, OGSStandInCommand.self, DelayedAPNsCommand.self, WebPushBenchmark.self, WebPushStandInCommand.self,
-            SoakCommand.self, ChaosCommand.self, BroadcastBenchmark.self, ReplyLatencyBenchmark.self,
+            SoakCommand.self, ChaosCommand.self, BroadcastBenchmark.self, ReplyLatencyBenchmark.self, TimingBenchmark.self,
         ]
     )
 }

@@ -4,9 +4,15 @@ import PushPipeCore
 /// Batches a user's events (per `key_field` too: a post, a thread) into one notification: the
 /// first opens a digest that closes `window` later (or at its `close_at`-th event), the
 /// others join it, and one event carries the digest on: its body gains `digest` (`count`,
-/// `items`, `actors`), which the renderer reads ("3 new comments on your post"). The digest
-/// is a work item every daemon adds to in one step; closing it takes it away, which one
-/// daemon only can do: exactly one digest per window.
+/// `items`, `actors`), which the renderer reads ("3 new comments on your post").
+///
+/// A user and key have one row in the store (`WorkQueue.accumulate`, one step for every
+/// daemon): the digest open now (`current`) and those being carried (`closing`, by carrier).
+/// Closing moves the open digest to its carrier's name rather than deleting it, so a carrier
+/// killed on its way, or held again by a later filter, finds it again; it is removed once
+/// the carrier's outcome is final. A digest whose first event never came back (dropped by a
+/// filter before it) is taken over by the next event a minute after its end: nothing in it is
+/// lost, and no digest stays open for ever.
 struct DigestFilter: Filter {
     static let summary = "Batches each user's events (per key) over a window into one notification that carries them all."
 
@@ -24,65 +30,135 @@ struct DigestFilter: Filter {
             .required("window", .duration, "How long a digest stays open after its first event."),
             SchemaKey("close_at", .integer, default: 0, in: 0...100_000, "Closes early at this many events (0: at the window's end only)."),
             SchemaKey("keep", .oneOf(["first", "last"]), default: "last", "Which events' bodies `digest.items` keeps."),
-            SchemaKey("max_items", .integer, default: 10, in: 1...100, "How many bodies `digest.items` keeps."),
-            SchemaKey("actor_field", .string, "A body field naming who did it: `digest.actors` lists them, each once (at most 50)."),
+            SchemaKey(
+                "max_items",
+                .integer,
+                default: 10,
+                in: 1...100,
+                "How many bodies `digest.items` keeps (each up to 8 KB; a larger one as `{}`)."
+            ),
+            SchemaKey("actor_field", .string, "A body field naming who did it (a text): `digest.actors` lists them, each once (at most 50)."),
             SchemaKey("name", .string, default: "digest", "What open digests are stored under (keep it when reordering filters)."),
         ])
     }
 
     static let maxActors = 50
+    static let maxItemBytes = 8192
     /// Event ids a digest remembers, so an event sent again (a kill before its source removed
     /// it) is not counted twice.
     static let rememberedIDs = 200
+    /// How long after its end a digest waits for its first event to come back and carry it.
+    static let grace = 60.0
 
     let configuration: Configuration
     var kind: String { "digest:\(configuration.name)" }
+    var holder: String { "timing.digest:\(configuration.name)" }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         // A digest is one person's: an event for every user passes.
         guard let user = event.user else { return .pass(event) }
-        let key = user + "\n" + (configuration.keyField.flatMap { event.body.value(at: $0)?.textValue } ?? "")
-        let label = configuration.keyField.map { "\($0) '\(event.body.value(at: $0)?.textValue ?? "")' of user \(user)" } ?? "user \(user)"
-        if event.hold(by: context.stage) != nil {
-            // The first event, back when its digest closes: it takes the digest and carries it.
-            let id = event.id
-            guard let digest = try await context.work.takeAway(kind, key: key, if: { $0.payload["opener"]?.stringValue == id }) else {
-                // A dry run keeps no digest: the event carries one of itself.
-                if context.mode != .live { return .pass(carrying(opened(event, at: context.clock.now), event)) }
-                return .drop(reason: "its digest for \(label) went out already, with the event that filled it", code: "digest_closed")
-            }
-            return .pass(carrying(digest.payload, event))
-        }
+        let value = configuration.keyField.flatMap { event.body.value(at: $0)?.textValue } ?? ""
+        let key = StoredKey.joined([user, value])
+        let label = configuration.keyField.map { "\($0) '\(value.prefix(64))'" } ?? "the user"
         let now = context.clock.now
-        let opening = opened(event, at: now)
-        let digest = try await context.work.accumulate(
-            WorkItem(kind: kind, key: key, payload: opening, createdAt: now, group: user),
-            { [configuration] stored in Self.adding(event, to: stored, configuration) }
-        )
-        let opener = digest["opener"]?.stringValue
-        let closes = digest["closes_at"]?.doubleValue ?? now
-        let hold = { (reason: String) in EventHold(.batched, until: Date(timeIntervalSince1970: closes), reason: reason, code: "digest") }
-        if opener == event.id { return .hold(hold("opened the digest for \(label); it closes at \(EventRecord.timestamp(closes))")) }
-        let count = Int(digest["count"]?.intValue ?? 1)
-        if configuration.closeAt > 0, count >= configuration.closeAt,
-            let full = try await context.work.takeAway(kind, key: key, if: { $0.payload["opener"]?.stringValue == opener })
-        {
-            return .pass(carrying(full.payload, event))
+        let id = event.id
+        if event.hold(by: holder) != nil {
+            // The first event, back when its digest closes: it carries the digest, or, sent
+            // again, the digest it carried already.
+            let row = try await update(key, now: now, context: context) { row in
+                var row = row
+                if row.current?["opener"]?.stringValue == id {
+                    row.closing[id] = row.current
+                    row.current = nil
+                }
+                return row
+            }
+            guard let digest = row.closing[id] else {
+                // A dry run keeps no digest: the event carries one of itself.
+                if context.mode != .live { return .pass(carrying(opened(event, at: now), event)) }
+                return .drop(reason: "its digest for \(label) went out with another event", code: "digest_closed")
+            }
+            return .pass(carrier(digest, event, key: key, context: context))
         }
-        return .batched(hold("in the digest for \(label), opened by event \(opener ?? "?"); it closes at \(EventRecord.timestamp(closes))"))
+        let row = try await update(key, now: now, context: context, opening: event) { [configuration] row in
+            var row = row
+            var digest = row.current ?? opened(event, at: now)
+            if digest["ids"]?.arrayValue?.contains(.string(id)) != true {
+                if now > (digest["closes_at"]?.doubleValue ?? now) + Self.grace, var fields = digest.objectValue {
+                    // Its first event never came back: this one opens it again, with all it holds.
+                    fields["opener"] = .string(id)
+                    fields["closes_at"] = .double(now + configuration.window.inSeconds)
+                    digest = .object(fields)
+                }
+                digest = Self.adding(event, to: digest, configuration)
+            }
+            if configuration.closeAt > 0, (digest["count"]?.intValue ?? 0) >= Int64(configuration.closeAt) {
+                row.closing[id] = digest
+                row.current = nil
+                return row
+            }
+            row.current = digest
+            return row
+        }
+        if let full = row.closing[id] { return .pass(carrier(full, event, key: key, context: context)) }
+        let digest = row.current ?? [:]
+        let closes = Date(timeIntervalSince1970: digest["closes_at"]?.doubleValue ?? now)
+        if digest["opener"]?.stringValue == id {
+            return .hold(
+                EventHold(.batched, until: closes, reason: "opened the digest for \(label); it closes then", code: "digest", holder: holder)
+            )
+        }
+        return .batched(EventHold(.batched, until: closes, reason: "in the digest for \(label); it closes then", code: "digest", holder: holder))
+    }
+
+    /// The row of `key` after `change`, stored in one step for every daemon (`opening` the row
+    /// when there is none); an emptied row is removed.
+    private func update(
+        _ key: String,
+        now: Double,
+        context: StageContext,
+        opening event: Event? = nil,
+        _ change: @escaping @Sendable (DigestRow) -> DigestRow
+    ) async throws -> DigestRow {
+        let initial = change(DigestRow(.object([:])))
+        let stored = try await context.work.accumulate(
+            WorkItem(kind: kind, key: key, payload: initial.json, createdAt: now),
+            { change(DigestRow($0)).json }
+        )
+        let row = DigestRow(stored)
+        if row.isEmpty, context.mode == .live { _ = try await context.work.takeAway(kind, key: key, if: { DigestRow($0.payload).isEmpty }) }
+        return row
+    }
+
+    /// `event` carrying `digest`; once its outcome is final, the digest is gone from the store.
+    private func carrier(_ digest: JSON, _ event: Event, key: String, context: StageContext) -> Event {
+        var carrier = carrying(digest, event)
+        guard context.mode == .live else { return carrier }
+        let earlier = event.onComplete
+        let id = event.id
+        carrier.onComplete = { [self] report in
+            if ![.scheduled, .deferred, .batched].contains(report.status) {
+                _ = try? await update(key, now: context.clock.now, context: context) { row in
+                    var row = row
+                    row.closing[id] = nil
+                    return row
+                }
+            }
+            await earlier?(report)
+        }
+        return carrier
     }
 
     /// A digest of `event` alone, open from `now` for the window.
     func opened(_ event: Event, at now: Double) -> JSON {
-        var digest: [String: JSON] = [
-            "opener": .string(event.id), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds),
-            "count": 1, "items": [event.body], "ids": [.string(event.id)], "actors": [],
-        ]
-        if let field = configuration.actorField, let actor = event.body.value(at: field), actor != .null { digest["actors"] = [actor] }
-        return .object(digest)
+        Self.adding(
+            event,
+            to: ["opener": .string(event.id), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds), "count": 0],
+            configuration
+        )
     }
 
-    /// `stored` with `event` in it: counted once, its body kept as `keep` says, its actor listed once.
+    /// `digest` with `event` in it: counted once, its body kept as `keep` says (up to 8 KB), its actor listed once.
     static func adding(_ event: Event, to stored: JSON, _ configuration: Configuration) -> JSON {
         guard var digest = stored.objectValue else { return stored }
         var ids = digest["ids"]?.arrayValue ?? []
@@ -91,13 +167,14 @@ struct DigestFilter: Filter {
         digest["ids"] = .array(Array(ids.suffix(rememberedIDs)))
         digest["count"] = .int((digest["count"]?.intValue ?? 0) + 1)
         var items = digest["items"]?.arrayValue ?? []
-        if configuration.keep == "last" || items.count < configuration.maxItems { items.append(event.body) }
+        let body = event.body.compactText.utf8.count <= maxItemBytes ? event.body : [:]
+        if configuration.keep == "last" || items.count < configuration.maxItems { items.append(body) }
         digest["items"] = .array(Array(configuration.keep == "last" ? items.suffix(configuration.maxItems) : items.prefix(configuration.maxItems)))
         var actors = digest["actors"]?.arrayValue ?? []
-        if let field = configuration.actorField, let actor = event.body.value(at: field), actor != .null, !actors.contains(actor),
-            actors.count < maxActors
+        if let field = configuration.actorField, let actor = event.body.value(at: field)?.textValue, actor.utf8.count <= 256,
+            !actors.contains(.string(actor)), actors.count < maxActors
         {
-            actors.append(actor)
+            actors.append(.string(actor))
         }
         digest["actors"] = .array(actors)
         return .object(digest)
@@ -111,5 +188,25 @@ struct DigestFilter: Filter {
         fields["actors_count"] = .int(Int64(digest["actors"]?.arrayValue?.count ?? 0))
         carrier.body = event.body.replacing(at: "digest", with: .object(fields))
         return carrier
+    }
+}
+
+/// A user and key's row: the digest open now, and those on their way with their carriers.
+struct DigestRow: Sendable {
+    var current: JSON?
+    var closing: [String: JSON]
+
+    init(_ json: JSON) {
+        current = json["current"].flatMap { $0 == .null ? nil : $0 }
+        closing = json["closing"]?.objectValue ?? [:]
+    }
+
+    var isEmpty: Bool { current == nil && closing.isEmpty }
+
+    var json: JSON {
+        var fields: [String: JSON] = [:]
+        if let current { fields["current"] = current }
+        if !closing.isEmpty { fields["closing"] = .object(closing) }
+        return .object(fields)
     }
 }

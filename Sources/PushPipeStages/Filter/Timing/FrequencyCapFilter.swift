@@ -37,7 +37,7 @@ struct FrequencyCapFilter: Filter, LongRunningStage {
         // A broadcast has no one user to count: caps are per person.
         guard let user = event.user else { return .pass(event) }
         if Bypass.applies(to: event, field: configuration.bypassField, values: configuration.bypassValues) { return .pass(event) }
-        guard try await marks.admit(event, group: user, context: context) else {
+        guard try await marks.admit(event, group: StoredKey.part(user), context: context) else {
             return .drop(reason: "user \(user) reached the '\(configuration.name)' cap", code: "capped")
         }
         return .pass(event)

@@ -53,6 +53,9 @@ struct ScheduleFilter: Filter {
             ]) + RecipientZone.schema
     }
 
+    /// How it knows its own holds (`EventHold.holder`): one schedule per pipeline.
+    static let holder = "timing.schedule"
+
     let configuration: Configuration
     let localTime: WallClockTime?
     let zones: RecipientZone
@@ -73,7 +76,7 @@ struct ScheduleFilter: Filter {
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let now = context.clock.now
         // Back from its wait: sent, unless it waited too long.
-        if let waited = event.hold(by: context.stage) {
+        if let waited = event.hold(by: Self.holder) {
             return expired(event, instant: waited.until, now: now) ?? .pass(event)
         }
         let instant: Double
@@ -92,7 +95,16 @@ struct ScheduleFilter: Filter {
             }
             let local = zone.map { " (\(localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? "") in \($0))" } ?? ""
             let reason = "scheduled for \(EventRecord.timestamp(instant))\(local)"
-            return .hold(EventHold(.scheduled, until: Date(timeIntervalSince1970: instant), reason: reason, code: "send_at", replaceKey: replaceKey))
+            return .hold(
+                EventHold(
+                    .scheduled,
+                    until: Date(timeIntervalSince1970: instant),
+                    reason: reason,
+                    code: "send_at",
+                    holder: Self.holder,
+                    replaceKey: replaceKey
+                )
+            )
         }
         // An event that waited for another rule is not late for it.
         if configuration.late == "skip", event.holds.isEmpty, now - instant > configuration.lateAfter.inSeconds {
@@ -144,6 +156,8 @@ struct ScheduleFilter: Filter {
                 ? today : clock.instant(ZonedClock.Day(number: day.number + 1), minute: localTime.minute).timeIntervalSince1970
         }
         if configuration.jitter > .zero { instant += configuration.jitter.inSeconds * Self.spread(event.id + "\u{0}" + (event.user ?? "")) }
+        // Nothing waits in the store for longer than a year.
+        guard instant - now <= SchemaValidator.maximumDuration else { return .invalid("its instant is more than a year ahead") }
         return .at(instant, zone: zone)
     }
 

@@ -26,6 +26,9 @@ struct SendWindowFilter: Filter {
             ) + RecipientZone.schema
     }
 
+    /// How it knows its own holds (`EventHold.holder`).
+    static let holder = "timing.window"
+
     let windows: WeeklyWindows
     let zones: RecipientZone
     let configuration: Configuration
@@ -41,7 +44,7 @@ struct SendWindowFilter: Filter {
         let (clock, zone) = try await zones.zone(for: event, context: context)
         // Back from its wait: judged at the opening it waited for, so a daemon whose clock is a
         // little behind the store's does not make it wait again.
-        let now = max(context.clock.now, event.hold(by: context.stage)?.until ?? 0)
+        let now = max(context.clock.now, event.hold(by: Self.holder)?.until ?? 0)
         let instant = Date(timeIntervalSince1970: now)
         guard let opening = windows.opening(from: instant, clock) else {
             return .drop(reason: "no send window opens in the next 400 days (\(zone))", code: "no_window")
@@ -49,6 +52,6 @@ struct SendWindowFilter: Filter {
         guard opening > instant else { return .pass(event) }
         let local = clock.local(opening).minute
         let reason = "outside the send windows in \(zone); the next opens at \(String(format: "%02d:%02d", local / 60, local % 60)) there"
-        return .hold(EventHold(.deferred, until: opening, reason: reason, code: "quiet_hours"))
+        return .hold(EventHold(.deferred, until: opening, reason: reason, code: "quiet_hours", holder: Self.holder))
     }
 }

@@ -1,10 +1,10 @@
 import PushPipeCore
 
-/// At most `limit` events per key (the user, or a body field) in any `period`, in this
-/// pipeline, counted by every daemon of a group together: the rest are dropped with the code
-/// `throttled`, which their status shows.
+/// At most `limit` events per user (and per `key_field` value: a thread, a game) in any
+/// `period`, in this pipeline, counted by every daemon of a group together: the rest are
+/// dropped with the code `throttled`, which their status shows.
 struct ThrottleFilter: Filter, LongRunningStage {
-    static let summary = "Drops events beyond `limit` per key (the user, or a body field) in any `period`, across the daemons of a group."
+    static let summary = "Drops events beyond `limit` per user (and key) in any `period`, across the daemons of a group."
 
     struct Configuration: StageConfiguration {
         var limit: Int
@@ -15,7 +15,7 @@ struct ThrottleFilter: Filter, LongRunningStage {
         static let schema = Schema([
             .required("limit", .integer, in: 1...1_000_000, "At most this many events per key in a `period`."),
             .required("period", .duration, "The rolling window the limit counts in."),
-            SchemaKey("key_field", .string, "A body field naming what is throttled (a thread, a game); the event's user when omitted."),
+            SchemaKey("key_field", .string, "A body field: counted per user and value (a thread, a game); per user when omitted."),
             SchemaKey("name", .string, default: "throttle", "What the counts are stored under (keep it when reordering filters)."),
         ])
     }
@@ -29,12 +29,10 @@ struct ThrottleFilter: Filter, LongRunningStage {
     }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
-        let key = configuration.keyField.map { event.body.value(at: $0)?.textValue ?? "" } ?? event.user ?? "*"
-        guard try await marks.admit(event, group: key, context: context) else {
-            return .drop(
-                reason: "more than \(configuration.limit) in \(Int(configuration.period.inSeconds)) s for '\(key)'",
-                code: "throttled"
-            )
+        // A broadcast counts as one recipient, `*`.
+        let value = configuration.keyField.flatMap { event.body.value(at: $0)?.textValue } ?? ""
+        guard try await marks.admit(event, group: StoredKey.joined([event.user ?? "*", value]), context: context) else {
+            return .drop(reason: "more than \(configuration.limit) in \(Int(configuration.period.inSeconds)) s", code: "throttled")
         }
         return .pass(event)
     }

@@ -93,7 +93,7 @@ import Testing
             #expect(hold.code == "send_at")
             // Back from its wait (held by this stage): it goes.
             var back = event
-            back.holds = [PassedHold(stage: "filters[0]", until: hold.until.timeIntervalSince1970)]
+            back.holds = [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
             clock.advance(seconds: hold.until.timeIntervalSince1970 - clock.now + 0.5)
             #expect(Self.passed(try await filter.apply(to: back, context: context)))
         }
@@ -129,7 +129,7 @@ import Testing
             #expect(Self.passed(try await skip.apply(to: Event(pipeline: "p", user: "u", body: recent), context: context)))
             // An event that waited for another rule is not late.
             var waited = Event(pipeline: "p", user: "u", body: body)
-            waited.holds = [PassedHold(stage: "filters[1]", until: 0)]
+            waited.holds = [PassedHold(stage: "timing.window", until: 0)]
             #expect(Self.passed(try await skip.apply(to: waited, context: context)))
         }
     }
@@ -140,7 +140,7 @@ import Testing
             let event = Event(pipeline: "p", user: "u", body: [:])
             let hold = try #require(Self.hold(try await filter.apply(to: event, context: context)))
             var back = event
-            back.holds = [PassedHold(stage: "filters[0]", until: hold.until.timeIntervalSince1970)]
+            back.holds = [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
             // The daemons were down for two hours.
             clock.advance(seconds: 2 * 3600)
             #expect(Self.dropCode(try await filter.apply(to: back, context: context)) == "expired")
@@ -200,7 +200,7 @@ import Testing
             #expect(Self.passed(try await filter.apply(to: Event(pipeline: "p", user: "ber", body: ["urgent": true]), context: context)))
             // Back at the opening it waited for, from a daemon whose clock is a second behind: it goes.
             var back = night
-            back.holds = [PassedHold(stage: "filters[0]", until: hold.until.timeIntervalSince1970)]
+            back.holds = [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
             clock.advance(seconds: hold.until.timeIntervalSince1970 - clock.now - 1)
             #expect(Self.passed(try await filter.apply(to: back, context: context)))
             // Not held by it before: judged by the clock (still quiet for a second).

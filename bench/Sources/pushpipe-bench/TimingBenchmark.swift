@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushPipeCore
+import PushPipeStages
+import Synchronization
+
+/// Scheduled sends at scale (issue 49): `sends` events held by `timing.schedule` for `zones`
+/// instants (one per time zone's 09:00, `gap` apart), each zone's batch due at once. What it
+/// shows: memory does not grow with the number waiting (they wait in the store and are
+/// claimed as the pipeline has room), and how long after its instant each zone's last send
+/// left. The transport prints to a counting sink, so the figures are pushpipe's own.
+struct TimingBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "timing", abstract: "Scheduled sends: holding, then sending zone by zone.")
+
+    @Option(help: "Scheduled sends.") var sends = 100_000
+    @Option(help: "Zones, each with its own instant.") var zones = 24
+    @Option(help: "Seconds between two zones' instants.") var gap = 2.0
+    @Option(help: "Users the sends are spread over (one token each).") var users = 2400
+    @Option(help: "A PostgreSQL URL on 127.0.0.1 (an empty database); a new SQLite file when omitted.") var store: String?
+    @Option(help: "Seconds from the start to the first zone's instant: time to hold every send (default: 1 s per 2,000, plus 10).")
+    var lead: Double?
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-timing-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = "\(directory)/timing.yaml"
+        try """
+        pipeline: timing
+        sources: [{type: http.event, path: /events}]
+        filters: [{type: timing.schedule, at_field: at}]
+        renderer: {type: json.template, payload: {z: {$from: z}}}
+        transport: {type: stdout, format: compact}
+        delivery: {concurrency: 256}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+            .load(pipelineFiles: [file], pluginsDirectory: nil)
+        guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
+        var logger = Logger(label: "timing-bench")
+        logger.logLevel = .error
+        let store = try await BenchStore.open(store, directory: directory, logger: logger)
+        for user in 0..<users {
+            try await store.pipeline("timing").register(
+                DeviceToken(user: "u\(user)", kind: "device", value: String(format: "%064x", user + 1)),
+                environment: nil,
+                replace: false
+            )
+        }
+        // Held first, all of them: the first instant comes once every send is stored.
+        let processor = EventProcessor(definition: definition, store: store, logger: logger, mode: .live, output: OutputSink { _ in })
+        let holding = ContinuousClock.now
+        let start = Date().timeIntervalSince1970 + (lead ?? Double(sends) / 2000 + 10)
+        let perTask = (sends + 63) / 64
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<64 {
+                group.addTask {
+                    for index in (task * perTask)..<min(sends, (task + 1) * perTask) {
+                        let zone = index % zones
+                        let event = Event(
+                            pipeline: "timing",
+                            user: "u\(index % users)",
+                            body: ["z": .int(Int64(zone)), "at": .double(start + Double(zone) * gap)]
+                        )
+                        let report = await processor.process(event)
+                        guard report.status == .scheduled else { throw ValidationError("event \(index) was \(report.status.rawValue)") }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let held = ContinuousClock.now - holding
+        let holdingEnded = Date().timeIntervalSince1970
+        let heldRSS = ProcessUsage.peakRSSMegabytes()
+        let sent = Mutex([Int](repeating: 0, count: zones))
+        let last = Mutex([Double](repeating: 0, count: zones))
+        let output = OutputSink { text in
+            guard let range = text.range(of: #""z":"#), let zone = Int(text[range.upperBound...].prefix { $0.isNumber }) else { return }
+            let now = Date().timeIntervalSince1970
+            sent.withLock { $0[zone] += 1 }
+            last.withLock { $0[zone] = max($0[zone], now) }
+        }
+        let runner = PipelineRunner(definition: definition, store: store, logger: logger, mode: .live, output: output)
+        let cpu = ProcessUsage.cpuSeconds()
+        let sending = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await runner.run() }
+            let deadline = ContinuousClock.now + .seconds(Double(sends) / 200 + 120)
+            while sent.withLock({ $0.reduce(0, +) }) < sends, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            runner.stop()
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - sending
+        let total = sent.withLock { $0.reduce(0, +) }
+        let lateness = (0..<zones).map { zone in last.withLock { $0[zone] } - (start + Double(zone) * gap) }
+        try await store.close()
+        let size = (try? FileManager.default.attributesOfItem(atPath: "\(directory)/state.sqlite")[.size] as? Int) ?? 0
+        print(
+            "timing: \(total) of \(sends) sends in \(zones) zones; held in \(held) (first instant \(String(format: "%.1f", start - holdingEnded)) s after) (\(Int(Double(sends) / held.inSeconds))/s), peak RSS \(heldRSS) MB; "
+                + "sent over \(elapsed) (\(String(format: "%.1f", ProcessUsage.cpuSeconds() - cpu)) s CPU), peak RSS \(ProcessUsage.peakRSSMegabytes()) MB; "
+                + "last send after its zone's instant: median \(String(format: "%.2f", lateness.sorted()[zones / 2])) s, "
+                + "max \(String(format: "%.2f", lateness.max() ?? 0)) s; "
+                + (self.store == nil ? "SQLite file \(size / 1_048_576) MB" : "PostgreSQL")
+        )
+    }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Scheduled sends at scale (issue 49): SENDS events held by timing.schedule for 24 zones'
+# instants GAP seconds apart, then sent zone by zone. Reports how long after its instant each
+# zone's last send left, peak RSS while holding and while sending, and the store's size.
+# SENDS="100000" (1000000 for the issue's figure, with LEAD=40); STORE=postgres://… for PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source bench/lib/build.sh
+build_release pushpipe-bench
+for sends in ${SENDS:-100000}; do
+  .build/release/pushpipe-bench timing --sends "$sends" --zones 24 --gap "${GAP:-2}" \
+    ${LEAD:+--lead "$LEAD"} ${STORE:+--store "$STORE"} | grep '^timing:'
+done
