@@ -155,4 +155,27 @@ import Testing
         #expect(validation.status == 0, "\(validation.output.suffix(5))")
         #expect(validation.output.contains("ok \(deploy.file("pipelines/example.yaml"))"), "the example's plugin is found beside the pipelines")
     }
+
+    /// A dry run of a timing rule says when the event would go, without waiting, and keeps nothing.
+    @Test func aDryRunSaysWhenAHeldEventWouldGo() async throws {
+        let directory = try TemporaryDirectory("dry-run-timing")
+        defer { directory.remove() }
+        try directory.write(
+            "pipelines/activity-digest.yaml",
+            try String(contentsOf: Repository.root.appendingPathComponent("pipelines/activity-digest.yaml"), encoding: .utf8)
+        )
+        try directory.write(
+            "event.json",
+            #"{"user": "ana", "body": {"user": "ana", "post": "/p/1", "post_title": "T", "actor": "bob", "text": "hi"}}"#
+        )
+        let result = try await pushpipe(
+            ["dry-run", "activity-digest", "--event", "event.json", "--state", "state.sqlite", "--plugins", "none"],
+            in: directory,
+            environment: ["ACTIVITY_TIME_ZONE": ActivityDigestTests.daytimeZone]
+        )
+        #expect(result.status == 0, "\(result.errors.suffix(5))")
+        let line = try #require(result.output.first { $0.hasPrefix("result: ") })
+        #expect(line.hasPrefix("result: batched until 20"), "\(line)")
+        #expect(line.contains("opened the digest for post '/p/1'"))
+    }
 }
