@@ -7,7 +7,7 @@ extension RouteAction {
             userKeys + [
                 .required(
                     "keys",
-                    .map(.oneOf(["boolean", "string", "integer", "time_zone"])),
+                    .map(.oneOf(["boolean", "string", "integer", "time_zone", "quiet_hours"])),
                     "Settings a client may change, with their JSON type (`time_zone`: a string naming an IANA zone, which timing filters read)."
                 )
             ]
@@ -16,7 +16,11 @@ extension RouteAction {
             var properties = UserSelector(configuration).bodyProperty()
             for (key, type) in configuration["keys"]?.objectValue ?? [:] {
                 properties[key] =
-                    type == "time_zone" ? ["type": "string", "description": "An IANA time zone, such as Europe/Berlin."] : ["type": type]
+                    switch type {
+                    case "time_zone": ["type": "string", "description": "An IANA time zone, such as Europe/Berlin."]
+                    case "quiet_hours": ["type": "string", "description": "The user's quiet hours, such as 22:00-07:00, or off."]
+                    default: ["type": type]
+                    }
             }
             let userKeys = Array(UserSelector(configuration).bodyProperty().keys)
             let body = RouteContract.object(properties, required: userKeys, minProperties: userKeys.count + 1)
@@ -47,11 +51,12 @@ extension RouteAction {
                     switch (type, value) {
                     case ("boolean", .bool), ("string", .string), ("integer", .int): true
                     case ("time_zone", .string(let name)): TimeZoneName.zone(name) != nil
+                    case ("quiet_hours", .string(let text)): DailySpan(text) != nil
                     default: false
                     }
                 guard matches else {
-                    if type == "time_zone", value.stringValue != nil {
-                        throw RouteError.unprocessable("'\(key)' must be \(TimeZoneName.expected)", field: key)
+                    if value.stringValue != nil, let expected = ["time_zone": TimeZoneName.expected, "quiet_hours": DailySpan.expected][type] {
+                        throw RouteError.unprocessable("'\(key)' must be \(expected)", field: key)
                     }
                     throw RouteError.unprocessable("'\(key)' must be a \(type), found \(value.typeName)", field: key)
                 }

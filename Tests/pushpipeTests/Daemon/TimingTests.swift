@@ -13,7 +13,7 @@ import Testing
           - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token, time_zone_field: time_zone}
           - {action: diagnostics, path: /diagnostics/:user_id, user_param: user_id}
           - {action: cancel, path: /events/scheduled/:key, auth: {type: token, token: backend-secret}}
-          - {action: settings, path: /settings/:user_id, user_param: user_id, keys: {enabled: boolean, time_zone: time_zone}}
+          - {action: settings, path: /settings/:user_id, user_param: user_id, keys: {enabled: boolean, time_zone: time_zone, quiet_hours: quiet_hours}}
         sources:
           - {type: http.event, path: /events, user_field: user, auth: {type: token, token: backend-secret}}
         filters:
@@ -143,6 +143,10 @@ import Testing
             {
                 let refused = try await client.request("PATCH", "/settings/ana", json: ["time_zone": zone, "enabled": false])
                 #expect(refused.status == 422 && refused.body?["field"] == "time_zone", "\(zone): \(refused.status) \(refused.text)")
+            }
+            for quiet: JSON in ["25:00-07:00", "00:00-24:00", "22:00", "night", 22] {
+                let refused = try await client.request("PATCH", "/settings/ana", json: ["quiet_hours": quiet])
+                #expect(refused.status == 422 && refused.body?["field"] == "quiet_hours", "\(quiet): \(refused.text)")
             }
             let unchanged = try await client.request("PATCH", "/settings/ana", json: ["enabled": true])
             #expect(unchanged.body?["settings"] == ["time_zone": "Europe/Berlin", "enabled": true], "\(unchanged.text)")

@@ -13,6 +13,7 @@ struct SendWindowFilter: Filter {
         var holidays: [String]
         var bypassField: String?
         var bypassValues: [JSON]
+        var quietSetting: String
         var timeZone: String
         var zoneSetting: String
 
@@ -22,6 +23,13 @@ struct SendWindowFilter: Filter {
                     SchemaKey("windows", .list(.object(WeeklyWindows.Window.schema)), "When to send (or give `quiet`)."),
                     SchemaKey("quiet", .list(.object(WeeklyWindows.Window.schema)), "When not to send (or give `windows`)."),
                     SchemaKey("holidays", .list(.string), default: [], "Days (`YYYY-MM-DD`, in the recipient's zone) with no sending at all."),
+                    SchemaKey(
+                        "quiet_setting",
+                        .string,
+                        default: "quiet_hours",
+                        "The user setting holding a user's own quiet hours (a `settings` route key of type `quiet_hours`: `22:00-07:00` every day, "
+                            + "or `off`), which replace the pipeline's windows for that user; empty: users' own are not read."
+                    ),
                 ] + Bypass.keys("is sent at any time")
             ) + RecipientZone.schema
     }
@@ -39,9 +47,20 @@ struct SendWindowFilter: Filter {
         self.configuration = configuration
     }
 
+    /// The user's own quiet hours (`quiet_setting`) when they set some, else the pipeline's
+    /// windows; the pipeline's holidays either way.
+    func windows(for event: Event, context: StageContext) async throws -> WeeklyWindows {
+        guard !configuration.quietSetting.isEmpty, let user = event.user,
+            let text = try await context.registrations.setting(user: user, key: configuration.quietSetting)?.stringValue,
+            let span = DailySpan(text)
+        else { return windows }
+        return (try? windows.replacingWindows(with: span)) ?? windows
+    }
+
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         if Bypass.applies(to: event, field: configuration.bypassField, values: configuration.bypassValues) { return .pass(event) }
         let (clock, zone) = try await zones.zone(for: event, context: context)
+        let windows = try await self.windows(for: event, context: context)
         // Back from its wait: judged at the opening it waited for, so a daemon whose clock is a
         // little behind the store's does not make it wait again.
         let now = max(context.clock.now, event.hold(by: Self.holder)?.until ?? 0)

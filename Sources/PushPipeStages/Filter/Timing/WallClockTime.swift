@@ -8,11 +8,9 @@ struct WallClockTime: Sendable, Hashable {
 
     /// `24:00` only where it means the end of a day (`allowingEndOfDay`).
     init(_ text: String, keyPath: String, allowingEndOfDay: Bool = false) throws {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]),
-            parts[0].allSatisfy(\.isASCII), parts[1].allSatisfy(\.isASCII),
-            (0...59).contains(minute), (0...23).contains(hour) || (allowingEndOfDay && hour == 24 && minute == 0)
-        else { throw ConfigurationValueError(keyPath: keyPath, "'\(text)' is not a time of day", expected: Self.expected) }
-        self.minute = hour * 60 + minute
+        guard let minute = DailySpan.minute(text, allowingEndOfDay: allowingEndOfDay) else {
+            throw ConfigurationValueError(keyPath: keyPath, "'\(text)' is not a time of day", expected: Self.expected)
+        }
+        self.minute = minute
     }
 }

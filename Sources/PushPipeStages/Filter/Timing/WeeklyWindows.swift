@@ -26,7 +26,7 @@ struct WeeklyWindows: Sendable {
     }
 
     /// `windows` are open, or `quiet` ones closed: exactly one of them. `keyPath` names them in errors.
-    init(windows: [Window]?, quiet: [Window]?, holidays: [String], keyPath: String = "") throws {
+    init(windows: [Window]?, quiet: [Window]?, holidays: [String], holidayDays: Set<ZonedClock.Day> = [], keyPath: String = "") throws {
         let (given, isQuiet, key): ([Window], Bool, String)
         switch (windows, quiet) {
         case (let windows?, nil): (given, isQuiet, key) = (windows, false, "windows")
@@ -59,7 +59,7 @@ struct WeeklyWindows: Sendable {
         guard !open.isEmpty else {
             throw ConfigurationValueError(keyPath: keyPath + key, "these \(key) leave no time to send", expected: "some time of the week open")
         }
-        self.holidays = Set(
+        self.holidays = holidayDays.union(
             try holidays.enumerated().map { index, text in
                 guard let day = ZonedClock.Day(iso: text) else {
                     throw ConfigurationValueError(keyPath: "\(keyPath)holidays[\(index)]", "'\(text)' is not a date", expected: "YYYY-MM-DD")
@@ -68,6 +68,14 @@ struct WeeklyWindows: Sendable {
             }
         )
     }
+
+    /// The same holidays, and `span`'s quiet hours every day instead of these windows (none when off).
+    func replacingWindows(with span: DailySpan) throws -> WeeklyWindows {
+        let quiet = span.isOff ? [] : [Window(days: Self.dayNames, start: Self.text(span.start), end: Self.text(span.end))]
+        return try WeeklyWindows(windows: nil, quiet: quiet, holidays: [], holidayDays: holidays)
+    }
+
+    private static func text(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }
 
     /// `instant` itself when it is in a window, else the first minute a window opens after it,
     /// in `clock`'s zone; nil only when holidays fill the next 400 days.

@@ -215,6 +215,31 @@ import Testing
     }
 
     /// Each refusal names the key and where its value is in the file (line 3 holds the filter).
+    /// A user's own quiet hours (a setting) replace the pipeline's for that user; `off` has none.
+    @Test func aUsersOwnQuietHoursReplaceThePipelines() async throws {
+        // 05:30 UTC: 07:30 in Berlin.
+        try await Self.withContext(at: "2026-06-03T05:30:00Z", zones: ["late": "Europe/Berlin", "owl": "Europe/Berlin", "other": "Europe/Berlin"]) {
+            context,
+            _ in
+            try await context.registrations.setSettings(["quiet_hours": "01:00-09:00"], user: "late")
+            try await context.registrations.setSettings(["quiet_hours": "off"], user: "owl")
+            let filter = try await Self.window("quiet: [{start: \"22:00\", end: \"07:00\"}], holidays: [\"2026-06-04\"]")
+            let hold = try #require(Self.hold(try await filter.apply(to: Event(pipeline: "p", user: "late", body: [:]), context: context)))
+            #expect(hold.until.timeIntervalSince1970 == Self.instant("2026-06-03T07:00:00Z"), "09:00 in Berlin")
+            #expect(Self.passed(try await filter.apply(to: Event(pipeline: "p", user: "owl", body: [:]), context: context)))
+            #expect(
+                Self.passed(try await filter.apply(to: Event(pipeline: "p", user: "other", body: [:]), context: context)),
+                "07:30 is open for the rest"
+            )
+        }
+        // The pipeline's holiday holds for a user with quiet hours off too.
+        try await Self.withContext(at: "2026-06-04T10:00:00Z", zones: ["owl": "Europe/Berlin"]) { context, _ in
+            try await context.registrations.setSettings(["quiet_hours": "off"], user: "owl")
+            let filter = try await Self.window("quiet: [{start: \"22:00\", end: \"07:00\"}], holidays: [\"2026-06-04\"]")
+            #expect(Self.hold(try await filter.apply(to: Event(pipeline: "p", user: "owl", body: [:]), context: context)) != nil)
+        }
+    }
+
     @Test func aPipelineZoneOrTimeThatIsNotOneIsRefusedAtItsKey() async {
         await Self.expectRefusal("timing.schedule", "delay: 1m, time_zone: Mars/Olympus", "filters[0].time_zone @3:57")
         await Self.expectRefusal("timing.schedule", "delay: 1m, time_zone: GMT+5", "filters[0].time_zone @3:57")
