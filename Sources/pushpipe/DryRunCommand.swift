@@ -49,9 +49,7 @@ struct DryRunCommand: AsyncParsableCommand {
             for input in inputs {
                 print("event \(input.id) for \(input.user ?? "every user"):\n\(input.body.prettyText)\n")
                 let report = await processor.process(input)
-                // A held event: when it would come back, and why then.
-                let until = report.heldUntil.map { " until \(EventRecord.timestamp($0))" } ?? ""
-                print("result: \(report.status.rawValue)\(until)\(report.reason.map { " (\($0))" } ?? "")")
+                print("result: \(report.summary)")
                 for delivery in report.deliveries {
                     print("  \(delivery.tokenKind) token \(delivery.token) of \(delivery.user): rendered\n\(delivery.payload.prettyText)")
                 }

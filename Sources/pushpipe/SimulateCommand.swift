@@ -69,8 +69,7 @@ struct SimulateCommand: AsyncParsableCommand {
             if report.status == .partial { throw ExitCode(1) }
         case .scheduled, .deferred, .batched:
             // Kept in the state: a daemon on it sends the event when it falls due.
-            let until = report.heldUntil.map { " until \(EventRecord.timestamp($0))" } ?? ""
-            print("\(report.status.rawValue)\(until)\(report.reason.map { " (\($0))" } ?? "")")
+            print(report.summary)
         case .filtered, .noRecipients, .failed:
             print("not sent: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
             for delivery in report.deliveries { print("\(delivery.outcome): \(delivery.reason ?? "")") }

@@ -38,6 +38,11 @@ extension EventProcessor {
         } catch {
             return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)
         }
+        return heldReport(event, hold, stage: stage)
+    }
+
+    /// The report of an event `hold` keeps waiting (its status the hold's kind), with its instant.
+    func heldReport(_ event: Event, _ hold: EventHold, stage: String) -> EventReport {
         var report = EventReport(
             eventID: event.id,
             pipeline: definition.name,

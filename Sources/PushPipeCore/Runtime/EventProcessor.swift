@@ -224,17 +224,7 @@ public struct EventProcessor: Sendable {
                 case .batched(let hold):
                     span?.attributes["pushpipe.hold.code"] = hold.code
                     telemetry.held(event, stage: filter.id, type: filter.type, hold)
-                    var report = EventReport(
-                        eventID: event.id,
-                        pipeline: definition.name,
-                        user: event.user,
-                        status: .batched,
-                        reason: hold.reason,
-                        stage: filter.id,
-                        code: hold.code
-                    )
-                    report.heldUntil = hold.until.timeIntervalSince1970
-                    return .finished(report, event)
+                    return .finished(heldReport(event, hold, stage: filter.id), event)
                 case .hold(let hold):
                     span?.attributes["pushpipe.hold.code"] = hold.code
                     telemetry.held(event, stage: filter.id, type: filter.type, hold)

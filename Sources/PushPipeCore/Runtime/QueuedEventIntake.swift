@@ -45,8 +45,8 @@ public struct QueuedEventIntake: Sendable {
             do {
                 if more > 0 {
                     // More may be waiting: look again once half the room this claim filled is
-                    // free, as events finish (a fixed pause capped the rate at a room per pause),
-                    // or after 100 ms.
+                    // free, as events finish, so the rate follows the pipeline's and not a
+                    // pause's; or after 100 ms.
                     try await waitForRoom(max(1, more / 2), in: sink, clock: context.clock)
                 } else {
                     try await context.clock.sleep(for: idle)

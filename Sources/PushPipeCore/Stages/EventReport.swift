@@ -55,6 +55,14 @@ public struct EventReport: Sendable, Codable {
     }
 }
 
+extension EventReport {
+    /// As the CLI prints it: the status, when a held event comes back, and why.
+    public var summary: String {
+        let until = heldUntil.map { " until \(EventRecord.timestamp($0))" } ?? ""
+        return "\(status.rawValue)\(until)\(reason.map { " (\($0))" } ?? "")"
+    }
+}
+
 /// A delivery as an event's report shows it (`Delivery`'s view for a dry run, a test, a log).
 public struct DeliveryReport: Sendable, Codable {
     public var user: String

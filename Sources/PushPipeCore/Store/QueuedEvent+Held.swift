@@ -17,7 +17,7 @@ extension QueuedEvent {
 
     /// What its record says once it was withdrawn (`replaced`, `cancelled`): it will not be sent.
     public func withdrawnRecord(code: String, reason: String, at now: Double) -> EventRecord {
-        var record = EventRecord(
+        EventRecord(
             pipeline: pipeline,
             eventID: eventID,
             state: .dropped,
@@ -30,8 +30,6 @@ extension QueuedEvent {
             acceptedAt: time,
             updatedAt: now
         )
-        record.heldUntil = nil
-        return record
     }
 }
 
