@@ -70,7 +70,7 @@ struct SimulateCommand: AsyncParsableCommand {
         case .scheduled, .deferred, .batched:
             // Kept in the state: a daemon on it sends the event when it falls due.
             print(report.summary)
-        case .filtered, .noRecipients, .failed:
+        case .filtered, .throttled, .capped, .noRecipients, .failed:
             print("not sent: \(report.status.rawValue)\(report.reason.map { " (\($0))" } ?? "")")
             for delivery in report.deliveries { print("\(delivery.outcome): \(delivery.reason ?? "")") }
             throw ExitCode(1)

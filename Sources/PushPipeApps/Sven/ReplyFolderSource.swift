@@ -176,7 +176,7 @@ struct ReplyFolderSource: Source, OneShotSource, LongRunningStage {
                 failedReplies.delivered(name)
                 inFlight.end(name)
                 context.logger.info("reply \(name) \(report.status.rawValue); moved to sent/")
-            case .failed, .filtered:
+            case .failed, .filtered, .throttled, .capped:
                 // Claimed by this process until its wait is over (`keepClaims` puts it back).
                 let wait = failedReplies.failed(name, firstWait: firstWait)
                 inFlight.end(name)

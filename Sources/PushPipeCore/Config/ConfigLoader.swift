@@ -82,7 +82,8 @@ public struct ConfigLoader: Sendable {
         return result
     }
 
-    /// Names and routes must be unique across all pipelines served by one daemon.
+    /// Names and routes must be unique across all pipelines served by one daemon, and state
+    /// they share (`SharedState`) declared alike.
     static func crossFileDiagnostics(_ pipelines: [PipelineDefinition]) -> [Diagnostic] {
         var diagnostics: [Diagnostic] = []
         var names: [String: PipelineDefinition] = [:]
@@ -109,6 +110,27 @@ public struct ConfigLoader: Sendable {
                         at: declared.location,
                         keyPath: declared.keyPath,
                         "route \(declared.route.method) \(declared.route.path) is already served by \(whose) at \(other.location)"
+                    )
+                )
+            }
+        }
+        var shared: [String: (PipelineDefinition, PipelineDefinition.DeclaredSharedState)] = [:]
+        for pipeline in pipelines {
+            for declared in pipeline.sharedStates {
+                guard let (otherPipeline, other) = shared[declared.state.name] else {
+                    shared[declared.state.name] = (pipeline, declared)
+                    continue
+                }
+                guard other.state.terms != declared.state.terms else { continue }
+                let whose = otherPipeline.name == pipeline.name ? "this pipeline" : "pipeline '\(otherPipeline.name)'"
+                diagnostics.append(
+                    Diagnostic(
+                        .conflictingSharedState,
+                        at: declared.location,
+                        keyPath: declared.keyPath,
+                        "'\(declared.state.name)' is shared with \(whose) at \(other.location), which says \(other.state.terms): "
+                            + "one would prune what the other counts",
+                        expected: other.state.terms
                     )
                 )
             }

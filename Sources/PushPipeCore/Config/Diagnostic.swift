@@ -17,6 +17,7 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         case malformedInterpolation = "malformed-interpolation"
         case duplicateRoute = "duplicate-route"
         case duplicatePipeline = "duplicate-pipeline"
+        case conflictingSharedState = "conflicting-shared-state"
         case unreadableFile = "unreadable-file"
         case invalidTemplate = "invalid-template"
         case invalidPlugin = "invalid-plugin"

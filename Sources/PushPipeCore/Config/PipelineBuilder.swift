@@ -95,6 +95,11 @@ struct PipelineBuilder {
             delivery: delivery,
             location: SourceLocation(file: file, line: 1, column: 1)
         )
+        definition.sharedStates = filters.compactMap { filter in
+            guard let shared = (filter.stage as? any SharingState)?.sharedState else { return nil }
+            let keyPath = "\(filter.id).\(shared.keyPath)"
+            return .init(state: shared, location: location(of: keyPath), keyPath: keyPath)
+        }
         definition.retention = retention
         definition.idempotency = idempotency
         definition.webhooks = webhooks

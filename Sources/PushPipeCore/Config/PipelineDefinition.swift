@@ -18,6 +18,12 @@ public struct PipelineDefinition: Sendable {
         }
     }
 
+    public struct DeclaredSharedState: Sendable {
+        public var state: SharedState
+        public var location: SourceLocation
+        public var keyPath: String
+    }
+
     public struct DeclaredRoute: Sendable {
         public var route: RouteDefinition
         public var location: SourceLocation
@@ -35,6 +41,8 @@ public struct PipelineDefinition: Sendable {
     public var renderer: Stage<any Renderer>
     public var transport: Stage<any Transport>
     public var routes: [DeclaredRoute]
+    /// State its stages share with other pipelines' (`SharedState`), where each is declared.
+    public var sharedStates: [DeclaredSharedState] = []
     public var delivery: DeliveryPolicy
     public var retention: RetentionPolicy = .defaults
     public var idempotency: IdempotencyPolicy = .defaults

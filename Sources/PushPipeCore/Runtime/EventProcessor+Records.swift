@@ -78,7 +78,7 @@ extension EventProcessor {
         case .filtered, .noRecipients:
             guard event.caller != nil || event.replayOf != nil else { return nil }
             state = .dropped
-        case .scheduled, .deferred, .batched:
+        case .scheduled, .deferred, .batched, .throttled, .capped:
             guard event.caller != nil || event.replayOf != nil else { return nil }
             state = EventRecord.State(rawValue: report.status.rawValue) ?? .scheduled
         case .failed where recipients.isEmpty || progress?.reachedAll == false:

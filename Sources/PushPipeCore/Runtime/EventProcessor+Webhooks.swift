@@ -26,7 +26,7 @@ extension EventProcessor {
             case .delivered, .partiallyDelivered: "delivered"
             case .failed: "failed"
             case .deadLetter: "dead_letter"
-            case .accepted, .processing, .dropped, .scheduled, .deferred, .batched: nil
+            case .accepted, .processing, .dropped, .scheduled, .deferred, .batched, .throttled, .capped: nil
             }
         if let type { add(type, "\(record.pipeline)/\(record.eventID)/\(type)", ["event": record.statusJSON]) }
         guard record.state != .processing else { return outcomes }

@@ -205,7 +205,7 @@ public struct EventProcessor: Sendable {
                 case .pass(let passed):
                     event = passed
                     telemetry.passed(event, stage: filter.id, type: filter.type)
-                case .drop(let reason, let code):
+                case .drop(let reason, let code, let kind):
                     span?.attributes["pushpipe.drop.code"] = code
                     telemetry.dropped(event, stage: filter.id, type: filter.type, reason: reason, code: code)
                     logger.debug("event filtered by \(filter.id) (\(filter.type)): \(reason)", metadata: Self.metadata(event))
@@ -214,7 +214,7 @@ public struct EventProcessor: Sendable {
                             eventID: event.id,
                             pipeline: definition.name,
                             user: event.user,
-                            status: .filtered,
+                            status: EventReport.Status(rawValue: kind.rawValue) ?? .filtered,
                             reason: "\(filter.type): \(reason)",
                             stage: filter.id,
                             code: code

@@ -7,6 +7,8 @@ public struct EventReport: Sendable, Codable {
         case scheduled, deferred
         /// In a digest, sent with it when it closes.
         case batched
+        /// Dropped by a limit on how often (`DropKind`).
+        case throttled, capped
     }
 
     public var eventID: String

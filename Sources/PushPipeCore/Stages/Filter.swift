@@ -7,10 +7,21 @@ public enum FilterResult: Sendable {
     case pass(Event)
     /// `reason` is for people (logs, reports, the tap); `code` is a short fixed label
     /// (`setting_off`, `not_newer`) that metrics can count without a series per user.
-    case drop(reason: String, code: String)
+    /// `as` says how its status reads (`DropKind`).
+    case drop(reason: String, code: String, as: DropKind = .filtered)
     /// Not yet: the event waits in the store and comes back at `until` (`EventHold`).
     case hold(EventHold)
     /// Kept in a digest another event carries (`EventHold.Kind.batched`): it ends here, and
     /// its status says which digest and when that closes.
     case batched(EventHold)
+}
+
+/// How a drop reads in an event's status: a limit on how often (`throttled`, `capped`) tells a
+/// caller the event was one too many, not unwanted.
+public enum DropKind: String, Sendable {
+    case filtered
+    /// Over a limit per key in one pipeline.
+    case throttled
+    /// Over a limit per person shared across pipelines.
+    case capped
 }

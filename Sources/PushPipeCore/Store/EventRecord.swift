@@ -23,6 +23,8 @@ public struct EventRecord: Sendable, Equatable {
         case scheduled, deferred
         /// In a digest that closes at `held_until` (`code`: its key is in `reason`).
         case batched
+        /// Dropped by a limit on how often: per key in its pipeline, or per person across pipelines.
+        case throttled, capped
     }
 
     public var pipeline: String

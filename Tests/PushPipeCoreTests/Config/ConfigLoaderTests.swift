@@ -55,6 +55,38 @@ import Testing
         #expect(duplicate.message.contains("a.yaml:3:5"))
     }
 
+    /// Caps of one name count together, so they must keep their marks alike: one with shorter
+    /// rules would prune what the other counts. Rules in another order are the same rules.
+    @Test func capsOfOneNameWithOtherRulesAreRefusedWithBothPlaces() async throws {
+        func capped(_ name: String, events: String, rules: String, capName: String = "people") -> String {
+            SamplePipeline.http(name, routePath: "/\(name)/register", eventPath: events).replacingOccurrences(
+                of: "renderer:",
+                with: "filters:\n  - {type: settings.enabled}\n  - type: timing.cap\n    name: \(capName)\n    rules: \(rules)\nrenderer:"
+            )
+        }
+        let day = "[{limit: 3, period: 1d}, {limit: 1, period: 10m}]"
+        let same = try await load([
+            "a.yaml": capped("a", events: "/a", rules: day),
+            "b.yaml": capped("b", events: "/b", rules: "[{limit: 1, period: 600}, {limit: 3, period: 24h}]"),
+        ])
+        #expect(same.diagnostics.isEmpty, "\(same.diagnostics)")
+        #expect(same.pipelines.count == 2)
+        let other = try await load([
+            "a.yaml": capped("a", events: "/a", rules: day), "b.yaml": capped("b", events: "/b", rules: "[{limit: 1, period: 10m}]"),
+        ])
+        let conflict = try #require(other.diagnostics.first { $0.code == .conflictingSharedState }, "\(other.diagnostics)")
+        #expect(conflict.location.file.hasSuffix("b.yaml") && conflict.location.line == 10, "\(conflict)")
+        #expect(conflict.keyPath == "filters[1].rules")
+        #expect(conflict.message.contains("pipeline 'a'") && conflict.message.contains("a.yaml:10:"), "\(conflict.message)")
+        #expect(conflict.expected == "1 per 600 s, 3 per 86400 s")
+        #expect(other.pipelines.map(\.name) == ["a"], "the pipeline that disagrees is not loaded")
+        let named = try await load([
+            "a.yaml": capped("a", events: "/a", rules: day),
+            "b.yaml": capped("b", events: "/b", rules: "[{limit: 1, period: 10m}]", capName: "other"),
+        ])
+        #expect(named.diagnostics.isEmpty, "caps of other names count apart")
+    }
+
     @Test func parameterSegmentsCollideWithLiterals() async throws {
         let result = try await load([
             "a.yaml": SamplePipeline.http("a", routePath: "/users/:id"),

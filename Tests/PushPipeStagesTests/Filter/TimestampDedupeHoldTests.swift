@@ -127,7 +127,7 @@ extension TimestampDedupeHoldTests {
                 }
                 // The store was away for longer than the hold: in the database, the hold has lapsed.
                 _ = try await store.connections.rows("UPDATE work SET lease_until = 0 WHERE kind LIKE 'hold:%' AND key = 'u/1'")
-                guard case .drop(_, let code) = try await filter.apply(to: event, context: context) else {
+                guard case .drop(_, let code, _) = try await filter.apply(to: event, context: context) else {
                     Issue.record("the game on its way was taken again")
                     return
                 }

@@ -130,6 +130,72 @@ import Testing
         }
     }
 
+    /// One too many reads as such in its status: `throttled` past a pipeline's limit per key,
+    /// `capped` past a limit per person that another pipeline's sends count towards.
+    @Test(arguments: IdempotentAcceptTests.StoreKind.allCases)
+    func eventsOverALimitAreThrottledOrCappedInTheirStatus(_ kind: IdempotentAcceptTests.StoreKind) async throws {
+        guard let store = try await EventStatusTests.store(kind) else { return }
+        let directory = try TemporaryDirectory("timing-limits-\(kind)")
+        defer { directory.remove() }
+        let cap = "{type: timing.cap, name: people, rules: [{limit: 2, period: 1h}]}"
+        try directory.write(
+            "pipelines/chat.yaml",
+            """
+            pipeline: chat
+            routes:
+              - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
+            sources:
+              - {type: http.event, path: /chat, user_field: user, auth: {type: token, token: backend-secret}}
+            filters:
+              - {type: timing.throttle, limit: 1, period: 1h, key_field: thread}
+              - \(cap)
+            renderer: {type: json.template, token_kind: device, payload: {text: "{{text}}"}}
+            transport: {type: stdout}
+            """
+        )
+        try directory.write(
+            "pipelines/news.yaml",
+            """
+            pipeline: news
+            sources:
+              - {type: http.event, path: /news, user_field: user, auth: {type: token, token: backend-secret}}
+            filters:
+              - \(cap)
+            renderer: {type: json.template, token_kind: device, payload: {text: "{{text}}"}}
+            transport: {type: stdout}
+            """
+        )
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
+        try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
+            let client = HTTPTestClient(port: try await daemon.port())
+            #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
+            func post(_ path: String, _ text: String, thread: String = "") async throws -> JSON {
+                let accepted = try await client.request(
+                    "POST",
+                    path,
+                    json: ["user": "ana", "text": .string(text), "thread": .string(thread)],
+                    headers: Self.backend
+                )
+                #expect(accepted.status == 202, "\(accepted.text)")
+                let location = try #require(accepted.headers["location"])
+                return try await eventually("\(text) is done") {
+                    let body = try await client.request("GET", location, headers: Self.backend).body
+                    return ["accepted", "processing"].contains(body?["state"]?.stringValue) ? JSON?.none : body
+                }
+            }
+            #expect(try await post("/chat", "first in t1", thread: "t1")["state"] == "delivered")
+            let throttled = try await post("/chat", "second in t1", thread: "t1")
+            #expect(throttled["state"] == "throttled" && throttled["code"] == "throttled", "\(throttled)")
+            #expect(try await post("/chat", "first in t2", thread: "t2")["state"] == "delivered")
+            let capped = try await post("/news", "headline")
+            #expect(capped["state"] == "capped" && capped["code"] == "capped", "two for ana this hour already, from chat: \(capped)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            let output = daemon.standardOutput.joined(separator: "\n")
+            #expect(output.contains("first in t2") && !output.contains("second in t1") && !output.contains("headline"), "\(output)")
+        }
+    }
+
     @Test func aTimeZoneThatIsNotOneIsRefusedAndChangesNothing() async throws {
         let directory = try TemporaryDirectory("timing-zone")
         defer { directory.remove() }

@@ -32,7 +32,7 @@ struct ThrottleFilter: Filter, LongRunningStage {
         // A broadcast counts as one recipient, `*`.
         let value = configuration.keyField.flatMap { event.body.value(at: $0)?.textValue } ?? ""
         guard try await marks.admit(event, group: StoredKey.joined([event.user ?? "*", value]), context: context) else {
-            return .drop(reason: "more than \(configuration.limit) in \(Int(configuration.period.inSeconds)) s", code: "throttled")
+            return .drop(reason: "more than \(configuration.limit) in \(Int(configuration.period.inSeconds)) s", code: "throttled", as: .throttled)
         }
         return .pass(event)
     }

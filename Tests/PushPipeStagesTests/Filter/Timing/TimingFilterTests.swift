@@ -74,7 +74,7 @@ import Testing
     }
 
     static func dropCode(_ result: FilterResult) -> String? {
-        if case .drop(_, let code) = result { return code }
+        if case .drop(_, let code, _) = result { return code }
         return nil
     }
 
