@@ -7,21 +7,8 @@ extension EventProcessor {
     /// event that comes back and is held again waits under a new key, while the same decision
     /// made twice (its source sent it again after a kill) is stored once.
     func keep(_ event: Event, _ hold: EventHold, stage: String) async -> EventReport {
-        var queued = QueuedEvent(
-            pipeline: definition.name,
-            source: QueuedEventIntake.heldKey,
-            eventID: event.id,
-            user: event.user,
-            time: event.time.timeIntervalSince1970,
-            body: event.receivedBody ?? event.body
-        )
-        queued.holds = event.holds + [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
+        var queued = heldCopy(of: event, hold, holds: event.holds + [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)])
         queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
-        queued.caller = event.caller
-        queued.replayOf = event.replayOf
-        queued.traceParent = event.traceParent
-        queued.origin = event.source
-        queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
         queued.replacing = event.queueItem
         do {
             // What it replaces goes first: killed in between, its source sends it again, and
@@ -39,6 +26,46 @@ extension EventProcessor {
             return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)
         }
         return heldReport(event, hold, stage: stage)
+    }
+
+    /// Keeps a recurring send waiting for its next occurrence (`FilterResult.recur`), beside
+    /// the item it came from, which the occurrence sent now completes. Its hold takes the place
+    /// of the one it waited out, so a send that recurs for years carries one; the key names the
+    /// instant, so the same decision made again after a kill is stored once. Its record says
+    /// when the next one goes (`recording`; else its report does). Nil once stored, else the failure.
+    func keepForNext(_ event: Event, _ next: EventHold, stage: String, recording: Bool) async -> EventReport? {
+        var holds = event.holds.filter { $0.stage != next.holder }
+        holds.append(PassedHold(stage: next.holder, until: next.until.timeIntervalSince1970))
+        var queued = heldCopy(of: event, next, holds: holds)
+        queued.key = QueuedEvent.heldKey(eventID: event.id, holds: holds.count, replaceKey: next.replaceKey, until: next.until.timeIntervalSince1970)
+        do {
+            try await waitingForTheStore(event) { try await store.enqueue(queued) }
+        } catch {
+            return failed(event, "\(stage): the next occurrence could not be stored: \(error)", stage: stage)
+        }
+        if recording, let waiting = eventRecord(Finished(event: event, report: heldReport(event, next, stage: stage))) {
+            await record([], events: [waiting])
+        }
+        return nil
+    }
+
+    /// `event` as a held item, due at `hold`'s instant on the store's clock and held by nobody.
+    private func heldCopy(of event: Event, _ hold: EventHold, holds: [PassedHold]) -> QueuedEvent {
+        var queued = QueuedEvent(
+            pipeline: definition.name,
+            source: QueuedEventIntake.heldKey,
+            eventID: event.id,
+            user: event.user,
+            time: event.time.timeIntervalSince1970,
+            body: event.receivedBody ?? event.body
+        )
+        queued.holds = holds
+        queued.caller = event.caller
+        queued.replayOf = event.replayOf
+        queued.traceParent = event.traceParent
+        queued.origin = event.source
+        queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
+        return queued
     }
 
     /// The report of an event `hold` keeps waiting (its status the hold's kind), with its instant.

@@ -225,6 +225,15 @@ public struct EventProcessor: Sendable {
                     span?.attributes["pushpipe.hold.code"] = hold.code
                     telemetry.held(event, stage: filter.id, type: filter.type, hold)
                     return .finished(heldReport(event, hold, stage: filter.id), event)
+                case .recur(let occurrence, let next):
+                    span?.attributes["pushpipe.hold.code"] = next.code
+                    telemetry.held(event, stage: filter.id, type: filter.type, next)
+                    if let failure = await keepForNext(event, next, stage: filter.id, recording: occurrence != nil) {
+                        return .finished(failure, event)
+                    }
+                    guard let occurrence else { return .finished(heldReport(event, next, stage: filter.id), event) }
+                    event = occurrence
+                    telemetry.passed(event, stage: filter.id, type: filter.type)
                 case .hold(let hold):
                     span?.attributes["pushpipe.hold.code"] = hold.code
                     telemetry.held(event, stage: filter.id, type: filter.type, hold)

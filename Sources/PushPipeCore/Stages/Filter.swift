@@ -14,6 +14,12 @@ public enum FilterResult: Sendable {
     /// Kept in a digest another event carries (`EventHold.Kind.batched`): it ends here, and
     /// its status says which digest and when that closes.
     case batched(EventHold)
+    /// A recurring send falls due: `occurrence` (the event under an id of its own) goes on
+    /// through the pipeline now, and the event waits again for the next one (`next`). The next
+    /// wait is stored first, under a key its instant names: a kill before the occurrence was
+    /// sent sends it again and stores the next wait once. No occurrence: this one is skipped
+    /// (late, expired), and the event only waits again.
+    case recur(occurrence: Event?, next: EventHold)
 }
 
 /// How a drop reads in an event's status: a limit on how often (`throttled`, `capped`) tells a

@@ -10,9 +10,12 @@ extension QueuedEvent {
         "\u{1}replace\n" + replaceKey.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\n", with: "%0A") + "\n"
     }
 
-    /// The key of an event's `holds`-th hold: the same decision made twice is stored once.
-    static func heldKey(eventID: String, holds: Int, replaceKey: String?) -> String {
+    /// The key of an event's `holds`-th hold: the same decision made twice is stored once. A
+    /// recurring send's waits are told apart by their instant (`until`) instead: its hold of
+    /// the next occurrence takes the place of the last, so the count stays.
+    static func heldKey(eventID: String, holds: Int, replaceKey: String?, until: Double? = nil) -> String {
         (replaceKey.map(replacePrefix) ?? "") + keyPrefix(eventID: StoredText.storable(eventID)) + "hold-\(holds)"
+            + (until.map { "@\(Int64($0.rounded(.down)))" } ?? "")
     }
 
     /// What its record says once it was withdrawn (`replaced`, `cancelled`): it will not be sent.

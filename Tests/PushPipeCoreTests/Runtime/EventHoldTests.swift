@@ -141,6 +141,51 @@ import Testing
         }
     }
 
+    /// A repeating send falls due: its occurrence goes under an id of its own, and the event
+    /// waits again for the next, stored once even when the same occurrence is processed twice
+    /// (a kill before its item was removed); its record says when the next one goes.
+    @Test(arguments: Backend.allCases)
+    func aRepeatingSendWaitsAgainOnceForEachOccurrence(_ backend: Backend) async throws {
+        let filter = "  - {type: timing.schedule, local_time: \"09:00\", repeat: daily, time_zone: Europe/Berlin}"
+        try await Self.withPipeline(backend, filters: filter) { definition, transport, store in
+            try await store.pipeline("scripted").register(
+                DeviceToken(user: "ana", kind: "device", value: "tok-ana"),
+                environment: nil,
+                replace: false
+            )
+            let clock = ManualClock(now: try Date("2026-06-01T12:00:00Z", strategy: .iso8601).timeIntervalSince1970)
+            let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live, clock: clock)
+            var event = Event(id: "pill", pipeline: "scripted", user: "ana", body: ["text": "take it"])
+            event.caller = "backend"
+            let tuesday = try Date("2026-06-02T07:00:00Z", strategy: .iso8601).timeIntervalSince1970
+            #expect(await processor.process(event).heldUntil == tuesday)
+            func waiting() async throws -> [QueuedEvent] {
+                try await store.eventRecords(eventID: "pill", pipeline: "scripted").queued.sorted {
+                    ($0.holds.last?.until ?? 0) < ($1.holds.last?.until ?? 0)
+                }
+            }
+            let first = try #require(try await waiting().first)
+            clock.advance(seconds: tuesday - clock.now)
+            let occurrence = await processor.process(first.event)
+            #expect(occurrence.eventID == "pill@2026-06-02" && occurrence.status == .delivered, "\(occurrence)")
+            let series = try #require(try await store.eventRecords(eventID: "pill", pipeline: "scripted").records.first)
+            #expect(series.state == .scheduled && series.heldUntil == tuesday + 86_400, "\(series)")
+            #expect(try await store.eventRecords(eventID: "pill@2026-06-02", pipeline: "scripted").records.first?.state == .delivered)
+            // Killed before its item was removed: processed again, the next wait is not stored twice.
+            _ = await processor.process(first.event)
+            let queued = try await waiting()
+            #expect(queued.count == 2, "the item that fell due (its completion removes it) and the next: \(queued.map(\.key))")
+            #expect(queued.map { $0.holds.count } == [1, 1], "the next wait takes the place of the last")
+            // The next one, a day later.
+            let next = try #require(queued.last)
+            try await store.pipeline("scripted").dequeue(source: first.source, key: first.key)
+            clock.advance(seconds: tuesday + 86_400 - clock.now)
+            #expect(await processor.process(next.event).eventID == "pill@2026-06-03")
+            #expect(try await waiting().last?.holds.last?.until == tuesday + 2 * 86_400)
+            #expect(transport.sends.count >= 2 && transport.sends.allSatisfy { $0 == "tok-ana" })
+        }
+    }
+
     /// A dry run says when it would be sent, and keeps nothing.
     @Test func aDryRunSaysWhenAndKeepsNothing() async throws {
         try await Self.withPipeline(.sqlite, filters: "  - {type: timing.schedule, delay: 90m}") { definition, transport, store in

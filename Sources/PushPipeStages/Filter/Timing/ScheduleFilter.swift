@@ -4,8 +4,9 @@ import PushPipeCore
 /// Sends an event at an instant rather than at once: one the event names (`at_field`, less
 /// `before`), a delay after it arrived or after that instant, the next time of day in the
 /// recipient's zone (`local_time`), spread by `jitter`. Until then it waits in the store.
-/// An instant already past is sent at once, or skipped (`late: skip`); one whose wait ran past
-/// `expires_after` is not sent.
+/// An instant already past is sent at once, skipped (`late: skip`), or moved to the next
+/// `local_time` (`late: next`); one whose wait ran past `expires_after` is not sent. With
+/// `repeat` it goes again every day or week (`ScheduleFilter+Recurring`).
 struct ScheduleFilter: Filter {
     static let summary = "Holds events until an instant: a time in the event, a delay, or a time of day in each user's zone."
 
@@ -20,6 +21,9 @@ struct ScheduleFilter: Filter {
         @Seconds var expiresAfter: Duration
         @Seconds var jitter: Duration
         var replaceKeyField: String?
+        var `repeat`: String?
+        var repeatDays: [String]?
+        var untilField: String?
         var timeZone: String
         var zoneSetting: String
 
@@ -32,9 +36,10 @@ struct ScheduleFilter: Filter {
                 SchemaKey("local_time", .string, "`HH:MM`: sent at the first such time of day in the user's zone, at or after the instant."),
                 SchemaKey(
                     "late",
-                    .oneOf(["send", "skip"]),
+                    .oneOf(["send", "skip", "next"]),
                     default: "send",
-                    "An instant already past when the event arrives: send at once, or drop it."
+                    "An instant already past when the event arrives (or a repeating send's, when it comes back): send at once, drop it, "
+                        + "or wait for the next `local_time`."
                 ),
                 SchemaKey("late_after", .duration, default: 60, "How far past an instant may be and still count as on time."),
                 SchemaKey(
@@ -50,7 +55,7 @@ struct ScheduleFilter: Filter {
                     "A body field naming the send (up to 256 characters): a later event of the same caller with the same key replaces it while it "
                         + "waits, and a `cancel` route withdraws it."
                 ),
-            ]) + RecipientZone.schema
+            ]) + Recurrence.schema + RecipientZone.schema
     }
 
     /// How it knows its own holds (`EventHold.holder`): one schedule per pipeline.
@@ -58,12 +63,26 @@ struct ScheduleFilter: Filter {
 
     let configuration: Configuration
     let localTime: WallClockTime?
+    let recurrence: Recurrence?
     let zones: RecipientZone
 
     init(configuration: Configuration) throws {
         self.configuration = configuration
         localTime = try configuration.localTime.map { try WallClockTime($0, keyPath: "local_time") }
         zones = try RecipientZone(timeZone: configuration.timeZone, zoneSetting: configuration.zoneSetting)
+        recurrence = try Recurrence(
+            every: configuration.repeat,
+            days: configuration.repeatDays,
+            untilField: configuration.untilField,
+            hasLocalTime: localTime != nil
+        )
+        guard configuration.late != "next" || localTime != nil else {
+            throw ConfigurationValueError(
+                keyPath: "late",
+                "`next` is the next `local_time`, and none is given",
+                expected: "`send`, `skip`, or a `local_time`"
+            )
+        }
         guard configuration.atField != nil || configuration.delay > .zero || configuration.delayField != nil || localTime != nil else {
             throw ConfigurationValueError(
                 keyPath: "at_field",
@@ -75,24 +94,41 @@ struct ScheduleFilter: Filter {
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let now = context.clock.now
-        // Back from its wait: sent, unless it waited too long.
+        // A repeating send's occurrence back from a later filter's wait: it is not due again.
+        if let occurrence = event.hold(by: Self.occurrenceHolder) {
+            return expired(event, instant: occurrence.until, now: now) ?? .pass(event)
+        }
+        // Back from its wait: sent, unless it waited too long; a repeating one waits again.
         if let waited = event.hold(by: Self.holder) {
+            if let recurrence { return try await recur(event, waited: waited, by: recurrence, now: now, context: context) }
             return expired(event, instant: waited.until, now: now) ?? .pass(event)
         }
-        let instant: Double
+        var replaceKey: String?
+        if let field = configuration.replaceKeyField, let value = event.body.value(at: field), value != .null {
+            guard let key = value.textValue, !key.isEmpty, key.utf8.count <= 256 else {
+                return .drop(reason: "'\(field)' is not a key (a text of 1 to 256 bytes)", code: "invalid_replace_key")
+            }
+            replaceKey = key
+        }
+        var instant: Double
         let zone: String?
         switch try await self.instant(of: event, now: now, context: context) {
         case .invalid(let reason): return .drop(reason: reason, code: "invalid_time")
         case .at(let at, let named): (instant, zone) = (at, named)
         }
-        if instant > now {
-            var replaceKey: String?
-            if let field = configuration.replaceKeyField, let value = event.body.value(at: field), value != .null {
-                guard let key = value.textValue, !key.isEmpty, key.utf8.count <= 256 else {
-                    return .drop(reason: "'\(field)' is not a key (a text of 1 to 256 bytes)", code: "invalid_replace_key")
-                }
-                replaceKey = key
+        // Past when it arrived: the next time of day it names.
+        if configuration.late == "next", instant <= now, event.holds.isEmpty, now - instant > configuration.lateAfter.inSeconds {
+            guard case .at(let next, _) = try await self.instant(of: event, now: now, from: now + 1, context: context) else {
+                return .drop(reason: "no next occurrence", code: "late")
             }
+            instant = next
+        }
+        if recurrence != nil, let field = configuration.untilField, Self.end(of: event, field: field) == nil {
+            return .drop(reason: "'\(field)' is not an instant (ISO 8601 with an offset, or UNIX seconds)", code: "invalid_time")
+        }
+        // A repeating send waits even when due already: its first occurrence comes back at once,
+        // and one missed is skipped there (`late`) while the series goes on.
+        if instant > now || recurrence != nil {
             let local = zone.map { " (\(localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? "") in \($0))" } ?? ""
             let reason = "scheduled for \(EventRecord.timestamp(instant))\(local)"
             return .hold(
@@ -128,16 +164,17 @@ struct ScheduleFilter: Filter {
 
     /// The instant `event` is due at, by the rules in their order: the named instant (or now),
     /// less `before`, plus the delays, moved to the next `local_time`, plus the jitter.
-    func instant(of event: Event, now: Double, context: StageContext) async throws -> Instant {
-        var instant = now
-        if let field = configuration.atField, let value = event.body.value(at: field), value != .null {
+    /// With `from`, the local time and jitter only, from that instant (`late: next`).
+    func instant(of event: Event, now: Double, from: Double? = nil, context: StageContext) async throws -> Instant {
+        var instant = from ?? now
+        if from == nil, let field = configuration.atField, let value = event.body.value(at: field), value != .null {
             guard let at = Self.seconds(instant: value) else {
                 return .invalid("'\(field)' is not an instant (ISO 8601 with an offset, or UNIX seconds)")
             }
             instant = at - configuration.before.inSeconds
         }
-        instant += configuration.delay.inSeconds
-        if let field = configuration.delayField, let value = event.body.value(at: field), value != .null {
+        if from == nil { instant += configuration.delay.inSeconds }
+        if from == nil, let field = configuration.delayField, let value = event.body.value(at: field), value != .null {
             let seconds = value.doubleValue ?? value.stringValue.flatMap(SchemaValidator.parseDuration)
             guard let seconds, seconds.isFinite, (0...SchemaValidator.maximumDuration).contains(seconds) else {
                 return .invalid("'\(field)' is not a delay (seconds, or a duration such as 10m, up to a year)")
@@ -148,17 +185,24 @@ struct ScheduleFilter: Filter {
         if let localTime {
             let (clock, name) = try await zones.zone(for: event, context: context)
             zone = name
-            let (day, minute) = clock.local(Date(timeIntervalSince1970: instant))
-            let today = clock.instant(day, minute: localTime.minute).timeIntervalSince1970
-            // At or after the instant: today's, else tomorrow's (which exists: a gap moves it).
-            instant =
-                minute <= localTime.minute && today >= instant.rounded(.down)
-                ? today : clock.instant(ZonedClock.Day(number: day.number + 1), minute: localTime.minute).timeIntervalSince1970
+            let (today, minute) = clock.local(Date(timeIntervalSince1970: instant))
+            // At or after the instant: today's, else the next day's (which exists: a gap moves
+            // it), on a day a weekly send goes on.
+            var day = minute <= localTime.minute ? today : ZonedClock.Day(number: today.number + 1)
+            while clock.instant(day, minute: localTime.minute).timeIntervalSince1970 < instant.rounded(.down) || recurrence?.allows(day) == false {
+                day = ZonedClock.Day(number: day.number + 1)
+            }
+            instant = clock.instant(day, minute: localTime.minute).timeIntervalSince1970
         }
-        if configuration.jitter > .zero { instant += configuration.jitter.inSeconds * Self.spread(event.id + "\u{0}" + (event.user ?? "")) }
+        instant += jitter(event)
         // Nothing waits in the store for longer than a year.
         guard instant - now <= SchemaValidator.maximumDuration else { return .invalid("its instant is more than a year ahead") }
         return .at(instant, zone: zone)
+    }
+
+    /// How far past its instant `event` goes: the same for the same event on every daemon.
+    func jitter(_ event: Event) -> Double {
+        configuration.jitter > .zero ? configuration.jitter.inSeconds * Self.spread(event.id + "\u{0}" + (event.user ?? "")) : 0
     }
 
     /// ISO 8601 with an offset (fractions allowed), or UNIX seconds.
