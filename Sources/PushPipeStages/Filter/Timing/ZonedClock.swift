@@ -29,17 +29,9 @@ struct ZonedClock: Sendable {
 
         init(number: Int) { self.number = number }
 
-        /// `YYYY-MM-DD` (Howard Hinnant's `civil_from_days`): names a recurring send's occurrence.
+        /// `YYYY-MM-DD`: names a recurring send's occurrence.
         var iso: String {
-            let z = number + 719_468
-            let era = (z >= 0 ? z : z - 146_096) / 146_097
-            let dayOfEra = z - era * 146_097
-            let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-            let shifted = (5 * dayOfYear + 2) / 153
-            let day = dayOfYear - (153 * shifted + 2) / 5 + 1
-            let month = shifted < 10 ? shifted + 3 : shifted - 9
-            let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+            let (year, month, day) = UTCTimestamp.civil(fromDays: Int64(number))
             return String(format: "%04d-%02d-%02d", year, month, day)
         }
 
