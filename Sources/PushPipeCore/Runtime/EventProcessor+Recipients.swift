@@ -95,7 +95,7 @@ extension EventProcessor {
                 )
             )
         }
-        await record(outcomes, events: finished.compactMap { eventRecord($0, now: now) })
+        await record(outcomes, events: finished.flatMap { eventRecords($0, now: now) })
         // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
         // has its outcome and watermarks in the store.
         for index in finished.indices { finished[index].report = finalReport(finished[index].event, tallies[index]) }

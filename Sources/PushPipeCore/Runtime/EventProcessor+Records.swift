@@ -106,6 +106,34 @@ extension EventProcessor {
         return record
     }
 
+    /// The finished event's record and, once its outcome is final, those of the events it
+    /// carried (`Event.carries`): each in the carrier's state (a dead letter's as failed: a
+    /// replay sends the carrier, not them), without its recipients, which the carrier's
+    /// record lists. Another caller's carrier is not named.
+    func eventRecords(_ finished: Finished, now: Double? = nil) -> [EventRecord] {
+        guard let record = eventRecord(finished, now: now) else { return [] }
+        let final: Set<EventRecord.State> = [.delivered, .partiallyDelivered, .failed, .deadLetter, .dropped, .throttled, .capped]
+        guard !finished.event.carries.isEmpty, final.contains(record.state) else { return [record] }
+        return [record]
+            + finished.event.carries.compactMap { carried in
+                guard let caller = carried.caller else { return nil }
+                var follower = record
+                follower.eventID = carried.id
+                follower.caller = caller
+                follower.state = record.state == .deadLetter ? .failed : record.state
+                follower.recipients = []
+                follower.omittedRecipients = 0
+                follower.input = nil
+                follower.broadcast = nil
+                follower.code = "digest"
+                let carrier = caller == record.caller ? "event \(record.eventID)" : "another event"
+                follower.reason =
+                    "went in the digest \(carrier) carried (\(record.state.rawValue))"
+                    + (record.reason.map { ": \($0)" } ?? "")
+                return follower
+            }
+    }
+
     /// `event`'s record in `state`, with what every record of it carries.
     func record(
         of event: Event,

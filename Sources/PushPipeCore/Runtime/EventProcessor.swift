@@ -162,7 +162,7 @@ public struct EventProcessor: Sendable {
     /// sharing one. Filters may have chained their own completion (the dedupe filter releases
     /// what it holds in flight). Returns the reports.
     private func complete(_ finished: [Finished]) async -> [EventReport] {
-        let records = finished.compactMap { $0.recorded ? nil : eventRecord($0) }
+        let records = finished.flatMap { $0.recorded ? [] : eventRecords($0) }
         if !records.isEmpty { await record([], events: records) }
         if tracer != nil {
             for event in finished { event.event.trace?.end(event.report) }

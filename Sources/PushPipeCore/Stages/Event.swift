@@ -94,6 +94,13 @@ public struct Event: Sendable {
         set { storage.update { $0.queueItem = newValue } }
     }
 
+    /// Other events it carries (a digest's): once its outcome is final, their records follow
+    /// it, so each says what became of it rather than waiting in `batched`.
+    public var carries: [CarriedEvent] {
+        _read { yield storage.fields.carries }
+        set { storage.update { $0.carries = newValue } }
+    }
+
     public struct QueueItem: Sendable, Equatable {
         public var source: String
         public var key: String
@@ -127,6 +134,7 @@ public struct Event: Sendable {
         var commitOnDelivery: [StateWrite] = []
         var holds: [PassedHold] = []
         var queueItem: QueueItem?
+        var carries: [CarriedEvent] = []
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }
 

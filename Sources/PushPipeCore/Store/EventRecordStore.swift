@@ -22,7 +22,7 @@ extension EventRecordStore {
         var byPipeline: [String: EventRecord] = [:]
         for record in records { byPipeline[record.pipeline] = record }
         for event in queued {
-            // A held event waits as its record says (`scheduled`, `deferred`) until it is sent.
+            // A held event waits as its record says (`scheduled`, `deferred`, `batched`) until it is sent.
             let held = event.source == QueuedEventIntake.heldKey
             guard var record = byPipeline[event.pipeline] else {
                 var record = EventRecord(

@@ -19,7 +19,7 @@ extension BuiltinStages {
                 ThrottleFilter(configuration: configuration)
             },
             .filter("timing.digest", DigestFilter.summary, DigestFilter.Configuration.self) { configuration, _ in
-                DigestFilter(configuration: configuration)
+                try DigestFilter(configuration: configuration)
             },
             .filter("timing.cap", FrequencyCapFilter.summary, FrequencyCapFilter.Configuration.self) { configuration, _ in
                 try FrequencyCapFilter(configuration: configuration)

@@ -6,6 +6,10 @@ import PushPipeCore
 /// others join it, and one event carries the digest on: its body gains `digest` (`count`,
 /// `items`, `actors`), which the renderer reads ("3 new comments on your post").
 ///
+/// With `max_window` the window slides: each event moves the close to `window` after it, never
+/// past `max_window` after the first. With `look_back` an event after a quiet spell goes at
+/// once; only one that follows another within `look_back` opens a digest.
+///
 /// A user and key have one row in the store (`WorkQueue.accumulate`, one step for every
 /// daemon): the digest open now (`current`) and those being carried (`closing`, by carrier).
 /// Closing moves the open digest to its carrier's name rather than deleting it, so a carrier
@@ -13,12 +17,14 @@ import PushPipeCore
 /// the carrier's outcome is final. A digest whose first event never came back (dropped by a
 /// filter before it) is taken over by the next event a minute after its end: nothing in it is
 /// lost, and no digest stays open for ever.
-struct DigestFilter: Filter {
+struct DigestFilter: Filter, LongRunningStage {
     static let summary = "Batches each user's events (per key) over a window into one notification that carries them all."
 
     struct Configuration: StageConfiguration {
         var keyField: String?
         @Seconds var window: Duration
+        @Seconds var maxWindow: Duration
+        @Seconds var lookBack: Duration
         var closeAt: Int
         var keep: String
         var maxItems: Int
@@ -27,7 +33,19 @@ struct DigestFilter: Filter {
 
         static let schema = Schema([
             SchemaKey("key_field", .string, "A body field: one digest per user and value (a post, a thread); one per user when omitted."),
-            .required("window", .duration, "How long a digest stays open after its first event."),
+            .required("window", .duration, "How long a digest stays open after its first event (after its last, with `max_window`)."),
+            SchemaKey(
+                "max_window",
+                .duration,
+                default: 0,
+                "A sliding window: each event keeps the digest open `window` longer, up to this long after its first; 0: fixed."
+            ),
+            SchemaKey(
+                "look_back",
+                .duration,
+                default: 0,
+                "An event with none before it in this long is sent at once; only one that follows another opens a digest. 0: every event is batched."
+            ),
             SchemaKey("close_at", .integer, default: 0, in: 0...100_000, "Closes early at this many events (0: at the window's end only)."),
             SchemaKey("keep", .oneOf(["first", "last"]), default: "last", "Which events' bodies `digest.items` keeps."),
             SchemaKey(
@@ -51,6 +69,24 @@ struct DigestFilter: Filter {
     static let grace = 60.0
 
     let configuration: Configuration
+    /// The events seen in the last `look_back` (one per key, `RateMarks`); nil without one.
+    let recent: RateMarks?
+
+    init(configuration: Configuration) throws {
+        guard configuration.maxWindow == .zero || configuration.maxWindow >= configuration.window else {
+            throw ConfigurationValueError(keyPath: "max_window", "shorter than `window`", expected: "0 (a fixed window), or at least `window`")
+        }
+        self.configuration = configuration
+        recent =
+            configuration.lookBack > .zero
+            ? RateMarks(kind: "digest-seen:\(configuration.name)", pipeline: nil, rules: [(1, configuration.lookBack)]) : nil
+    }
+
+    func run(context: StageContext) async throws {
+        guard let recent else { return await untilCancelled() }
+        await recent.pruneWhileRunning(context: context)
+    }
+
     var kind: String { "digest:\(configuration.name)" }
     var holder: String { "timing.digest:\(configuration.name)" }
 
@@ -65,13 +101,20 @@ struct DigestFilter: Filter {
         if event.hold(by: holder) != nil {
             // The first event, back when its digest closes: it carries the digest, or, sent
             // again, the digest it carried already.
+            let sliding = configuration.maxWindow > .zero
             let row = try await update(key, now: now, context: context) { row in
                 var row = row
-                if row.current?["opener"]?.stringValue == id {
+                // A sliding window that moved on: not yet.
+                if row.current?["opener"]?.stringValue == id, !sliding || (row.current?["closes_at"]?.doubleValue ?? now) <= now {
                     row.closing[id] = row.current
                     row.current = nil
                 }
                 return row
+            }
+            if sliding, let current = row.current, current["opener"]?.stringValue == id, let closes = current["closes_at"]?.doubleValue, closes > now
+            {
+                let reason = "opened the digest for \(label); more came, so it closes later"
+                return .hold(EventHold(.batched, until: Date(timeIntervalSince1970: closes), reason: reason, code: "digest", holder: holder))
             }
             guard let digest = row.closing[id] else {
                 // A dry run keeps no digest: the event carries one of itself.
@@ -80,17 +123,28 @@ struct DigestFilter: Filter {
             }
             return .pass(carrier(digest, event, key: key, context: context))
         }
+        if let recent {
+            // Nothing open, and nothing else in the last `look_back`: it goes at once.
+            if try await update(key, now: now, context: context, { $0 }).current == nil, try await recent.admit(event, group: key, context: context) {
+                return .pass(event)
+            }
+            try await recent.note(event, group: key, context: context)
+        }
         let row = try await update(key, now: now, context: context, opening: event) { [configuration] row in
             var row = row
             var digest = row.current ?? opened(event, at: now)
-            if digest["ids"]?.arrayValue?.contains(.string(id)) != true {
-                if now > (digest["closes_at"]?.doubleValue ?? now) + Self.grace, var fields = digest.objectValue {
+            if digest["ids"]?.arrayValue?.contains(.string(id)) != true, var fields = digest.objectValue {
+                if now > (fields["closes_at"]?.doubleValue ?? now) + Self.grace {
                     // Its first event never came back: this one opens it again, with all it holds.
                     fields["opener"] = .string(id)
+                    fields["opened_at"] = .double(now)
                     fields["closes_at"] = .double(now + configuration.window.inSeconds)
-                    digest = .object(fields)
+                } else if configuration.maxWindow > .zero, let opened = fields["opened_at"]?.doubleValue {
+                    // Sliding: open `window` after this event, up to `max_window` after the first.
+                    let slid = min(now + configuration.window.inSeconds, opened + configuration.maxWindow.inSeconds)
+                    fields["closes_at"] = .double(max(fields["closes_at"]?.doubleValue ?? slid, slid))
                 }
-                digest = Self.adding(event, to: digest, configuration)
+                digest = Self.adding(event, to: .object(fields), configuration)
             }
             if configuration.closeAt > 0, (digest["count"]?.intValue ?? 0) >= Int64(configuration.closeAt) {
                 row.closing[id] = digest
@@ -164,7 +218,13 @@ struct DigestFilter: Filter {
         var ids = digest["ids"]?.arrayValue ?? []
         guard !ids.contains(.string(event.id)) else { return stored }
         ids.append(.string(event.id))
-        digest["ids"] = .array(Array(ids.suffix(rememberedIDs)))
+        let kept = Array(ids.suffix(rememberedIDs))
+        digest["ids"] = .array(kept)
+        // Who posted each: their records follow the carrier's outcome (`Event.carries`).
+        var callers = digest["callers"]?.objectValue ?? [:]
+        if let caller = event.caller { callers[event.id] = .string(caller) }
+        if callers.count > kept.count { callers = callers.filter { kept.contains(.string($0.key)) } }
+        digest["callers"] = .object(callers)
         digest["count"] = .int((digest["count"]?.intValue ?? 0) + 1)
         var items = digest["items"]?.arrayValue ?? []
         let body = event.body.compactText.utf8.count <= maxItemBytes ? event.body : [:]
@@ -187,6 +247,11 @@ struct DigestFilter: Filter {
         for name in ["count", "items", "actors", "opened_at", "closes_at"] { fields[name] = digest[name] ?? .null }
         fields["actors_count"] = .int(Int64(digest["actors"]?.arrayValue?.count ?? 0))
         carrier.body = event.body.replacing(at: "digest", with: .object(fields))
+        let callers = digest["callers"]?.objectValue ?? [:]
+        carrier.carries = (digest["ids"]?.arrayValue ?? []).compactMap { id in
+            guard let id = id.stringValue, id != event.id else { return nil }
+            return CarriedEvent(id: id, caller: callers[id]?.stringValue)
+        }
         return carrier
     }
 }

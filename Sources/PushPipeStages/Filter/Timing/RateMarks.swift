@@ -19,9 +19,18 @@ struct RateMarks: Sendable {
     /// (back from a wait, or sent again after a kill) is not counted twice.
     func admit(_ event: Event, group: String, context: StageContext) async throws -> Bool {
         let now = context.clock.now
-        let mark = WorkItem(kind: kind, key: "\(context.pipeline)\n\(event.id)", payload: [:], createdAt: now, group: group)
         let limits = rules.map { WorkLimit(count: $0.limit, since: now - $0.period.inSeconds) }
-        return try await work(context).admit(mark, limits: limits, adding: context.mode == .live)
+        return try await work(context).admit(mark(event, group: group, at: now, context), limits: limits, adding: context.mode == .live)
+    }
+
+    /// Counts `event` whatever the limits say (a digest's look-back counts every event it saw).
+    func note(_ event: Event, group: String, context: StageContext) async throws {
+        guard context.mode == .live else { return }
+        try await work(context).add([mark(event, group: group, at: context.clock.now, context)])
+    }
+
+    private func mark(_ event: Event, group: String, at now: Double, _ context: StageContext) -> WorkItem {
+        WorkItem(kind: kind, key: "\(context.pipeline)\n\(event.id)", payload: [:], createdAt: now, group: group)
     }
 
     /// Until cancelled: removes marks no rule looks back to any more, every minute.

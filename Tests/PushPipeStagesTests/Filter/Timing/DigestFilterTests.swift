@@ -86,6 +86,7 @@ import Testing
                 Issue.record("the carrier removes its digest when done")
                 return
             }
+            #expect(carrier.carries.map(\.id) == ["c2", "c3"], "their records follow the carrier's outcome")
             await done(EventReport(eventID: first.id, pipeline: "p", user: "ana", status: .delivered))
             #expect(T.dropCode(try await filter.apply(to: Self.back(first, opened), context: context)) == "digest_closed")
         }
@@ -162,5 +163,60 @@ import Testing
             },
             cleanup: { for store in stores { try? await store.close() } }
         )
+    }
+
+    /// A sliding window: each event keeps the digest open `window` after it, never past
+    /// `max_window` after the first; the first event, back at the old end, waits for the new one.
+    @Test(arguments: Backend.available)
+    func aSlidingWindowMovesWithEachEventUpToItsMaximum(_ backend: Backend) async throws {
+        try await Self.withContext(backend) { context, clock in
+            let filter: DigestFilter = try await T.filter("timing.digest", "window: 10m, max_window: 25m")
+            let first = Self.comment("c1", by: "bob")
+            let opened = try #require(T.hold(try await filter.apply(to: first, context: context)))
+            #expect(opened.until.timeIntervalSince1970 == T.instant("2026-06-01T12:10:00Z"))
+            clock.advance(seconds: 8 * 60)
+            let second = try #require(Self.batched(try await filter.apply(to: Self.comment("c2", by: "cy"), context: context)))
+            #expect(second.until.timeIntervalSince1970 == T.instant("2026-06-01T12:18:00Z"), "ten minutes after the last")
+            clock.advance(seconds: 2 * 60)
+            let waitsOn = try #require(T.hold(try await filter.apply(to: Self.back(first, opened), context: context)))
+            #expect(waitsOn.until == second.until, "back at the old end: not yet")
+            clock.advance(seconds: 7 * 60)
+            let third = try #require(Self.batched(try await filter.apply(to: Self.comment("c3", by: "dee"), context: context)))
+            #expect(third.until.timeIntervalSince1970 == T.instant("2026-06-01T12:25:00Z"), "no later than 25 minutes after the first")
+            clock.advance(seconds: 60)
+            let again = try #require(T.hold(try await filter.apply(to: Self.back(first, waitsOn), context: context)))
+            clock.advance(seconds: again.until.timeIntervalSince1970 - clock.now)
+            let digest = try #require(Self.carried(try await filter.apply(to: Self.back(first, again), context: context)))
+            #expect(digest["count"] == 3)
+        }
+    }
+
+    /// A look-back: an event after a quiet spell goes at once; one that follows another within
+    /// `look_back` opens a digest, and the ones after it join.
+    @Test(arguments: Backend.available)
+    func anEventAfterAQuietSpellGoesAtOnce(_ backend: Backend) async throws {
+        try await Self.withContext(backend) { context, clock in
+            let filter: DigestFilter = try await T.filter("timing.digest", "key_field: post, window: 5m, look_back: 10m")
+            let alone = try await filter.apply(to: Self.comment("c1", by: "bob"), context: context)
+            #expect(T.passed(alone) && Self.carried(alone) == nil, "sent at once, as itself")
+            #expect(T.passed(try await filter.apply(to: Self.comment("d1", post: "p2", by: "bob"), context: context)), "another post is quiet")
+            clock.advance(seconds: 4 * 60)
+            let second = Self.comment("c2", by: "cy")
+            let opened = try #require(T.hold(try await filter.apply(to: second, context: context)), "four minutes after c1: a digest")
+            #expect(Self.batched(try await filter.apply(to: Self.comment("c3", by: "dee"), context: context)) != nil)
+            clock.advance(seconds: 5 * 60)
+            let digest = try #require(Self.carried(try await filter.apply(to: Self.back(second, opened), context: context)))
+            #expect(digest["count"] == 2, "c2 and c3; c1 went alone")
+            // Six minutes after c3: batched again; eleven minutes after everything: at once.
+            clock.advance(seconds: 60)
+            let fourth = Self.comment("c4", by: "eve")
+            let reopened = try #require(T.hold(try await filter.apply(to: fourth, context: context)))
+            clock.advance(seconds: 5 * 60)
+            #expect(Self.carried(try await filter.apply(to: Self.back(fourth, reopened), context: context))?["count"] == 1)
+            clock.advance(seconds: 11 * 60)
+            let quiet = try await filter.apply(to: Self.comment("c5", by: "fay"), context: context)
+            #expect(T.passed(quiet) && Self.carried(quiet) == nil)
+            await T.expectRefusal("timing.digest", "window: 10m, max_window: 5m", "filters[0].max_window @3:58")
+        }
     }
 }
