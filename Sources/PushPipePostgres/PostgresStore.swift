@@ -203,6 +203,25 @@ extension PostgresPipelineStore {
         )
     }
 
+    func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]] {
+        let rows = try await store.connections.rows(
+            """
+            SELECT user_id, key, value FROM settings WHERE pipeline = \(pipeline) AND user_id >= \(users.lowerBound)
+            AND user_id <= \(users.upperBound) AND key = ANY(\(keys))
+            """
+        ).decode((String, String, String).self)
+        var settings: [String: [String: JSON]] = [:]
+        for (user, key, value) in rows { settings[user, default: [:]][key] = try JSON.parse(value) }
+        return settings
+    }
+
+    func settingTexts(keys: [String], limit: Int) async throws -> Set<String> {
+        let rows = try await store.connections.rows(
+            "SELECT DISTINCT value FROM settings WHERE pipeline = \(pipeline) AND key = ANY(\(keys)) LIMIT \(limit)"
+        ).decode(String.self)
+        return Set(rows.compactMap { (try? JSON.parse($0))?.stringValue })
+    }
+
     func setSettings(_ values: [String: JSON], user: String) async throws {
         let now = Date().timeIntervalSince1970
         try await store.connections.transaction { connection in

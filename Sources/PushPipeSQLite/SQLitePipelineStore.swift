@@ -149,6 +149,35 @@ extension SQLitePipelineStore {
         return try [String: JSON](parsing: rows)
     }
 
+    func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]] {
+        guard !keys.isEmpty else { return [:] }
+        let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+        let rows: [(String, String, String)] = try await store.read { [pipeline] db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT user_id, key, value FROM settings WHERE pipeline = ? AND user_id >= ? AND user_id <= ? AND key IN (\(marks))"
+                ),
+                arguments: StatementArguments([pipeline, users.lowerBound, users.upperBound] + keys)
+            )
+            .map { ($0["user_id"], $0["key"], $0["value"]) }
+        }
+        var settings: [String: [String: JSON]] = [:]
+        for (user, key, value) in rows { settings[user, default: [:]][key] = try JSON.parse(value) }
+        return settings
+    }
+
+    func settingTexts(keys: [String], limit: Int) async throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+        let values: [String] = try await store.read { [pipeline] db in
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT DISTINCT value FROM settings WHERE pipeline = ? AND key IN (\(marks)) LIMIT ?"),
+                arguments: StatementArguments([pipeline] + keys) + [limit]
+            )
+        }
+        return Set(values.compactMap { (try? JSON.parse($0))?.stringValue })
+    }
+
     func setSettings(_ values: [String: JSON], user: String) async throws {
         let now = store.clock.now
         try await store.database.write { db in

@@ -195,6 +195,16 @@ import Testing
         #expect(try await store.pipeline("p").setting(user: "alice", key: "enabled") == false)
         #expect(try await store.pipeline("p").settings(user: "alice") == ["enabled": false, "quiet": ["from": 22]])
         #expect(try await store.pipeline("p").setting(user: "nobody", key: "enabled") == nil)
+        // A broadcast's page reads its users' zones at once; a split reads the zones there are.
+        try await store.pipeline("p").setSettings(["time_zone": "Asia/Tokyo", "device_time_zone": "Europe/Berlin"], user: "bob")
+        try await store.pipeline("p").setSettings(["time_zone": "Asia/Tokyo"], user: "cy")
+        try await store.pipeline("p").setSettings(["time_zone": "Asia/Tokyo"], user: "dee")
+        try await store.pipeline("q").setSettings(["time_zone": "America/Lima"], user: "bob")
+        let page = try await store.pipeline("p").settings(users: "alice"..."cy", keys: ["time_zone", "device_time_zone"])
+        #expect(page == ["bob": ["time_zone": "Asia/Tokyo", "device_time_zone": "Europe/Berlin"], "cy": ["time_zone": "Asia/Tokyo"]], "\(page)")
+        #expect(try await store.pipeline("p").settingTexts(keys: ["time_zone", "device_time_zone"], limit: 10) == ["Asia/Tokyo", "Europe/Berlin"])
+        #expect(try await store.pipeline("p").settingTexts(keys: ["time_zone", "device_time_zone"], limit: 1).count == 1, "bounded")
+        #expect(try await store.pipeline("p").settingTexts(keys: ["quiet"], limit: 10).isEmpty, "texts only")
         try await store.pipeline("p").setState([
             StateWrite(stage: "dedupe", key: "alice/1", value: 100), StateWrite(stage: "dedupe", key: "alice/2", value: 200),
         ])

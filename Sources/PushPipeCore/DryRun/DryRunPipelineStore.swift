@@ -22,6 +22,10 @@ struct DryRunPipelineStore: PipelineStore {
     func setting(user: String, key: String) async throws -> JSON? { try await base.setting(user: user, key: key) }
     func settings(user: String) async throws -> [String: JSON] { try await base.settings(user: user) }
     func setSettings(_ values: [String: JSON], user: String) async throws { try await base.setSettings(values, user: user) }
+    func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]] {
+        try await base.settings(users: users, keys: keys)
+    }
+    func settingTexts(keys: [String], limit: Int) async throws -> Set<String> { try await base.settingTexts(keys: keys, limit: limit) }
     func warmTokens(users: [String]) async throws { try await base.warmTokens(users: users) }
 
     // What was sent: nothing was.

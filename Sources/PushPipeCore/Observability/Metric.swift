@@ -30,6 +30,9 @@ public enum Metric: String, Sendable, CaseIterable {
     case pollerChecks = "pushpipe_poller_checks_total"
     case pollerFailures = "pushpipe_poller_failures_total"
     case pollerRateLimitWaits = "pushpipe_poller_rate_limit_waits_total"
+    // Digests (labels: pipeline, stage): opened by a first event, closed when one carries it on.
+    case digestsOpened = "pushpipe_digests_opened_total"
+    case digestsClosed = "pushpipe_digests_closed_total"
     // Plugins (labels: pipeline, stage, plugin)
     case pluginRestarts = "pushpipe_plugin_restarts_total"
     case pluginTimeouts = "pushpipe_plugin_timeouts_total"

@@ -6,21 +6,14 @@ extension EventProcessor {
     /// through the pipeline again (`QueuedEventIntake.heldKey`). Its key counts its holds, so an
     /// event that comes back and is held again waits under a new key, while the same decision
     /// made twice (its source sent it again after a kill) is stored once.
-    func keep(_ event: Event, _ hold: EventHold, stage: String) async -> EventReport {
+    func keep(_ event: Event, _ hold: EventHold, stage: String, withdrawing: Bool = true) async -> EventReport {
         var queued = heldCopy(of: event, hold, holds: event.holds + [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)])
         queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
         queued.replacing = event.queueItem
         do {
             // What it replaces goes first: killed in between, its source sends it again, and
             // it is stored then; the other way round, both could be sent.
-            if let replaceKey = hold.replaceKey {
-                let replaced = try await waitingForTheStore(event) {
-                    try await pipelineStore.work.withdrawHeld(replaceKey: replaceKey, caller: event.caller, except: event.id)
-                }
-                let now = clock.now
-                let records = replaced.map { $0.withdrawnRecord(code: "replaced", reason: "replaced by event \(event.id)", at: now) }
-                if !records.isEmpty { await record([], events: records.filter { $0.caller != nil }) }
-            }
+            if withdrawing, let replaceKey = hold.replaceKey { try await withdrawReplaced(replaceKey, by: event) }
             try await waitingForTheStore(event) { try await store.enqueue(queued) }
         } catch {
             return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)
@@ -49,6 +42,51 @@ extension EventProcessor {
         return nil
     }
 
+    /// Keeps each copy an event was split into (`FilterResult.split`), after withdrawing what
+    /// the caller's earlier sends under the same replace key left waiting, and ends the event
+    /// itself (dropped, code `split`). The copies are stored before the event's item is
+    /// removed, each under a key its id names: killed in between, the event is split again and
+    /// each copy still waiting is stored once.
+    func keepCopies(_ copies: [(copy: Event, hold: EventHold)], of event: Event, stage: String) async -> EventReport {
+        if let replaceKey = copies.first?.hold.replaceKey {
+            do {
+                try await withdrawReplaced(replaceKey, by: event)
+            } catch {
+                return failed(event, "\(stage): the sends it replaces could not be withdrawn: \(error)", stage: stage)
+            }
+        }
+        var waiting: [EventRecord] = []
+        for (copy, hold) in copies {
+            var copy = copy
+            copy.queueItem = nil
+            let report = await keep(copy, hold, stage: stage, withdrawing: false)
+            guard report.status != .failed else { return failed(event, report.reason ?? "a copy could not be stored", stage: stage) }
+            if let record = eventRecord(Finished(event: copy, report: report)) { waiting.append(record) }
+        }
+        if !waiting.isEmpty { await record([], events: waiting) }
+        let names = copies.prefix(5).map(\.copy.id).joined(separator: ", ") + (copies.count > 5 ? " and \(copies.count - 5) more" : "")
+        return EventReport(
+            eventID: event.id,
+            pipeline: definition.name,
+            user: event.user,
+            status: .filtered,
+            reason: "sent as \(copies.count) events, each for its part of the users: \(names)",
+            stage: stage,
+            code: "split"
+        )
+    }
+
+    /// Withdraws the sends of `event`'s caller still waiting under `replaceKey` (but `event`'s
+    /// own and its copies), and records them as replaced.
+    private func withdrawReplaced(_ replaceKey: String, by event: Event) async throws {
+        let replaced = try await waitingForTheStore(event) {
+            try await pipelineStore.work.withdrawHeld(replaceKey: replaceKey, caller: event.caller, except: event.id)
+        }
+        let now = clock.now
+        let records = replaced.map { $0.withdrawnRecord(code: "replaced", reason: "replaced by event \(event.id)", at: now) }
+        if !records.isEmpty { await record([], events: records.filter { $0.caller != nil }) }
+    }
+
     /// `event` as a held item, due at `hold`'s instant on the store's clock and held by nobody.
     private func heldCopy(of event: Event, _ hold: EventHold, holds: [PassedHold]) -> QueuedEvent {
         var queued = QueuedEvent(
@@ -60,6 +98,7 @@ extension EventProcessor {
             body: event.receivedBody ?? event.body
         )
         queued.holds = holds
+        queued.audience = event.audience
         queued.caller = event.caller
         queued.replayOf = event.replayOf
         queued.traceParent = event.traceParent

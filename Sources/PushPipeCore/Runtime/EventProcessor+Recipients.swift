@@ -47,7 +47,12 @@ extension EventProcessor {
         defer { span?.end() }
         do {
             let all = try await waitingForTheStore(event) { try await definition.renderer.stage.render(event, context: context) }
-            let notifications = audience.map { audience in all.filter { audience.includes($0.token) } } ?? replayed(all, of: event)
+            var notifications = audience.map { audience in all.filter { audience.includes($0.token) } } ?? replayed(all, of: event)
+            // A broadcast for part of the users (one time zone's): the page's others are left out.
+            if let part = event.audience, let users = context.broadcastUsers, !notifications.isEmpty {
+                let settings = try await waitingForTheStore(event) { try await pipelineStore.settings(users: users, keys: part.keys) }
+                notifications = notifications.filter { part.includes(settings[$0.token.user] ?? [:]) }
+            }
             span?.attributes["pushpipe.notifications"] = notifications.count
             return notifications
         } catch {

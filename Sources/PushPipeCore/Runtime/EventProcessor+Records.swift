@@ -101,7 +101,7 @@ extension EventProcessor {
                 record.state = .processing
                 return record
             }
-            record.input = EventRecord.Input(time: event.time.timeIntervalSince1970, body: event.receivedBody ?? event.body)
+            record.input = EventRecord.Input(time: event.time.timeIntervalSince1970, body: event.receivedBody ?? event.body, audience: event.audience)
         }
         return record
     }

@@ -234,6 +234,9 @@ public struct EventProcessor: Sendable {
                     guard let occurrence else { return .finished(heldReport(event, next, stage: filter.id), event) }
                     event = occurrence
                     telemetry.passed(event, stage: filter.id, type: filter.type)
+                case .split(let copies):
+                    for (copy, hold) in copies { telemetry.held(copy, stage: filter.id, type: filter.type, hold) }
+                    return .finished(await keepCopies(copies, of: event, stage: filter.id), event)
                 case .hold(let hold):
                     span?.attributes["pushpipe.hold.code"] = hold.code
                     telemetry.held(event, stage: filter.id, type: filter.type, hold)

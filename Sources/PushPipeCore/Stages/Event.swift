@@ -94,6 +94,12 @@ public struct Event: Sendable {
         set { storage.update { $0.queueItem = newValue } }
     }
 
+    /// For an event for every user: which of them it goes to (`Audience`); nil: all.
+    public var audience: Audience? {
+        _read { yield storage.fields.audience }
+        set { storage.update { $0.audience = newValue } }
+    }
+
     /// Other events it carries (a digest's): once its outcome is final, their records follow
     /// it, so each says what became of it rather than waiting in `batched`.
     public var carries: [CarriedEvent] {
@@ -135,6 +141,7 @@ public struct Event: Sendable {
         var holds: [PassedHold] = []
         var queueItem: QueueItem?
         var carries: [CarriedEvent] = []
+        var audience: Audience?
         var onComplete: (@Sendable (EventReport) async -> Void)?
     }
 

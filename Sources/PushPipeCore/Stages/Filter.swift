@@ -20,6 +20,10 @@ public enum FilterResult: Sendable {
     /// sent sends it again and stores the next wait once. No occurrence: this one is skipped
     /// (late, expired), and the event only waits again.
     case recur(occurrence: Event?, next: EventHold)
+    /// An event for every user goes out as several, each for part of the users
+    /// (`Event.audience`: one per time zone) and each waiting for its own instant: the copies
+    /// are stored, and this event ends (dropped, code `split`), naming them.
+    case split([(copy: Event, hold: EventHold)])
 }
 
 /// How a drop reads in an event's status: a limit on how often (`throttled`, `capped`) tells a

@@ -33,7 +33,11 @@ extension EventRecord {
             }
         }
         if omittedRecipients > 0 { writer.add("omitted", omittedRecipients) }
-        if let input { writer.add("input", json: ["time": .double(input.time), "body": input.body]) }
+        if let input {
+            var fields: [String: JSON] = ["time": .double(input.time), "body": input.body]
+            if let audience = input.audience { fields["audience"] = audience.json }
+            writer.add("input", json: .object(fields))
+        }
         if let broadcast { writer.add("broadcast", json: broadcast.json) }
         if let heldUntil { writer.add("held_until", heldUntil) }
         return writer.finished()
@@ -63,7 +67,9 @@ extension EventRecord {
             traceID: stored["trace_id"]?.stringValue,
             acceptedAt: stored["accepted_at"]?.doubleValue ?? updatedAt,
             updatedAt: updatedAt,
-            input: stored["input"].flatMap { input in input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null) } },
+            input: stored["input"].flatMap { input in
+                input["time"]?.doubleValue.map { Input(time: $0, body: input["body"] ?? .null, audience: Audience(json: input["audience"])) }
+            },
             broadcast: stored["broadcast"].flatMap(BroadcastProgress.init(json:))
         )
     }

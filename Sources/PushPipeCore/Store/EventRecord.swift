@@ -58,10 +58,13 @@ public struct EventRecord: Sendable, Equatable {
     public struct Input: Sendable, Equatable {
         public var time: Double
         public var body: JSON
+        /// A broadcast's audience (`Event.audience`): its replay goes to the same users.
+        public var audience: Audience?
 
-        public init(time: Double, body: JSON) {
+        public init(time: Double, body: JSON, audience: Audience? = nil) {
             self.time = time
             self.body = body
+            self.audience = audience
         }
     }
 

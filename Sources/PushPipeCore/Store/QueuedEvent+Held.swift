@@ -38,10 +38,13 @@ extension QueuedEvent {
 
 extension WorkQueue {
     /// Withdraws the pending sends of `replaceKey` that `caller` posted (none of another
-    /// caller's, and none on its way already), except `eventID`'s; returns them.
+    /// caller's, and none on its way already), except `eventID`'s and its copies' (`<id>@…`,
+    /// one per zone or occurrence); returns them.
     public func withdrawHeld(replaceKey: String, caller: String?, except eventID: String? = nil) async throws -> [QueuedEvent] {
         let items = try await withdraw(QueuedEvent.heldKind, keysStartingWith: QueuedEvent.replacePrefix(replaceKey)) { item in
-            item.payload["caller"]?.stringValue == caller && (eventID == nil || item.payload["event_id"]?.stringValue != eventID)
+            guard item.payload["caller"]?.stringValue == caller else { return false }
+            guard let eventID, let id = item.payload["event_id"]?.stringValue else { return true }
+            return id != eventID && !id.hasPrefix(eventID + "@")
         }
         return items.compactMap { try? QueuedEvent(work: $0, pipeline: pipeline, owner: nil, lease: .zero) }
     }

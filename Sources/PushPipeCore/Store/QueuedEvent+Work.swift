@@ -38,6 +38,7 @@ extension QueuedEvent {
         payload["replay_of"] = replayOf.map { (try? JSON.parse(QueuedEvent.storedReplay($0))) ?? .null }
         payload["trace_parent"] = traceParent.map(JSON.string)
         payload["origin"] = origin.map(JSON.string)
+        if let audience { payload["audience"] = audience.json }
         if !holds.isEmpty { payload["holds"] = .array(holds.map { ["stage": .string($0.stage), "until": .double($0.until)] }) }
         return WorkItem(kind: kind, key: key, payload: .object(payload), createdAt: time)
     }
@@ -63,6 +64,7 @@ extension QueuedEvent {
         caller = payload["caller"]?.stringValue
         traceParent = payload["trace_parent"]?.stringValue
         origin = payload["origin"]?.stringValue
+        audience = Audience(json: payload["audience"])
         holds = (payload["holds"]?.arrayValue ?? []).compactMap { hold in
             hold["stage"]?.stringValue.flatMap { stage in hold["until"]?.doubleValue.map { PassedHold(stage: stage, until: $0) } }
         }

@@ -30,6 +30,8 @@ public struct QueuedEvent: Sendable, Equatable {
     public var caller: String?
     /// The dead letter it replays: only that record's unresolved recipients get it again.
     public var replayOf: EventRecord?
+    /// Which users a broadcast goes to (`Event.audience`); a replay's is its dead letter's.
+    public var audience: Audience?
     /// The caller's W3C `traceparent`, kept so that an event sent after a restart still
     /// continues the caller's trace.
     public var traceParent: String?
@@ -75,6 +77,7 @@ public struct QueuedEvent: Sendable, Equatable {
         event.caller = caller
         event.replayOf = replayOf
         event.traceParent = traceParent
+        event.audience = audience ?? replayOf?.input?.audience
         return event
     }
 }

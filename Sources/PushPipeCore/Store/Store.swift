@@ -47,6 +47,10 @@ public protocol RegistrationStore: Sendable {
     func setting(user: String, key: String) async throws -> JSON?
     func settings(user: String) async throws -> [String: JSON]
     func setSettings(_ values: [String: JSON], user: String) async throws
+    /// The settings `keys` of the users in `users` (a page of a broadcast), by user.
+    func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]]
+    /// The distinct texts users set under `keys`, at most `limit` (the zones a broadcast goes out in).
+    func settingTexts(keys: [String], limit: Int) async throws -> Set<String>
 
     /// Reads the tokens of `users` ahead, where a store caches them: a poller's claimed users,
     /// each looked up next. A hint; nothing changes.

@@ -186,6 +186,46 @@ import Testing
         }
     }
 
+    /// "09:00 local" for every user: one send per zone its users have, each at that zone's
+    /// 09:00 and for that zone's users only (a device's zone first, an unknown zone the stage's).
+    @Test(arguments: Backend.allCases)
+    func aBroadcastAtALocalTimeGoesToEachZoneAtItsHour(_ backend: Backend) async throws {
+        let filter = "  - {type: timing.schedule, local_time: \"09:00\", time_zone: America/New_York}"
+        try await Self.withPipeline(backend, filters: filter) { definition, transport, store in
+            let pipeline = store.pipeline("scripted")
+            for user in ["ana", "bob", "cy", "dee"] {
+                try await pipeline.register(DeviceToken(user: user, kind: "device", value: "tok-\(user)"), environment: nil, replace: false)
+            }
+            try await pipeline.setSettings(["time_zone": "Asia/Tokyo"], user: "ana")
+            try await pipeline.setSettings(["time_zone": "Asia/Tokyo", "device_time_zone": "Europe/Berlin"], user: "bob")
+            try await pipeline.setSettings(["time_zone": "Mars/Base"], user: "dee")
+            let clock = ManualClock(now: try Date("2026-06-01T12:00:00Z", strategy: .iso8601).timeIntervalSince1970)
+            let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live, clock: clock)
+            var event = Event(id: "news", pipeline: "scripted", user: nil, body: ["text": "good morning"])
+            event.caller = "backend"
+            let split = await processor.process(event)
+            #expect(split.status == .filtered && split.code == "split", "\(split)")
+            #expect(try await store.eventRecords(eventID: "news", pipeline: "scripted").records.first?.state == .dropped)
+            var sent: [String] = []
+            for (zone, at, users) in [
+                ("America/New_York", "2026-06-01T13:00:00Z", ["tok-cy", "tok-dee"]), ("Europe/Berlin", "2026-06-02T07:00:00Z", ["tok-bob"]),
+                ("Asia/Tokyo", "2026-06-02T00:00:00Z", ["tok-ana"]),
+            ] {
+                let found = try await store.eventRecords(eventID: "news@\(zone)", pipeline: "scripted")
+                #expect(found.records.first?.state == .scheduled, "\(zone)")
+                let copy = try #require(found.queued.first, "\(zone) waits")
+                let due = try Date(at, strategy: .iso8601).timeIntervalSince1970
+                #expect(copy.holds.last?.until == due, "\(zone) at its 09:00")
+                clock.advance(seconds: max(0, due - clock.now))
+                let report = await processor.process(copy.event)
+                #expect(report.status == .delivered, "\(zone): \(report)")
+                let now = transport.sends.filter { !sent.contains($0) }
+                #expect(now.sorted() == users, "\(zone) reached only its users")
+                sent = transport.sends
+            }
+        }
+    }
+
     /// A dry run says when it would be sent, and keeps nothing.
     @Test func aDryRunSaysWhenAndKeepsNothing() async throws {
         try await Self.withPipeline(.sqlite, filters: "  - {type: timing.schedule, delay: 90m}") { definition, transport, store in

@@ -28,7 +28,7 @@ import Testing
             "pipelines/activity-digest.yaml",
             try String(contentsOf: SvenFlowTests.repository.appendingPathComponent("pipelines/activity-digest.yaml"), encoding: .utf8)
         )
-        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
+        let arguments = ["run", "--listen", "127.0.0.1:0", "--store", store, "--plugins", "none"]
         let environment = ["ACTIVITY_DIGEST_WINDOW": "6s", "ACTIVITY_TIME_ZONE": Self.daytimeZone]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path, environment: environment) { daemon in
             let client = HTTPTestClient(port: try await daemon.port())
@@ -62,6 +62,11 @@ import Testing
                 #expect(status?["state"] == "delivered" && status?["code"] == "digest", "\(String(describing: status))")
                 #expect(status?["reason"]?.stringValue?.contains("event \(carrierID)") == true, "the same caller: named")
             }
+            let admin = HTTPTestClient(port: try await daemon.adminPort())
+            let samples = prometheusSamples(try await admin.request("GET", "/metrics").text)
+            let series = "{pipeline=\"activity-digest\",stage=\"filters[2]\"}"
+            #expect(samples["pushpipe_digests_opened_total" + series] == 1, "\(samples.filter { $0.key.contains("digest") })")
+            #expect(samples["pushpipe_digests_closed_total" + series] == 1)
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
             let output = daemon.standardOutput.joined(separator: "\n")

@@ -73,6 +73,15 @@ final class ChaosLedger: SoakAccounting {
     }
 
     func accept(_ id: String) { state.withLock { _ = $0.accepted.insert(id) } }
+
+    /// Scheduled sends, judged by the clock of the daemon that sent each.
+    let timing = ChaosTimingAccount()
+
+    func accept(_ id: String, scheduledAt instant: Double) {
+        timing.scheduled(id, at: instant)
+        accept(id)
+    }
+
     func killed(_ instance: Int) { state.withLock { $0.killedAt[instance] = .now } }
     func terminated(_ instance: Int) { state.withLock { $0.terminatedAt[instance] = .now } }
     func exited(_ instance: Int) { state.withLock { $0.exitedAt[instance] = .now } }
@@ -118,10 +127,17 @@ final class ChaosLedger: SoakAccounting {
 
     /// Records the ids a request answered 200 carried (event id, reply message id, OGS games);
     /// a broadcast's id counts once per token (`b7#<token>`).
-    func delivered(_ request: APNsStandIn.Request, by instance: Int) {
+    /// - Parameter skew: how far ahead of the wall clock the sender's clock runs (seconds).
+    func delivered(_ request: APNsStandIn.Request, by instance: Int, skew: Double = 0) {
         guard let body = request.body else { return }
         var ids: [String] = []
-        if let id = body["id"]?.stringValue { ids.append(id.hasPrefix("b") ? "\(id)#\(request.token)" : id) }
+        if let id = body["id"]?.stringValue {
+            ids.append(id.hasPrefix("b") ? "\(id)#\(request.token)" : id)
+            let now = Date().timeIntervalSince1970
+            if id.hasPrefix("s") { timing.sent(id, wall: now, clock: now + skew) }
+        }
+        // A digest: every event it carries.
+        for item in body["items"]?.arrayValue ?? [] { if let id = item["id"]?.stringValue { ids.append(id) } }
         if let id = body["message_id"]?.stringValue { ids.append(id) }
         for game in body["game_ids"]?.arrayValue ?? [] { if let id = game.intValue { ids.append("g\(id)") } }
         let delivery = Delivery(instance: instance, at: .now)

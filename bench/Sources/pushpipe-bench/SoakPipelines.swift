@@ -53,17 +53,58 @@ enum SoakPipelines {
             \(transport)
             """
         )
+        try writeTimed(into: directory, transport: transport)
         let shipped = try String(contentsOfFile: "pipelines/ogs-turns.yaml", encoding: .utf8)
         try directory.write("pipelines/ogs-turns.yaml", shipped)
         try FileManager.default.createDirectory(atPath: directory.file("replies"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory.file("staging"), withIntermediateDirectories: true)
     }
 
-    /// Route and body of each registration: every events user, user-0 also with a dead token,
-    /// one Sven install, the OGS player.
+    /// Timing under chaos (issue 49): sends at an instant that then wait for a window open in
+    /// even minutes (UTC), and digests of 5 s per user that carry their events' ids.
+    static func writeTimed(into directory: TemporaryDirectory, transport: String) throws {
+        let evenMinutes = stride(from: 0, to: 1440, by: 2).map { minute in
+            let end = minute + 1
+            return String(format: "{start: \"%02d:%02d\", end: \"%02d:%02d\"}", minute / 60, minute % 60, end / 60, end % 60)
+        }
+        try directory.write(
+            "pipelines/soak-scheduled.yaml",
+            """
+            pipeline: soak-scheduled
+            routes:
+              - {action: register, path: /soak/scheduled/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
+            sources:
+              - {type: http.event, path: /soak/scheduled, id_field: id}
+            filters:
+              - {type: timing.schedule, at_field: send_at}
+              - {type: timing.window, windows: [\(evenMinutes.joined(separator: ", "))]}
+            renderer: {type: apns.alert, title: Scheduled, body: "event {{id}}", custom: {id: {$from: id}}}
+            \(transport)
+            """
+        )
+        try directory.write(
+            "pipelines/soak-digest.yaml",
+            """
+            pipeline: soak-digest
+            routes:
+              - {action: register, path: /soak/digest/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
+            sources:
+              - {type: http.event, path: /soak/digest, id_field: id}
+            filters:
+              - {type: timing.digest, key_field: post, window: 5s, close_at: 20, max_items: 20, keep: first}
+            renderer: {type: apns.alert, title: Digest, body: "{{digest.count}} new", custom: {items: {$from: digest.items}}}
+            \(transport)
+            """
+        )
+    }
+
+    /// Route and body of each registration: every events user (on the timed pipelines too),
+    /// user-0 also with a dead token, one Sven install, the OGS player.
     static func registrations(live: String, dead: String, player: Int64) -> [(String, JSON)] {
-        var registrations: [(String, JSON)] = (0..<users).map {
-            ("/soak/register", ["user_id": .string("user-\($0)"), "device_token": .string(live)])
+        var registrations: [(String, JSON)] = (0..<users).flatMap { user in
+            ["/soak/register", "/soak/scheduled/register", "/soak/digest/register"].map {
+                ($0, ["user_id": .string("user-\(user)"), "device_token": .string(live)] as JSON)
+            }
         }
         registrations.append(("/soak/register", ["user_id": "user-0", "device_token": .string(dead)]))
         registrations.append(("/soak/register-apns", ["device_token": "install-1", "apns_token": .string(live)]))

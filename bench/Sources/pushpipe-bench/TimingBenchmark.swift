@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PushPipeCore
 import PushPipeStages
+import PushPipeTesting
 import Synchronization
 
 /// Scheduled sends at scale (issue 49): `sends` events held by `timing.schedule` for `zones`
@@ -20,21 +21,45 @@ struct TimingBenchmark: AsyncParsableCommand {
     @Option(help: "A PostgreSQL URL on 127.0.0.1 (an empty database); a new SQLite file when omitted.") var store: String?
     @Option(help: "Seconds from the start to the first zone's instant: time to hold every send (default: 1 s per 2,000, plus 10).")
     var lead: Double?
+    @Option(help: "Send with this many `pushpipe run` daemons on --store (PostgreSQL) through the APNs stand-in; 0: in this process.")
+    var daemons = 0
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-timing-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let file = "\(directory)/timing.yaml"
-        try """
-        pipeline: timing
-        sources: [{type: http.event, path: /events}]
-        filters: [{type: timing.schedule, at_field: at}]
-        renderer: {type: json.template, payload: {z: {$from: z}}}
-        transport: {type: stdout, format: compact}
-        delivery: {concurrency: 256}
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: [:]))
+        guard daemons == 0 || store != nil else { throw ValidationError("--daemons needs --store, a PostgreSQL database") }
+        try FileManager.default.createDirectory(atPath: "\(directory)/pipelines", withIntermediateDirectories: true)
+        let file = "\(directory)/pipelines/timing.yaml"
+        // With daemons, an APNs stand-in notes each zone's arrivals.
+        let arrivals = Arrivals(zones: zones)
+        var environment: [String: String] = [:]
+        var standIn: APNsStandIn?
+        if daemons > 0 {
+            let credentials = try TemporaryDirectory("timing-apns")
+            let (apns, apnsEnvironment) = try await APNsStandIn.startWithThrowawayCredentials(
+                in: credentials,
+                teamID: "TIMINGTEAM",
+                keyID: "TIMINGKEY1"
+            )
+            apns.answer { request in
+                if let zone = request.body?["z"]?.intValue { arrivals.arrived(zone: Int(zone)) }
+                return .accept
+            }
+            (standIn, environment) = (apns, apnsEnvironment)
+        }
+        try
+            (daemons > 0
+            ? Self.daemonPipeline
+            : """
+            pipeline: timing
+            sources: [{type: http.event, path: /events}]
+            filters: [{type: timing.schedule, at_field: at}]
+            renderer: {type: json.template, payload: {z: {$from: z}}}
+            transport: {type: stdout, format: compact}
+            delivery: {concurrency: 256}
+            """).write(toFile: file, atomically: true, encoding: .utf8)
+        let loaded = await ConfigLoader(builtins: BuiltinStages.all, interpolation: EnvironmentInterpolation(environment: environment))
             .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
         var logger = Logger(label: "timing-bench")
@@ -72,6 +97,23 @@ struct TimingBenchmark: AsyncParsableCommand {
         let held = ContinuousClock.now - holding
         let holdingEnded = Date().timeIntervalSince1970
         let heldRSS = ProcessUsage.peakRSSMegabytes()
+        if daemons > 0, let url = self.store {
+            try await store.close()
+            let sending = ContinuousClock.now
+            let peaks = try await sendOnDaemons(daemons, directory: directory, environment: environment, arrivals: arrivals)
+            let elapsed = ContinuousClock.now - sending
+            await standIn?.stop()
+            let (total, last) = arrivals.state.withLock { ($0.sent.reduce(0, +), $0.last) }
+            let lateness = (0..<zones).map { last[$0] - (start + Double($0) * gap) }
+            let size = try await Self.databaseSize(url)
+            print(
+                "timing: \(total) of \(sends) sends in \(zones) zones; held in \(held) (first instant \(String(format: "%.1f", start - holdingEnded)) s after) (\(Int(Double(sends) / held.inSeconds))/s), holder's peak RSS \(heldRSS) MB; "
+                    + "sent by \(daemons) daemons through the APNs stand-in over \(elapsed) (\(Int(Double(total) / elapsed.inSeconds))/s), their peak RSS \(peaks.sorted().map { "\($0)" }.joined(separator: "/")) MB; "
+                    + "last send after its zone's instant: median \(String(format: "%.2f", lateness.sorted()[zones / 2])) s, "
+                    + "max \(String(format: "%.2f", lateness.max() ?? 0)) s; PostgreSQL database \(size) MB"
+            )
+            return
+        }
         let sent = Mutex([Int](repeating: 0, count: zones))
         let last = Mutex([Double](repeating: 0, count: zones))
         let output = OutputSink { text in

@@ -158,6 +158,7 @@ struct DigestFilter: Filter, LongRunningStage {
         let digest = row.current ?? [:]
         let closes = Date(timeIntervalSince1970: digest["closes_at"]?.doubleValue ?? now)
         if digest["opener"]?.stringValue == id {
+            if context.mode == .live, digest["count"]?.intValue == 1 { context.count(.digestsOpened) }
             return .hold(
                 EventHold(.batched, until: closes, reason: "opened the digest for \(label); it closes then", code: "digest", holder: holder)
             )
@@ -188,6 +189,7 @@ struct DigestFilter: Filter, LongRunningStage {
     private func carrier(_ digest: JSON, _ event: Event, key: String, context: StageContext) -> Event {
         var carrier = carrying(digest, event)
         guard context.mode == .live else { return carrier }
+        context.count(.digestsClosed)
         let earlier = event.onComplete
         let id = event.id
         carrier.onComplete = { [self] report in

@@ -37,6 +37,8 @@ struct RecipientZone: Sendable {
 
     /// The zone for `event`'s user, and its name (for reasons people read).
     func zone(for event: Event, context: StageContext) async throws -> (ZonedClock, String) {
+        // A broadcast's copy for one zone's users (`ScheduleFilter+Zones`).
+        if event.user == nil, let part = event.audience, let zone = TimeZoneName.zone(part.value) { return (ZonedClock(zone: zone), part.value) }
         if let setting, let user = event.user {
             let settings = try await context.registrations.settings(user: user)
             for key in [TimeZoneName.deviceSetting, setting] {

@@ -110,6 +110,10 @@ struct ScheduleFilter: Filter {
             }
             replaceKey = key
         }
+        // An event for every user at a time of day: one send per zone, each for its users.
+        if event.user == nil, event.audience == nil, localTime != nil, zones.setting != nil {
+            return try await split(event, replaceKey: replaceKey, now: now, context: context)
+        }
         var instant: Double
         let zone: String?
         switch try await self.instant(of: event, now: now, context: context) {

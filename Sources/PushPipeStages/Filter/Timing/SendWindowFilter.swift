@@ -57,13 +57,20 @@ struct SendWindowFilter: Filter {
         return (try? windows.replacingWindows(with: span)) ?? windows
     }
 
+    /// How far ahead of the store's clock a daemon's may run and still judge a returning event
+    /// at the opening it waited for.
+    static let clockTolerance = 120.0
+
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         if Bypass.applies(to: event, field: configuration.bypassField, values: configuration.bypassValues) { return .pass(event) }
         let (clock, zone) = try await zones.zone(for: event, context: context)
         let windows = try await self.windows(for: event, context: context)
-        // Back from its wait: judged at the opening it waited for, so a daemon whose clock is a
-        // little behind the store's does not make it wait again.
-        let now = max(context.clock.now, event.hold(by: Self.holder)?.until ?? 0)
+        // Back from its wait: judged at the opening it waited for, so a daemon whose clock is
+        // behind the store's, or up to `clockTolerance` ahead, does not make it wait again (two
+        // daemons a minute apart would pass it back and forth); one back much later (the
+        // daemons were down into the next quiet hours) is judged now.
+        let waited = event.hold(by: Self.holder)?.until
+        let now = waited.map { context.clock.now <= $0 + Self.clockTolerance ? $0 : context.clock.now } ?? context.clock.now
         let instant = Date(timeIntervalSince1970: now)
         guard let opening = windows.opening(from: instant, clock) else {
             return .drop(reason: "no send window opens in the next 400 days (\(zone))", code: "no_window")

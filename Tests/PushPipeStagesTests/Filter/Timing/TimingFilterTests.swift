@@ -208,6 +208,24 @@ import Testing
         }
     }
 
+    /// Back from its wait on a daemon whose clock runs a minute ahead of the store's, an event
+    /// is judged at the opening it waited for (two daemons a minute apart passed it back and
+    /// forth in the chaos soak); back hours later, it is judged by the clock.
+    @Test func aReturningEventIsJudgedAtItsOpeningOnAClockALittleAhead() async throws {
+        try await Self.withContext(at: "2026-06-01T07:59:00Z") { context, clock in
+            let filter = try await Self.window("windows: [{start: \"08:00\", end: \"08:01\"}]")
+            let event = Event(pipeline: "p", user: "nobody", body: [:])
+            let hold = try #require(Self.hold(try await filter.apply(to: event, context: context)))
+            #expect(hold.until.timeIntervalSince1970 == Self.instant("2026-06-01T08:00:00Z"))
+            var back = event
+            back.holds = [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)]
+            clock.advance(seconds: 120)
+            #expect(Self.passed(try await filter.apply(to: back, context: context)), "08:01 on its clock, 08:00 on the store's")
+            clock.advance(seconds: 3 * 3600)
+            #expect(Self.hold(try await filter.apply(to: back, context: context)) != nil, "back hours later: deferred again")
+        }
+    }
+
     static func expectRefusal(_ type: String, _ config: String, _ expected: String?, sourceLocation: Testing.SourceLocation = #_sourceLocation) async
     {
         let found = await refusal(type, config)
