@@ -217,7 +217,7 @@ extension PostgresPipelineStore {
 
     func settingTexts(keys: [String], limit: Int) async throws -> Set<String> {
         let rows = try await store.connections.rows(
-            "SELECT DISTINCT value FROM settings WHERE pipeline = \(pipeline) AND key = ANY(\(keys)) LIMIT \(limit)"
+            "SELECT DISTINCT value FROM settings WHERE pipeline = \(pipeline) AND key = ANY(\(keys)) ORDER BY value LIMIT \(limit)"
         ).decode(String.self)
         return Set(rows.compactMap { (try? JSON.parse($0))?.stringValue })
     }

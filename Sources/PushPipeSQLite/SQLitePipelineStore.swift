@@ -171,7 +171,7 @@ extension SQLitePipelineStore {
         let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
         let values: [String] = try await store.read { [pipeline] db in
             try String.fetchAll(
-                db.cachedStatement(sql: "SELECT DISTINCT value FROM settings WHERE pipeline = ? AND key IN (\(marks)) LIMIT ?"),
+                db.cachedStatement(sql: "SELECT DISTINCT value FROM settings WHERE pipeline = ? AND key IN (\(marks)) ORDER BY value LIMIT ?"),
                 arguments: StatementArguments([pipeline] + keys) + [limit]
             )
         }

@@ -3,7 +3,7 @@
 # instants GAP seconds apart, then sent zone by zone. Reports how long after its instant each
 # zone's last send left, peak RSS while holding and while sending, and the store's size.
 # SENDS="100000" (1000000 for the issue's figure, with LEAD=40); STORE=postgres://… for PostgreSQL;
-# DAEMONS=3 (with STORE): sent by three `pushpipe run` processes through the APNs stand-in.
+# DAEMONS=3 (with STORE; 1 on SQLite): sent by `pushpipe run` processes through the APNs stand-in.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/lib/build.sh

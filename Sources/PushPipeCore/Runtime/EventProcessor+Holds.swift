@@ -7,8 +7,17 @@ extension EventProcessor {
     /// event that comes back and is held again waits under a new key, while the same decision
     /// made twice (its source sent it again after a kill) is stored once.
     func keep(_ event: Event, _ hold: EventHold, stage: String, withdrawing: Bool = true) async -> EventReport {
-        var queued = heldCopy(of: event, hold, holds: event.holds + [PassedHold(stage: hold.holder, until: hold.until.timeIntervalSince1970)])
-        queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
+        let until = hold.until.timeIntervalSince1970
+        var queued: QueuedEvent
+        if let earlier = event.hold(by: hold.holder), earlier.until != until {
+            // Held again by the same filter (a sliding digest, a window each occurrence): in the
+            // place of its earlier hold, so the holds stay bounded; the key names the instant.
+            queued = heldCopy(of: event, hold, holds: event.holds.filter { $0.stage != hold.holder } + [PassedHold(stage: hold.holder, until: until)])
+            queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey, until: until)
+        } else {
+            queued = heldCopy(of: event, hold, holds: event.holds + [PassedHold(stage: hold.holder, until: until)])
+            queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
+        }
         queued.replacing = event.queueItem
         do {
             // What it replaces goes first: killed in between, its source sends it again, and

@@ -111,10 +111,14 @@ extension EventProcessor {
     /// replay sends the carrier, not them), without its recipients, which the carrier's
     /// record lists. Another caller's carrier is not named.
     func eventRecords(_ finished: Finished, now: Double? = nil) -> [EventRecord] {
-        guard let record = eventRecord(finished, now: now) else { return [] }
+        let own = eventRecord(finished, now: now)
+        guard !finished.event.carries.isEmpty else { return own.map { [$0] } ?? [] }
+        // A carrier nobody posted (a poll's) keeps no record, but its followers get theirs.
+        var probe = finished
+        if probe.event.caller == nil { probe.event.caller = "" }
         let final: Set<EventRecord.State> = [.delivered, .partiallyDelivered, .failed, .deadLetter, .dropped, .throttled, .capped]
-        guard !finished.event.carries.isEmpty, final.contains(record.state) else { return [record] }
-        return [record]
+        guard let record = own ?? eventRecord(probe, now: now), final.contains(record.state) else { return own.map { [$0] } ?? [] }
+        return (own.map { [$0] } ?? [])
             + finished.event.carries.compactMap { carried in
                 guard let caller = carried.caller else { return nil }
                 var follower = record
@@ -125,6 +129,9 @@ extension EventProcessor {
                 follower.omittedRecipients = 0
                 follower.input = nil
                 follower.broadcast = nil
+                // Nothing of the carrier's own that another caller should read.
+                follower.traceID = nil
+                follower.heldUntil = nil
                 follower.code = "digest"
                 let carrier = caller == record.caller ? "event \(record.eventID)" : "another event"
                 follower.reason =

@@ -113,6 +113,32 @@ import Testing
         }
     }
 
+    /// A filter that holds an event again (a window it came back to hours late) replaces its
+    /// earlier hold rather than adding one: an event deferred day after day carries one.
+    @Test(arguments: Backend.allCases)
+    func aFilterHoldingAgainReplacesItsEarlierHold(_ backend: Backend) async throws {
+        try await Self.withPipeline(backend, filters: "  - {type: timing.window, windows: [{start: \"08:00\", end: \"08:01\"}]}") {
+            definition,
+            _,
+            store in
+            let clock = ManualClock(now: try Date("2026-06-01T07:59:00Z", strategy: .iso8601).timeIntervalSince1970)
+            let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live, clock: clock)
+            var event = Event(id: "late", pipeline: "scripted", user: "ana", body: ["text": "hi"])
+            event.caller = "backend"
+            #expect(await processor.process(event).status == .deferred)
+            for day in 1...3 {
+                let waiting = try await store.eventRecords(eventID: "late", pipeline: "scripted").queued
+                #expect(waiting.count == 1 && waiting.first?.holds.count == 1, "day \(day): \(waiting.map(\.key))")
+                let item = try #require(waiting.first)
+                // Back three hours after its opening (the daemons were down): deferred to the next day's.
+                clock.advance(seconds: (item.holds.last?.until ?? 0) + 3 * 3600 - clock.now)
+                #expect(await processor.process(item.event).status == .deferred)
+            }
+            let last = try await store.eventRecords(eventID: "late", pipeline: "scripted").queued
+            #expect(last.count == 1 && last.first?.holds.count == 1, "\(last.map(\.key))")
+        }
+    }
+
     /// The held copy replaces the accepted item it came from in one transaction: a kill right
     /// after the hold leaves neither the event lost nor two copies to send.
     @Test(arguments: Backend.allCases)

@@ -46,7 +46,9 @@ extension TimingBenchmark {
     /// Runs `daemons` daemons in `directory` until every send arrived (or the deadline); returns
     /// each daemon's peak RSS in MB, read from /proc before it is stopped.
     func sendOnDaemons(_ count: Int, directory: String, environment: [String: String], arrivals: Arrivals) async throws -> [Int] {
-        let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store ?? "", "--plugins", "none"]
+        let arguments = [
+            "run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store ?? "sqlite:\(directory)/state.sqlite", "--plugins", "none",
+        ]
         let environment = environment.merging(["PUSHPIPE_LOG_LEVEL": "error"]) { _, new in new }
         let (done, finish) = AsyncStream<Void>.makeStream()
         let peaks = Peaks()
@@ -82,6 +84,11 @@ extension TimingBenchmark {
         private let values = Mutex([Int]())
         func add(_ value: Int) { values.withLock { $0.append(value) } }
         var all: [Int] { values.withLock { $0 } }
+    }
+
+    /// A file's size in MB (SQLite's, with its WAL).
+    static func fileSize(_ path: String) -> Int {
+        [path, path + "-wal"].compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +) / 1_048_576
     }
 
     /// The database's size in MB.

@@ -28,7 +28,7 @@ struct TimingBenchmark: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushpipe-timing-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        guard daemons == 0 || store != nil else { throw ValidationError("--daemons needs --store, a PostgreSQL database") }
+        guard daemons <= 1 || store != nil else { throw ValidationError("--daemons above 1 needs --store, a PostgreSQL database") }
         try FileManager.default.createDirectory(atPath: "\(directory)/pipelines", withIntermediateDirectories: true)
         let file = "\(directory)/pipelines/timing.yaml"
         // With daemons, an APNs stand-in notes each zone's arrivals.
@@ -97,20 +97,23 @@ struct TimingBenchmark: AsyncParsableCommand {
         let held = ContinuousClock.now - holding
         let holdingEnded = Date().timeIntervalSince1970
         let heldRSS = ProcessUsage.peakRSSMegabytes()
-        if daemons > 0, let url = self.store {
-            try await store.close()
+        if daemons > 0 {
+            // The daemons open the state after this process: SQLite's lock is let go. (A
+            // PostgreSQL store here was never run as a service, and is left idle.)
+            if self.store == nil { try await store.close() }
             let sending = ContinuousClock.now
             let peaks = try await sendOnDaemons(daemons, directory: directory, environment: environment, arrivals: arrivals)
             let elapsed = ContinuousClock.now - sending
             await standIn?.stop()
             let (total, last) = arrivals.state.withLock { ($0.sent.reduce(0, +), $0.last) }
             let lateness = (0..<zones).map { last[$0] - (start + Double($0) * gap) }
-            let size = try await Self.databaseSize(url)
+            let size: Int
+            if let url = self.store { size = try await Self.databaseSize(url) } else { size = Self.fileSize("\(directory)/state.sqlite") }
             print(
                 "timing: \(total) of \(sends) sends in \(zones) zones; held in \(held) (first instant \(String(format: "%.1f", start - holdingEnded)) s after) (\(Int(Double(sends) / held.inSeconds))/s), holder's peak RSS \(heldRSS) MB; "
                     + "sent by \(daemons) daemons through the APNs stand-in over \(elapsed) (\(Int(Double(total) / elapsed.inSeconds))/s), their peak RSS \(peaks.sorted().map { "\($0)" }.joined(separator: "/")) MB; "
                     + "last send after its zone's instant: median \(String(format: "%.2f", lateness.sorted()[zones / 2])) s, "
-                    + "max \(String(format: "%.2f", lateness.max() ?? 0)) s; PostgreSQL database \(size) MB"
+                    + "max \(String(format: "%.2f", lateness.max() ?? 0)) s; \(self.store == nil ? "SQLite file" : "PostgreSQL database") \(size) MB"
             )
             return
         }

@@ -27,7 +27,8 @@ extension ScheduleFilter {
             next = clock.instant(nextDay, minute: localTime.minute).timeIntervalSince1970 + jitter
         }
         if next <= now { next = now + 60 }
-        let end = configuration.untilField.flatMap { Self.end(of: event, field: $0) } ?? .infinity
+        // Checked when it arrived; one that is not an instant now (a body changed since) ends it.
+        let end = configuration.untilField.map { Self.end(of: event, field: $0) ?? -.infinity } ?? .infinity
         // Late or expired: this one is not sent, the series goes on.
         let missed: String? =
             if configuration.expiresAfter > .zero, now > waited.until + configuration.expiresAfter.inSeconds {

@@ -94,6 +94,9 @@ struct ScheduleFilter: Filter {
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         let now = context.clock.now
+        // A dead letter's replay: it failed once its time had come, so it goes now (a replayed
+        // occurrence or zone's copy does not start a series or a split of its own).
+        if event.replayOf != nil { return .pass(event) }
         // A repeating send's occurrence back from a later filter's wait: it is not due again.
         if let occurrence = event.hold(by: Self.occurrenceHolder) {
             return expired(event, instant: occurrence.until, now: now) ?? .pass(event)
@@ -109,6 +112,9 @@ struct ScheduleFilter: Filter {
                 return .drop(reason: "'\(field)' is not a key (a text of 1 to 256 bytes)", code: "invalid_replace_key")
             }
             replaceKey = key
+        }
+        if recurrence != nil, let field = configuration.untilField, Self.end(of: event, field: field) == nil {
+            return .drop(reason: "'\(field)' is not an instant (ISO 8601 with an offset, or UNIX seconds)", code: "invalid_time")
         }
         // An event for every user at a time of day: one send per zone, each for its users.
         if event.user == nil, event.audience == nil, localTime != nil, zones.setting != nil {
@@ -127,8 +133,8 @@ struct ScheduleFilter: Filter {
             }
             instant = next
         }
-        if recurrence != nil, let field = configuration.untilField, Self.end(of: event, field: field) == nil {
-            return .drop(reason: "'\(field)' is not an instant (ISO 8601 with an offset, or UNIX seconds)", code: "invalid_time")
+        if recurrence != nil, let field = configuration.untilField, let end = Self.end(of: event, field: field), instant > end {
+            return .drop(reason: "its first occurrence would be after '\(field)'", code: "late")
         }
         // A repeating send waits even when due already: its first occurrence comes back at once,
         // and one missed is skipped there (`late`) while the series goes on.

@@ -129,6 +129,24 @@ import Testing
             let filter = try await T.schedule("local_time: \"09:00\", repeat: daily, until_field: ends")
             let event = Event(pipeline: "p", user: "nobody", body: ["ends": "next spring"])
             #expect(T.dropCode(try await filter.apply(to: event, context: context)) == "invalid_time")
+            // For every user too (it would repeat for ever), and an end before the first one.
+            #expect(
+                T.dropCode(try await filter.apply(to: Event(pipeline: "p", user: nil, body: ["ends": "next spring"]), context: context))
+                    == "invalid_time"
+            )
+            let over = Event(pipeline: "p", user: "nobody", body: ["ends": "2026-06-01T13:00:00Z"])
+            #expect(T.dropCode(try await filter.apply(to: over, context: context)) == "late", "tomorrow's 09:00 is after its end")
+        }
+    }
+
+    /// A dead letter's replay failed once its time had come: it goes now, and a replayed
+    /// occurrence or zone's copy starts no series or split of its own.
+    @Test func aReplayIsSentNowNotScheduledAgain() async throws {
+        try await T.withContext(at: "2026-06-01T12:00:00Z") { context, _ in
+            let filter = try await T.schedule("local_time: \"09:00\", repeat: daily, late: skip")
+            var replay = Event(id: "pill@2026-05-30", pipeline: "p", user: "nobody", body: [:])
+            replay.replayOf = EventRecord(pipeline: "p", eventID: replay.id, state: .deadLetter, acceptedAt: 0, updatedAt: 0)
+            #expect(T.passed(try await filter.apply(to: replay, context: context)))
         }
     }
 }
