@@ -49,7 +49,7 @@ extension TimingBenchmark {
         let arguments = [
             "run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store ?? "sqlite:\(directory)/state.sqlite", "--plugins", "none",
         ]
-        let environment = environment.merging(["PUSHPIPE_LOG_LEVEL": "error"]) { _, new in new }
+        let environment = environment.merging(["PUSHPIPE_LOG_LEVEL": "notice"]) { _, new in new }
         let (done, finish) = AsyncStream<Void>.makeStream()
         let peaks = Peaks()
         try await withThrowingTaskGroup(of: Void.self) { group in
