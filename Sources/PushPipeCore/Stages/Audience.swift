@@ -7,12 +7,15 @@ public struct Audience: Sendable, Equatable {
     public var recognized: Set<String>
     public var value: String
     public var orUnset: Bool
+    /// The event it is a part of: counts (a throttle's) take its copies for one event.
+    public var origin: String?
 
-    public init(keys: [String], recognized: Set<String>, value: String, orUnset: Bool) {
+    public init(keys: [String], recognized: Set<String>, value: String, orUnset: Bool, origin: String? = nil) {
         self.keys = keys
         self.recognized = recognized
         self.value = value
         self.orUnset = orUnset
+        self.origin = origin
     }
 
     /// Whether a user with `settings` is in it.
@@ -25,10 +28,12 @@ public struct Audience: Sendable, Equatable {
 
     /// As a queued event and a dead letter keep it.
     public var json: JSON {
-        [
+        var fields: [String: JSON] = [
             "keys": .array(keys.map(JSON.string)), "recognized": .array(recognized.sorted().map(JSON.string)), "value": .string(value),
             "or_unset": .bool(orUnset),
         ]
+        if let origin { fields["origin"] = .string(origin) }
+        return .object(fields)
     }
 
     public init?(json: JSON?) {
@@ -37,7 +42,8 @@ public struct Audience: Sendable, Equatable {
             keys: keys,
             recognized: Set(json["recognized"]?.arrayValue?.compactMap(\.stringValue) ?? []),
             value: value,
-            orUnset: json["or_unset"]?.boolValue ?? false
+            orUnset: json["or_unset"]?.boolValue ?? false,
+            origin: json["origin"]?.stringValue
         )
     }
 }

@@ -29,8 +29,9 @@ struct RateMarks: Sendable {
         try await work(context).add([mark(event, group: group, at: context.clock.now, context)])
     }
 
+    /// A broadcast's copies for each zone count as the one event they are parts of.
     private func mark(_ event: Event, group: String, at now: Double, _ context: StageContext) -> WorkItem {
-        WorkItem(kind: kind, key: "\(context.pipeline)\n\(event.id)", payload: [:], createdAt: now, group: group)
+        WorkItem(kind: kind, key: "\(context.pipeline)\n\(event.audience?.origin ?? event.id)", payload: [:], createdAt: now, group: group)
     }
 
     /// Until cancelled: removes marks no rule looks back to any more, every minute.

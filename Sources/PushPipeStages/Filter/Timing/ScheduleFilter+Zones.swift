@@ -17,7 +17,7 @@ extension ScheduleFilter {
         for zone in known.union([zones.fallbackName]).sorted() {
             var copy = event
             copy.id = event.id + "@" + zone
-            copy.audience = Audience(keys: keys, recognized: known, value: zone, orUnset: zone == zones.fallbackName)
+            copy.audience = Audience(keys: keys, recognized: known, value: zone, orUnset: zone == zones.fallbackName, origin: event.id)
             guard case .at(var instant, _) = try await self.instant(of: copy, now: now, context: context) else {
                 return .drop(reason: "its instant is not one, or more than a year ahead", code: "invalid_time")
             }

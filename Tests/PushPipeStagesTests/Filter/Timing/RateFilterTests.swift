@@ -29,6 +29,15 @@ import Testing
             clock.advance(seconds: 1801)
             #expect(try await code("e5", thread: "t1") == "pass")
             #expect(try await code("e6", thread: "t1") == "throttled")
+            // A broadcast's copies for each zone count as one: all go, or none.
+            let zones = ["Asia/Tokyo", "Europe/Berlin", "UTC"].map { zone in
+                var copy = Self.event("news@\(zone)", user: nil, ["thread": "t9"])
+                copy.audience = Audience(keys: ["time_zone"], recognized: [], value: zone, orUnset: false, origin: "news")
+                return copy
+            }
+            for copy in zones { #expect(T.passed(try await filter.apply(to: copy, context: context)), "\(copy.id)") }
+            #expect(T.passed(try await filter.apply(to: Self.event("other", user: nil, ["thread": "t9"]), context: context)), "the second of two")
+            #expect(T.dropCode(try await filter.apply(to: Self.event("third", user: nil, ["thread": "t9"]), context: context)) == "throttled")
         }
     }
 
