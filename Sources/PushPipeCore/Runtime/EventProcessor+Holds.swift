@@ -73,7 +73,10 @@ extension EventProcessor {
             if let record = eventRecord(Finished(event: copy, report: report)) { waiting.append(record) }
         }
         if !waiting.isEmpty { await record([], events: waiting) }
-        let names = copies.prefix(5).map(\.copy.id).joined(separator: ", ") + (copies.count > 5 ? " and \(copies.count - 5) more" : "")
+        // When each goes: what a dry run answers.
+        let names =
+            copies.prefix(5).map { "\($0.copy.id) at \(EventRecord.timestamp($0.hold.until.timeIntervalSince1970))" }.joined(separator: ", ")
+            + (copies.count > 5 ? " and \(copies.count - 5) more" : "")
         return EventReport(
             eventID: event.id,
             pipeline: definition.name,

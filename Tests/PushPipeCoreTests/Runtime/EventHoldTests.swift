@@ -231,6 +231,13 @@ import Testing
             event.caller = "backend"
             let split = await processor.process(event)
             #expect(split.status == .filtered && split.code == "split", "\(split)")
+            let tokyo = EventRecord.timestamp(try Date("2026-06-02T00:00:00Z", strategy: .iso8601).timeIntervalSince1970)
+            #expect(split.reason?.contains("news@Asia/Tokyo at \(tokyo)") == true, "when each goes: \(split.reason ?? "")")
+            // A dry run says the same and keeps nothing.
+            let dry = await EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .dryRun, clock: clock)
+                .process(Event(id: "dry", pipeline: "scripted", user: nil, body: ["text": "hi"]))
+            #expect(dry.code == "split" && dry.reason?.contains("dry@Europe/Berlin at") == true, "\(dry)")
+            #expect(try await store.eventRecords(eventID: "dry@Europe/Berlin", pipeline: "scripted").queued.isEmpty)
             #expect(try await store.eventRecords(eventID: "news", pipeline: "scripted").records.first?.state == .dropped)
             var sent: [String] = []
             for (zone, at, users) in [
