@@ -101,17 +101,19 @@ struct DigestFilter: Filter, LongRunningStage {
         if event.hold(by: holder) != nil {
             // The first event, back when its digest closes: it carries the digest, or, sent
             // again, the digest it carried already.
-            let sliding = configuration.maxWindow > .zero
+            // Whether it slides is the digest's own (stored when it opened), whatever a reload says.
             let row = try await update(key, now: now, context: context) { row in
                 var row = row
                 // A sliding window that moved on: not yet.
+                let sliding = row.current?["latest"] != nil
                 if row.current?["opener"]?.stringValue == id, !sliding || (row.current?["closes_at"]?.doubleValue ?? now) <= now {
                     row.closing[id] = row.current
                     row.current = nil
                 }
                 return row
             }
-            if sliding, let current = row.current, current["opener"]?.stringValue == id, let closes = current["closes_at"]?.doubleValue, closes > now
+            if let current = row.current, current["latest"] != nil, current["opener"]?.stringValue == id,
+                let closes = current["closes_at"]?.doubleValue, closes > now
             {
                 let reason = "opened the digest for \(label); more came, so it closes later"
                 return .hold(EventHold(.batched, until: Date(timeIntervalSince1970: closes), reason: reason, code: "digest", holder: holder))
@@ -139,9 +141,11 @@ struct DigestFilter: Filter, LongRunningStage {
                     fields["opener"] = .string(id)
                     fields["opened_at"] = .double(now)
                     fields["closes_at"] = .double(now + configuration.window.inSeconds)
-                } else if configuration.maxWindow > .zero, let opened = fields["opened_at"]?.doubleValue {
-                    // Sliding: open `window` after this event, up to `max_window` after the first.
-                    let slid = min(now + configuration.window.inSeconds, opened + configuration.maxWindow.inSeconds)
+                    (fields["slide"], fields["latest"]) = (nil, nil)
+                    fields.merge(Self.sliding(configuration, from: now)) { _, new in new }
+                } else if let slide = fields["slide"]?.doubleValue, let latest = fields["latest"]?.doubleValue {
+                    // Sliding, by the terms it opened with: `window` after this event, up to `max_window` after the first.
+                    let slid = min(now + slide, latest)
                     fields["closes_at"] = .double(max(fields["closes_at"]?.doubleValue ?? slid, slid))
                 }
                 digest = Self.adding(event, to: .object(fields), configuration)
@@ -207,11 +211,18 @@ struct DigestFilter: Filter, LongRunningStage {
 
     /// A digest of `event` alone, open from `now` for the window.
     func opened(_ event: Event, at now: Double) -> JSON {
-        Self.adding(
-            event,
-            to: ["opener": .string(event.id), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds), "count": 0],
-            configuration
-        )
+        var fields: [String: JSON] = [
+            "opener": .string(event.id), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds), "count": 0,
+        ]
+        fields.merge(Self.sliding(configuration, from: now)) { _, new in new }
+        return Self.adding(event, to: .object(fields), configuration)
+    }
+
+    /// A sliding digest's terms, kept in it when it opens (a reload changes no open window):
+    /// how long each event keeps it open, and its latest close. None for a fixed window.
+    static func sliding(_ configuration: Configuration, from now: Double) -> [String: JSON] {
+        guard configuration.maxWindow > .zero else { return [:] }
+        return ["slide": .double(configuration.window.inSeconds), "latest": .double(now + configuration.maxWindow.inSeconds)]
     }
 
     /// `digest` with `event` in it: counted once, its body kept as `keep` says (up to 8 KB), its actor listed once.

@@ -188,6 +188,16 @@ import Testing
             clock.advance(seconds: again.until.timeIntervalSince1970 - clock.now)
             let digest = try #require(Self.carried(try await filter.apply(to: Self.back(first, again), context: context)))
             #expect(digest["count"] == 3)
+            // A window once opened keeps its terms: a reload to a fixed window closes nothing early,
+            // and one to a longer slide moves nothing further.
+            let opener = Self.comment("f1", post: "p9", by: "bob")
+            let sliding = try #require(T.hold(try await filter.apply(to: opener, context: context)))
+            let fixed: DigestFilter = try await T.filter("timing.digest", "window: 1h")
+            clock.advance(seconds: 5 * 60)
+            let later = try #require(Self.batched(try await fixed.apply(to: Self.comment("f2", post: "p9", by: "cy"), context: context)))
+            #expect(later.until.timeIntervalSince1970 == clock.now + 600, "ten minutes after f2, as it opened")
+            clock.advance(seconds: sliding.until.timeIntervalSince1970 - clock.now)
+            #expect(T.hold(try await fixed.apply(to: Self.back(opener, sliding), context: context)) != nil, "it slid: not yet")
         }
     }
 
