@@ -7,17 +7,7 @@ extension EventProcessor {
     /// event that comes back and is held again waits under a new key, while the same decision
     /// made twice (its source sent it again after a kill) is stored once.
     func keep(_ event: Event, _ hold: EventHold, stage: String, withdrawing: Bool = true) async -> EventReport {
-        let until = hold.until.timeIntervalSince1970
-        var queued: QueuedEvent
-        if let earlier = event.hold(by: hold.holder), earlier.until != until {
-            // Held again by the same filter (a sliding digest, a window each occurrence): in the
-            // place of its earlier hold, so the holds stay bounded; the key names the instant.
-            queued = heldCopy(of: event, hold, holds: event.holds.filter { $0.stage != hold.holder } + [PassedHold(stage: hold.holder, until: until)])
-            queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey, until: until)
-        } else {
-            queued = heldCopy(of: event, hold, holds: event.holds + [PassedHold(stage: hold.holder, until: until)])
-            queued.key = QueuedEvent.heldKey(eventID: event.id, holds: queued.holds.count, replaceKey: hold.replaceKey)
-        }
+        var queued = heldCopy(of: event, hold)
         queued.replacing = event.queueItem
         do {
             // What it replaces goes first: killed in between, its source sends it again, and
@@ -32,14 +22,11 @@ extension EventProcessor {
 
     /// Keeps a recurring send waiting for its next occurrence (`FilterResult.recur`), beside
     /// the item it came from, which the occurrence sent now completes. Its hold takes the place
-    /// of the one it waited out, so a send that recurs for years carries one; the key names the
-    /// instant, so the same decision made again after a kill is stored once. Its record says
-    /// when the next one goes (`recording`; else its report does). Nil once stored, else the failure.
+    /// of the one it waited out and its key names the instant (`heldCopy`), so the same
+    /// decision made again after a kill is stored once. Its record says when the next one goes
+    /// (`recording`; else its report does). Nil once stored, else the failure.
     func keepForNext(_ event: Event, _ next: EventHold, stage: String, recording: Bool) async -> EventReport? {
-        var holds = event.holds.filter { $0.stage != next.holder }
-        holds.append(PassedHold(stage: next.holder, until: next.until.timeIntervalSince1970))
-        var queued = heldCopy(of: event, next, holds: holds)
-        queued.key = QueuedEvent.heldKey(eventID: event.id, holds: holds.count, replaceKey: next.replaceKey, until: next.until.timeIntervalSince1970)
+        let queued = heldCopy(of: event, next)
         do {
             try await waitingForTheStore(event) { try await store.enqueue(queued) }
         } catch {
@@ -100,7 +87,14 @@ extension EventProcessor {
     }
 
     /// `event` as a held item, due at `hold`'s instant on the store's clock and held by nobody.
-    private func heldCopy(of event: Event, _ hold: EventHold, holds: [PassedHold]) -> QueuedEvent {
+    /// A filter that held it before and holds it again (a sliding digest, a window at each
+    /// occurrence, a series' next occurrence) puts the new hold in the place of its earlier
+    /// one, so the holds stay bounded, under a key that names the instant; otherwise the hold
+    /// is added and the key counts the holds.
+    private func heldCopy(of event: Event, _ hold: EventHold) -> QueuedEvent {
+        let until = hold.until.timeIntervalSince1970
+        let again = event.hold(by: hold.holder).map { $0.until != until } ?? false
+        let holds = (again ? event.holds.filter { $0.stage != hold.holder } : event.holds) + [PassedHold(stage: hold.holder, until: until)]
         var queued = QueuedEvent(
             pipeline: definition.name,
             source: QueuedEventIntake.heldKey,
@@ -115,7 +109,8 @@ extension EventProcessor {
         queued.replayOf = event.replayOf
         queued.traceParent = event.traceParent
         queued.origin = event.source
-        queued.dueIn = .seconds(max(0, hold.until.timeIntervalSince1970 - clock.now))
+        queued.key = QueuedEvent.heldKey(eventID: event.id, holds: holds.count, replaceKey: hold.replaceKey, until: again ? until : nil)
+        queued.dueIn = .seconds(max(0, until - clock.now))
         return queued
     }
 

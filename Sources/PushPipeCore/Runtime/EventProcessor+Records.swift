@@ -59,7 +59,8 @@ struct RecipientList: Sendable {
 extension EventProcessor {
     /// What the store keeps of a finished event; nil for a drop of an event nobody posted (a
     /// poll that found nothing new is no notification, and there would be one per check).
-    func eventRecord(_ finished: Finished, now: Double? = nil) -> EventRecord? {
+    /// - Parameter unposted: a record even of a drop nobody posted (its followers follow it).
+    func eventRecord(_ finished: Finished, now: Double? = nil, unposted: Bool = false) -> EventRecord? {
         let now = now ?? clock.now
         let event = finished.event
         let report = finished.report
@@ -76,11 +77,12 @@ extension EventProcessor {
         let state: EventRecord.State
         switch report.status {
         case .filtered, .noRecipients:
-            guard event.caller != nil || event.replayOf != nil else { return nil }
+            guard unposted || event.caller != nil || event.replayOf != nil else { return nil }
             state = .dropped
         case .scheduled, .deferred, .batched, .throttled, .capped:
-            guard event.caller != nil || event.replayOf != nil else { return nil }
-            state = EventRecord.State(rawValue: report.status.rawValue) ?? .scheduled
+            guard unposted || event.caller != nil || event.replayOf != nil else { return nil }
+            // Named alike in both.
+            state = EventRecord.State(rawValue: report.status.rawValue) ?? .dropped
         case .failed where recipients.isEmpty || progress?.reachedAll == false:
             // A filter, the renderer or a plugin failed, or a broadcast stopped before its
             // last page (its recipients do not tell of the users it never reached): worth a
@@ -114,10 +116,9 @@ extension EventProcessor {
         let own = eventRecord(finished, now: now)
         guard !finished.event.carries.isEmpty else { return own.map { [$0] } ?? [] }
         // A carrier nobody posted (a poll's) keeps no record, but its followers get theirs.
-        var probe = finished
-        if probe.event.caller == nil { probe.event.caller = "" }
-        let final: Set<EventRecord.State> = [.delivered, .partiallyDelivered, .failed, .deadLetter, .dropped, .throttled, .capped]
-        guard let record = own ?? eventRecord(probe, now: now), final.contains(record.state) else { return own.map { [$0] } ?? [] }
+        guard let record = own ?? eventRecord(finished, now: now, unposted: true), record.state.isFinal else {
+            return own.map { [$0] } ?? []
+        }
         return (own.map { [$0] } ?? [])
             + finished.event.carries.compactMap { carried in
                 guard let caller = carried.caller else { return nil }

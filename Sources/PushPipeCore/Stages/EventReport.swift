@@ -9,6 +9,9 @@ public struct EventReport: Sendable, Codable {
         case batched
         /// Dropped by a limit on how often (`DropKind`).
         case throttled, capped
+
+        /// Waiting in the store for a timing rule (`EventHold`): not its outcome yet.
+        public var isHeld: Bool { self == .scheduled || self == .deferred || self == .batched }
     }
 
     public var eventID: String

@@ -25,6 +25,11 @@ public struct EventRecord: Sendable, Equatable {
         case batched
         /// Dropped by a limit on how often: per key in its pipeline, or per person across pipelines.
         case throttled, capped
+
+        /// Waiting in the store for a timing rule (`EventHold`).
+        public var isHeld: Bool { self == .scheduled || self == .deferred || self == .batched }
+        /// Nothing more will happen to it but a replay.
+        public var isFinal: Bool { !isHeld && self != .accepted && self != .processing }
     }
 
     public var pipeline: String

@@ -39,7 +39,7 @@ extension EventRecordStore {
                 byPipeline[event.pipeline] = record
                 continue
             }
-            if record.state != .processing, !(held && [.scheduled, .deferred, .batched].contains(record.state)) { record.state = .accepted }
+            if record.state != .processing, !(held && record.state.isHeld) { record.state = .accepted }
             byPipeline[event.pipeline] = record
         }
         return byPipeline.values.sorted { $0.pipeline < $1.pipeline }

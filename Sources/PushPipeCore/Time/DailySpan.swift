@@ -31,4 +31,7 @@ public struct DailySpan: Sendable, Equatable {
         else { return nil }
         return hour * 60 + minute
     }
+
+    /// A minute of the day as `HH:MM`, as `minute(_:)` reads it.
+    public static func text(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }
 }

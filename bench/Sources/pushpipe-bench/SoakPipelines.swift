@@ -63,36 +63,39 @@ enum SoakPipelines {
     /// Timing under chaos (issue 49): sends at an instant that then wait for a window open in
     /// even minutes (UTC), and digests of 5 s per user that carry their events' ids.
     static func writeTimed(into directory: TemporaryDirectory, transport: String) throws {
-        let evenMinutes = stride(from: 0, to: 1440, by: 2).map { minute in
-            let end = minute + 1
-            return String(format: "{start: \"%02d:%02d\", end: \"%02d:%02d\"}", minute / 60, minute % 60, end / 60, end % 60)
-        }
-        try directory.write(
-            "pipelines/soak-scheduled.yaml",
-            """
-            pipeline: soak-scheduled
-            routes:
-              - {action: register, path: /soak/scheduled/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
-            sources:
-              - {type: http.event, path: /soak/scheduled, id_field: id}
-            filters:
-              - {type: timing.schedule, at_field: send_at}
-              - {type: timing.window, windows: [\(evenMinutes.joined(separator: ", "))]}
-            renderer: {type: apns.alert, title: Scheduled, body: "event {{id}}", custom: {id: {$from: id}}}
-            \(transport)
-            """
+        let evenMinutes = stride(from: 0, to: 1440, by: 2).map { "{start: \"\(DailySpan.text($0))\", end: \"\(DailySpan.text($0 + 1))\"}" }
+        try writeTimed(
+            "scheduled",
+            filters: [
+                "{type: timing.schedule, at_field: send_at}", "{type: timing.window, windows: [\(evenMinutes.joined(separator: ", "))]}",
+            ],
+            renderer: #"{type: apns.alert, title: Scheduled, body: "event {{id}}", custom: {id: {$from: id}}}"#,
+            into: directory,
+            transport: transport
         )
+        try writeTimed(
+            "digest",
+            filters: ["{type: timing.digest, key_field: post, window: 5s, close_at: 20, max_items: 20, keep: first}"],
+            renderer: #"{type: apns.alert, title: Digest, body: "{{digest.count}} new", custom: {items: {$from: digest.items}}}"#,
+            into: directory,
+            transport: transport
+        )
+    }
+
+    /// `soak-<name>`: events posted to `/soak/<name>`, users registered at `/soak/<name>/register`.
+    private static func writeTimed(_ name: String, filters: [String], renderer: String, into directory: TemporaryDirectory, transport: String) throws
+    {
         try directory.write(
-            "pipelines/soak-digest.yaml",
+            "pipelines/soak-\(name).yaml",
             """
-            pipeline: soak-digest
+            pipeline: soak-\(name)
             routes:
-              - {action: register, path: /soak/digest/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
+              - {action: register, path: /soak/\(name)/register, user_field: user_id, token_field: device_token, token_kind: device, limits: {per_client: 'off'}}
             sources:
-              - {type: http.event, path: /soak/digest, id_field: id}
+              - {type: http.event, path: /soak/\(name), id_field: id}
             filters:
-              - {type: timing.digest, key_field: post, window: 5s, close_at: 20, max_items: 20, keep: first}
-            renderer: {type: apns.alert, title: Digest, body: "{{digest.count}} new", custom: {items: {$from: digest.items}}}
+            \(filters.map { "  - \($0)" }.joined(separator: "\n"))
+            renderer: \(renderer)
             \(transport)
             """
         )

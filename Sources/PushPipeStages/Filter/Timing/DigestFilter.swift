@@ -197,7 +197,7 @@ struct DigestFilter: Filter, LongRunningStage {
         let earlier = event.onComplete
         let id = event.id
         carrier.onComplete = { [self] report in
-            if ![.scheduled, .deferred, .batched].contains(report.status) {
+            if !report.status.isHeld {
                 _ = try? await update(key, now: context.clock.now, context: context) { row in
                     var row = row
                     row.closing[id] = nil

@@ -41,7 +41,7 @@ extension ScheduleFilter {
             guard let missed else { return .pass(occurrence) }
             return .drop(reason: "its last occurrence, due \(EventRecord.timestamp(waited.until)), was missed", code: missed)
         }
-        let time = String(format: "%02d:%02d", localTime.minute / 60, localTime.minute % 60)
+        let time = DailySpan.text(localTime.minute)
         let replaceKey = configuration.replaceKeyField.flatMap { event.body.value(at: $0)?.textValue }
         let hold = EventHold(
             .scheduled,

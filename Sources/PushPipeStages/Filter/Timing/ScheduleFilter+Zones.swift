@@ -31,7 +31,7 @@ extension ScheduleFilter {
                 default: break
                 }
             }
-            let time = localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? ""
+            let time = localTime.map { DailySpan.text($0.minute) } ?? ""
             let hold = EventHold(
                 .scheduled,
                 until: Date(timeIntervalSince1970: max(instant, now)),

@@ -139,7 +139,7 @@ struct ScheduleFilter: Filter {
         // A repeating send waits even when due already: its first occurrence comes back at once,
         // and one missed is skipped there (`late`) while the series goes on.
         if instant > now || recurrence != nil {
-            let local = zone.map { " (\(localTime.map { String(format: "%02d:%02d", $0.minute / 60, $0.minute % 60) } ?? "") in \($0))" } ?? ""
+            let local = zone.map { " (\(localTime.map { DailySpan.text($0.minute) } ?? "") in \($0))" } ?? ""
             let reason = "scheduled for \(EventRecord.timestamp(instant))\(local)"
             return .hold(
                 EventHold(
@@ -233,8 +233,6 @@ struct ScheduleFilter: Filter {
 
     /// A fraction in [0, 1) that depends only on `text` (FNV-1a): the same event spreads the same way on every daemon.
     static func spread(_ text: String) -> Double {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return Double(hash >> 11) / Double(UInt64(1) << 53)
+        Double(StoredKey.hash(text) >> 11) / Double(UInt64(1) << 53)
     }
 }

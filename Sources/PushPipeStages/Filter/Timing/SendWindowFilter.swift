@@ -77,7 +77,7 @@ struct SendWindowFilter: Filter {
         }
         guard opening > instant else { return .pass(event) }
         let local = clock.local(opening).minute
-        let reason = "outside the send windows in \(zone); the next opens at \(String(format: "%02d:%02d", local / 60, local % 60)) there"
+        let reason = "outside the send windows in \(zone); the next opens at \(DailySpan.text(local)) there"
         return .hold(EventHold(.deferred, until: opening, reason: reason, code: "quiet_hours", holder: Self.holder))
     }
 }

@@ -12,8 +12,13 @@ enum StoredKey {
     static func part(_ value: String) -> String {
         let escaped = value.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\n", with: "%0A")
         guard escaped.utf8.count > longest else { return escaped }
+        return String(escaped.prefix(60)) + "%#" + String(hash(value), radix: 16)
+    }
+
+    /// FNV-1a: the same for the same text in every process and version (no seed).
+    static func hash(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in value.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return String(escaped.prefix(60)) + "%#" + String(hash, radix: 16)
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return hash
     }
 }

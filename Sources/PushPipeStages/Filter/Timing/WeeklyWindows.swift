@@ -71,11 +71,9 @@ struct WeeklyWindows: Sendable {
 
     /// The same holidays, and `span`'s quiet hours every day instead of these windows (none when off).
     func replacingWindows(with span: DailySpan) throws -> WeeklyWindows {
-        let quiet = span.isOff ? [] : [Window(days: Self.dayNames, start: Self.text(span.start), end: Self.text(span.end))]
+        let quiet = span.isOff ? [] : [Window(days: Self.dayNames, start: DailySpan.text(span.start), end: DailySpan.text(span.end))]
         return try WeeklyWindows(windows: nil, quiet: quiet, holidays: [], holidayDays: holidays)
     }
-
-    private static func text(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }
 
     /// `instant` itself when it is in a window, else the first minute a window opens after it,
     /// in `clock`'s zone; nil only when holidays fill the next 400 days.

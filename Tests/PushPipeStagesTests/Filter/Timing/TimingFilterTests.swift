@@ -209,8 +209,8 @@ import Testing
     }
 
     /// Back from its wait on a daemon whose clock runs a minute ahead of the store's, an event
-    /// is judged at the opening it waited for (two daemons a minute apart passed it back and
-    /// forth in the chaos soak); back hours later, it is judged by the clock.
+    /// is judged at the opening it waited for (else two daemons a minute apart pass it back and
+    /// forth); back hours later, it is judged by the clock.
     @Test func aReturningEventIsJudgedAtItsOpeningOnAClockALittleAhead() async throws {
         try await Self.withContext(at: "2026-06-01T07:59:00Z") { context, clock in
             let filter = try await Self.window("windows: [{start: \"08:00\", end: \"08:01\"}]")
