@@ -12,24 +12,23 @@ extension PostgresStore {
         var outcomeRows = OutcomeRows()
         var enqueued: [String: [(event: QueuedEvent, item: WorkItem, payload: String)]] = [:]
         var states: [(writes: [StateWrite], pipeline: String)] = []
-        var dequeued: [(pipeline: String, kind: String, key: String)] = []
         var answers: [IdempotentAnswer] = []
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
-            case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let pipeline):
+            case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let finishing, let pipeline):
                 if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
-                outcomeRows.add(rows, outcomes, pipeline: pipeline)
+                outcomeRows.add(rows, outcomes, finishing: finishing, pipeline: pipeline)
                 if !state.isEmpty { states.append((state, pipeline)) }
             case .enqueue(let event, let item, let payload):
                 enqueued[event.pipeline, default: []].append((event, item, payload))
                 if let answer = event.answer { answers.append(answer) }
                 // The item it takes the place of goes in the same transaction.
-                if let replaced = event.replacing { dequeued.append((event.pipeline, QueuedEvent.kind(source: replaced.source), replaced.key)) }
+                if let replaced = event.replacing { outcomeRows.add([], [], finishing: [replaced], pipeline: event.pipeline) }
             case .state(let state, let pipeline):
                 states.append((state, pipeline))
             case .dequeue(let pipeline, let kind, let key):
-                dequeued.append((pipeline, kind, key))
+                outcomeRows.finish(pipeline: pipeline, kind: kind, key: key)
             }
         }
         if !outcomeRows.isEmpty {
@@ -57,15 +56,6 @@ extension PostgresStore {
         }
         for answer in answers { try await record(answer, on: connection, logger: logger) }
         try await writeStates(states, on: connection, logger: logger)
-        if !dequeued.isEmpty {
-            try await connection.query(
-                """
-                DELETE FROM work WHERE (owner = \(LeaseOwner.thisProcess) OR owner IS NULL) AND (pipeline, kind, key) IN (
-                    SELECT * FROM unnest(\(dequeued.map(\.pipeline))::text[], \(dequeued.map(\.kind))::text[], \(dequeued.map(\.key))::text[]))
-                """,
-                logger: logger
-            )
-        }
     }
 }
 
@@ -75,9 +65,14 @@ extension PostgresStore {
     static func outcomesOnly(_ writes: [OutcomeWrite]) -> OutcomeRows? {
         var outcomeRows = OutcomeRows()
         for write in writes {
-            guard case .outcome(let rows, let state, let records, let webhooks, let pipeline) = write, state.isEmpty, webhooks.isEmpty
-            else { return nil }
-            outcomeRows.add(rows, records, pipeline: pipeline)
+            switch write {
+            case .outcome(let rows, let state, let records, let webhooks, let finishing, let pipeline) where state.isEmpty && webhooks.isEmpty:
+                outcomeRows.add(rows, records, finishing: finishing, pipeline: pipeline)
+            case .dequeue(let pipeline, let kind, let key):
+                outcomeRows.finish(pipeline: pipeline, kind: kind, key: key)
+            default:
+                return nil
+            }
         }
         return outcomeRows
     }
@@ -94,17 +89,28 @@ extension PostgresStore {
     }
 }
 
-/// A batch's delivery rows and event records, and the one statement that writes both.
+/// A batch's delivery rows and event records, and the queued events they finish, and the one
+/// statement that writes them all.
 struct OutcomeRows {
     var deliveries = DeliveryColumns()
     /// One row per event (ON CONFLICT may not touch a row twice): the last record wins.
     var events: [[UInt8]: EventRecord] = [:]
+    /// The work items of the queued events finished, as `(pipeline, kind, key)` columns.
+    var finished: (pipeline: [String], kind: [String], key: [String]) = ([], [], [])
 
-    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty }
+    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty && finished.key.isEmpty }
 
-    mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], pipeline: String) {
+    mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], finishing: [Event.QueueItem] = [], pipeline: String) {
         for row in rows { deliveries.append(row, pipeline: pipeline) }
         for record in records { events[PostgresStore.storedKey(record.pipeline, record.eventID)] = record }
+        for item in finishing { finish(pipeline: pipeline, kind: QueuedEvent.kind(source: item.source), key: item.key) }
+    }
+
+    /// Removes a work item this process holds, or nobody does (`QueuedEventStore.dequeue`).
+    mutating func finish(pipeline: String, kind: String, key: String) {
+        finished.pipeline.append(pipeline)
+        finished.kind.append(kind)
+        finished.key.append(key)
     }
 
     /// A record replaces the event's earlier one; `created_at` stays as first written.
@@ -123,6 +129,9 @@ struct OutcomeRows {
                     \(records.map(\.state.rawValue))::text[], \(NullableArray(times: records.map(\.updatedAt)))::double precision[],
                     \(records.map { String(decoding: $0.storedText, as: UTF8.self) })::text[]) AS e(p, e, s, u, r)
                 ON CONFLICT (pipeline, event_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
+            ), q AS (
+                DELETE FROM work WHERE (owner = \(LeaseOwner.thisProcess) OR owner IS NULL) AND (pipeline, kind, key) IN (
+                    SELECT * FROM unnest(\(finished.pipeline)::text[], \(finished.kind)::text[], \(finished.key)::text[]))
             )
             SELECT 1
             """

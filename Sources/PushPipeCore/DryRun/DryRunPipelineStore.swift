@@ -33,7 +33,8 @@ struct DryRunPipelineStore: PipelineStore {
         deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
-        webhooks: [WebhookOutcome]
+        webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem]
     ) async throws {}
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
         try await base.history(user: user, limit: limit, before: before)

@@ -254,8 +254,10 @@ extension EventProcessor {
 
     /// The deliveries and history of several events, in one transaction, with the watermarks of
     /// those fully delivered and the devices reached of those delivered in part; a broadcast
-    /// writes its watermarks separately once the whole event is known to be delivered.
-    func record(_ outcomes: [Outcome], events: [EventRecord] = []) async {
+    /// writes its watermarks separately once the whole event is known to be delivered. With the
+    /// removal of the queue items of the events it `finishing`s: whether it wrote them.
+    @discardableResult
+    func record(_ outcomes: [Outcome], events: [EventRecord] = [], finishing: [Event.QueueItem] = []) async -> Bool {
         let (rows, state) = rows(of: outcomes)
         let webhooks = webhookOutcomes(of: events, at: clock.now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks
@@ -263,9 +265,10 @@ extension EventProcessor {
         // event holds its place in the pipeline meanwhile, so new work waits too. A stop past
         // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
         // page not recorded goes out again at the next start), then gives it up.
-        _ = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, rows, state] in
-            await write(outcomes, rows: rows, state: state, events: events, webhooks: webhooks)
+        let written = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, rows, state] in
+            await write(outcomes, rows: rows, state: state, events: events, webhooks: webhooks, finishing: finishing)
         }
+        return written ?? false
     }
 
     /// `record` tried once, for a broadcast page's checkpoint (the page's own write follows in
@@ -309,8 +312,9 @@ extension EventProcessor {
         rows: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
-        webhooks: [WebhookOutcome]
-    ) async {
+        webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem]
+    ) async -> Bool {
         var failedAttempts = 0
         do {
             try await retrying(
@@ -323,18 +327,21 @@ extension EventProcessor {
                     }
                 }
             ) {
-                try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks)
+                try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks, finishing: finishing)
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
+            return true
         } catch let refusal as StoreDataError {
-            // Not retried: the same data is refused again (see `recordRefused`).
+            // Not retried: the same data is refused again (see `recordRefused`); the events'
+            // completions remove them from their queue.
             await recordRefused(outcomes, events: events, because: refusal)
         } catch {
             for outcome in outcomes {
                 logger.error("stopped before the outcome was recorded", metadata: Self.metadata(outcome.delivering.event))
             }
         }
+        return false
     }
 
     private func apply(_ outcome: TransportOutcome, to notification: RenderedNotification, event: Event, attempts: Int) async {

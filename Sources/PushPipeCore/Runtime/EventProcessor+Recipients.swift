@@ -100,10 +100,14 @@ extension EventProcessor {
                 )
             )
         }
-        await record(outcomes, events: finished.flatMap { eventRecords($0, now: now) })
+        let finishing = Task.isCancelled ? [] : deliverings.compactMap(\.event.queueItem)
+        let written = await record(outcomes, events: finished.flatMap { eventRecords($0, now: now) }, finishing: finishing)
         // Reported (and logged) after the write, as a broadcast is: an event logged as delivered
         // has its outcome and watermarks in the store.
-        for index in finished.indices { finished[index].report = finalReport(finished[index].event, tallies[index]) }
+        for index in finished.indices {
+            finished[index].report = finalReport(finished[index].event, tallies[index])
+            finished[index].report.leftQueue = written && !finishing.isEmpty && finished[index].event.queueItem != nil
+        }
         return finished
     }
 

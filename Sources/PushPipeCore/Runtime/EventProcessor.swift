@@ -157,13 +157,21 @@ public struct EventProcessor: Sendable {
         }
     }
 
-    /// Calls the events' completions, all at once: one after the other, an `http.event`
-    /// source's removals from its queue each waited for the last one's commit instead of
-    /// sharing one. Filters may have chained their own completion (the dedupe filter releases
-    /// what it holds in flight). Returns the reports.
+    /// Records the events not recorded yet and removes from their queue those still in one, in
+    /// one commit (unless cancelled, a drain timeout: what was cut short stays queued and is
+    /// sent again), then calls their completions, all at once: one after the other, their own
+    /// writes each waited for the last one's commit instead of sharing one. Filters may have
+    /// chained their own completion (the dedupe filter releases what it holds in flight).
+    /// Returns the reports.
     private func complete(_ finished: [Finished]) async -> [EventReport] {
+        var finished = finished
         let records = finished.flatMap { $0.recorded ? [] : eventRecords($0) }
-        if !records.isEmpty { await record([], events: records) }
+        let queued = Task.isCancelled ? [] : finished.indices.filter { !finished[$0].report.leftQueue && finished[$0].event.queueItem != nil }
+        if !records.isEmpty || !queued.isEmpty,
+            await record([], events: records, finishing: queued.compactMap { finished[$0].event.queueItem })
+        {
+            for index in queued { finished[index].report.leftQueue = true }
+        }
         if tracer != nil {
             for event in finished { event.event.trace?.end(event.report) }
         }

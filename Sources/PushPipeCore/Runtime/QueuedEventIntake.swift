@@ -111,12 +111,17 @@ public struct QueuedEventIntake: Sendable {
         }
     }
 
-    /// Removes the event from the queue once processed, whatever the outcome (it is recorded).
-    /// Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
+    /// Removes the event from the queue once processed, whatever the outcome (it is recorded),
+    /// unless the commit of its outcome removed it already (`EventReport.leftQueue`, the usual
+    /// case). Cancelled (a drain timeout): let go of, so it is claimed again at once. A removal that
     /// fails keeps the event held, renewed and retried, rather than sent again by another daemon.
     public func completion(of queued: QueuedEvent, store: any PipelineStore, logger: Logger) -> @Sendable (EventReport) async -> Void {
         let (eventID, key, source) = (queued.eventID, queued.key, queued.source)
-        return { [leases] _ in
+        return { [leases] report in
+            guard !report.leftQueue else {
+                leases.forget(key)
+                return logger.debug("event \(eventID) processed; removed from the queue with its outcome")
+            }
             guard !Task.isCancelled else { return await leases.letGo([key], store: store, source: source) }
             do {
                 try await store.dequeue(source: source, key: key)

@@ -23,7 +23,8 @@ extension GroupCommittedPipelineStore {
         deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
-        webhooks: [WebhookOutcome]
+        webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem]
     ) async throws {
         try await outcomes.submitUnlessEmpty(
             .outcome(
@@ -31,6 +32,7 @@ extension GroupCommittedPipelineStore {
                 state: state,
                 events: events,
                 webhooks: webhooks,
+                finishing: finishing,
                 pipeline: name
             )
         )

@@ -9,6 +9,7 @@ package enum OutcomeWrite: Sendable {
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem],
         pipeline: String
     )
     /// Boxed: an event is many times the size of every other case, and each write is moved
@@ -30,8 +31,8 @@ package enum OutcomeWrite: Sendable {
     package var isEmpty: Bool {
         switch self {
         case .state(let writes, _): writes.isEmpty
-        case .outcome(let deliveries, let state, let events, let webhooks, _):
-            deliveries.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty
+        case .outcome(let deliveries, let state, let events, let webhooks, let finishing, _):
+            deliveries.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty && finishing.isEmpty
         case .enqueue, .dequeue: false
         }
     }

@@ -69,13 +69,16 @@ extension RegistrationStore {
 public protocol DeliveryStore: Sendable {
     /// Everything events' deliveries produced, in one transaction: the outcome of each
     /// delivery, the history entries, the state writes to commit with them, and what became
-    /// of each event (its record: replaces an earlier record of the same event), and the
-    /// outcomes its webhooks are to be told of.
+    /// of each event (its record: replaces an earlier record of the same event), the
+    /// outcomes its webhooks are to be told of, and the queued events whose processing it ends
+    /// (`finishing`: removed as `dequeue` removes them, so an event's final record and its
+    /// removal from the queue are one commit, not two).
     func recordOutcome(
         deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
-        webhooks: [WebhookOutcome]
+        webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem]
     ) async throws
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(user: String) async throws -> DeliveryRow?
@@ -141,7 +144,11 @@ public protocol RetentionStore: Sendable {
 
 extension DeliveryStore {
     public func recordOutcome(deliveries: [DeliveryRow], state: [StateWrite], events: [EventRecord] = []) async throws {
-        try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: [])
+        try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: [], finishing: [])
+    }
+
+    public func recordOutcome(deliveries: [DeliveryRow], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome]) async throws {
+        try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: webhooks, finishing: [])
     }
 }
 
