@@ -333,8 +333,8 @@ extension EventProcessor {
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }
             return true
         } catch let refusal as StoreDataError {
-            // Not retried: the same data is refused again (see `recordRefused`); the events'
-            // completions remove them from their queue.
+            // Not retried: the same data is refused again (see `recordRefused`); the events
+            // leave their queue after their dead letters (`complete`).
             await recordRefused(outcomes, events: events, because: refusal)
         } catch {
             for outcome in outcomes {

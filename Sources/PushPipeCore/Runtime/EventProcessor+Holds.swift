@@ -17,7 +17,11 @@ extension EventProcessor {
         } catch {
             return failed(event, "\(stage): the held event could not be stored: \(error)", stage: stage)
         }
-        return heldReport(event, hold, stage: stage)
+        var report = heldReport(event, hold, stage: stage)
+        // Its item went with the copy's commit: removed again, it could be the copy (a hold
+        // again in the same second has the copy's key).
+        report.leftQueue = queued.replacing != nil
+        return report
     }
 
     /// Keeps a recurring send waiting for its next occurrence (`FilterResult.recur`), beside

@@ -29,8 +29,8 @@ public struct EventReport: Sendable, Codable {
     public var heldUntil: Double?
     /// Who held it (`EventHold.holder`): what it carries when it comes back. Not shown.
     public var holder: String? = nil
-    /// Its queue item (`Event.queueItem`) went in the commit of its outcome, so its completion
-    /// has nothing left to remove. Not shown.
+    /// Its queue item (`Event.queueItem`) went in the commit of its outcome, or of the held
+    /// copy that took its place, so its completion has nothing left to remove. Not shown.
     package var leftQueue = false
 
     public init(

@@ -158,8 +158,16 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
     }
 
     static func location(_ configuration: Configuration, id: String) -> String {
-        statusPath(configuration.path, id: id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id)
+        // An id the daemon made (hex) is as it stands: Foundation's encoding builds its
+        // character set and scans through CoreFoundation, on every accepted event.
+        let plain = id.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        return statusPath(configuration.path, id: plain ? id : id.addingPercentEncoding(withAllowedCharacters: segmentAllowed) ?? id)
     }
+
+    /// What a path segment holds unencoded: a `/` in an id is encoded.
+    static let segmentAllowed = CharacterSet.urlPathAllowed.subtracting(["/"])
 
     /// What became of an event this caller posted: any other event, whoever posted it, is not
     /// found, so ids cannot be probed.

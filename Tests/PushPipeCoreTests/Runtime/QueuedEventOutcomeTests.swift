@@ -4,6 +4,7 @@ import PushPipeTesting
 import Testing
 
 @testable import PushPipeCore
+@testable import PushPipePostgres
 @testable import PushPipeSQLite
 
 /// An accepted event leaves its queue in the commit of its outcome, not in a commit of its own
@@ -33,6 +34,7 @@ import Testing
         _ event: (inout QueuedEvent) -> Void = { _ in },
         on backend: Backend,
         filters: String = "  []",
+        refusingDeliveries: Bool = false,
         check: (EventReport, _ stillQueued: [QueuedEvent], any Store) async throws -> Void
     ) async throws {
         try await EventHoldTests.withPipeline(backend, filters: filters) { definition, _, store in
@@ -41,6 +43,7 @@ import Testing
                 environment: nil,
                 replace: false
             )
+            if refusingDeliveries { try await refuseDeliveries(store) }
             var accepted = Self.accepted
             event(&accepted)
             try await store.enqueue(accepted)
@@ -74,39 +77,29 @@ import Testing
         }
     }
 
-    /// The store refuses the outcome (a constraint): the removal, refused with it, waits for
-    /// the event's dead letter and follows it; the event is never gone without a record.
-    @Test func anEventWhoseOutcomeTheStoreRefusesLeavesItsQueueAsADeadLetter() async throws {
-        let directory = try TemporaryDirectory("refused")
-        defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.file("state.sqlite"))
-        try await withCleanup(
-            {
-                try await store.database.write { db in
-                    try db.execute(
-                        sql: "CREATE TRIGGER refuse BEFORE INSERT ON deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END"
-                    )
-                }
-                let definition = try await ScriptedPipeline.definition(
-                    "renderer: {type: json.template, token_kind: device, payload: {text: \"{{text}}\"}}",
-                    in: directory,
-                    transport: ScriptedTransport()
-                )
-                try await store.pipeline("scripted").register(
-                    DeviceToken(user: "ana", kind: "device", value: "tok-ana"),
-                    environment: nil,
-                    replace: false
-                )
-                let accepted = Self.accepted
-                try await store.enqueue(accepted)
-                let report = await EventProcessor(definition: definition, store: store, logger: Logger(label: "scripted"), mode: .live)
-                    .process(accepted.event)
-                #expect(report.leftQueue, "\(report)")
-                let status = try await store.eventRecords(eventID: "e1", pipeline: "scripted")
-                #expect(status.records.first?.state == .deadLetter && status.records.first?.code == "store_refused")
-                #expect(status.queued.isEmpty)
-            },
-            cleanup: { try? await store.close() }
-        )
+    /// The store refuses the outcome (its deliveries, a constraint): the removal, refused with
+    /// it, waits for the event's dead letter and follows it; never gone without a record.
+    @Test(arguments: Backend.allCases)
+    func anEventWhoseOutcomeTheStoreRefusesLeavesItsQueueAsADeadLetter(_ backend: Backend) async throws {
+        try await Self.processAccepted(
+            on: backend,
+            refusingDeliveries: true
+        ) { report, queued, store in
+            #expect(report.leftQueue, "\(report)")
+            let record = try await store.eventRecords(eventID: "e1", pipeline: "scripted").records.first
+            #expect(record?.state == .deadLetter && record?.code == "store_refused", "\(String(describing: record))")
+            #expect(queued.isEmpty)
+        }
+    }
+
+    /// Makes `store` refuse every delivery row, as a constraint does.
+    static func refuseDeliveries(_ store: any Store) async throws {
+        if let sqlite = store as? SQLiteStore {
+            try await sqlite.database.write { db in
+                try db.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END")
+            }
+        } else if let postgres = store as? PostgresStore {
+            _ = try await postgres.connections.rows("ALTER TABLE deliveries ADD CONSTRAINT refuse CHECK (false)")
+        }
     }
 }
