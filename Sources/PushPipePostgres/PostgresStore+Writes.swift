@@ -10,7 +10,8 @@ extension PostgresStore {
     /// everything else. Their text is made storable where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var outcomeRows = OutcomeRows()
-        var enqueued: [String: [(event: QueuedEvent, item: WorkItem, payload: String)]] = [:]
+        // After the removals: an accepted event may take the place of an item under its own key.
+        var accepted = OutcomeRows()
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var answers: [IdempotentAnswer] = []
         var webhooks: [String: [WebhookOutcome]] = [:]
@@ -21,7 +22,7 @@ extension PostgresStore {
                 outcomeRows.add(rows, outcomes, finishing: finishing, pipeline: pipeline)
                 if !state.isEmpty { states.append((state, pipeline)) }
             case .enqueue(let event, let item, let payload):
-                enqueued[event.pipeline, default: []].append((event, item, payload))
+                accepted.enqueue(event, item, payload: payload)
                 if let answer = event.answer { answers.append(answer) }
                 // The item it takes the place of goes in the same transaction.
                 if let replaced = event.replacing { outcomeRows.add([], [], finishing: [replaced], pipeline: event.pipeline) }
@@ -34,16 +35,8 @@ extension PostgresStore {
         if !outcomeRows.isEmpty {
             _ = try await connection.query(outcomeRows.statement, logger: logger).collect()
         }
-        for (pipeline, events) in enqueued {
-            try await PostgresWorkQueue.insert(
-                events.map(\.item),
-                payloads: events.map(\.payload),
-                pipeline: pipeline,
-                after: events.map { $0.event.dueIn ?? $0.event.lease },
-                heldBy: events.map { $0.event.dueIn == nil ? $0.event.instance : nil },
-                on: connection,
-                logger: logger
-            )
+        if !accepted.isEmpty {
+            _ = try await connection.query(accepted.statement, logger: logger).collect()
         }
         for (pipeline, outcomes) in webhooks {
             try await PostgresWorkQueue.insert(
@@ -60,8 +53,9 @@ extension PostgresStore {
 }
 
 extension PostgresStore {
-    /// A batch that holds delivery rows and event records alone, the common one at APNs rates:
-    /// one statement, atomic by itself, instead of a transaction's four round trips.
+    /// A batch that holds delivery rows, event records, removals from queues and accepted events
+    /// alone, the common one at APNs rates and while events are posted: one statement, atomic
+    /// by itself, instead of a transaction's four round trips.
     static func outcomesOnly(_ writes: [OutcomeWrite]) -> OutcomeRows? {
         var outcomeRows = OutcomeRows()
         for write in writes {
@@ -70,6 +64,10 @@ extension PostgresStore {
                 outcomeRows.add(rows, records, finishing: finishing, pipeline: pipeline)
             case .dequeue(let pipeline, let kind, let key):
                 outcomeRows.finish(pipeline: pipeline, kind: kind, key: key)
+            case .enqueue(let event, let item, let payload) where event.answer == nil && event.replacing == nil:
+                // An answer is its own statement, and what an event replaces must go before it
+                // is inserted (a held copy may have its key): those take the transaction.
+                outcomeRows.enqueue(event, item, payload: payload)
             default:
                 return nil
             }
@@ -98,7 +96,14 @@ struct OutcomeRows {
     /// The work items of the queued events finished, as `(pipeline, kind, key)` columns.
     var finished: (pipeline: [String], kind: [String], key: [String]) = ([], [], [])
 
-    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty && finished.key.isEmpty }
+    /// Accepted events' items, in the order of their keys (`PostgresWorkQueue.insert`).
+    var enqueued: [(event: QueuedEvent, item: WorkItem, payload: String)] = []
+
+    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty && finished.key.isEmpty && enqueued.isEmpty }
+
+    mutating func enqueue(_ event: QueuedEvent, _ item: WorkItem, payload: String) {
+        enqueued.append((event, item, payload))
+    }
 
     mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], finishing: [Event.QueueItem] = [], pipeline: String) {
         for row in rows { deliveries.append(row, pipeline: pipeline) }
@@ -117,6 +122,8 @@ struct OutcomeRows {
     var statement: PostgresQuery {
         let d = deliveries
         let records = Array(events.values)
+        // Two statements inserting the same keys wait for each other in one order, never in a cycle.
+        let w = enqueued.sorted { ($0.event.pipeline, $0.item.kind, $0.item.key) < ($1.event.pipeline, $1.item.kind, $1.item.key) }
         return """
             WITH d AS (
                 INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
@@ -132,6 +139,16 @@ struct OutcomeRows {
             ), q AS (
                 DELETE FROM work WHERE (owner = \(LeaseOwner.thisProcess) OR owner IS NULL) AND (pipeline, kind, key) IN (
                     SELECT * FROM unnest(\(finished.pipeline)::text[], \(finished.kind)::text[], \(finished.key)::text[]))
+            ), w AS (
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
+                SELECT p, k, y, \(unescaped: PostgresStore.databaseNow) + l, o,
+                    CASE WHEN o IS NULL THEN 0 ELSE \(unescaped: PostgresStore.databaseNow) + l END, b, a, c, g, u
+                FROM unnest(\(w.map(\.event.pipeline))::text[], \(w.map(\.item.kind))::text[], \(w.map(\.item.key))::text[],
+                    \(w.map(\.payload))::text[], \(w.map { Int64($0.item.attempts) })::bigint[], \(w.map(\.item.createdAt))::double precision[],
+                    \(NullableArray(w.map(\.item.group)))::text[], \(NullableArray(w.map(\.item.cursor)))::text[],
+                    \(w.map { ($0.event.dueIn ?? $0.event.lease).inSeconds })::double precision[],
+                    \(NullableArray(w.map { $0.event.dueIn == nil ? $0.event.instance : nil }))::text[]) AS w(p, k, y, b, a, c, g, u, l, o)
+                ON CONFLICT (pipeline, kind, key) DO NOTHING
             )
             SELECT 1
             """

@@ -17,12 +17,11 @@ struct PostgresWorkQueue: WorkQueue {
         }
     }
 
-    /// Also in the transaction of another write (webhook outcomes with their deliveries, accepted
-    /// events with their answers, their payloads serialized already). An item with an owner
+    /// Also in the transaction of another write (webhook outcomes with their deliveries, a
+    /// replay with its dead letter; accepted events go in `OutcomeRows`). An item with an owner
     /// (`owners`, by position) is held by it until it is due.
     static func insert(
         _ items: [WorkItem],
-        payloads: [String]? = nil,
         pipeline: String,
         after delays: [Duration],
         heldBy owners: [String?]? = nil,
@@ -34,7 +33,7 @@ struct PostgresWorkQueue: WorkQueue {
         let rows: [JSON] = items.indices.sorted { (items[$0].kind, items[$0].key) < (items[$1].kind, items[$1].key) }.map { index in
             let item = items[index]
             return [
-                "kind": .string(item.kind), "key": .string(item.key), "payload": .string(payloads?[index] ?? item.payload.compactText),
+                "kind": .string(item.kind), "key": .string(item.key), "payload": .string(item.payload.compactText),
                 "attempts": .int(Int64(item.attempts)),
                 "created_at": .double(item.createdAt), "work_group": item.group.map(JSON.string) ?? .null,
                 "cursor": item.cursor.map(JSON.string) ?? .null,

@@ -160,6 +160,15 @@ public final class SQLiteStore: Store {
                 )
             }
         case .enqueue(let event, let item, let payload):
+            // What it replaces goes first: a copy held again within the same second has its key.
+            if let replaced = event.replacing {
+                try apply(
+                    .dequeue(pipeline: event.pipeline, kind: QueuedEvent.kind(source: replaced.source), key: replaced.key),
+                    at: now,
+                    in: db,
+                    changes: &changes
+                )
+            }
             try SQLiteWorkQueue.insert(
                 item,
                 payload: payload,
@@ -169,14 +178,6 @@ public final class SQLiteStore: Store {
                 in: db
             )
             if let answer = event.answer { try recordAnswer(answer, in: db) }
-            if let replaced = event.replacing {
-                try apply(
-                    .dequeue(pipeline: event.pipeline, kind: QueuedEvent.kind(source: replaced.source), key: replaced.key),
-                    at: now,
-                    in: db,
-                    changes: &changes
-                )
-            }
         case .dequeue(let pipeline, let kind, let key):
             try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND (owner = ? OR owner IS NULL)")
                 .execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess]))

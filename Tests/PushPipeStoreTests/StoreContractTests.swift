@@ -369,6 +369,16 @@ import Testing
         )
         #expect(try await queue.claimQueuedEvents(source: "deep", lease: .seconds(15), limit: 10).map(\.body) == [["nested": deep]])
         #expect(try await store.pipeline("q").claimQueuedEvents(source: "sources[0]", lease: .seconds(-1), limit: 10).isEmpty)
+        // An item that takes the place of one under its own key (held again within the same
+        // second) is kept: what it replaces goes first.
+        var first = QueuedEvent(pipeline: "q", source: "held", eventID: "again", user: nil, time: 5, body: ["v": 1])
+        first.dueIn = .zero
+        try await store.enqueue(first)
+        var again = first
+        again.body = ["v": 2]
+        again.replacing = Event.QueueItem(source: first.source, key: first.key)
+        try await store.enqueue(again)
+        #expect(try await queue.claimQueuedEvents(source: "held", lease: .seconds(15), limit: 10).map(\.body) == [["v": 2]])
     }
 
     /// The move of rows queued under a source's position (`sources[0]`) to its key takes only
