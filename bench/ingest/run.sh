@@ -2,7 +2,8 @@
 # Ingestion: h2load --h1 posts COUNT events over 16 and 64 keep-alive connections to an
 # http.event → json.template → stdout pipeline (output discarded). Every 202 means the event
 # is committed to SQLite (group commit); the slowest request shows how long one caller can
-# be held by the commits of others. 127.0.0.1 only; bounded by COUNT.
+# be held by the commits of others. 127.0.0.1 only; bounded by COUNT. STORE=postgres://… runs
+# the daemon on that database instead (a scratch one: the runs' rows stay in it).
 #   COUNT=30000 PORT=8099 bash bench/ingest/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,6 +12,8 @@ PORT=${PORT:-8099}
 if ! command -v h2load >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; fi
 source bench/lib/daemon.sh
 use_daemon ingest
+store=()
+if [ -n "${STORE:-}" ]; then store=(--store "$STORE"); fi
 cat > "$RUN/pipelines/ingest.yaml" <<'YAML'
 pipeline: ingest
 routes:
@@ -27,7 +30,7 @@ register_alice() {
   curl -s -XPOST "http://127.0.0.1:$PORT/register" -H 'content-type: application/json' \
     -d "{\"user_id\": \"alice\", \"device_token\": \"$1\"}" > /dev/null
 }
-start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
+start_daemon --listen "127.0.0.1:$PORT" --admin-listen off "${store[@]}"
 register_alice 808605752f2f8d4c9ae1b3f4e9d2c7a1
 for connections in 16 64; do
   echo "== $COUNT events, h2load --h1, $connections keep-alive connections"
@@ -66,7 +69,7 @@ transport:
 # default 32 cap the rate near 32 / 3 ms whatever the CPU. As many as the connection's streams.
 delivery: {concurrency: 100}
 YAML
-start_daemon --listen "127.0.0.1:$PORT" --admin-listen off
+start_daemon --listen "127.0.0.1:$PORT" --admin-listen off "${store[@]}"
 register_alice 808605752f2f8d4c9ae1b3f4e9d2c7a1808605752f2f8d4c9ae1b3f4e9d2c7a1
 echo "== $COUNT events delivered to the nginx APNs stand-in, h2load --h1, 64 keep-alive connections"
 h2load --h1 -n "$COUNT" -c 64 -d "$RUN/event.json" -H 'content-type: application/json' \
@@ -84,9 +87,14 @@ PY
 { grep -c "error" "$RUN/daemon.log" || true; } | sed 's/^/daemon log errors: /'
 # Accepted is not delivered: stopped (it drains what is in flight), the daemon's store tells.
 stop_daemon
-python3 - "$RUN/var/pushpipe.sqlite" "$((COUNT + 20000))" <<'PY'
+if [ -n "${STORE:-}" ]; then
+  count=$(psql "$STORE" -tAq -c "SELECT count(*) FROM deliveries WHERE pipeline = 'ingest-apns' AND outcome = 'delivered'")
+  echo "delivered to the stand-in: $count of $((COUNT + 20000)) accepted"
+else
+  python3 - "$RUN/var/pushpipe.sqlite" "$((COUNT + 20000))" <<'PY'
 import sqlite3, sys
 count = sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM deliveries WHERE outcome = 'delivered'").fetchone()[0]
 print("delivered to the stand-in: %d of %s accepted" % (count, sys.argv[2]))
 PY
+fi
 
