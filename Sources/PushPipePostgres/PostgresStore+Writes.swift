@@ -10,7 +10,8 @@ extension PostgresStore {
     /// everything else. Their text is made storable where it is bound (`PostgresQuery+StoredText`).
     static func commit(_ writes: [OutcomeWrite], on connection: PostgresConnection, logger: Logger) async throws {
         var outcomeRows = OutcomeRows()
-        // After the removals: an accepted event may take the place of an item under its own key.
+        // Its own statement, after the removals: an accepted event may take the place of an
+        // item under its own key.
         var accepted = OutcomeRows()
         var states: [(writes: [StateWrite], pipeline: String)] = []
         var answers: [IdempotentAnswer] = []
@@ -72,6 +73,9 @@ extension PostgresStore {
                 return nil
             }
         }
+        // PostgreSQL runs a statement's inserts before its removals: an item inserted under a key
+        // the batch also removes would be skipped, then removed. The transaction removes first.
+        guard !outcomeRows.reinsertsAFinishedKey else { return nil }
         return outcomeRows
     }
 
@@ -103,6 +107,13 @@ struct OutcomeRows {
 
     mutating func enqueue(_ event: QueuedEvent, _ item: WorkItem, payload: String) {
         enqueued.append((event, item, payload))
+    }
+
+    /// Whether an accepted event's item has the key of an item the batch removes.
+    var reinsertsAFinishedKey: Bool {
+        guard !enqueued.isEmpty, !finished.key.isEmpty else { return false }
+        let removed = Set(finished.key.indices.map { PostgresStore.storedKey(finished.pipeline[$0], finished.kind[$0], finished.key[$0]) })
+        return enqueued.contains { removed.contains(PostgresStore.storedKey($0.event.pipeline, $0.item.kind, $0.item.key)) }
     }
 
     mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], finishing: [Event.QueueItem] = [], pipeline: String) {
@@ -144,7 +155,7 @@ struct OutcomeRows {
                 SELECT p, k, y, \(unescaped: PostgresStore.databaseNow) + l, o,
                     CASE WHEN o IS NULL THEN 0 ELSE \(unescaped: PostgresStore.databaseNow) + l END, b, a, c, g, u
                 FROM unnest(\(w.map(\.event.pipeline))::text[], \(w.map(\.item.kind))::text[], \(w.map(\.item.key))::text[],
-                    \(w.map(\.payload))::text[], \(w.map { Int64($0.item.attempts) })::bigint[], \(w.map(\.item.createdAt))::double precision[],
+                    \(w.map(\.payload))::text[], \(w.map { Int64($0.item.attempts) })::bigint[], \(NullableArray(times: w.map(\.item.createdAt)))::double precision[],
                     \(NullableArray(w.map(\.item.group)))::text[], \(NullableArray(w.map(\.item.cursor)))::text[],
                     \(w.map { ($0.event.dueIn ?? $0.event.lease).inSeconds })::double precision[],
                     \(NullableArray(w.map { $0.event.dueIn == nil ? $0.event.instance : nil }))::text[]) AS w(p, k, y, b, a, c, g, u, l, o)

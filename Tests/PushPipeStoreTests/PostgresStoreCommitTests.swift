@@ -60,4 +60,53 @@ import Testing
         }
         try await store.close()
     }
+
+    /// A batch of outcomes, removals from the queue and accepted events is one statement (no
+    /// transaction): written whole. One whose accepted event has the key of an item it removes
+    /// takes the transaction, where the removal goes first: PostgreSQL runs a statement's
+    /// inserts before its removals, so the item would be skipped, then removed.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func outcomesRemovalsAndAcceptedEventsAreOneStatementUnlessAKeyIsReused() async throws {
+        let store = try await PostgresStore(location: try await TestStores.freshPostgresDatabase(), logger: Logger(label: "test"))
+        try await withCleanup(
+            {
+                let done = queued("done")
+                try await store.enqueue(done)
+                let finishing = Event.QueueItem(source: done.source, key: done.key)
+                let record = EventRecord(pipeline: "p", eventID: "done", state: .delivered, acceptedAt: 1, updatedAt: 2)
+                let writes: [OutcomeWrite] = [
+                    .outcome(deliveries: [], state: [], events: [record], webhooks: [], finishing: [finishing], pipeline: "p"),
+                    .enqueue(queued("new")),
+                ]
+                let statement = try #require(PostgresStore.outcomesOnly(writes), "one statement")
+                _ = try await store.connections.rows(statement.statement)
+                let keys = try await store.connections.rows("SELECT payload::json->>'event_id' FROM work").map { try $0.decode(String.self) }
+                #expect(keys == ["new"])
+                let status = try await store.eventRecords(eventID: "done", pipeline: "p")
+                #expect(status.records.first?.state == .delivered && status.queued.isEmpty)
+                // The same key removed and inserted: not one statement.
+                var again = queued("again")
+                again.key = try #require(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(60), limit: 1).first)
+                    .key
+                let reused: [OutcomeWrite] = [
+                    .outcome(
+                        deliveries: [],
+                        state: [],
+                        events: [],
+                        webhooks: [],
+                        finishing: [Event.QueueItem(source: again.source, key: again.key)],
+                        pipeline: "p"
+                    ),
+                    .enqueue(again),
+                ]
+                #expect(PostgresStore.outcomesOnly(reused) == nil)
+                try await store.connections.transaction { connection in
+                    try await PostgresStore.commit(reused, on: connection, logger: Logger(label: "test"))
+                }
+                let left = try await store.connections.rows("SELECT payload::json->>'event_id' FROM work").map { try $0.decode(String.self) }
+                #expect(left == ["again"], "the removal went first, then the item under its key")
+            },
+            cleanup: { try? await store.close() }
+        )
+    }
 }
