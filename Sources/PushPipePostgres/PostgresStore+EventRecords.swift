@@ -3,14 +3,18 @@ import PostgresNIO
 import PushPipeCore
 
 extension PostgresStore {
+    /// The queue first, then the records (two statements, two snapshots): an event leaves its
+    /// queue in the commit of its record or after it, so one of them is always seen. The other
+    /// way round, a record committed between the reads with the removal was in neither.
     public func eventRecords(eventID: String, pipeline: String?) async throws -> (records: [EventRecord], queued: [QueuedEvent]) {
+        let queued = try await queuedEvents(eventID: eventID, pipeline: pipeline)
         let records = try await connections.rows(
             """
             SELECT pipeline, event_id, state, updated_at, record FROM event_records
             WHERE event_id = \(eventID) AND (\(pipeline)::text IS NULL OR pipeline = \(pipeline))
             """
         )
-        return (try Self.eventRecords(records), try await queuedEvents(eventID: eventID, pipeline: pipeline))
+        return (try Self.eventRecords(records), queued)
     }
 
     public func deadLetters(pipeline: String?, since: Double?, limit: Int) async throws -> [EventRecord] {

@@ -109,4 +109,51 @@ import Testing
             cleanup: { try? await store.close() }
         )
     }
+
+    /// An event's status read while its outcome commits sees its record or its queue item,
+    /// never neither: the outcome removes the item in the same commit, and the status reads
+    /// the queue before the records. The commit is held open with the queue table locked, so
+    /// the status's read of the queue waits for it; records first, it read no record before
+    /// the commit and no item after it.
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func aStatusReadDuringTheOutcomesCommitSeesTheRecordOrTheItem() async throws {
+        let location = try await TestStores.freshPostgresDatabase()
+        let logger = Logger(label: "test")
+        let store = try await PostgresStore(location: location, logger: logger)
+        let writer = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await writer.run() }
+            let event = queued("racing")
+            try await store.enqueue(event)
+            var outcome = OutcomeRows()
+            let record = EventRecord(pipeline: "p", eventID: "racing", state: .delivered, acceptedAt: 1, updatedAt: 2)
+            outcome.add([], [record], finishing: [Event.QueueItem(source: event.source, key: event.key)], pipeline: "p")
+            let statement = outcome.statement
+            let written = ObservedState(false)
+            let commit = Gate()
+            group.addTask {
+                try await writer.withTransaction(logger: logger) { connection in
+                    try await connection.query("LOCK TABLE work IN ACCESS EXCLUSIVE MODE", logger: logger)
+                    _ = try await connection.query(statement, logger: logger).collect()
+                    written.update { $0 = true }
+                    await commit.wait()
+                }
+            }
+            try await written.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the uncommitted outcome") })
+            let status = Task { try await store.eventRecords(eventID: "racing", pipeline: "p") }
+            // The status waits for the lock (seen by the server) before the outcome commits.
+            try await eventually("the status read waits for the lock") {
+                let waiting = try await writer.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    logger: logger
+                )
+                .collect().first?.decode(Int.self)
+                return (waiting ?? 0) > 0 ? () : nil
+            }
+            commit.open()
+            let seen = try await status.value
+            #expect(seen.records.map(\.state) == [.delivered] || !seen.queued.isEmpty, "neither the record nor the item: \(seen)")
+            group.cancelAll()
+        }
+    }
 }
