@@ -138,11 +138,8 @@ struct DigestFilter: Filter, LongRunningStage {
             if digest["ids"]?.arrayValue?.contains(.string(id)) != true, var fields = digest.objectValue {
                 if now > (fields["closes_at"]?.doubleValue ?? now) + Self.grace {
                     // Its first event never came back: this one opens it again, with all it holds.
-                    fields["opener"] = .string(id)
-                    fields["opened_at"] = .double(now)
-                    fields["closes_at"] = .double(now + configuration.window.inSeconds)
                     (fields["slide"], fields["latest"]) = (nil, nil)
-                    fields.merge(Self.sliding(configuration, from: now)) { _, new in new }
+                    fields.merge(Self.opening(id, at: now, configuration)) { _, new in new }
                 } else if let slide = fields["slide"]?.doubleValue, let latest = fields["latest"]?.doubleValue {
                     // Sliding, by the terms it opened with: `window` after this event, up to `max_window` after the first.
                     let slid = min(now + slide, latest)
@@ -211,18 +208,23 @@ struct DigestFilter: Filter, LongRunningStage {
 
     /// A digest of `event` alone, open from `now` for the window.
     func opened(_ event: Event, at now: Double) -> JSON {
-        var fields: [String: JSON] = [
-            "opener": .string(event.id), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds), "count": 0,
-        ]
-        fields.merge(Self.sliding(configuration, from: now)) { _, new in new }
+        var fields = Self.opening(event.id, at: now, configuration)
+        fields["count"] = 0
         return Self.adding(event, to: .object(fields), configuration)
     }
 
-    /// A sliding digest's terms, kept in it when it opens (a reload changes no open window):
-    /// how long each event keeps it open, and its latest close. None for a fixed window.
-    static func sliding(_ configuration: Configuration, from now: Double) -> [String: JSON] {
-        guard configuration.maxWindow > .zero else { return [:] }
-        return ["slide": .double(configuration.window.inSeconds), "latest": .double(now + configuration.maxWindow.inSeconds)]
+    /// What a digest opened by `opener` at `now` keeps of its terms, so that a reload changes
+    /// no open window: its close, and, sliding, how long each event keeps it open and its
+    /// latest close.
+    static func opening(_ opener: String, at now: Double, _ configuration: Configuration) -> [String: JSON] {
+        var fields: [String: JSON] = [
+            "opener": .string(opener), "opened_at": .double(now), "closes_at": .double(now + configuration.window.inSeconds),
+        ]
+        if configuration.maxWindow > .zero {
+            fields["slide"] = .double(configuration.window.inSeconds)
+            fields["latest"] = .double(now + configuration.maxWindow.inSeconds)
+        }
+        return fields
     }
 
     /// `digest` with `event` in it: counted once, its body kept as `keep` says (up to 8 KB), its actor listed once.
