@@ -72,7 +72,9 @@ import Testing
             let output = daemon.standardOutput.joined(separator: "\n")
             #expect(output.components(separatedBy: "new comments on My trip").count == 2, "one notification: \(output)")
             #expect(output.contains("3 new comments on My trip"))
-            #expect(output.contains("bob, cy and others replied"), "\(output)")
+            // Each actor once, in the order the comments reached the digest: workers take the
+            // three at once, so either may be first on a busy machine.
+            #expect(output.contains("bob, cy and others replied") || output.contains("cy, bob and others replied"), "\(output)")
         }
     }
 }
