@@ -240,7 +240,10 @@ import Testing
     /// Daemons admitting at once into one group never exceed its limit between them.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func daemonsAdmittingAtOnceShareTheLimit() async throws {
-        let location = try await TestStores.freshPostgresDatabase()
+        var location = try await TestStores.freshPostgresDatabase()
+        // Tasks wait for a pool's connection behind each other's locks: on a busy machine longer
+        // than the 5 s a daemon waits before it takes the store for away.
+        location.connectTimeout = 60
         let stores = [
             try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger),
         ]
@@ -267,7 +270,10 @@ import Testing
     /// Daemons claiming at once on one database split the due items: none is taken twice.
     @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
     func daemonsClaimingAtOnceSplitTheItems() async throws {
-        let location = try await TestStores.freshPostgresDatabase()
+        var location = try await TestStores.freshPostgresDatabase()
+        // Tasks wait for a pool's connection behind each other's locks: on a busy machine longer
+        // than the 5 s a daemon waits before it takes the store for away.
+        location.connectTimeout = 60
         let stores = [
             try await PostgresStore(location: location, logger: Self.logger), try await PostgresStore(location: location, logger: Self.logger),
         ]
