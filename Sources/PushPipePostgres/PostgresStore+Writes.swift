@@ -18,9 +18,9 @@ extension PostgresStore {
         var webhooks: [String: [WebhookOutcome]] = [:]
         for write in writes {
             switch write {
-            case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let finishing, let pipeline):
+            case .outcome(let rows, let state, let outcomes, let webhookOutcomes, let finishing, let progress, let pipeline):
                 if !webhookOutcomes.isEmpty { webhooks[pipeline, default: []] += webhookOutcomes }
-                outcomeRows.add(rows, outcomes, finishing: finishing, pipeline: pipeline)
+                outcomeRows.add(rows, outcomes, finishing: finishing, progress: progress, pipeline: pipeline)
                 if !state.isEmpty { states.append((state, pipeline)) }
             case .enqueue(let event, let item, let payload):
                 accepted.enqueue(event, item, payload: payload)
@@ -61,8 +61,9 @@ extension PostgresStore {
         var outcomeRows = OutcomeRows()
         for write in writes {
             switch write {
-            case .outcome(let rows, let state, let records, let webhooks, let finishing, let pipeline) where state.isEmpty && webhooks.isEmpty:
-                outcomeRows.add(rows, records, finishing: finishing, pipeline: pipeline)
+            case .outcome(let rows, let state, let records, let webhooks, let finishing, let progress, let pipeline)
+            where state.isEmpty && webhooks.isEmpty:
+                outcomeRows.add(rows, records, finishing: finishing, progress: progress, pipeline: pipeline)
             case .dequeue(let pipeline, let kind, let key):
                 outcomeRows.finish(pipeline: pipeline, kind: kind, key: key)
             case .enqueue(let event, let item, let payload) where event.answer == nil && event.replacing == nil:
@@ -102,24 +103,35 @@ struct OutcomeRows {
 
     /// Accepted events' items, in the order of their keys (`PostgresWorkQueue.insert`).
     var enqueued: [(event: QueuedEvent, item: WorkItem, payload: String)] = []
+    /// Items whose cursor the batch saves, one per key (ON CONFLICT again): the last wins.
+    var progress: [[UInt8]: (pipeline: String, item: WorkItem)] = [:]
 
-    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty && finished.key.isEmpty && enqueued.isEmpty }
+    var isEmpty: Bool { deliveries.isEmpty && events.isEmpty && finished.key.isEmpty && enqueued.isEmpty && progress.isEmpty }
 
     mutating func enqueue(_ event: QueuedEvent, _ item: WorkItem, payload: String) {
         enqueued.append((event, item, payload))
     }
 
-    /// Whether an accepted event's item has the key of an item the batch removes.
+    /// Whether an accepted event's item, or one whose cursor is saved, has the key of an item
+    /// the batch removes.
     var reinsertsAFinishedKey: Bool {
-        guard !enqueued.isEmpty, !finished.key.isEmpty else { return false }
+        guard !enqueued.isEmpty || !progress.isEmpty, !finished.key.isEmpty else { return false }
         let removed = Set(finished.key.indices.map { PostgresStore.storedKey(finished.pipeline[$0], finished.kind[$0], finished.key[$0]) })
         return enqueued.contains { removed.contains(PostgresStore.storedKey($0.event.pipeline, $0.item.kind, $0.item.key)) }
+            || !removed.isDisjoint(with: progress.keys)
     }
 
-    mutating func add(_ rows: [DeliveryRow], _ records: [EventRecord], finishing: [Event.QueueItem] = [], pipeline: String) {
+    mutating func add(
+        _ rows: [DeliveryRow],
+        _ records: [EventRecord],
+        finishing: [Event.QueueItem] = [],
+        progress items: [WorkItem] = [],
+        pipeline: String
+    ) {
         for row in rows { deliveries.append(row, pipeline: pipeline) }
         for record in records { events[PostgresStore.storedKey(record.pipeline, record.eventID)] = record }
         for item in finishing { finish(pipeline: pipeline, kind: QueuedEvent.kind(source: item.source), key: item.key) }
+        for item in items { progress[PostgresStore.storedKey(pipeline, item.kind, item.key)] = (pipeline, item) }
     }
 
     /// Removes a work item this process holds, or nobody does (`QueuedEventStore.dequeue`).
@@ -135,6 +147,7 @@ struct OutcomeRows {
         let records = Array(events.values)
         // Two statements inserting the same keys wait for each other in one order, never in a cycle.
         let w = enqueued.sorted { ($0.event.pipeline, $0.item.kind, $0.item.key) < ($1.event.pipeline, $1.item.kind, $1.item.key) }
+        let c = progress.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
         return """
             WITH d AS (
                 INSERT INTO deliveries (pipeline, event_id, user_id, token_kind, token, outcome, reason, provider_id, attempts, created_at, record)
@@ -160,6 +173,13 @@ struct OutcomeRows {
                     \(w.map { ($0.event.dueIn ?? $0.event.lease).inSeconds })::double precision[],
                     \(NullableArray(w.map { $0.event.dueIn == nil ? $0.event.instance : nil }))::text[]) AS w(p, k, y, b, a, c, g, u, l, o)
                 ON CONFLICT (pipeline, kind, key) DO NOTHING
+            ), c AS (
+                INSERT INTO work (pipeline, kind, key, due_at, payload, created_at, work_group, cursor)
+                SELECT p, k, y, \(SchemaValidator.maximumDuration * 100), b, t, g, u
+                FROM unnest(\(c.map(\.pipeline))::text[], \(c.map(\.item.kind))::text[], \(c.map(\.item.key))::text[],
+                    \(c.map(\.item.payload.compactText))::text[], \(NullableArray(times: c.map(\.item.createdAt)))::double precision[],
+                    \(NullableArray(c.map(\.item.group)))::text[], \(NullableArray(c.map(\.item.cursor)))::text[]) AS c(p, k, y, b, t, g, u)
+                ON CONFLICT (pipeline, kind, key) DO UPDATE SET cursor = excluded.cursor
             )
             SELECT 1
             """

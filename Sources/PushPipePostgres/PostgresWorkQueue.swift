@@ -186,6 +186,14 @@ struct PostgresWorkQueue: WorkQueue {
         )
     }
 
+    func item(_ kind: String, key: String) async throws -> WorkItem? {
+        try Self.items(
+            try await connections.rows(
+                "SELECT \(unescaped: Self.columns) FROM work WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = \(key)"
+            )
+        ).first
+    }
+
     /// Webhook outcomes first take over what daemons of an earlier version left in their outbox
     /// (`adoptEarlierOutcomes`).
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {

@@ -146,11 +146,12 @@ public final class SQLiteStore: Store {
                     )
                 }
             }
-        case .outcome(let deliveries, let state, let events, let webhooks, let finishing, let pipeline):
+        case .outcome(let deliveries, let state, let events, let webhooks, let finishing, let progress, let pipeline):
             try insert(deliveries, pipeline: pipeline, in: db)
             try apply(.state(state, pipeline: pipeline), at: now, in: db, changes: &changes)
             try upsert(events, in: db)
             for outcome in webhooks { try SQLiteWorkQueue.insert(outcome.work, pipeline: outcome.pipeline, dueAt: now, in: db) }
+            for item in progress { try SQLiteWorkQueue.saveCursor(of: item, pipeline: pipeline, in: db) }
             for item in finishing {
                 try apply(
                     .dequeue(pipeline: pipeline, kind: QueuedEvent.kind(source: item.source), key: item.key),

@@ -44,6 +44,21 @@ struct SQLiteWorkQueue: WorkQueue {
         )
     }
 
+    /// In the transaction of an outcome: `item`'s cursor saved, the item added (never due, held
+    /// by nobody) if it is not there.
+    static func saveCursor(of item: WorkItem, pipeline: String, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
+                VALUES (?, ?, ?, ?, NULL, 0, ?, 0, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO UPDATE SET cursor = excluded.cursor
+                """
+        ).execute(
+            arguments: .storable([
+                pipeline, item.kind, item.key, Double.greatestFiniteMagnitude, item.payload.compactText, item.createdAt, item.group, item.cursor,
+            ])
+        )
+    }
+
     func claim(_ kind: String, limit: Int, lease: Duration, grouping: WorkGrouping?) async throws -> [WorkItem] {
         let now = clock.now
         return try await database.write { [pipeline] db in
@@ -108,6 +123,16 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
         try await forOwnKeys("UPDATE work SET cursor = ?", [cursor.databaseValue], kind, [key])
+    }
+
+    func item(_ kind: String, key: String) async throws -> WorkItem? {
+        try await database.read { [pipeline] db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
+                arguments: .storable([pipeline, kind, key])
+            ).map(Self.item)
+        }
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {

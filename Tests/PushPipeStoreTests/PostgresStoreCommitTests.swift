@@ -75,7 +75,7 @@ import Testing
                 let finishing = Event.QueueItem(source: done.source, key: done.key)
                 let record = EventRecord(pipeline: "p", eventID: "done", state: .delivered, acceptedAt: 1, updatedAt: 2)
                 let writes: [OutcomeWrite] = [
-                    .outcome(deliveries: [], state: [], events: [record], webhooks: [], finishing: [finishing], pipeline: "p"),
+                    .outcome(deliveries: [], state: [], events: [record], webhooks: [], finishing: [finishing], progress: [], pipeline: "p"),
                     .enqueue(queued("new")),
                 ]
                 let statement = try #require(PostgresStore.outcomesOnly(writes), "one statement")
@@ -95,6 +95,7 @@ import Testing
                         events: [],
                         webhooks: [],
                         finishing: [Event.QueueItem(source: again.source, key: again.key)],
+                        progress: [],
                         pipeline: "p"
                     ),
                     .enqueue(again),

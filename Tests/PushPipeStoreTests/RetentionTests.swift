@@ -37,6 +37,17 @@ import Testing
             ],
             state: []
         )
+        // A broadcast's cursor as old as the rows, and a recent one.
+        for (event, age) in [("old-broadcast", 200 * day), ("new-broadcast", day)] {
+            try await store.pipeline("p").recordOutcome(
+                deliveries: [],
+                state: [],
+                events: [],
+                webhooks: [],
+                finishing: [],
+                progress: [.broadcast(eventID: event, BroadcastProgress(after: "alice"), at: now.timeIntervalSince1970 - age)]
+            )
+        }
 
         let firstPage = try await store.pipeline("p").history(user: "alice", limit: 5, before: nil)
         #expect(firstPage.map { $0.record["n"] } == [29, 28, 27, 26, 25])
@@ -62,6 +73,8 @@ import Testing
         }
         #expect(counts.0 == 1, "another pipeline's retention is its own")
         #expect(counts.1 == 20, "the per-user index lost the pruned rows too")
+        #expect(try await store.pipeline("p").work.broadcastProgress(eventID: "old-broadcast") == nil, "gone with its age")
+        #expect(try await store.pipeline("p").work.broadcastProgress(eventID: "new-broadcast")?.after == "alice")
         try await store.close()
     }
 

@@ -9,7 +9,12 @@ import Testing
 /// Rows reach the per-user index in batches; reads must see indexed and unindexed rows alike.
 @Suite struct SQLiteStoreUserIndexTests {
     func outcome(_ event: Int, user: String = "u", outcome: DeliveryOutcome = .delivered) -> OutcomeWrite {
-        .outcome(deliveries: [row(event, user: user, outcome: outcome)], state: [], events: [], webhooks: [], finishing: [], pipeline: "p")
+        write([row(event, user: user, outcome: outcome)])
+    }
+
+    /// Delivery rows alone, as a batch of deliveries to users writes them.
+    func write(_ rows: [DeliveryRow]) -> OutcomeWrite {
+        .outcome(deliveries: rows, state: [], events: [], webhooks: [], finishing: [], progress: [], pipeline: "p")
     }
 
     func row(_ event: Int, user: String, outcome: DeliveryOutcome = .delivered) -> DeliveryRow {
@@ -27,7 +32,7 @@ import Testing
 
     /// One write holding the deliveries of several events, as a worker's batch records them.
     func oneWrite(_ events: ClosedRange<Int>) -> OutcomeWrite {
-        .outcome(deliveries: events.map { row($0, user: "user\($0 % 50)") }, state: [], events: [], webhooks: [], finishing: [], pipeline: "p")
+        write(events.map { row($0, user: "user\($0 % 50)") })
     }
 
     func counts(_ store: SQLiteStore) async throws -> (indexed: Int, indexedThrough: Int64) {

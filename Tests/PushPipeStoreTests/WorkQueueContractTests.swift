@@ -112,6 +112,47 @@ import Testing
         }
     }
 
+    /// A cursor saved with an outcome (a broadcast's page) is in that outcome's commit: the item
+    /// is added never due and held by nobody, or its cursor replaced with its age kept, and an
+    /// outcome the store refuses saves none of it.
+    @Test(arguments: StoreBackend.available)
+    func aCursorSavedWithAnOutcomeIsInItsCommit(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let pipeline = store.pipeline("p")
+            func saving(_ cursor: String, at time: Double, deliveries: [DeliveryRow] = []) async throws {
+                try await pipeline.recordOutcome(
+                    deliveries: deliveries,
+                    state: [],
+                    events: [EventRecord(pipeline: "p", eventID: "e", state: .processing, acceptedAt: 1, updatedAt: time)],
+                    webhooks: [],
+                    finishing: [],
+                    progress: [WorkItem(kind: "job", key: "e", payload: .null, createdAt: time, cursor: cursor)]
+                )
+            }
+            #expect(try await pipeline.work.item("job", key: "e") == nil)
+            try await saving("user-1", at: 100)
+            var item = try #require(try await pipeline.work.item("job", key: "e"))
+            #expect(item.cursor == "user-1" && item.createdAt == 100)
+            #expect(try await pipeline.work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "never due, held by nobody")
+            try await saving("user-2", at: 200)
+            item = try #require(try await pipeline.work.item("job", key: "e"))
+            #expect(item.cursor == "user-2" && item.createdAt == 100, "the cursor replaced, the item's age kept: \(item)")
+
+            // A delivery row the database refuses: the page's commit fails whole, cursor included.
+            if let sqlite = store as? SQLiteStore {
+                try await sqlite.database.write { db in
+                    try db.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END")
+                }
+            } else if let postgres = store as? PostgresStore {
+                _ = try await postgres.connections.rows("ALTER TABLE deliveries ADD CONSTRAINT refuse CHECK (false)")
+            }
+            let row = DeliveryRow.of("e", user: "ana", token: "t", outcome: .delivered, providerID: nil, at: 300, history: nil)
+            await #expect(throws: (any Error).self) { try await saving("user-3", at: 300, deliveries: [row]) }
+            #expect(try await pipeline.work.item("job", key: "e")?.cursor == "user-2")
+            #expect(try await store.eventRecords(eventID: "e", pipeline: "p").records.first?.updatedAt == 200)
+        }
+    }
+
     /// The items a claim chose get their groups then, and keep them; a group comes whole
     /// whatever the limit, never joined by items added later.
     @Test(arguments: StoreBackend.available)

@@ -34,7 +34,8 @@ struct DryRunPipelineStore: PipelineStore {
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
-        finishing: [Event.QueueItem]
+        finishing: [Event.QueueItem],
+        progress: [WorkItem]
     ) async throws {}
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry] {
         try await base.history(user: user, limit: limit, before: before)

@@ -37,6 +37,8 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.saveProgress(kind, key: key, cursor: cursor) }
     }
 
+    func item(_ kind: String, key: String) async throws -> WorkItem? { try await base.item(kind, key: key) }
+
     /// Counts what the live daemons admitted, and admits nothing itself: a dry run uses up no
     /// one's rate.
     func admit(_ item: WorkItem, limits: [WorkLimit], adding: Bool) async throws -> Bool {

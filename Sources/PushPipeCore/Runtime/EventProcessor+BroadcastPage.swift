@@ -3,8 +3,8 @@ extension EventProcessor {
     /// is out: about what a kill there sends again.
     static var checkpointInterval: Duration { .seconds(5) }
 
-    /// Sends a broadcast's page of `users` and records its deliveries with the progress past it,
-    /// in one transaction. A page slow to settle (late answers, retries) is recorded as it goes
+    /// Sends a broadcast's page of `users` and records its deliveries with the progress past it
+    /// (the cursor of its work item, `WorkQueue+Broadcasts`), in one transaction. A page slow to settle (late answers, retries) is recorded as it goes
     /// too: before its retries wait and every `checkpointInterval`, what it reached and what was
     /// accepted, with the recipients left to retry, so that a daemon that takes the event over
     /// after a kill sends again only what went out since, never a notification the record says
@@ -59,7 +59,8 @@ extension EventProcessor {
             // What settled and the progress inside the page, in one transaction.
             let written = await recordOnce(
                 [Outcome(delivering: done, deliveries: deliveries, state: [], historyWritten: historied)],
-                events: [progressRecord(event, reaching, kept)]
+                events: [progressRecord(event, reaching, kept)],
+                progress: [cursor(event, reaching)]
             )
             guard written else { return }
             for index in settled { page[0].attempts[index].recorded = true }
@@ -91,7 +92,8 @@ extension EventProcessor {
         // The page's deliveries no checkpoint recorded and the progress past it, in one transaction.
         await record(
             [Outcome(delivering: rest, deliveries: deliveries, state: [], historyWritten: historied)],
-            events: [progressRecord(event, progress, recipients)]
+            events: [progressRecord(event, progress, recipients)],
+            progress: [cursor(event, progress)]
         )
         return true
     }

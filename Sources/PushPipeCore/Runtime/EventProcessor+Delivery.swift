@@ -255,9 +255,15 @@ extension EventProcessor {
     /// The deliveries and history of several events, in one transaction, with the watermarks of
     /// those fully delivered and the devices reached of those delivered in part; a broadcast
     /// writes its watermarks separately once the whole event is known to be delivered. With the
-    /// removal of the queue items of the events it `finishing`s: whether it wrote them.
+    /// removal of the queue items of the events it `finishing`s and the cursors of broadcasts'
+    /// `progress`: whether it wrote them.
     @discardableResult
-    func record(_ outcomes: [Outcome], events: [EventRecord] = [], finishing: [Event.QueueItem] = []) async -> Bool {
+    func record(
+        _ outcomes: [Outcome],
+        events: [EventRecord] = [],
+        finishing: [Event.QueueItem] = [],
+        progress: [WorkItem] = []
+    ) async -> Bool {
         let (rows, state) = rows(of: outcomes)
         let webhooks = webhookOutcomes(of: events, at: clock.now)
         // Sent is sent: the outcome is written however long the store is away (its watermarks
@@ -266,18 +272,25 @@ extension EventProcessor {
         // the drain timeout gives it `recordGrace` more, shared with the stop's other writes (a
         // page not recorded goes out again at the next start), then gives it up.
         let written = try? await uncancelled(until: { [stopDeadline] in stopDeadline.after(Self.recordGrace) }) { [self, rows, state] in
-            await write(outcomes, rows: rows, state: state, events: events, webhooks: webhooks, finishing: finishing)
+            await write(outcomes, rows: rows, state: state, events: events, webhooks: webhooks, finishing: finishing, progress: progress)
         }
         return written ?? false
     }
 
     /// `record` tried once, for a broadcast page's checkpoint (the page's own write follows in
     /// any case, so an absent store holds up no sending): whether the store took it.
-    func recordOnce(_ outcomes: [Outcome], events: [EventRecord]) async -> Bool {
+    func recordOnce(_ outcomes: [Outcome], events: [EventRecord], progress: [WorkItem]) async -> Bool {
         let (rows, state) = rows(of: outcomes)
         let webhooks = webhookOutcomes(of: events, at: clock.now)
         do {
-            try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks)
+            try await pipelineStore.recordOutcome(
+                deliveries: rows,
+                state: state,
+                events: events,
+                webhooks: webhooks,
+                finishing: [],
+                progress: progress
+            )
         } catch {
             return false
         }
@@ -313,7 +326,8 @@ extension EventProcessor {
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
-        finishing: [Event.QueueItem]
+        finishing: [Event.QueueItem],
+        progress: [WorkItem]
     ) async -> Bool {
         var failedAttempts = 0
         do {
@@ -327,7 +341,14 @@ extension EventProcessor {
                     }
                 }
             ) {
-                try await pipelineStore.recordOutcome(deliveries: rows, state: state, events: events, webhooks: webhooks, finishing: finishing)
+                try await pipelineStore.recordOutcome(
+                    deliveries: rows,
+                    state: state,
+                    events: events,
+                    webhooks: webhooks,
+                    finishing: finishing,
+                    progress: progress
+                )
             }
             if !webhooks.isEmpty { onWebhookOutcomes?() }
             if failedAttempts > 0 { logger.notice("recorded the outcome of \(outcomes.count) events after \(failedAttempts) failed attempts") }

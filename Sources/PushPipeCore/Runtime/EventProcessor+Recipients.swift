@@ -113,8 +113,8 @@ extension EventProcessor {
 
     /// An event for every user: one page of users at a time, so memory and tasks stay bounded
     /// however many tokens are registered. Each page's deliveries are recorded with the
-    /// broadcast's progress (`BroadcastProgress`, in its record), and a page slow to settle as it
-    /// goes (`deliver(page:)`), so a broadcast that stopped goes on where its record says: a kill
+    /// broadcast's progress (`BroadcastProgress`, its work item's cursor), and a page slow to settle
+    /// as it goes (`deliver(page:)`), so a broadcast that stopped goes on where its cursor says: a kill
     /// sends again what went out since its last write, and nothing once the last page is
     /// recorded. One that ends early (a renderer or store error, too many unresolved recipients)
     /// is a dead letter with its progress, and its replay goes on from there; stopped at the
@@ -124,8 +124,8 @@ extension EventProcessor {
         var audience = BroadcastAudience(of: event)
         var progress = BroadcastProgress(reached: audience.reached, reachedAll: audience.reachedAll)
         do {
-            if let earlier = try await waitingForTheStore(event, { try await broadcastProgress(of: event) }) {
-                progress = earlier.broadcast ?? progress
+            if let (cursor, earlier) = try await waitingForTheStore(event, { try await broadcastProgress(of: event) }) {
+                progress = cursor
                 audience.reached = progress.reached
                 audience.reachedAll = progress.reachedAll
                 if let within = progress.pageReached { audience.resume(through: within, record: earlier) }
@@ -223,25 +223,40 @@ extension EventProcessor {
         return report
     }
 
-    /// The record of a broadcast this run had begun (killed, or stopped at the drain timeout),
-    /// with its progress: nil to start afresh. The dead letter a replay replays (marked
-    /// accepted) is where the replay starts from (`BroadcastAudience`), not a run of its own.
-    private func broadcastProgress(of event: Event) async throws -> EventRecord? {
+    /// Where a broadcast this run had begun (killed, or stopped at the drain timeout) stands:
+    /// its work item's cursor, and its record, which keeps what became of each recipient so
+    /// far; nil to start afresh. The dead letter a replay replays (marked accepted) is where
+    /// the replay starts from (`BroadcastAudience`), not a run of its own.
+    private func broadcastProgress(of event: Event) async throws -> (BroadcastProgress, EventRecord)? {
+        guard let progress = try await pipelineStore.work.broadcastProgress(eventID: event.id) else { return nil }
         let records = try await store.eventRecords(eventID: event.id, pipeline: definition.name).records
-        guard let record = records.first, let progress = record.broadcast else { return nil }
+        guard let record = records.first else { return nil }
         if let letter = event.replayOf, record.state != .processing, record.state == .accepted || progress == letter.broadcast { return nil }
-        return record
+        return (progress, record)
     }
 
-    /// The record of a broadcast under way: its recipients so far and its progress.
+    /// The record of a broadcast under way: its recipients so far and, for the status route,
+    /// its progress.
     func progressRecord(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) -> EventRecord {
         record(of: event, .processing, recipients: recipients.kept, omitted: recipients.omitted, at: clock.now, broadcast: progress)
+    }
+
+    /// The work item whose cursor is the broadcast's progress, saved with the record.
+    func cursor(_ event: Event, _ progress: BroadcastProgress) -> WorkItem {
+        .broadcast(eventID: event.id, progress, at: clock.now)
     }
 
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as
     /// `recordProcessing` is: each page's write carries the progress again.
     private func recordProgress(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) async {
-        try? await pipelineStore.recordOutcome(deliveries: [], state: [], events: [progressRecord(event, progress, recipients)])
+        try? await pipelineStore.recordOutcome(
+            deliveries: [],
+            state: [],
+            events: [progressRecord(event, progress, recipients)],
+            webhooks: [],
+            finishing: [],
+            progress: [cursor(event, progress)]
+        )
     }
 }
 

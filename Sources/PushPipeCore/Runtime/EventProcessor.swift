@@ -167,8 +167,10 @@ public struct EventProcessor: Sendable {
         var finished = finished
         let records = finished.flatMap { $0.recorded ? [] : eventRecords($0) }
         let queued = Task.isCancelled ? [] : finished.indices.filter { !finished[$0].report.leftQueue && finished[$0].event.queueItem != nil }
-        if !records.isEmpty || !queued.isEmpty,
-            await record([], events: records, finishing: queued.compactMap { finished[$0].event.queueItem })
+        // A broadcast's last progress (every page went out, or where it stopped) with its record.
+        let cursors = finished.compactMap { done in done.recorded ? nil : done.recipients.progress.map { cursor(done.event, $0) } }
+        if !records.isEmpty || !queued.isEmpty || !cursors.isEmpty,
+            await record([], events: records, finishing: queued.compactMap { finished[$0].event.queueItem }, progress: cursors)
         {
             for index in queued { finished[index].report.leftQueue = true }
         }

@@ -1,5 +1,5 @@
-/// How far a broadcast got, kept in its event's record and written with each page's
-/// deliveries (one transaction): a broadcast that stopped (a kill, the drain timeout, a renderer
+/// How far a broadcast got: the cursor of its work item (`WorkQueue+Broadcasts`), shown in its
+/// event's record too, written with each page's deliveries (one transaction): a broadcast that stopped (a kill, the drain timeout, a renderer
 /// or store error) goes on after its last recorded page, or inside it as far as the record
 /// reached, instead of sending every page again, and a replay of its dead letter goes on where
 /// it stopped. Users are paged in their order.

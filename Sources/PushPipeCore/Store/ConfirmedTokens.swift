@@ -43,7 +43,7 @@ package final class ConfirmedTokens: Sendable {
         var keys: [Key] = []
         state.withLock { state in
             if ContinuousClock.now - state.since > lifetime { state = State() }
-            for case .outcome(let rows, _, _, _, _, let pipeline) in writes {
+            for case .outcome(let rows, _, _, _, _, _, let pipeline) in writes {
                 for delivery in rows.lazy.map(\.delivery) where delivery.outcome == .delivered {
                     let key = Key(pipeline: pipeline, user: delivery.user, kind: delivery.tokenKind, token: delivery.token)
                     if !state.keys.contains(key), found.insert(key).inserted { keys.append(key) }

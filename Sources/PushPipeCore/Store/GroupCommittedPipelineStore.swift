@@ -24,7 +24,8 @@ extension GroupCommittedPipelineStore {
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
-        finishing: [Event.QueueItem]
+        finishing: [Event.QueueItem],
+        progress: [WorkItem]
     ) async throws {
         try await outcomes.submitUnlessEmpty(
             .outcome(
@@ -33,6 +34,7 @@ extension GroupCommittedPipelineStore {
                 events: events,
                 webhooks: webhooks,
                 finishing: finishing,
+                progress: progress,
                 pipeline: name
             )
         )

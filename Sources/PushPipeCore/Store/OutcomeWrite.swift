@@ -10,6 +10,7 @@ package enum OutcomeWrite: Sendable {
         events: [EventRecord],
         webhooks: [WebhookOutcome],
         finishing: [Event.QueueItem],
+        progress: [WorkItem],
         pipeline: String
     )
     /// Boxed: an event is many times the size of every other case, and each write is moved
@@ -31,8 +32,8 @@ package enum OutcomeWrite: Sendable {
     package var isEmpty: Bool {
         switch self {
         case .state(let writes, _): writes.isEmpty
-        case .outcome(let deliveries, let state, let events, let webhooks, let finishing, _):
-            deliveries.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty && finishing.isEmpty
+        case .outcome(let deliveries, let state, let events, let webhooks, let finishing, let progress, _):
+            deliveries.isEmpty && state.isEmpty && events.isEmpty && webhooks.isEmpty && finishing.isEmpty && progress.isEmpty
         case .enqueue, .dequeue: false
         }
     }

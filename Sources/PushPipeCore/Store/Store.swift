@@ -72,13 +72,16 @@ public protocol DeliveryStore: Sendable {
     /// of each event (its record: replaces an earlier record of the same event), the
     /// outcomes its webhooks are to be told of, and the queued events whose processing it ends
     /// (`finishing`: removed as `dequeue` removes them, so an event's final record and its
-    /// removal from the queue are one commit, not two).
+    /// removal from the queue are one commit, not two), and the work items whose cursor
+    /// says how far it got (`progress`: each item's cursor saved, the item added never due and
+    /// held by nobody if it is not there; a broadcast's, `WorkQueue+Broadcasts`).
     func recordOutcome(
         deliveries: [DeliveryRow],
         state: [StateWrite],
         events: [EventRecord],
         webhooks: [WebhookOutcome],
-        finishing: [Event.QueueItem]
+        finishing: [Event.QueueItem],
+        progress: [WorkItem]
     ) async throws
     func history(user: String, limit: Int, before: Int64?) async throws -> [HistoryEntry]
     func lastDelivery(user: String) async throws -> DeliveryRow?
@@ -149,6 +152,16 @@ extension DeliveryStore {
 
     public func recordOutcome(deliveries: [DeliveryRow], state: [StateWrite], events: [EventRecord], webhooks: [WebhookOutcome]) async throws {
         try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: webhooks, finishing: [])
+    }
+
+    public func recordOutcome(
+        deliveries: [DeliveryRow],
+        state: [StateWrite],
+        events: [EventRecord],
+        webhooks: [WebhookOutcome],
+        finishing: [Event.QueueItem]
+    ) async throws {
+        try await recordOutcome(deliveries: deliveries, state: state, events: events, webhooks: webhooks, finishing: finishing, progress: [])
     }
 }
 

@@ -129,6 +129,9 @@ import Testing
             #expect(killed.state == .processing)
             #expect(killed.statusJSON["broadcast"]?["after_user"] == "user-00999")
             #expect(try await pipeline.store.pipeline(name).lastDelivery(user: "user-00999")?.eventID == event.id)
+            // Where it goes on from: its work item's cursor, committed with the page.
+            let cursor = try await pipeline.store.pipeline(name).work.broadcastProgress(eventID: event.id)
+            #expect(cursor?.after == "user-00999" && cursor?.deliveries == 1_000 && cursor == killed.broadcast, "\(String(describing: cursor))")
 
             running.cancel()
             #expect(await running.value.status == .failed)
@@ -148,7 +151,44 @@ import Testing
             #expect(done.state == .delivered)
             #expect(report.omittedDeliveries == Self.users - report.deliveries.count, "the report counts the pages of both runs")
             #expect(try await pipeline.store.pipeline(name).lastDelivery(user: "user-01599")?.eventID == event.id)
+            #expect(try await pipeline.store.pipeline(name).work.broadcastProgress(eventID: event.id)?.reachedAll == true)
         }
+    }
+
+    /// The cursor, not the record, says where a broadcast goes on: with its work item gone
+    /// (retention removed it), the record's progress alone starts nothing half-way.
+    @Test func aBroadcastGoesOnFromItsWorkItemsCursor() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await Self.goesOnFromItsCursor(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresBroadcastGoesOnFromItsWorkItemsCursor() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await TestStores.withFreshPostgresStore { try await Self.goesOnFromItsCursor(pipeline, store: $0) }
+        }
+    }
+
+    static func goesOnFromItsCursor(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        try await register(users, in: store, pipeline: name)
+        let failing = PageHookRenderer.around(pipeline.definition) { page in
+            if page == 2 { throw ScriptedRendererError(page: page) }
+        }
+        let event = pipeline.event(user: nil, ["text": "to everyone"])
+        #expect(await processor(failing, store).process(event).status == .failed)
+        let work = store.pipeline(name).work
+        #expect(try await work.broadcastProgress(eventID: event.id)?.after == "user-00999")
+
+        // Sent again by its source (a reply file retried), the renderer mended: page 2 on.
+        #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
+        #expect(pipeline.transport.sends.count == users, "went on at page 2")
+
+        // Its cursor gone, the same event again is a broadcast of its own, from page 1.
+        try await work.remove(WorkItem.broadcastKind, keys: [event.id])
+        #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
+        #expect(pipeline.transport.sends.count == 2 * users, "\(pipeline.transport.sends.count)")
     }
 
     /// Stopped at the drain timeout while its page is in flight: the provider accepted the
