@@ -178,14 +178,6 @@ struct PostgresWorkQueue: WorkQueue {
         )
     }
 
-    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
-        _ = try await connections.rows(
-            """
-            UPDATE work SET cursor = \(cursor) WHERE pipeline = \(pipeline) AND kind = \(kind) AND key = \(key) AND owner = \(LeaseOwner.thisProcess)
-            """
-        )
-    }
-
     func item(_ kind: String, key: String) async throws -> WorkItem? {
         try Self.items(
             try await connections.rows(

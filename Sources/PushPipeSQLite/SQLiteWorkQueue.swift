@@ -121,10 +121,6 @@ struct SQLiteWorkQueue: WorkQueue {
         try await forOwnKeys("UPDATE work SET owner = NULL, lease_until = 0, due_at = min(due_at, ?)", [clock.now.databaseValue], kind, keys)
     }
 
-    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
-        try await forOwnKeys("UPDATE work SET cursor = ?", [cursor.databaseValue], kind, [key])
-    }
-
     func item(_ kind: String, key: String) async throws -> WorkItem? {
         try await database.read { [pipeline] db in
             try Row.fetchOne(

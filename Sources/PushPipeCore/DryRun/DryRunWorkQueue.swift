@@ -33,10 +33,6 @@ struct DryRunWorkQueue: WorkQueue {
         if passes(kind) { try await base.release(kind, keys: keys) }
     }
 
-    func saveProgress(_ kind: String, key: String, cursor: String?) async throws {
-        if passes(kind) { try await base.saveProgress(kind, key: key, cursor: cursor) }
-    }
-
     func item(_ kind: String, key: String) async throws -> WorkItem? { try await base.item(kind, key: key) }
 
     /// Counts what the live daemons admitted, and admits nothing itself: a dry run uses up no

@@ -277,8 +277,9 @@ extension EventProcessor {
         return written ?? false
     }
 
-    /// `record` tried once, for a broadcast page's checkpoint (the page's own write follows in
-    /// any case, so an absent store holds up no sending): whether the store took it.
+    /// `record` tried once, for a broadcast's start and its page's checkpoints (the page's own
+    /// write follows in any case, so an absent store holds up no sending): whether the store took it.
+    @discardableResult
     func recordOnce(_ outcomes: [Outcome], events: [EventRecord], progress: [WorkItem]) async -> Bool {
         let (rows, state) = rows(of: outcomes)
         let webhooks = webhookOutcomes(of: events, at: clock.now)

@@ -249,14 +249,7 @@ extension EventProcessor {
     /// Marks the broadcast processing, with where it starts. Told on a best-effort basis, as
     /// `recordProcessing` is: each page's write carries the progress again.
     private func recordProgress(_ event: Event, _ progress: BroadcastProgress, _ recipients: RecipientList) async {
-        try? await pipelineStore.recordOutcome(
-            deliveries: [],
-            state: [],
-            events: [progressRecord(event, progress, recipients)],
-            webhooks: [],
-            finishing: [],
-            progress: [cursor(event, progress)]
-        )
+        await recordOnce([], events: [progressRecord(event, progress, recipients)], progress: [cursor(event, progress)])
     }
 }
 

@@ -17,7 +17,7 @@ public struct WorkItem: Sendable, Equatable {
     public var createdAt: Double
     /// Items of one group are claimed together, whole, whatever the limit (a webhook's batch).
     public var group: String?
-    /// How far a long item got, saved by `WorkQueue.saveProgress` while it is claimed: the
+    /// How far a long item got, saved in the commit of its last step's outcome: the
     /// next claim, by this daemon or another, goes on from there.
     public var cursor: String?
 

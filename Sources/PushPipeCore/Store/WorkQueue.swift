@@ -28,9 +28,6 @@ public protocol WorkQueue: Sendable {
     func retry(_ kind: String, keys: Set<String>, after delay: Duration) async throws
     /// Let go of without an attempt: due at once, for whichever daemon claims them next.
     func release(_ kind: String, keys: Set<String>) async throws
-    /// Saves how far a held item got (`WorkItem.cursor`). An item's progress saved in the
-    /// commit of what it did goes with the outcome instead (`DeliveryStore.recordOutcome`).
-    func saveProgress(_ kind: String, key: String, cursor: String?) async throws
     /// The item of `kind` under `key`, held or not: nil when there is none.
     func item(_ kind: String, key: String) async throws -> WorkItem?
     /// Removes at most `limit` items of `kind` added before `cutoff` (UNIX seconds), held or
