@@ -175,11 +175,12 @@ struct OutcomeRows {
                 ON CONFLICT (pipeline, kind, key) DO NOTHING
             ), c AS (
                 INSERT INTO work (pipeline, kind, key, due_at, payload, created_at, work_group, cursor)
-                SELECT p, k, y, \(SchemaValidator.maximumDuration * 100), b, t, g, u
+                SELECT p, k, y, \(WorkItem.savedWithAnOutcomeFallsDue), b, t, g, u
                 FROM unnest(\(c.map(\.pipeline))::text[], \(c.map(\.item.kind))::text[], \(c.map(\.item.key))::text[],
                     \(c.map(\.item.payload.compactText))::text[], \(NullableArray(times: c.map(\.item.createdAt)))::double precision[],
                     \(NullableArray(c.map(\.item.group)))::text[], \(NullableArray(c.map(\.item.cursor)))::text[]) AS c(p, k, y, b, t, g, u)
-                ON CONFLICT (pipeline, kind, key) DO UPDATE SET cursor = excluded.cursor
+                ON CONFLICT (pipeline, kind, key) DO UPDATE SET cursor = excluded.cursor, created_at = excluded.created_at
+                WHERE work.owner IS NULL OR work.owner = \(LeaseOwner.thisProcess)
             )
             SELECT 1
             """

@@ -44,17 +44,19 @@ struct SQLiteWorkQueue: WorkQueue {
         )
     }
 
-    /// In the transaction of an outcome: `item`'s cursor saved, the item added (never due, held
-    /// by nobody) if it is not there.
+    /// In the transaction of an outcome: `item`'s cursor and time saved, unless another process
+    /// holds it; the item added (never due, held by nobody) if it is not there.
     static func saveCursor(of item: WorkItem, pipeline: String, in db: Database) throws {
         try db.cachedStatement(
             sql: """
                 INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
-                VALUES (?, ?, ?, ?, NULL, 0, ?, 0, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO UPDATE SET cursor = excluded.cursor
+                VALUES (?, ?, ?, ?, NULL, 0, ?, 0, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO UPDATE
+                SET cursor = excluded.cursor, created_at = excluded.created_at WHERE work.owner IS NULL OR work.owner = ?
                 """
         ).execute(
             arguments: .storable([
-                pipeline, item.kind, item.key, Double.greatestFiniteMagnitude, item.payload.compactText, item.createdAt, item.group, item.cursor,
+                pipeline, item.kind, item.key, WorkItem.savedWithAnOutcomeFallsDue, item.payload.compactText, item.createdAt, item.group,
+                item.cursor, LeaseOwner.thisProcess,
             ])
         )
     }

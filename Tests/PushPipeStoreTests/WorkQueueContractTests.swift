@@ -114,8 +114,8 @@ import Testing
     }
 
     /// A cursor saved with an outcome (a broadcast's page) is in that outcome's commit: the item
-    /// is added never due and held by nobody, or its cursor replaced with its age kept, and an
-    /// outcome the store refuses saves none of it.
+    /// is added never due and held by nobody, or its cursor and time replaced unless another
+    /// daemon holds it, and an outcome the store refuses saves none of it.
     @Test(arguments: StoreBackend.available)
     func aCursorSavedWithAnOutcomeIsInItsCommit(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
@@ -137,7 +137,11 @@ import Testing
             #expect(try await pipeline.work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "never due, held by nobody")
             try await saving("user-2", at: 200)
             item = try #require(try await pipeline.work.item("job", key: "e"))
-            #expect(item.cursor == "user-2" && item.createdAt == 100, "the cursor replaced, the item's age kept: \(item)")
+            #expect(item.cursor == "user-2" && item.createdAt == 200, "the cursor and its time replaced: \(item)")
+            try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'e'", on: store)
+            try await saving("theirs", at: 250)
+            #expect(try await pipeline.work.item("job", key: "e")?.cursor == "user-2", "another daemon's item is not changed")
+            try await Self.execute("UPDATE work SET owner = NULL WHERE key = 'e'", on: store)
 
             // A delivery row the database refuses: the page's commit fails whole, cursor included.
             if let sqlite = store as? SQLiteStore {
@@ -150,7 +154,7 @@ import Testing
             let row = DeliveryRow.of("e", user: "ana", token: "t", outcome: .delivered, providerID: nil, at: 300, history: nil)
             await #expect(throws: (any Error).self) { try await saving("user-3", at: 300, deliveries: [row]) }
             #expect(try await pipeline.work.item("job", key: "e")?.cursor == "user-2")
-            #expect(try await store.eventRecords(eventID: "e", pipeline: "p").records.first?.updatedAt == 200)
+            #expect(try await store.eventRecords(eventID: "e", pipeline: "p").records.first?.updatedAt == 250)
         }
     }
 

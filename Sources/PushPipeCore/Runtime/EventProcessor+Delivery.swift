@@ -357,7 +357,7 @@ extension EventProcessor {
         } catch let refusal as StoreDataError {
             // Not retried: the same data is refused again (see `recordRefused`); the events
             // leave their queue after their dead letters (`complete`).
-            await recordRefused(outcomes, events: events, because: refusal)
+            await recordRefused(outcomes, events: events, progress: progress, because: refusal)
         } catch {
             for outcome in outcomes {
                 logger.error("stopped before the outcome was recorded", metadata: Self.metadata(outcome.delivering.event))

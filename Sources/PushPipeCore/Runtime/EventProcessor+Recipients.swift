@@ -225,12 +225,14 @@ extension EventProcessor {
 
     /// Where a broadcast this run had begun (killed, or stopped at the drain timeout) stands:
     /// its work item's cursor, and its record, which keeps what became of each recipient so
-    /// far; nil to start afresh. The dead letter a replay replays (marked accepted) is where
-    /// the replay starts from (`BroadcastAudience`), not a run of its own.
+    /// far; nil to start afresh, when its record shows no progress (the event was held before
+    /// it went out, or its id is used again). A broadcast an earlier version began has no cursor:
+    /// it goes on where its record says. The dead letter a replay replays (marked accepted) is
+    /// where the replay starts from (`BroadcastAudience`), not a run of its own.
     private func broadcastProgress(of event: Event) async throws -> (BroadcastProgress, EventRecord)? {
-        guard let progress = try await pipelineStore.work.broadcastProgress(eventID: event.id) else { return nil }
         let records = try await store.eventRecords(eventID: event.id, pipeline: definition.name).records
-        guard let record = records.first else { return nil }
+        guard let record = records.first, let shown = record.broadcast else { return nil }
+        let progress = try await pipelineStore.work.broadcastProgress(eventID: event.id) ?? shown
         if let letter = event.replayOf, record.state != .processing, record.state == .accepted || progress == letter.broadcast { return nil }
         return (progress, record)
     }

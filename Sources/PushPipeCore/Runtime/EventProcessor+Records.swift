@@ -216,12 +216,19 @@ extension EventProcessor {
     /// again event by event, so that only the events whose data it refuses are concerned; each
     /// of those is a dead letter with the store's reason, without the deliveries, history and
     /// watermarks that were refused. Retried for ever instead, the outcome would hold its event
-    /// in the queue and its worker blocked, and every restart would send it again.
-    func recordRefused(_ outcomes: [Outcome], events: [EventRecord], because refusal: StoreDataError) async {
+    /// in the queue and its worker blocked, and every restart would send it again. A broadcast's
+    /// letter keeps its cursor (`progress`) in step with the progress it shows.
+    func recordRefused(_ outcomes: [Outcome], events: [EventRecord], progress: [WorkItem], because refusal: StoreDataError) async {
         var seen: Set<String> = []
         let ids = (outcomes.map(\.delivering.event.id) + events.map(\.eventID)).filter { seen.insert($0).inserted }
         if ids.count > 1 {
-            for id in ids { await record(outcomes.filter { $0.delivering.event.id == id }, events: events.filter { $0.eventID == id }) }
+            for id in ids {
+                await record(
+                    outcomes.filter { $0.delivering.event.id == id },
+                    events: events.filter { $0.eventID == id },
+                    progress: progress.filter { $0.key == id }
+                )
+            }
             return
         }
         let event = outcomes.first?.delivering.event
@@ -248,11 +255,18 @@ extension EventProcessor {
             acceptedAt: letter.acceptedAt,
             updatedAt: letter.updatedAt
         )
-        for candidate in [letter, bare] {
+        for (candidate, cursors) in [(letter, progress), (bare, [])] {
             let webhooks = webhookOutcomes(of: [candidate], at: candidate.updatedAt)
             do {
                 try await retrying(while: { _ in true }, failed: { _, _ in }) {
-                    try await pipelineStore.recordOutcome(deliveries: [], state: [], events: [candidate], webhooks: webhooks)
+                    try await pipelineStore.recordOutcome(
+                        deliveries: [],
+                        state: [],
+                        events: [candidate],
+                        webhooks: webhooks,
+                        finishing: [],
+                        progress: cursors
+                    )
                 }
                 if !webhooks.isEmpty { onWebhookOutcomes?() }
                 logger.error(

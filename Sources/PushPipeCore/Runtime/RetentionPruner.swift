@@ -46,8 +46,8 @@ struct RetentionPruner: Sendable {
             // An event's status lives as long as its deliveries; dead letters until replayed or dropped.
             let records = try await Self.inBatches { try await store.pruneEventRecords(unchangedSince: cutoff, limit: $0) }
             if records > 0 { logger.info("retention: removed \(records) event records") }
-            // A broadcast's cursor goes with its record's age; a dead letter's replay without it
-            // starts where the letter says, which is where the cursor stood.
+            // A broadcast's cursor not saved since the cutoff, as its record: a dead letter's replay
+            // starts where the letter says, and a broadcast resumed later where its record says.
             let cursors = try await Self.inBatches { try await store.work.prune(WorkItem.broadcastKind, createdBefore: cutoff, limit: $0) }
             if cursors > 0 { logger.info("retention: removed \(cursors) broadcast cursors") }
             let webhookCutoff = now - WebhookDispatcher.longestWait.inSeconds

@@ -73,8 +73,9 @@ public protocol DeliveryStore: Sendable {
     /// outcomes its webhooks are to be told of, and the queued events whose processing it ends
     /// (`finishing`: removed as `dequeue` removes them, so an event's final record and its
     /// removal from the queue are one commit, not two), and the work items whose cursor
-    /// says how far it got (`progress`: each item's cursor saved, the item added never due and
-    /// held by nobody if it is not there; a broadcast's, `WorkQueue+Broadcasts`).
+    /// says how far it got (`progress`: each item's cursor and `createdAt` saved unless another
+    /// process holds it, the item added never due and held by nobody if it is not there; a
+    /// broadcast's, `WorkQueue+Broadcasts`).
     func recordOutcome(
         deliveries: [DeliveryRow],
         state: [StateWrite],

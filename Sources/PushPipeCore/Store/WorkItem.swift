@@ -40,4 +40,8 @@ public struct WorkItem: Sendable, Equatable {
         self.group = group
         self.cursor = cursor
     }
+
+    /// The due time of an item an outcome's cursor added (`DeliveryStore.recordOutcome(…,
+    /// progress:)`): never, and short of `takenKeysFallDue`, so it is no taken key either.
+    public static let savedWithAnOutcomeFallsDue: Double = 1e299
 }

@@ -5,9 +5,10 @@ import Foundation
 /// (`DeliveryStore.recordOutcome(…, progress:)`), so a broadcast that stopped, whichever daemon
 /// takes it up and whatever its source (a queued event, a reply file sent again), goes on from
 /// it. Never due and held by nobody: the queued event or the file is what gets the broadcast
-/// run again; the item only says where it stood. It lives as long as the event's record (the
-/// record shows the same progress in the status route, and a dead letter carries it to its
-/// replay), and retention removes it with the records.
+/// run again; the item only says where it stood. The event's record shows the same progress
+/// (the status route; a dead letter carries it to its replay), and is where a broadcast an
+/// earlier version began, which has no cursor, goes on from. Retention removes a cursor not
+/// saved for as long as a record is kept.
 extension WorkItem {
     public static let broadcastKind = "broadcast"
 

@@ -155,8 +155,9 @@ import Testing
         }
     }
 
-    /// The cursor, not the record, says where a broadcast goes on: with its work item gone
-    /// (retention removed it), the record's progress alone starts nothing half-way.
+    /// The cursor, not the record, says where a broadcast goes on; the record only says that
+    /// one is under way (an id used again starts afresh), and where one goes on that an earlier
+    /// version began, which left no cursor.
     @Test func aBroadcastGoesOnFromItsWorkItemsCursor() async throws {
         try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
             try await Self.goesOnFromItsCursor(pipeline, store: pipeline.store)
@@ -172,23 +173,50 @@ import Testing
 
     static func goesOnFromItsCursor(_ pipeline: ScriptedPipeline, store: any Store) async throws {
         let name = pipeline.definition.name
-        try await register(users, in: store, pipeline: name)
-        let failing = PageHookRenderer.around(pipeline.definition) { page in
-            if page == 2 { throw ScriptedRendererError(page: page) }
-        }
-        let event = pipeline.event(user: nil, ["text": "to everyone"])
-        #expect(await processor(failing, store).process(event).status == .failed)
         let work = store.pipeline(name).work
-        #expect(try await work.broadcastProgress(eventID: event.id)?.after == "user-00999")
+        try await register(users, in: store, pipeline: name)
+        /// Fails on its second page.
+        let failing = {
+            PageHookRenderer.around(pipeline.definition) { page in
+                if page == 2 { throw ScriptedRendererError(page: page) }
+            }
+        }
+        let sent = { pipeline.transport.sends.count }
 
-        // Sent again by its source (a reply file retried), the renderer mended: page 2 on.
-        #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
-        #expect(pipeline.transport.sends.count == users, "went on at page 2")
+        // Stopped after page 1; its cursor then moved back to the middle of it: sent again by its
+        // source (a reply file retried), the renderer mended, it goes on after user-00499.
+        let first = pipeline.event(user: nil, ["text": "to everyone"])
+        #expect(await processor(failing(), store).process(first).status == .failed)
+        #expect(try await work.broadcastProgress(eventID: first.id)?.after == "user-00999")
+        let earlier = BroadcastProgress(after: "user-00499", reached: "user-00499", deliveries: 500, delivered: 500)
+        try await store.pipeline(name).recordOutcome(
+            deliveries: [],
+            state: [],
+            events: [],
+            webhooks: [],
+            finishing: [],
+            progress: [.broadcast(eventID: first.id, earlier, at: 0)]
+        )
+        #expect(await processor(pipeline.definition, store).process(first).status == .delivered)
+        #expect(sent() == 1_000 + 1_100, "users 500 to 1,599, as the cursor says, not 1,000 on as the record says: \(sent())")
+        #expect(try await work.broadcastProgress(eventID: first.id)?.reachedAll == true)
 
-        // Its cursor gone, the same event again is a broadcast of its own, from page 1.
-        try await work.remove(WorkItem.broadcastKind, keys: [event.id])
-        #expect(await processor(pipeline.definition, store).process(event).status == .delivered)
-        #expect(pipeline.transport.sends.count == 2 * users, "\(pipeline.transport.sends.count)")
+        // The same id used again (accepted anew: a record without progress): a broadcast of its own.
+        try await store.pipeline(name).recordOutcome(
+            deliveries: [],
+            state: [],
+            events: [EventRecord(pipeline: name, eventID: first.id, state: .accepted, acceptedAt: 1, updatedAt: 1)]
+        )
+        #expect(await processor(pipeline.definition, store).process(first).status == .delivered)
+        #expect(sent() == 2_100 + users, "every user again, not nothing: \(sent())")
+
+        // Begun by an earlier version (its record's progress, no cursor): it goes on where the record says.
+        let second = pipeline.event(user: nil, ["text": "to everyone"])
+        #expect(await processor(failing(), store).process(second).status == .failed)
+        try await work.remove(WorkItem.broadcastKind, keys: [second.id])
+        let before = sent()
+        #expect(await processor(pipeline.definition, store).process(second).status == .delivered)
+        #expect(sent() - before == 600, "the 600 after page 1: \(sent() - before)")
     }
 
     /// Stopped at the drain timeout while its page is in flight: the provider accepted the
