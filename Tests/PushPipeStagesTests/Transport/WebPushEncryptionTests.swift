@@ -55,11 +55,12 @@ extension WebPushEncryptionTests {
     /// A fresh sender key per message, and a fresh salt: two encryptions of one message differ
     /// in both, and each key is a usable point.
     @Test func everyMessageHasItsOwnSenderKeyAndSalt() throws {
-        let first = WebPushEncryption.senderKey()
-        let second = WebPushEncryption.senderKey()
-        #expect(first.rawRepresentation != second.rawRepresentation)
-        #expect(first.publicKey.x963Representation.count == 65)
-        #expect(WebPushEncryption.randomSalt().count == 16)
-        #expect(WebPushEncryption.randomSalt() != WebPushEncryption.randomSalt())
+        let first = WebPushEncryption.freshKeyAndSalt()
+        let second = WebPushEncryption.freshKeyAndSalt()
+        #expect(first.senderKey.rawRepresentation != second.senderKey.rawRepresentation)
+        #expect(first.senderKey.publicKey.x963Representation.count == 65)
+        #expect(first.salt.count == 16 && second.salt.count == 16)
+        #expect(first.salt != second.salt)
+        #expect(first.salt != first.senderKey.rawRepresentation.prefix(16), "the salt is not the key's bytes")
     }
 }

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// RFC 8291 message encryption: one `aes128gcm` record (RFC 8188) that only the subscribed
 /// browser can read. Every message gets a fresh sender key pair and salt, as the RFC requires,
 /// so the ECDH per message is the cost of Web Push.
@@ -35,12 +39,14 @@ public struct WebPushEncryption: Sendable {
         authSecret = auth
     }
 
+    /// The request body, under a fresh sender key and salt.
+    public func encrypt(_ plaintext: Data) throws -> Data {
+        let (senderKey, salt) = Self.freshKeyAndSalt()
+        return try encrypt(plaintext, senderKey: senderKey, salt: salt)
+    }
+
     /// The request body: header (salt, record size, sender key) then the sealed record.
-    public func encrypt(
-        _ plaintext: Data,
-        senderKey: P256.KeyAgreement.PrivateKey = Self.senderKey(),
-        salt: Data = Self.randomSalt()
-    ) throws -> Data {
+    public func encrypt(_ plaintext: Data, senderKey: P256.KeyAgreement.PrivateKey, salt: Data) throws -> Data {
         // Converted once: each conversion of a point to bytes costs a field inversion.
         let senderPublic = senderKey.publicKey.x963Representation
         let (key, nonce) = try contentKey(senderKey: senderKey, senderPublic: senderPublic, salt: salt)
@@ -71,19 +77,41 @@ public struct WebPushEncryption: Sendable {
         return (key, try AES.GCM.Nonce(data: nonce.withUnsafeBytes { Data($0) }))
     }
 
-    /// A fresh sender key: a random scalar and its public point. swift-crypto's own generation
-    /// also runs BoringSSL's FIPS pairwise test on every key (an ECDSA signature and its
-    /// verification), which cost more than the key agreement it is for; a scalar of 32 random
-    /// bytes is below the group order but with probability 2⁻³², and tried again then.
-    public static func senderKey() -> P256.KeyAgreement.PrivateKey {
-        while true {
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: SymmetricKey(size: .bits256)) { return key }
+    /// A fresh sender key (a random scalar and its public point) and a 16-byte salt, from one
+    /// draw of the system's generator: swift-crypto's random keys take a `getrandom` call per 8
+    /// bytes (`SystemRandomNumberGenerator`), six a message. Its own key generation also runs
+    /// BoringSSL's FIPS pairwise test on every key (an ECDSA signature and its verification),
+    /// which cost more than the key agreement it is for; a scalar of 32 random bytes is below
+    /// the group order but with probability 2⁻³², and drawn again then.
+    public static func freshKeyAndSalt() -> (senderKey: P256.KeyAgreement.PrivateKey, salt: Data) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48) { bytes in
+            // The scalar leaves no copy behind in freed memory.
+            defer { bytes.update(repeating: 0) }
+            while true {
+                fillWithSystemRandom(UnsafeMutableRawBufferPointer(bytes))
+                if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: bytes[..<32]))) {
+                    return (key, Data(bytes[32...]))
+                }
+            }
         }
     }
 
-    /// 16 random bytes from BoringSSL's generator, as the keys are made: drawn byte by byte
-    /// from the system's generator, a salt cost 16 system calls.
-    public static func randomSalt() -> Data {
-        SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }
+    /// The kernel's generator in one read (`getrandom` is not in Swift's Glibc module, nor
+    /// `arc4random_buf` before glibc 2.36), or the standard library's where it cannot be opened.
+    private static let urandom = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+
+    private static func fillWithSystemRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        #if canImport(Darwin)
+        arc4random_buf(buffer.baseAddress!, buffer.count)
+        #else
+        var filled = 0
+        while urandom >= 0, filled < buffer.count {
+            let count = read(urandom, buffer.baseAddress! + filled, buffer.count - filled)
+            if count > 0 { filled += count } else if count == 0 || errno != EINTR { break }
+        }
+        guard filled < buffer.count else { return }
+        var system = SystemRandomNumberGenerator()
+        for index in buffer.indices { buffer[index] = system.next() }
+        #endif
     }
 }
