@@ -4,6 +4,7 @@ import PushPipeCore
 import PushPipePostgres
 import PushPipePostgresTesting
 import PushPipeTesting
+import Synchronization
 import Testing
 
 /// A broadcast records each page with its progress, so that a failure on a later page is not
@@ -217,6 +218,41 @@ import Testing
         let before = sent()
         #expect(await processor(pipeline.definition, store).process(second).status == .delivered)
         #expect(sent() - before == 600, "the 600 after page 1: \(sent() - before)")
+    }
+
+    /// The store refuses a page's deliveries: the event's dead letter shows the progress past
+    /// the page, and its cursor says the same, so a kill before the next page does not send that
+    /// page again.
+    @Test func aRefusedPageSavesItsCursorWithItsDeadLetter() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await Self.refusedPage(pipeline, store: pipeline.store)
+        }
+    }
+
+    @Test(.enabled(if: TestStores.postgresURL != nil, "PUSHPIPE_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against"))
+    func postgresRefusedPageSavesItsCursorWithItsDeadLetter() async throws {
+        try await ScriptedPipeline.with(EventProcessorTests.renderer) { pipeline in
+            try await TestStores.withFreshPostgresStore { try await Self.refusedPage(pipeline, store: $0) }
+        }
+    }
+
+    static func refusedPage(_ pipeline: ScriptedPipeline, store: any Store) async throws {
+        let name = pipeline.definition.name
+        try await register(users, in: store, pipeline: name)
+        try await QueuedEventOutcomeTests.refuseDeliveries(store)
+        let event = pipeline.event(user: nil, ["text": "to everyone"])
+        // What a kill before page 2 leaves: the record's progress and the cursor.
+        let seen = Mutex<(shown: BroadcastProgress?, cursor: BroadcastProgress?)?>(nil)
+        let looking = PageHookRenderer.around(pipeline.definition) { [id = event.id] page in
+            guard page == 2 else { return }
+            let shown = try await store.eventRecords(eventID: id, pipeline: name).records.first?.broadcast
+            let cursor = try await store.pipeline(name).work.broadcastProgress(eventID: id)
+            seen.withLock { $0 = (shown, cursor) }
+        }
+        _ = await processor(looking, store).process(event)
+        let (shown, cursor) = try #require(seen.withLock { $0 }, "page 2 was rendered")
+        #expect(shown?.after == "user-00999", "\(String(describing: shown))")
+        #expect(cursor == shown, "cursor \(String(describing: cursor)), record \(String(describing: shown))")
     }
 
     /// Stopped at the drain timeout while its page is in flight: the provider accepted the

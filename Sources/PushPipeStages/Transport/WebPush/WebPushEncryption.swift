@@ -89,7 +89,9 @@ public struct WebPushEncryption: Sendable {
             defer { bytes.update(repeating: 0) }
             while true {
                 fillWithSystemRandom(UnsafeMutableRawBufferPointer(bytes))
-                if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: bytes[..<32]))) {
+                if let key = try? P256.KeyAgreement.PrivateKey(
+                    rawRepresentation: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: bytes[..<32]))
+                ) {
                     return (key, Data(bytes[32...]))
                 }
             }
