@@ -124,13 +124,16 @@ struct SQLiteWorkQueue: WorkQueue {
     }
 
     func item(_ kind: String, key: String) async throws -> WorkItem? {
-        try await database.read { [pipeline] db in
-            try Row.fetchOne(
-                db,
-                sql: "SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
-                arguments: .storable([pipeline, kind, key])
-            ).map(Self.item)
-        }
+        try await database.read { [pipeline] db in try Self.item(kind, key: key, pipeline: pipeline, in: db) }
+    }
+
+    /// The item of `kind` under `key`, in a read or in a write that changes it next.
+    private static func item(_ kind: String, key: String, pipeline: String, in db: Database) throws -> WorkItem? {
+        try Row.fetchOne(
+            db,
+            sql: "SELECT \(columns) FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
+            arguments: .storable([pipeline, kind, key])
+        ).map(item)
     }
 
     func prune(_ kind: String, createdBefore cutoff: Double, limit: Int) async throws -> Int {
@@ -204,17 +207,8 @@ struct SQLiteWorkQueue: WorkQueue {
 
     func takeAway(_ kind: String, key: String, if accept: @escaping @Sendable (WorkItem) -> Bool) async throws -> WorkItem? {
         try await database.write { [pipeline] db in
-            let arguments: StatementArguments = .storable([pipeline, kind, key])
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT \(Self.columns) FROM work WHERE pipeline = ? AND kind = ? AND key = ?",
-                    arguments: arguments
-                )
-            else { return nil }
-            let item = try Self.item(row)
-            guard accept(item) else { return nil }
-            try db.execute(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ?", arguments: arguments)
+            guard let item = try Self.item(kind, key: key, pipeline: pipeline, in: db), accept(item) else { return nil }
+            try db.execute(sql: "DELETE FROM work WHERE id = ?", arguments: [item.id])
             return item
         }
     }

@@ -140,7 +140,7 @@ import Testing
                     await commit.wait()
                 }
             }
-            try await written.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the uncommitted outcome") })
+            try await written.wait(timeout: 30, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the uncommitted outcome") })
             let status = Task { try await store.eventRecords(eventID: "racing", pipeline: "p") }
             // The status waits for the lock (seen by the server) before the outcome commits.
             try await eventually("the status read waits for the lock") {

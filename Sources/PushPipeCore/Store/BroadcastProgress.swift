@@ -1,8 +1,8 @@
 /// How far a broadcast got: the cursor of its work item (`WorkQueue+Broadcasts`), shown in its
-/// event's record too, written with each page's deliveries (one transaction): a broadcast that stopped (a kill, the drain timeout, a renderer
-/// or store error) goes on after its last recorded page, or inside it as far as the record
-/// reached, instead of sending every page again, and a replay of its dead letter goes on where
-/// it stopped. Users are paged in their order.
+/// event's record too, written with each page's deliveries (one transaction): a broadcast that
+/// stopped (a kill, the drain timeout, a renderer or store error) goes on after its last
+/// recorded page, or inside it as far as the record reached, instead of sending every page
+/// again, and a replay of its dead letter goes on where it stopped. Users are paged in their order.
 public struct BroadcastProgress: Sendable, Equatable {
     /// The last user of the last page this run (the event, or its replay) went through: it
     /// resumes after it. Nil: no page yet.
