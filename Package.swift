@@ -282,6 +282,7 @@ let package = Package(
                 "PushPipeTesting",
                 "PushPipePostgresTesting", "pushpipe",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ] + testLibraries
         ),
         // Both stores: the contract every store keeps (StoreContractTests), and each one's own.

@@ -55,12 +55,10 @@ struct TapCommand: AsyncParsableCommand {
         default: throw TapError("\(admin)/tap answered HTTP \(response.status.code)")
         }
         var printed = 0
-        var pending = ""
+        var lines = LineBuffer()
         for try await buffer in response.body {
-            pending += String(buffer: buffer)
-            while let newline = pending.firstIndex(of: "\n") {
-                let line = pending[..<newline]
-                pending = String(pending[pending.index(after: newline)...])
+            lines.append(buffer)
+            while let line = lines.nextLine() {
                 if line.hasPrefix(": pushpipe tap") {
                     // The daemon subscribed this tap: from here on nothing is missed.
                     FileHandle.standardError.write(Data("pushpipe tap: connected to \(admin)\n".utf8))
