@@ -238,7 +238,7 @@ extension SQLiteStoreTests {
         try await store.enqueue(queued("other-source", instance: "earlier", source: "sources[1]"))
 
         let beforeClaim = Date().timeIntervalSince1970
-        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10)
+        let claimed = try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(600), limit: 10)
         #expect(claimed.map(\.eventID) == ["e1", "e2"], "this process's own events are in flight already")
         #expect(
             claimed.first.map { claimed in
@@ -253,13 +253,13 @@ extension SQLiteStoreTests {
                     return event
                 }()
         )
-        #expect(claimed.first?.lease == .seconds(15), "claimed with a lease")
+        #expect(claimed.first?.lease == .seconds(600), "claimed with a lease")
         let leases = try await store.database.read { db in
             try Double.fetchAll(db, sql: "SELECT lease_until FROM work WHERE key = ?", arguments: [claimed[0].key])
         }
-        #expect(leases.allSatisfy { $0 >= beforeClaim + 15 }, "stored with the lease: \(leases)")
+        #expect(leases.allSatisfy { $0 >= beforeClaim + 600 }, "stored with the lease: \(leases)")
         #expect(claimed.first?.event.time == Date(timeIntervalSince1970: 1_700_000_000.5), "the original acceptance time")
-        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(15), limit: 10).isEmpty, "claimed once")
+        #expect(try await store.pipeline("p").claimQueuedEvents(source: "sources[0]", lease: .seconds(600), limit: 10).isEmpty, "claimed once")
 
         var again = queued("e2", instance: QueuedEvent.thisProcess)
         again.lease = .seconds(600)

@@ -29,12 +29,12 @@ import Testing
             try await store.pipeline("other").work.add([Self.item("elsewhere")])
             try await work.add([Self.item("other-kind", kind: "digest")])
 
-            let first = try await work.claim("job", limit: 1, lease: .seconds(60))
+            let first = try await work.claim("job", limit: 1, lease: .seconds(600))
             #expect(first.map(\.key) == ["a"] && first.first?.payload == ["n": 1], "oldest first; a key that waits is not added again")
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).map(\.key) == ["b"], "held ones and ones not due yet stay")
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).isEmpty)
-            #expect(try await store.pipeline("other").work.claim("job", limit: 10, lease: .seconds(60)).map(\.key) == ["elsewhere"])
-            #expect(try await work.claim("digest", limit: 10, lease: .seconds(60)).map(\.key) == ["other-kind"])
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).map(\.key) == ["b"], "held ones and ones not due yet stay")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).isEmpty)
+            #expect(try await store.pipeline("other").work.claim("job", limit: 10, lease: .seconds(600)).map(\.key) == ["elsewhere"])
+            #expect(try await work.claim("digest", limit: 10, lease: .seconds(600)).map(\.key) == ["other-kind"])
         }
     }
 
@@ -46,8 +46,8 @@ import Testing
             // Its daemon died: the lease ran out at once.
             let held = try await work.claim("job", limit: 10, lease: .seconds(-1))
             #expect(held.count == 2)
-            try await work.renew("job", keys: Set(held.filter { $0.key == "renewed" }.map(\.key)), lease: .seconds(60))
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).map(\.key) == ["lapses"])
+            try await work.renew("job", keys: Set(held.filter { $0.key == "renewed" }.map(\.key)), lease: .seconds(600))
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).map(\.key) == ["lapses"])
         }
     }
 
@@ -56,21 +56,21 @@ import Testing
         try await backend.withStore { store in
             let work = store.pipeline("p").work
             try await work.add([Self.item("x")])
-            var claimed = try await work.claim("job", limit: 10, lease: .seconds(60))
+            var claimed = try await work.claim("job", limit: 10, lease: .seconds(600))
             try await work.retry("job", keys: Set(claimed.map(\.key)), after: .seconds(-1))
-            claimed = try await work.claim("job", limit: 10, lease: .seconds(60))
+            claimed = try await work.claim("job", limit: 10, lease: .seconds(600))
             #expect(claimed.map(\.attempts) == [1], "due again at once, its attempt counted")
             try await work.retry("job", keys: Set(claimed.map(\.key)), after: .seconds(3600))
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "not due before its backoff")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).isEmpty, "not due before its backoff")
 
             try await work.add([Self.item("y")])
             claimed = try await work.claim("job", limit: 10, lease: .seconds(3600))
             try await work.release("job", keys: Set(claimed.map(\.key)))
-            claimed = try await work.claim("job", limit: 10, lease: .seconds(60))
+            claimed = try await work.claim("job", limit: 10, lease: .seconds(600))
             #expect(claimed.map(\.key) == ["y"] && claimed.first?.attempts == 0, "let go of: due as it was, no attempt counted")
             try await work.complete("job", keys: Set(claimed.map(\.key)))
             try await work.release("job", keys: Set(claimed.map(\.key)))
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "completed: gone")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).isEmpty, "completed: gone")
         }
     }
 
@@ -84,7 +84,7 @@ import Testing
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
             try await work.complete("job", keys: Set(mine.map(\.key)))
             try await work.retry("job", keys: Set(mine.map(\.key)), after: .seconds(3600))
-            let again = try await work.claim("job", limit: 10, lease: .seconds(60))
+            let again = try await work.claim("job", limit: 10, lease: .seconds(600))
             #expect(
                 again.map(\.key) == ["taken"] && again.first?.attempts == 0,
                 "neither completed nor retried by a daemon that no longer holds it"
@@ -93,7 +93,7 @@ import Testing
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE key = 'taken'", on: store)
             try await work.release("job", keys: Set(again.map(\.key)))
             try await work.renew("job", keys: Set(again.map(\.key)), lease: .seconds(-1))
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "still the other daemon's, under its lease")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).isEmpty, "still the other daemon's, under its lease")
         }
     }
 
@@ -108,7 +108,7 @@ import Testing
             #expect(claimed.cursor == nil)
             claimed.cursor = "user-00042"
             try await store.pipeline("p").recordOutcome(deliveries: [], state: [], events: [], webhooks: [], finishing: [], progress: [claimed])
-            let resumed = try #require(try await work.claim("job", limit: 1, lease: .seconds(60)).first)
+            let resumed = try #require(try await work.claim("job", limit: 1, lease: .seconds(600)).first)
             #expect(resumed.id == claimed.id && resumed.cursor == "user-00042" && resumed.payload == claimed.payload)
         }
     }
@@ -134,7 +134,7 @@ import Testing
             try await saving("user-1", at: 100)
             var item = try #require(try await pipeline.work.item("job", key: "e"))
             #expect(item.cursor == "user-1" && item.createdAt == 100)
-            #expect(try await pipeline.work.claim("job", limit: 10, lease: .seconds(60)).isEmpty, "never due, held by nobody")
+            #expect(try await pipeline.work.claim("job", limit: 10, lease: .seconds(600)).isEmpty, "never due, held by nobody")
             try await saving("user-2", at: 200)
             item = try #require(try await pipeline.work.item("job", key: "e"))
             #expect(item.cursor == "user-2" && item.createdAt == 200, "the cursor and its time replaced: \(item)")
@@ -169,12 +169,12 @@ import Testing
             #expect(first.map(\.key) == ["k1", "k2"] && first.allSatisfy { $0.group == "g1" }, "\(first)")
             // Due after the lapsed group (a claimed item falls due again when its lease ends).
             try await work.add([Self.item("k3"), Self.item("k4")])
-            let again = try await work.claim("job", limit: 1, lease: .seconds(60)) { fresh in [("g2", fresh.map(\.id))] }
+            let again = try await work.claim("job", limit: 1, lease: .seconds(600)) { fresh in [("g2", fresh.map(\.id))] }
             #expect(
                 again.map(\.key) == ["k1", "k2"] && again.allSatisfy { $0.group == "g1" },
                 "the same group, whole though the limit is 1: \(again)"
             )
-            let rest = try await work.claim("job", limit: 10, lease: .seconds(60)) { fresh in [("g2", fresh.map(\.id))] }
+            let rest = try await work.claim("job", limit: 10, lease: .seconds(600)) { fresh in [("g2", fresh.map(\.id))] }
             #expect(rest.map(\.key) == ["k3", "k4"] && rest.allSatisfy { $0.group == "g2" }, "\(rest)")
         }
     }
@@ -188,8 +188,8 @@ import Testing
             ])
             try await work.add([WorkItem(kind: "digest", key: "old", payload: [:], createdAt: 1)])
             #expect(try await work.prune("job", createdBefore: 2, limit: 10) == 1)
-            #expect(try await work.claim("job", limit: 10, lease: .seconds(60)).map(\.key) == ["new"])
-            #expect(try await work.claim("digest", limit: 10, lease: .seconds(60)).map(\.key) == ["old"], "another kind is not touched")
+            #expect(try await work.claim("job", limit: 10, lease: .seconds(600)).map(\.key) == ["new"])
+            #expect(try await work.claim("digest", limit: 10, lease: .seconds(600)).map(\.key) == ["old"], "another kind is not touched")
         }
     }
 
@@ -200,29 +200,29 @@ import Testing
     func takenKeysAreLocksThatLapse(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let work = store.pipeline("p").work
-            #expect(try await work.take("hold:s", keys: ["a", "b"], lease: .seconds(60)) == ["a", "b"])
-            #expect(try await work.take("hold:s", keys: ["a", "c"], lease: .seconds(60)) == ["c"], "a is held")
-            #expect(try await work.take("hold:t", keys: ["a"], lease: .seconds(60)) == ["a"], "another kind's key")
+            #expect(try await work.take("hold:s", keys: ["a", "b"], lease: .seconds(600)) == ["a", "b"])
+            #expect(try await work.take("hold:s", keys: ["a", "c"], lease: .seconds(600)) == ["c"], "a is held")
+            #expect(try await work.take("hold:t", keys: ["a"], lease: .seconds(600)) == ["a"], "another kind's key")
             try await work.complete("hold:s", keys: ["a"])
             #expect(try await work.take("hold:s", keys: ["a"], lease: .seconds(-1)) == ["a"], "let go of, then taken again with a lease that lapses")
-            #expect(try await work.take("hold:s", keys: ["a"], lease: .seconds(60)) == ["a"], "its holder died: taken over")
-            #expect(try await work.claim("hold:s", limit: 10, lease: .seconds(60)).isEmpty, "never claimed as work")
+            #expect(try await work.take("hold:s", keys: ["a"], lease: .seconds(600)) == ["a"], "its holder died: taken over")
+            #expect(try await work.claim("hold:s", limit: 10, lease: .seconds(600)).isEmpty, "never claimed as work")
 
             try await Self.execute("UPDATE work SET owner = 'another-daemon' WHERE kind = 'hold:s' AND key = 'b'", on: store)
             try await work.complete("hold:s", keys: ["b"])
             try await work.renew("hold:s", keys: ["b"], lease: .seconds(-1))
             #expect(
-                try await work.take("hold:s", keys: ["b"], lease: .seconds(60)).isEmpty,
+                try await work.take("hold:s", keys: ["b"], lease: .seconds(600)).isEmpty,
                 "another daemon's: neither let go of nor renewed by this one"
             )
 
             #expect(try await work.take("hold:s", keys: ["lapsed", "renewed"], lease: .seconds(-1)) == ["lapsed", "renewed"])
-            try await work.renew("hold:s", keys: ["renewed"], lease: .seconds(60))
+            try await work.renew("hold:s", keys: ["renewed"], lease: .seconds(600))
             try await work.add([Self.item("due-work", kind: "hold:x")])
             _ = try await work.claim("hold:x", limit: 1, lease: .seconds(-1))
             #expect(try await work.forgetLapsedTakes(kindsStartingWith: "hold:") == 1, "the lapsed take only, not lapsed work")
-            #expect(try await work.take("hold:s", keys: ["renewed"], lease: .seconds(60)).isEmpty)
-            #expect(try await work.claim("hold:x", limit: 10, lease: .seconds(60)).map(\.key) == ["due-work"])
+            #expect(try await work.take("hold:s", keys: ["renewed"], lease: .seconds(600)).isEmpty)
+            #expect(try await work.claim("hold:x", limit: 10, lease: .seconds(600)).map(\.key) == ["due-work"])
 
             // Any prefix, not only a family's: of a stage's kind, of a kind that ends in the
             // last character there is, of every kind; and none of a kind that only starts alike.
@@ -243,7 +243,7 @@ import Testing
         try await backend.withStore { store in
             let work = store.pipeline("p").work
             try await work.add([WorkItem(kind: "job", key: "nul\u{0}key", payload: ["text": "a\u{0}b"], createdAt: 1)])
-            let claimed = try await work.claim("job", limit: 10, lease: .seconds(60))
+            let claimed = try await work.claim("job", limit: 10, lease: .seconds(600))
             #expect(claimed.map(\.payload) == [["text": "a\u{0}b"]], "\(claimed)")
         }
     }
@@ -331,7 +331,7 @@ import Testing
                         for _ in 0..<3 {
                             group.addTask {
                                 var keys: [String] = []
-                                while case let batch = try await store.pipeline("p").work.claim("job", limit: 7, lease: .seconds(60)), !batch.isEmpty
+                                while case let batch = try await store.pipeline("p").work.claim("job", limit: 7, lease: .seconds(600)), !batch.isEmpty
                                 {
                                     keys += batch.map(\.key)
                                 }
@@ -353,7 +353,7 @@ import Testing
                                 while case let batch = try await store.pipeline("g").work.claim(
                                     "job",
                                     limit: 7,
-                                    lease: .seconds(60),
+                                    lease: .seconds(600),
                                     grouping: { fresh in
                                         // Groups of three, named by their first key.
                                         stride(from: 0, to: fresh.count, by: 3).map { start in
@@ -409,7 +409,7 @@ import Testing
         let store = try SQLiteStore(path: path)
         try await withCleanup(
             {
-                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
+                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(600))
                 #expect(claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered", "w/e4/delivered"], "the one not due yet waits")
                 #expect(claimed.map(\.payload) == [["n": 1], ["n": 2], ["text": "a\u{0}b"]] && claimed.map(\.attempts) == [2, 0, 0])
                 #expect(claimed.map(\.batch) == ["msg_1", WebhookOutcome.batchID(outcomeIDs: ["w/e2/delivered"]), "msg_4"])
@@ -459,7 +459,7 @@ import Testing
         let store = try await PostgresStore(location: location, logger: Self.logger)
         try await withCleanup(
             {
-                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
+                let claimed = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(600))
                 #expect(
                     claimed.map(\.outcomeID) == ["w/e1/delivered", "w/e2/delivered"] && claimed.map(\.attempts) == [2, 0],
                     "not the one not due yet, nor the one a daemon of the earlier version holds"
@@ -474,11 +474,11 @@ import Testing
                 // That daemon let go of it (its lease ran out): a retention pass takes it over.
                 _ = try await store.connections.rows("UPDATE webhook_outbox SET lease_until = 0")
                 #expect(try await store.pipeline("w").work.prune(WebhookOutcome.kind, createdBefore: 0, limit: 10) == 0)
-                let adopted = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(60))
+                let adopted = try await store.pipeline("w").work.claimWebhookOutcomes(limit: 10, lease: .seconds(600))
                 #expect(adopted.map(\.outcomeID) == ["w/e4/delivered"] && adopted.first?.batch == "msg_4")
                 // New items get ids after the moved ones.
                 try await store.pipeline("w").work.add([Self.item("after")])
-                let added = try #require(try await store.pipeline("w").work.claim("job", limit: 1, lease: .seconds(60)).first)
+                let added = try #require(try await store.pipeline("w").work.claim("job", limit: 1, lease: .seconds(600)).first)
                 #expect(added.id > (claimed.map(\.id).max() ?? 0))
             },
             cleanup: { try? await store.close() }
