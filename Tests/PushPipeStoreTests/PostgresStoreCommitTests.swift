@@ -41,8 +41,7 @@ import Testing
             let cancelled = Task { try await store.enqueue(queued("e1")) }
             let others = ["e2", "e3"].map { id in Task { try await store.enqueue(queued(id)) } }
             // The three queue behind the blocked commit (no event tells when a task got there).
-            let deadline = ContinuousClock.now + .seconds(10)
-            while store.outcomes.pendingWrites < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            try await eventually("three writes waiting behind the blocked commit") { store.outcomes.pendingWrites >= 3 }
             #expect(store.outcomes.pendingWrites == 3)
             cancelled.cancel()
             unlock.open()

@@ -166,11 +166,7 @@ import Testing
     }
 
     static func waitUntilReady(_ admin: HTTPTestClient) async throws {
-        for _ in 0..<200 {
-            if try await admin.request("GET", "/readyz").status == 200 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("the daemon never became ready: \(String(describing: try await admin.request("GET", "/readyz").body))")
+        try await eventually("the daemon to answer /readyz with 200") { try await admin.request("GET", "/readyz").status == 200 }
     }
 
     /// Samples by series (`name{labels}`), parsed from the text format.

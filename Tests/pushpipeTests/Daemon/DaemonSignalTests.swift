@@ -199,15 +199,12 @@ extension DaemonSignalTests {
     /// Scrapes the daemon's gauges until its pipeline holds `count` events (in flight, or
     /// waiting for room): the daemon has read every request by then.
     static func waitUntilHeld(_ count: Int, by admin: HTTPTestClient) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        try await eventually("the daemon to hold \(count) events", timeout: .seconds(60)) {
             let samples = prometheusSamples(try await admin.request("GET", "/metrics").text)
             let labels = #"pipeline="signals""#
             let held = (samples["pushpipe_events_queued{\(labels)}"] ?? 0) + (samples["pushpipe_events_in_flight{\(labels)}"] ?? 0)
-            if Int(held) >= count { return }
-            try await Task.sleep(for: .milliseconds(50))
+            return Int(held) >= count
         }
-        Issue.record("the daemon never held \(count) events")
     }
 }
 

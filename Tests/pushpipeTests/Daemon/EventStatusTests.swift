@@ -43,13 +43,11 @@ import Testing
 
     /// Asks the status route until the event left `accepted` and `processing` (bounded).
     static func settledStatus(_ client: HTTPTestClient, _ location: String, headers: [String: String] = backend) async throws -> JSON? {
-        for _ in 0..<400 {
+        try await eventually("\(location) to leave accepted and processing") {
             let status = try await client.request("GET", location, headers: headers)
-            if let state = status.body?["state"]?.stringValue, state != "accepted", state != "processing" { return status.body }
-            try await Task.sleep(for: .milliseconds(25))
+            guard let state = status.body?["state"]?.stringValue, state != "accepted", state != "processing" else { return nil }
+            return status.body
         }
-        Issue.record("\(location) never settled")
-        return nil
     }
 
     /// Two backends posting to one pipeline through sources of their own, each with its own

@@ -56,11 +56,12 @@ import Testing
     /// Waits until every one of `pids` is gone. They are not this process's children: there is
     /// nothing to await but their end, looked for until a deadline.
     static func waitUntilGone(_ pids: [pid_t]) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !pids.allSatisfy(isGone), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        do {
+            try await eventually("processes \(pids) to end", timeout: .seconds(20)) { pids.allSatisfy(isGone) }
+            return true
+        } catch is EventuallyTimeout {
+            return false
         }
-        return pids.allSatisfy(isGone)
     }
 
     /// Ctrl-C: SIGINT to the daemon's whole process group. Only the daemon gets it; it drains,

@@ -65,14 +65,9 @@ struct PostgresStoreOutageTests {
                         #expect(try await client.request("GET", "/readyz").status == 503, "ready while the database is away")
                         try await outage.end()
                         // Accepted again once the store answers (the next probe finds it back).
-                        let deadline = ContinuousClock.now + .seconds(60)
-                        var after = 0
-                        while ContinuousClock.now < deadline {
-                            after = try await client.request("POST", "/events", json: ["user": "alice", "id": "after"]).status
-                            if after == 202 { break }
-                            try await Task.sleep(for: .milliseconds(200))
+                        try await eventually("an event accepted after the outage", timeout: .seconds(60)) {
+                            try await client.request("POST", "/events", json: ["user": "alice", "id": "after"]).status == 202
                         }
-                        #expect(after == 202)
                         try await delivered.wait(
                             timeout: 60,
                             { $0["before"] != nil && $0["after"] != nil ? () : nil },
@@ -157,26 +152,20 @@ struct PostgresStoreOutageTests {
 
     static func waitUntilQueueEmpty(url: String) async throws {
         guard case .postgres(let location) = try StoreLocation(parsing: url) else { return }
-        let deadline = ContinuousClock.now + .seconds(60)
         // The daemons' URL has a 1 s connect timeout, which a loaded machine can outlast just
-        // after the outage: the test's own connection tries again until the deadline.
-        var opened: PostgresStore?
-        while opened == nil {
-            do {
-                opened = try await PostgresStore(location: location, logger: Logger(label: "test"))
-            } catch  where ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
-            }
+        // after the outage: the test's own connection tries again.
+        let store = try await eventually("a connection after the outage", timeout: .seconds(60)) {
+            try await PostgresStore(location: location, logger: Logger(label: "test"))
         }
-        let store = opened!
-        var queued = -1
-        while ContinuousClock.now < deadline {
-            queued = (try? await store.connections.rows("SELECT count(*) FROM work WHERE kind LIKE 'event:%'").first?.decode(Int.self)) ?? -1
-            if queued == 0 { break }
-            try await Task.sleep(for: .milliseconds(200))
+        do {
+            try await eventually("no event queued after the outage", timeout: .seconds(60)) {
+                try await store.connections.rows("SELECT count(*) FROM work WHERE kind LIKE 'event:%'").first?.decode(Int.self) == 0
+            }
+        } catch {
+            try await store.close()
+            throw error
         }
         try await store.close()
-        guard queued == 0 else { throw WaitTimedOut("\(queued) events still queued 60 s after the outage") }
     }
 
     /// The rule itself, on the database's clock: after nobody renewed for longer than a lease,

@@ -96,8 +96,7 @@ import Testing
                         try await Self.waitForDeliveries(delivered, count: replies, settle: .zero)
                         // Each moves to sent/ after its answer; a reply taken back for abandoned would go out again meanwhile.
                         let sent = { (try? FileManager.default.contentsOfDirectory(atPath: directory.file("replies/sent")))?.count ?? 0 }
-                        let deadline = ContinuousClock.now + .seconds(30)
-                        while sent() < replies, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                        try await eventually("every reply in sent/") { sent() >= replies }
                         #expect(sent() == replies, "every reply in sent/")
                         try await Task.sleep(for: .seconds(2))
                     }

@@ -76,8 +76,7 @@ import Testing
                             failure: { WaitTimedOut("\($0.count) of \(replies) replies delivered") }
                         )
                         // A reply the killed daemon sent but had not moved yet comes back and is sent again.
-                        let deadline = ContinuousClock.now + .seconds(30)
-                        while sentFiles(directory) < replies, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                        try await eventually("every reply in sent/") { sentFiles(directory) >= replies }
                     }
                 }
             },
