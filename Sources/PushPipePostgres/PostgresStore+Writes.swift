@@ -175,7 +175,7 @@ struct OutcomeRows {
                 ON CONFLICT (pipeline, kind, key) DO NOTHING
             ), c AS (
                 INSERT INTO work (pipeline, kind, key, due_at, payload, created_at, work_group, cursor)
-                SELECT p, k, y, \(WorkItem.savedWithAnOutcomeFallsDue), b, t, g, u
+                SELECT p, k, y, \(WorkItem.neverDue), b, t, g, u
                 FROM unnest(\(c.map(\.pipeline))::text[], \(c.map(\.item.kind))::text[], \(c.map(\.item.key))::text[],
                     \(c.map(\.item.payload.compactText))::text[], \(NullableArray(times: c.map(\.item.createdAt)))::double precision[],
                     \(NullableArray(c.map(\.item.group)))::text[], \(NullableArray(c.map(\.item.cursor)))::text[]) AS c(p, k, y, b, t, g, u)

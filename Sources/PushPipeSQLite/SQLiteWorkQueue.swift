@@ -55,7 +55,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 """
         ).execute(
             arguments: .storable([
-                pipeline, item.kind, item.key, WorkItem.savedWithAnOutcomeFallsDue, item.payload.compactText, item.createdAt, item.group,
+                pipeline, item.kind, item.key, WorkItem.neverDue, item.payload.compactText, item.createdAt, item.group,
                 item.cursor, LeaseOwner.thisProcess,
             ])
         )
@@ -177,7 +177,7 @@ struct SQLiteWorkQueue: WorkQueue {
                 )
                 if count ?? 0 >= limit.count { return false }
             }
-            if adding { try Self.insert(item, pipeline: pipeline, dueAt: .greatestFiniteMagnitude, in: db) }
+            if adding { try Self.insert(item, pipeline: pipeline, dueAt: WorkItem.neverDue, in: db) }
             return true
         }
     }
@@ -193,7 +193,7 @@ struct SQLiteWorkQueue: WorkQueue {
                     arguments: arguments
                 )
             else {
-                try Self.insert(item, pipeline: pipeline, dueAt: .greatestFiniteMagnitude, in: db)
+                try Self.insert(item, pipeline: pipeline, dueAt: WorkItem.neverDue, in: db)
                 return item.payload
             }
             let combined = combine(try JSON.parse(stored))

@@ -252,6 +252,40 @@ import Testing
         WorkItem(kind: kind, key: key, payload: [:], createdAt: createdAt, group: group)
     }
 
+    /// What `admit`, `accumulate` and an outcome's cursor add is never due, with the same due
+    /// time on both stores, short of a taken key's: none is claimed, however long it waits,
+    /// and none is removed with lapsed taken keys (`forgetLapsedTakes`).
+    @Test(arguments: StoreBackend.available)
+    func marksAccumulationsAndCursorsAreNeverDue(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let pipeline = store.pipeline("p")
+            #expect(try await pipeline.work.admit(Self.mark("m", group: "ana", at: 1, kind: "hold:mark"), limits: []))
+            _ = try await pipeline.work.accumulate(WorkItem(kind: "hold:digest", key: "d", payload: [1], createdAt: 1)) { $0 }
+            try await pipeline.recordOutcome(
+                deliveries: [],
+                state: [],
+                events: [],
+                webhooks: [],
+                finishing: [],
+                progress: [WorkItem(kind: "hold:cursor", key: "e", payload: .null, createdAt: 1, cursor: "c")]
+            )
+            #expect(try await Self.dueTimes(store) == Array(repeating: WorkItem.neverDue, count: 3))
+            #expect(try await pipeline.work.forgetLapsedTakes(kindsStartingWith: "hold:") == 0, "no taken key")
+            for kind in ["hold:mark", "hold:digest", "hold:cursor"] {
+                #expect(try await pipeline.work.claim(kind, limit: 10, lease: .seconds(600)).isEmpty, "\(kind) is never claimed")
+            }
+        }
+    }
+
+    /// The due times of the store's items, as stored: no operation shows them.
+    static func dueTimes(_ store: any Store) async throws -> [Double] {
+        if let sqlite = store as? SQLiteStore {
+            return try await sqlite.database.read { db in try Double.fetchAll(db, sql: "SELECT due_at FROM work ORDER BY id") }
+        }
+        let postgres = try #require(store as? PostgresStore)
+        return try await postgres.connections.rows("SELECT due_at FROM work ORDER BY id").decode(Double.self)
+    }
+
     /// A rate: at most 2 marks in 10 minutes and 3 in a day, per group.
     @Test(arguments: StoreBackend.available)
     func anAdmissionCountsItsGroupsMarksWithinEachLimit(_ backend: StoreBackend) async throws {

@@ -41,7 +41,8 @@ public struct WorkItem: Sendable, Equatable {
         self.cursor = cursor
     }
 
-    /// The due time of an item an outcome's cursor added (`DeliveryStore.recordOutcome(…,
-    /// progress:)`): never, and short of `takenKeysFallDue`, so it is no taken key either.
-    public static let savedWithAnOutcomeFallsDue: Double = 1e299
+    /// The due time of an item no claim takes: a mark `admit` adds, an item `accumulate`
+    /// adds, a cursor an outcome saves (`DeliveryStore.recordOutcome(…, progress:)`). The same
+    /// on every store, and short of `takenKeysFallDue`, so none is a taken key either.
+    public static let neverDue: Double = 1e299
 }
