@@ -29,6 +29,9 @@ import Testing
             group.addTask { await locker.run() }
             let locked = ObservedState(false)
             let unlock = Gate()
+            // Opened however the test ends: the locker's transaction waits at the gate, and the
+            // group waits for the locker.
+            defer { unlock.open() }
             group.addTask {
                 try await locker.withTransaction(logger: logger) { connection in
                     try await connection.query("LOCK TABLE work IN ACCESS EXCLUSIVE MODE", logger: logger)

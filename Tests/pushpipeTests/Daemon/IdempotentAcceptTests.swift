@@ -27,16 +27,23 @@ import Testing
 
     static let key = ["Idempotency-Key": "\"order-4711-shipped\""]
 
-    /// How many accepted events `kind`'s store still holds for a source.
-    func queuedEvents(_ kind: StoreKind, _ arguments: [String], in directory: TemporaryDirectory) async throws -> Int {
+    /// Waits until `kind`'s store holds no accepted event: no route shows the queue, so the
+    /// store is read beside the daemon (PostgreSQL through a store of the test's own).
+    func waitUntilQueueIsEmpty(_ kind: StoreKind, _ arguments: [String], in directory: TemporaryDirectory) async throws {
         switch kind {
-        case .sqlite: return try await AcceptedEventTests().queued(directory).count
+        case .sqlite:
+            try await eventually("the event to leave the queue") { try await AcceptedEventTests().queued(directory).isEmpty }
         case .postgres:
             let url = try #require(arguments.firstIndex(of: "--store").map { arguments[$0 + 1] })
             let store = try await PostgresStore(location: try PostgresLocation(parsing: url), logger: Logger(label: "test"))
-            let rows = try? await store.connections.rows("SELECT count(*) FROM work WHERE kind LIKE 'event:%'")
-            try await store.close()
-            return try #require(try rows?.first?.decode(Int.self))
+            try await withCleanup(
+                {
+                    try await eventually("the event to leave the queue") {
+                        try await store.connections.rows("SELECT count(*) FROM work WHERE kind LIKE 'event:%'").first?.decode(Int.self) == 0
+                    }
+                },
+                cleanup: { try? await store.close() }
+            )
         }
     }
 
@@ -72,7 +79,7 @@ import Testing
             #expect(retry.headers["idempotent-replayed"] == "true")
             try await daemon.waitForLine(containing: #"of u: {"n":7}"#)
             // No route shows the queue: the store is read beside the daemon.
-            try await eventually("the event to leave the queue") { try await queuedEvents(kind, arguments, in: directory) == 0 }
+            try await waitUntilQueueIsEmpty(kind, arguments, in: directory)
             // Once more after the delivery: still the first answer, still nothing sent.
             #expect(try await client.request("POST", "/events", json: ["user": "u", "n": 7], headers: Self.key).body == first.body)
             #expect(daemon.standardOutput.filter { $0.contains(#"{"n":7}"#) }.count == 1)
