@@ -38,6 +38,72 @@ import Testing
         }
     }
 
+    /// The events in flight for a user miss together when the entry expires: one read serves
+    /// them all. Entries expire at once here, so a miss that did not wait would read itself.
+    @Test func missesOfAQueryBeingReadShareItsRead() async throws {
+        let cache = TokenCache(lifetime: .zero)
+        let reads = ObservedState(0)
+        let release = Gate()
+        let read: @Sendable () async throws -> [DeviceToken] = {
+            reads.update { $0 += 1 }
+            await release.wait()
+            return [token]
+        }
+        try await withThrowingTaskGroup(of: [DeviceToken].self) { group in
+            // Opened however the test ends: the group waits for every reader.
+            defer { release.open() }
+            for _ in 0..<5 { group.addTask { try await cache.tokens(for: query, read: read) } }
+            try await eventually("one read and four misses waiting for it") { reads.value == 1 && cache.waitingForReads == 4 }
+            release.open()
+            for try await tokens in group { #expect(tokens.map(\.value) == [token.value]) }
+        }
+        #expect(reads.value == 1)
+    }
+
+    /// A read that fails is not passed on: the misses that waited for it read again.
+    @Test func aFailedReadIsNotPassedOn() async throws {
+        let cache = TokenCache(lifetime: .zero)
+        let release = Gate()
+        struct Refused: Error {}
+        defer { release.open() }
+        let leader = Task {
+            try await cache.tokens(for: query) {
+                await release.wait()
+                throw Refused()
+            }
+        }
+        try await eventually("the first read under way") { release.waiting == 1 }
+        let followers = (0..<3).map { _ in Task { try await cache.tokens(for: query) { [token] } } }
+        try await eventually("three misses waiting for it") { cache.waitingForReads == 3 }
+        release.open()
+        await #expect(throws: Refused.self) { try await leader.value }
+        for follower in followers { #expect(try await follower.value.map(\.value) == [token.value]) }
+    }
+
+    /// A registration changed while a read was under way: a miss after the change does not wait
+    /// for that read, which may not show it.
+    @Test func aReadBegunBeforeAChangeIsNotShared() async throws {
+        let cache = TokenCache()
+        let release = Gate()
+        defer { release.open() }
+        let stale = Task {
+            try await cache.tokens(for: query) {
+                await release.wait()
+                return []
+            }
+        }
+        try await eventually("the first read under way") { release.waiting == 1 }
+        cache.invalidate()
+        #expect(try await cache.tokens(for: query) { [token] }.map(\.value) == [token.value], "read again, not waited for")
+        release.open()
+        #expect(try await stale.value.isEmpty)
+        guard case .hit(let tokens) = cache.lookup(query) else {
+            Issue.record("the read after the change was not cached")
+            return
+        }
+        #expect(tokens.map(\.value) == [token.value], "the stale read was not cached over it")
+    }
+
     @Test func registrationsThroughTheStoreAreSeenAtOnce() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

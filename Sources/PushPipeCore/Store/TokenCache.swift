@@ -5,6 +5,10 @@ import Synchronization
 /// raced with such a change is not cached (the generation moved while it read), so this
 /// process never sees a registration late. Entries still expire, so a second process writing
 /// the same file (not a supported setup) is seen within `lifetime`.
+///
+/// Misses of a query while it is being read wait for that read instead of reading again: the
+/// events in flight for a user all miss together when the user's entry expires, and on
+/// PostgreSQL each miss was a statement of its own.
 package final class TokenCache: Sendable {
     package struct Query: Hashable {
         package var pipeline: String
@@ -21,6 +25,17 @@ package final class TokenCache: Sendable {
     private struct State {
         var entries: [Query: (tokens: [DeviceToken], expires: ContinuousClock.Instant)] = [:]
         var generation: UInt64 = 0
+        /// Reads under way, by query, with the misses waiting for them.
+        var reading: [Query: Reading] = [:]
+        var readings: UInt64 = 0
+    }
+
+    private struct Reading {
+        var id: UInt64
+        /// The generation the read started at: a miss at a later one reads for itself.
+        var generation: UInt64
+        /// Resumed with the tokens read, or with nil when the read failed.
+        var waiting: [CheckedContinuation<[DeviceToken]?, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -66,16 +81,80 @@ package final class TokenCache: Sendable {
         }
     }
 
-    /// The cached tokens for `query`, or what `read` returns (cached unless a change raced it).
+    /// The cached tokens for `query`, or what a read of it under way returns, or what `read`
+    /// returns (cached unless a change raced it).
     package func tokens(for query: Query, read: () async throws -> [DeviceToken]) async rethrows -> [DeviceToken] {
-        switch lookup(query) {
+        switch begin(query) {
         case .hit(let tokens):
             return tokens
-        case .miss(let generation):
+        case .alone(let generation):
             let tokens = try await read()
             store(tokens, for: query, readAt: generation)
             return tokens
+        case .follow:
+            if let shared = await sharedRead(of: query) { return shared }
+            // The read ended before this miss joined it, or failed: looked up again.
+            return try await tokens(for: query, read: read)
+        case .lead(let generation, let id):
+            let tokens: [DeviceToken]
+            do {
+                tokens = try await read()
+            } catch {
+                finishReading(query, id: id, with: nil)
+                throw error
+            }
+            store(tokens, for: query, readAt: generation)
+            finishReading(query, id: id, with: tokens)
+            return tokens
         }
+    }
+
+    private enum Step {
+        case hit([DeviceToken])
+        /// Read, and give the tokens to the misses that wait for them.
+        case lead(Generation, id: UInt64)
+        /// Wait for the read under way.
+        case follow
+        /// Read without sharing: the read under way began before a change.
+        case alone(Generation)
+    }
+
+    private func begin(_ query: Query) -> Step {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            if let entry = state.entries[query], entry.expires > now { return .hit(entry.tokens) }
+            if let reading = state.reading[query] {
+                return reading.generation == state.generation ? .follow : .alone(Generation(value: state.generation))
+            }
+            state.readings &+= 1
+            state.reading[query] = Reading(id: state.readings, generation: state.generation)
+            return .lead(Generation(value: state.generation), id: state.readings)
+        }
+    }
+
+    /// Waits for the read of `query` under way, if there still is one begun at this generation.
+    private func sharedRead(of query: Query) async -> [DeviceToken]? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[DeviceToken]?, Never>) in
+            let joined = state.withLock { state -> Bool in
+                guard var reading = state.reading[query], reading.generation == state.generation else { return false }
+                reading.waiting.append(continuation)
+                state.reading[query] = reading
+                return true
+            }
+            if !joined { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// Misses waiting for a read under way (tests wait for them to join).
+    package var waitingForReads: Int { state.withLock { $0.reading.values.reduce(0) { $0 + $1.waiting.count } } }
+
+    private func finishReading(_ query: Query, id: UInt64, with tokens: [DeviceToken]?) {
+        let waiting = state.withLock { state -> [CheckedContinuation<[DeviceToken]?, Never>] in
+            guard let reading = state.reading[query], reading.id == id else { return [] }
+            state.reading[query] = nil
+            return reading.waiting
+        }
+        for continuation in waiting { continuation.resume(returning: tokens) }
     }
 
     package func invalidate() {
