@@ -4,7 +4,7 @@ import Testing
 @testable import PushPipeCore
 @testable import PushPipeSQLite
 
-@Suite struct TokenCacheTests {
+@Suite(.timeLimit(.minutes(1))) struct TokenCacheTests {
     let query = TokenCache.Query(pipeline: "p", user: "u", kind: "device")
     let token = DeviceToken(user: "u", kind: "device", value: String(repeating: "ab", count: 32))
 
@@ -78,6 +78,36 @@ import Testing
         release.open()
         await #expect(throws: Refused.self) { try await leader.value }
         for follower in followers { #expect(try await follower.value.map(\.value) == [token.value]) }
+    }
+
+    /// While the store is away its operations fail at once (`StoreAvailability`): the misses
+    /// that waited for a read the outage failed fail with it, instead of each waiting it out again.
+    @Test func aReadTheOutageFailedFailsItsWaitersAtOnce() async throws {
+        let cache = TokenCache(lifetime: .zero)
+        let release = Gate()
+        defer { release.open() }
+        let away = StoreTimeoutError(store: "test", waited: .seconds(5), what: "connection")
+        let reads = ObservedState(0)
+        let leader = Task {
+            try await cache.tokens(for: query) {
+                await release.wait()
+                throw away
+            }
+        }
+        try await eventually("the first read under way") { release.waiting == 1 }
+        let followers = (0..<3).map { _ in
+            Task {
+                try await cache.tokens(for: query) {
+                    reads.update { $0 += 1 }
+                    return [token]
+                }
+            }
+        }
+        try await eventually("three misses waiting for it") { cache.waitingForReads == 3 }
+        release.open()
+        await #expect(throws: StoreTimeoutError.self) { try await leader.value }
+        for follower in followers { await #expect(throws: StoreTimeoutError.self) { try await follower.value } }
+        #expect(reads.value == 0, "none read again")
     }
 
     /// A registration changed while a read was under way: a miss after the change does not wait

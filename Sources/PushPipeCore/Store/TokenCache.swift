@@ -30,12 +30,20 @@ package final class TokenCache: Sendable {
         var readings: UInt64 = 0
     }
 
+    /// How a read ended for the misses that waited for it.
+    private enum SharedRead {
+        case read([DeviceToken])
+        /// The store is away: each would wait out the outage again, so each fails at once.
+        case away(any Error)
+        /// Failed otherwise, or ended before the miss joined: each looks up again.
+        case again
+    }
+
     private struct Reading {
         var id: UInt64
         /// The generation the read started at: a miss at a later one reads for itself.
         var generation: UInt64
-        /// Resumed with the tokens read, or with nil when the read failed.
-        var waiting: [CheckedContinuation<[DeviceToken]?, Never>] = []
+        var waiting: [CheckedContinuation<SharedRead, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -83,7 +91,7 @@ package final class TokenCache: Sendable {
 
     /// The cached tokens for `query`, or what a read of it under way returns, or what `read`
     /// returns (cached unless a change raced it).
-    package func tokens(for query: Query, read: () async throws -> [DeviceToken]) async rethrows -> [DeviceToken] {
+    package func tokens(for query: Query, read: () async throws -> [DeviceToken]) async throws -> [DeviceToken] {
         switch begin(query) {
         case .hit(let tokens):
             return tokens
@@ -92,19 +100,21 @@ package final class TokenCache: Sendable {
             store(tokens, for: query, readAt: generation)
             return tokens
         case .follow:
-            if let shared = await sharedRead(of: query) { return shared }
-            // The read ended before this miss joined it, or failed: looked up again.
-            return try await tokens(for: query, read: read)
+            switch await sharedRead(of: query) {
+            case .read(let tokens): return tokens
+            case .away(let error): throw error
+            case .again: return try await tokens(for: query, read: read)
+            }
         case .lead(let generation, let id):
             let tokens: [DeviceToken]
             do {
                 tokens = try await read()
             } catch {
-                finishReading(query, id: id, with: nil)
+                finishReading(query, id: id, with: StoreAvailability.meansAway(error) ? .away(error) : .again)
                 throw error
             }
             store(tokens, for: query, readAt: generation)
-            finishReading(query, id: id, with: tokens)
+            finishReading(query, id: id, with: .read(tokens))
             return tokens
         }
     }
@@ -133,28 +143,28 @@ package final class TokenCache: Sendable {
     }
 
     /// Waits for the read of `query` under way, if there still is one begun at this generation.
-    private func sharedRead(of query: Query) async -> [DeviceToken]? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<[DeviceToken]?, Never>) in
+    private func sharedRead(of query: Query) async -> SharedRead {
+        await withCheckedContinuation { (continuation: CheckedContinuation<SharedRead, Never>) in
             let joined = state.withLock { state -> Bool in
                 guard var reading = state.reading[query], reading.generation == state.generation else { return false }
                 reading.waiting.append(continuation)
                 state.reading[query] = reading
                 return true
             }
-            if !joined { continuation.resume(returning: nil) }
+            if !joined { continuation.resume(returning: .again) }
         }
     }
 
     /// Misses waiting for a read under way (tests wait for them to join).
     package var waitingForReads: Int { state.withLock { $0.reading.values.reduce(0) { $0 + $1.waiting.count } } }
 
-    private func finishReading(_ query: Query, id: UInt64, with tokens: [DeviceToken]?) {
-        let waiting = state.withLock { state -> [CheckedContinuation<[DeviceToken]?, Never>] in
+    private func finishReading(_ query: Query, id: UInt64, with result: SharedRead) {
+        let waiting = state.withLock { state -> [CheckedContinuation<SharedRead, Never>] in
             guard let reading = state.reading[query], reading.id == id else { return [] }
             state.reading[query] = nil
             return reading.waiting
         }
-        for continuation in waiting { continuation.resume(returning: tokens) }
+        for continuation in waiting { continuation.resume(returning: result) }
     }
 
     package func invalidate() {
