@@ -22,6 +22,20 @@ import Testing
         #expect(!availability.isFailing)
     }
 
+    /// An operation let through before the store failed may still finish (its statement was
+    /// running when the connections were cut): its answer does not end the outage, which
+    /// would then be logged as over and begun again within a second. The probe's does.
+    @Test func onlyTheProbeEndsAnOutage() throws {
+        let availability = StoreAvailability(name: "test", logger: Logger(label: "test"))
+        #expect(try availability.admit() == false, "let through while the store answers")
+        availability.failed(StoreTimeoutError(store: "test", waited: .seconds(1), what: "connection"), probe: false)
+        availability.answered(probe: false)
+        #expect(availability.isFailing, "the earlier operation's answer says nothing of now")
+        #expect(try availability.admit() == true)
+        availability.answered(probe: true)
+        #expect(!availability.isFailing)
+    }
+
     /// A cancelled operation learnt nothing: the store is still failing, and the next one probes.
     @Test func aCancelledProbeNeitherEndsNorExtendsTheOutage() throws {
         let availability = StoreAvailability(name: "test", logger: Logger(label: "test"))

@@ -50,9 +50,12 @@ public final class StoreAvailability: Sendable {
     }
 
     /// The store answered (a result, or an error of its own such as a constraint): it is up.
+    /// Only the probe says so: any other operation was let through before the store failed,
+    /// and a statement that was already running when connections were cut may still finish.
     public func answered(probe: Bool) {
         let outage = state.withLock { state -> Duration? in
-            if probe { state.probing = nil }
+            guard probe else { return nil }
+            state.probing = nil
             defer { state.failingSince = nil }
             return state.failingSince.map { .now - $0 }
         }
