@@ -231,7 +231,7 @@ struct PostgresWorkQueue: WorkQueue {
                 ).collect()
                 if try rows.first?.decode(Int.self) ?? 0 >= limit.count { return false }
             }
-            if adding { _ = try await Self.insertNeverDue(item, key: key, pipeline: pipeline, on: connection, logger: logger) }
+            if adding { _ = try await Self.insertNeverDue(item, pipeline: pipeline, on: connection, logger: logger) }
             return true
         }
     }
@@ -246,7 +246,7 @@ struct PostgresWorkQueue: WorkQueue {
                 logger: logger
             ).collect()
             guard let stored = try rows.first?.decode(String.self) else {
-                if try await Self.insertNeverDue(item, key: key, pipeline: pipeline, on: connection, logger: logger) { return item.payload }
+                if try await Self.insertNeverDue(item, pipeline: pipeline, on: connection, logger: logger) { return item.payload }
                 // Another daemon added the key at the same moment: combine into what it stored.
                 let theirs = try await connection.query(
                     "SELECT payload FROM work WHERE pipeline = \(pipeline) AND kind = \(item.kind) AND key = \(key) FOR UPDATE",
@@ -267,18 +267,12 @@ struct PostgresWorkQueue: WorkQueue {
     }
 
     /// Adds `item` never due (`WorkItem.neverDue`) unless its key is there; returns whether it was added.
-    private static func insertNeverDue(
-        _ item: WorkItem,
-        key: String,
-        pipeline: String,
-        on connection: PostgresConnection,
-        logger: Logger
-    ) async throws -> Bool {
+    private static func insertNeverDue(_ item: WorkItem, pipeline: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
         let group = item.group.map { StoredText.storable($0) }
         return try await !connection.query(
             """
             INSERT INTO work (pipeline, kind, key, due_at, payload, created_at, work_group)
-            VALUES (\(pipeline), \(item.kind), \(key), \(WorkItem.neverDue), \(item.payload.compactText), \(item.createdAt), \(group))
+            VALUES (\(pipeline), \(item.kind), \(StoredText.storable(item.key)), \(WorkItem.neverDue), \(item.payload.compactText), \(item.createdAt), \(group))
             ON CONFLICT (pipeline, kind, key) DO NOTHING RETURNING id
             """,
             logger: logger

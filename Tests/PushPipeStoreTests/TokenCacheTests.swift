@@ -8,34 +8,33 @@ import Testing
     let query = TokenCache.Query(pipeline: "p", user: "u", kind: "device")
     let token = DeviceToken(user: "u", kind: "device", value: String(repeating: "ab", count: 32))
 
-    @Test func aLookupThatRacedWithAnInvalidationIsNotCached() {
+    @Test func aLookupThatRacedWithAnInvalidationIsNotCached() async throws {
         let cache = TokenCache()
-        guard case .miss(let generation) = cache.lookup(query) else {
-            Issue.record("empty cache hit")
-            return
+        let reads = ObservedState(0)
+        let read: @Sendable () async throws -> [DeviceToken] = {
+            reads.update { $0 += 1 }
+            return [token]
         }
-        cache.invalidate()  // a registration committed while the lookup was reading
-        cache.store([token], for: query, readAt: generation)
-        guard case .miss(let next) = cache.lookup(query) else {
-            Issue.record("a stale read was cached")
-            return
+        _ = try await cache.tokens(for: query) {
+            cache.invalidate()  // a registration committed while the lookup was reading
+            return [token]
         }
-        cache.store([token], for: query, readAt: next)
-        guard case .hit(let tokens) = cache.lookup(query) else {
-            Issue.record("a clean read was not cached")
-            return
-        }
-        #expect(tokens.map(\.value) == [token.value])
+        _ = try await cache.tokens(for: query, read: read)
+        #expect(reads.value == 1, "a stale read was cached")
+        #expect(try await cache.tokens(for: query, read: read).map(\.value) == [token.value])
+        #expect(reads.value == 1, "a clean read was not cached")
     }
 
-    @Test func entriesExpire() {
+    @Test func entriesExpire() async throws {
         let cache = TokenCache(lifetime: .zero)
-        guard case .miss(let generation) = cache.lookup(query) else { return }
-        cache.store([token], for: query, readAt: generation)
-        guard case .miss = cache.lookup(query) else {
-            Issue.record("an expired entry was served")
-            return
+        let reads = ObservedState(0)
+        for _ in 0..<2 {
+            _ = try await cache.tokens(for: query) {
+                reads.update { $0 += 1 }
+                return [token]
+            }
         }
+        #expect(reads.value == 2, "an expired entry was served")
     }
 
     /// The events in flight for a user miss together when the entry expires: one read serves
@@ -127,11 +126,11 @@ import Testing
         #expect(try await cache.tokens(for: query) { [token] }.map(\.value) == [token.value], "read again, not waited for")
         release.open()
         #expect(try await stale.value.isEmpty)
-        guard case .hit(let tokens) = cache.lookup(query) else {
+        let cached = try await cache.tokens(for: query) {
             Issue.record("the read after the change was not cached")
-            return
+            return []
         }
-        #expect(tokens.map(\.value) == [token.value], "the stale read was not cached over it")
+        #expect(cached.map(\.value) == [token.value], "the stale read was not cached over it")
     }
 
     @Test func registrationsThroughTheStoreAreSeenAtOnce() async throws {

@@ -5,10 +5,10 @@ extension EventProcessor {
 
     /// Sends a broadcast's page of `users` and records its deliveries with the progress past it
     /// (the cursor of its work item, `WorkQueue+Broadcasts`), in one transaction. A page slow to
-    /// settle (late answers, retries) is recorded as it goes too: before its retries wait and every `checkpointInterval`, what it reached and what was
-    /// accepted, with the recipients left to retry, so that a daemon that takes the event over
-    /// after a kill sends again only what went out since, never a notification the record says
-    /// was accepted. `users` are the page's, in the store's order (never none). Returns false
+    /// settle (late answers, retries) is recorded as it goes too: before its retries wait and
+    /// every `checkpointInterval`, what it reached and what was accepted, with the recipients
+    /// left to retry, so that a daemon that takes the event over after a kill sends again only
+    /// what went out since, never a notification the record says was accepted. `users` are the page's, in the store's order (never none). Returns false
     /// when stopped (the drain timeout) before it reached anyone.
     func deliver(
         page notifications: [RenderedNotification],

@@ -115,8 +115,8 @@ extension EventProcessor {
     /// however many tokens are registered. Each page's deliveries are recorded with the
     /// broadcast's progress (`BroadcastProgress`, its work item's cursor), and a page slow to
     /// settle as it goes (`deliver(page:)`), so a broadcast that stopped goes on where its cursor
-    /// says: a kill sends again what went out since its last write, and nothing once the last page is
-    /// recorded. One that ends early (a renderer or store error, too many unresolved recipients)
+    /// says: a kill sends again what went out since its last write, and nothing once the last
+    /// page is recorded. One that ends early (a renderer or store error, too many unresolved recipients)
     /// is a dead letter with its progress, and its replay goes on from there; stopped at the
     /// drain timeout, it stays queued and resumes at the next start. Its watermarks move once
     /// every page is delivered.

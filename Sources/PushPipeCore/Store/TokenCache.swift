@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Misses of a query while it is being read wait for that read instead of reading again: the
 /// events in flight for a user all miss together when the user's entry expires, and on
-/// PostgreSQL each miss was a statement of its own.
+/// PostgreSQL each miss would be a statement of its own.
 package final class TokenCache: Sendable {
     package struct Query: Hashable {
         package var pipeline: String
@@ -25,9 +25,9 @@ package final class TokenCache: Sendable {
     private struct State {
         var entries: [Query: (tokens: [DeviceToken], expires: ContinuousClock.Instant)] = [:]
         var generation: UInt64 = 0
-        /// Reads under way, by query, with the misses waiting for them.
+        /// Reads under way, by query, with the misses waiting for them. Only a read's leader
+        /// removes it, so a query has one at a time.
         var reading: [Query: Reading] = [:]
-        var readings: UInt64 = 0
     }
 
     /// How a read ended for the misses that waited for it.
@@ -40,7 +40,6 @@ package final class TokenCache: Sendable {
     }
 
     private struct Reading {
-        var id: UInt64
         /// The generation the read started at: a miss at a later one reads for itself.
         var generation: UInt64
         var waiting: [CheckedContinuation<SharedRead, Never>] = []
@@ -53,24 +52,6 @@ package final class TokenCache: Sendable {
 
     package init(lifetime: Duration = .seconds(30)) {
         self.lifetime = lifetime
-    }
-
-    package enum Lookup {
-        case hit([DeviceToken])
-        /// Read them, then `store` them with this generation.
-        case miss(Generation)
-    }
-
-    package func lookup(_ query: Query) -> Lookup {
-        let now = ContinuousClock.now
-        return state.withLock { state in
-            if let entry = state.entries[query], entry.expires > now { return .hit(entry.tokens) }
-            return .miss(Generation(value: state.generation))
-        }
-    }
-
-    package func store(_ tokens: [DeviceToken], for query: Query, readAt generation: Generation) {
-        store([query: tokens], readAt: generation)
     }
 
     /// The generation a read must start from to be stored (`store(_:readAt:)`).
@@ -97,7 +78,7 @@ package final class TokenCache: Sendable {
             return tokens
         case .alone(let generation):
             let tokens = try await read()
-            store(tokens, for: query, readAt: generation)
+            store([query: tokens], readAt: generation)
             return tokens
         case .follow:
             switch await sharedRead(of: query) {
@@ -105,16 +86,16 @@ package final class TokenCache: Sendable {
             case .away(let error): throw error
             case .again: return try await tokens(for: query, read: read)
             }
-        case .lead(let generation, let id):
+        case .lead(let generation):
             let tokens: [DeviceToken]
             do {
                 tokens = try await read()
             } catch {
-                finishReading(query, id: id, with: StoreAvailability.meansAway(error) ? .away(error) : .again)
+                finishReading(query, with: StoreAvailability.meansAway(error) ? .away(error) : .again)
                 throw error
             }
-            store(tokens, for: query, readAt: generation)
-            finishReading(query, id: id, with: .read(tokens))
+            store([query: tokens], readAt: generation)
+            finishReading(query, with: .read(tokens))
             return tokens
         }
     }
@@ -122,7 +103,7 @@ package final class TokenCache: Sendable {
     private enum Step {
         case hit([DeviceToken])
         /// Read, and give the tokens to the misses that wait for them.
-        case lead(Generation, id: UInt64)
+        case lead(Generation)
         /// Wait for the read under way.
         case follow
         /// Read without sharing: the read under way began before a change.
@@ -136,9 +117,8 @@ package final class TokenCache: Sendable {
             if let reading = state.reading[query] {
                 return reading.generation == state.generation ? .follow : .alone(Generation(value: state.generation))
             }
-            state.readings &+= 1
-            state.reading[query] = Reading(id: state.readings, generation: state.generation)
-            return .lead(Generation(value: state.generation), id: state.readings)
+            state.reading[query] = Reading(generation: state.generation)
+            return .lead(Generation(value: state.generation))
         }
     }
 
@@ -158,12 +138,9 @@ package final class TokenCache: Sendable {
     /// Misses waiting for a read under way (tests wait for them to join).
     package var waitingForReads: Int { state.withLock { $0.reading.values.reduce(0) { $0 + $1.waiting.count } } }
 
-    private func finishReading(_ query: Query, id: UInt64, with result: SharedRead) {
-        let waiting = state.withLock { state -> [CheckedContinuation<SharedRead, Never>] in
-            guard let reading = state.reading[query], reading.id == id else { return [] }
-            state.reading[query] = nil
-            return reading.waiting
-        }
+    /// Ends the leader's read of `query`: its waiters get `result`.
+    private func finishReading(_ query: Query, with result: SharedRead) {
+        let waiting = state.withLock { $0.reading.removeValue(forKey: query)?.waiting ?? [] }
         for continuation in waiting { continuation.resume(returning: result) }
     }
 
