@@ -45,10 +45,7 @@ struct EgressHTTPClient: Sendable {
         let isExempt = policy.privateOrigins.contains(origin)
         if !isExempt {
             let (host, port) = try Self.hostAndPort(request.url, origin: origin)
-            for address in try await EgressResolver.shared.addresses(of: host, port: port, origin: origin)
-            where !policy.permits(address, origin: origin) {
-                throw EgressRefusal(.privateAddress, origin: origin, "resolves to \(address), a private or reserved address")
-            }
+            _ = try await policy.checkedAddresses(of: host, port: port, origin: origin)
         }
         let response = try await (isExempt ? exempt : checked).execute(request, timeout: timeout)
         let status = Int(response.status.code)
@@ -74,5 +71,17 @@ struct EgressHTTPClient: Sendable {
         let peer = channel.remoteAddress.map { "\($0)" } ?? "an unknown peer"
         channel.close(promise: nil)
         return channel.eventLoop.makeFailedFuture(EgressRefusal(.privateAddress, origin: "", "connected to \(peer), a private or reserved address"))
+    }
+}
+
+extension EgressPolicy {
+    /// Every address `host` resolves to, each checked: one private or reserved address refuses
+    /// the origin (`EgressRefusal`) before anything connects.
+    func checkedAddresses(of host: String, port: Int, origin: String) async throws -> [IPAddressBytes] {
+        let addresses = try await EgressResolver.shared.addresses(of: host, port: port, origin: origin)
+        for address in addresses where !permits(address, origin: origin) {
+            throw EgressRefusal(.privateAddress, origin: origin, "resolves to \(address), a private or reserved address")
+        }
+        return addresses
     }
 }

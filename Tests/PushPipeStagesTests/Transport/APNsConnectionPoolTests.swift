@@ -6,7 +6,7 @@ import Testing
 
 /// The pool grows while every stream of its connections is taken and shrinks back when the
 /// load is gone, against the stand-in (answers held for a while stand for a long round trip).
-@Suite struct APNsConnectionPoolTests {
+@Suite struct HTTP2ConnectionPoolTests {
     func sendSlowlyAnswered(_ count: Int, seconds: Double, _ harness: APNsHarness, _ processor: EventProcessor) async throws {
         for index in 0..<count { try await harness.register("user\(index)", String(format: "%064x", index + 1)) }
         for _ in 0..<count { harness.standIn.script(.delayed(.seconds(seconds), .accept)) }

@@ -75,7 +75,7 @@ struct APNsHarness {
     /// Rebuilds the `apns` transport with changed configuration (another server, another CA)
     /// or a lower stream-id limit, as if the pipeline file had said so.
     mutating func reconfigureTransport(
-        lastUsableStreamID: Int32 = Int32(APNsClientHandler.defaultLastUsableStreamID),
+        lastUsableStreamID: Int32 = Int32(HTTP2StreamHandler.defaultLastUsableStreamID),
         _ change: (inout APNsTransport.Configuration) -> Void = { _ in }
     ) throws {
         guard let transport = definition.transport.stage as? APNsTransport else { throw ConfigurationValueError(keyPath: "transport", "not apns") }

@@ -220,7 +220,7 @@ import Testing
                 }
                 #expect(report.status != .delivered)
                 #expect(
-                    report.deliveries.first?.reason?.contains("no answer from APNs within the request timeout") == true,
+                    report.deliveries.first?.reason?.contains("no answer within the request timeout") == true,
                     "reason: \(report.deliveries.first?.reason ?? "none")"
                 )
             },

@@ -25,9 +25,16 @@ import Testing
         }
 
         func process(_ body: JSON, user: String = "ann") async throws -> EventReport {
+            try await process([(body, user)])[0]
+        }
+
+        /// Events one after the other while the pipeline runs once (its connections are kept).
+        func process(_ events: [(body: JSON, user: String)]) async throws -> [EventReport] {
             let processor = EventProcessor(definition: definition, store: store, logger: Logger(label: "webpush-test"), mode: .live)
             return try await definition.withRunningStages(store: store, logger: Logger(label: "webpush-test"), mode: .live) {
-                await processor.process(Event(pipeline: definition.name, user: user, body: body))
+                var reports: [EventReport] = []
+                for event in events { reports.append(await processor.process(Event(pipeline: definition.name, user: event.user, body: event.body))) }
+                return reports
             }
         }
     }
@@ -107,9 +114,10 @@ import Testing
     @Test func oneConnectionPerPushServiceOverHTTP2WhereOffered() async throws {
         try await withHarness(http2: true) { harness in
             try await harness.register("ann", harness.standIn.subscribe("first"))
-            #expect(try await harness.process(["title": "t", "text": "x", "n": 0]).status == .delivered)
             for index in 0..<20 { try await harness.register("bob", harness.standIn.subscribe("b\(index)")) }
-            let report = try await harness.process(["title": "t", "text": "x", "n": 1], user: "bob")
+            let reports = try await harness.process([(["title": "t", "text": "x", "n": 0], "ann"), (["title": "t", "text": "x", "n": 1], "bob")])
+            #expect(reports[0].status == .delivered)
+            let report = reports[1]
             #expect(report.deliveries.count == 20 && report.deliveries.allSatisfy { $0.outcome == .delivered })
             #expect(harness.standIn.messages.count == 21 && harness.standIn.messages.allSatisfy { $0.rejection == nil })
             #expect(Set(harness.standIn.messages.map(\.httpVersion)) == ["HTTP/2.0"])
@@ -117,13 +125,15 @@ import Testing
         }
     }
 
-    /// A service that speaks only HTTP/1.1 gets it, on kept-alive connections.
+    /// A service that speaks only HTTP/1.1 gets it, on kept-alive connections: the first
+    /// connection offered h2 by ALPN, the service did not choose it, and the transport
+    /// remembers that (across runs of the pipeline too) instead of asking again.
     @Test func http1OnlyServicesKeepTheirConnections() async throws {
         try await withHarness { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             for n in 0..<3 { #expect(try await harness.process(["title": "t", "text": "x", "n": .int(Int64(n))]).status == .delivered) }
             #expect(Set(harness.standIn.messages.map(\.httpVersion)) == ["HTTP/1.1"])
-            #expect(harness.standIn.connections == 1)
+            #expect(harness.standIn.connections == 2, "the one that offered h2, then the HTTP/1.1 one kept")
         }
     }
 

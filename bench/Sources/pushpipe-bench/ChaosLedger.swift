@@ -231,7 +231,7 @@ final class ChaosLedger: SoakAccounting {
             var timeouts: [Int: [ContinuousClock.Instant]] = [:]
             let stamp = ISO8601DateFormatter()
             for (instance, lines) in state.logs {
-                for line in lines where line.contains("no answer from APNs within the request timeout") {
+                for line in lines where line.contains("no answer within the request timeout") {
                     guard let date = stamp.date(from: String(line.prefix(24))) else { continue }
                     timeouts[instance, default: []].append(start + .milliseconds(Int64(date.timeIntervalSince(startDate) * 1000)))
                 }

@@ -15,7 +15,7 @@ public final class APNsChannelManager: Sendable {
 
     let bundleID: String
     let authority: String
-    let pool: APNsConnectionPool
+    let pool: HTTP2ConnectionPool
     let token: APNsProviderToken
 
     /// - Parameter baseURL: empty for Apple's host (`sandbox` picks which); a stand-in's otherwise.
@@ -40,7 +40,7 @@ public final class APNsChannelManager: Sendable {
         token = try await APNsProviderToken(pem: pem, keyID: keyID, teamID: teamID)
         self.bundleID = bundleID
         authority = url.port.map { "\(host):\($0)" } ?? host
-        pool = APNsConnectionPool(
+        pool = HTTP2ConnectionPool(
             host: host,
             port: url.port ?? 443,
             keptConnections: 1,
@@ -48,8 +48,9 @@ public final class APNsChannelManager: Sendable {
             idleTimeout: .seconds(60),
             readyTimeout: .seconds(10),
             maximumOpenStreams: 10,
-            lastUsableStreamID: APNsClientHandler.defaultLastUsableStreamID,
-            tls: try APNsConnectionPool.tlsContext(caFile: caFile)
+            lastUsableStreamID: HTTP2StreamHandler.defaultLastUsableStreamID,
+            tls: try HTTP2ConnectionPool.tlsContext(caFile: caFile),
+            reading: APNsResponse.reading
         )
     }
 
@@ -91,7 +92,7 @@ public final class APNsChannelManager: Sendable {
         if let channel { headers.add(name: "apns-channel-id", value: channel) }
         if !body.isEmpty { headers.add(name: "content-type", value: "application/json") }
         let connection = try await pool.connection()
-        let response = try await connection.send(headers: headers, body: ByteBuffer(data: body), timeout: .seconds(10))
+        let response = APNsResponse(try await connection.send(headers: headers, body: ByteBuffer(data: body), timeout: .seconds(10)))
         guard response.status == status else {
             let reason = (try? JSON.parse(response.body))?["reason"]?.stringValue ?? "HTTP \(response.status)"
             throw Failure(status: response.status, reason: reason)

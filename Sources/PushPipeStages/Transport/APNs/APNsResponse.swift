@@ -10,6 +10,26 @@ struct APNsResponse: Sendable {
     var channelID: String? = nil
     var body: Data
 
+    /// What an APNs connection keeps of an answer: its ids, and a body up to 1 MB (an error's
+    /// JSON is small; the channel-management API lists a bundle's channels).
+    static let reading = HTTP2Connection.Reading(keptHeaders: ["apns-id", "apns-unique-id", "apns-channel-id"], bodyLimit: 1 << 20)
+
+    init(status: Int, apnsID: String?, channelID: String? = nil, body: Data) {
+        self.status = status
+        self.apnsID = apnsID
+        self.channelID = channelID
+        self.body = body
+    }
+
+    init(_ answer: HTTP2Answer) {
+        status = answer.status
+        // A broadcast's answer names the message sent to the channel (`apns-unique-id`).
+        apnsID = answer.last("apns-unique-id") ?? answer.first("apns-id")
+        // A channel created by the channel-management API.
+        channelID = answer.last("apns-channel-id")
+        body = answer.body.map { Data($0.readableBytesView) } ?? Data()
+    }
+
     /// What the connection pool must do besides reporting the outcome.
     enum ConnectionAction { case keep, reconnect, refreshToken }
 

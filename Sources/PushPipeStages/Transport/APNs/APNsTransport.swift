@@ -106,14 +106,14 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
     static let maximumHandOvers = 3
 
     struct Resources: Sendable {
-        var pool: APNsConnectionPool
+        var pool: HTTP2ConnectionPool
         var token: APNsProviderToken
     }
 
     init(
         configuration: Configuration,
         context: StageBuildContext,
-        lastUsableStreamID: HTTP2StreamID = APNsClientHandler.defaultLastUsableStreamID
+        lastUsableStreamID: HTTP2StreamID = HTTP2StreamHandler.defaultLastUsableStreamID
     ) throws {
         self.configuration = configuration
         self.lastUsableStreamID = lastUsableStreamID
@@ -141,7 +141,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         }
         // Live Activity tokens and device tokens are different things (docs/tokens.md): a
         // liveactivity push goes only to the former, anything else only to the latter.
-        // The token goes into the request path, and NIOHTTP2's header validation is off (APNsConnection).
+        // The token goes into the request path, and NIOHTTP2's header validation is off (HTTP2Connection).
         guard !notification.token.value.isEmpty, DeviceToken.isHex(notification.token.value) else {
             throw StageError(.invalidEvent, stage: context.stage, "\(notification.token.masked) is not an APNs token (hexadecimal)")
         }
@@ -217,7 +217,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         let headers = headers(for: request, authorization: authorization)
         var handOvers = 0
         while true {
-            let connection: APNsConnection
+            let connection: HTTP2Connection
             do {
                 connection = try await resources.pool.connection()
             } catch {
@@ -226,7 +226,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             do {
                 let response = try await connection.send(headers: headers, body: ByteBuffer(data: request.bodyBytes), timeout: requestTimeout)
                 return outcome(of: response, from: connection, resources: resources)
-            } catch APNsConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
+            } catch HTTP2ConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
                 handOvers += 1
             } catch {
                 return outcome(of: error, from: connection, resources: resources)
@@ -243,7 +243,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         case .success(let ready): (resources, authorization) = ready
         case .failure(let refusal): return Array(repeating: refusal.outcome, count: requests.count)
         }
-        let connection: APNsConnection
+        let connection: HTTP2Connection
         do {
             connection = try await resources.pool.connection(reserving: requests.count)
         } catch {
@@ -258,7 +258,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         for (request, result) in zip(requests, results) {
             switch result {
             case .success(let response): outcomes.append(outcome(of: response, from: connection, resources: resources))
-            case .failure(APNsConnectionError.closedBeforeSending): outcomes.append(await send(request, context: context))
+            case .failure(HTTP2ConnectionError.closedBeforeSending): outcomes.append(await send(request, context: context))
             case .failure(let error): outcomes.append(outcome(of: error, from: connection, resources: resources))
             }
         }
@@ -314,7 +314,8 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         .retryAfter(seconds: nil, reason: .other("cannot connect to \(baseURL.host ?? ""): \(error)"))
     }
 
-    private func outcome(of response: APNsResponse, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
+    private func outcome(of answer: HTTP2Answer, from connection: HTTP2Connection, resources: Resources) -> TransportOutcome {
+        let response = APNsResponse(answer)
         let (outcome, action) = response.outcome
         switch action {
         case .keep: break
@@ -332,7 +333,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         return outcome
     }
 
-    private func outcome(of error: any Error, from connection: APNsConnection, resources: Resources) -> TransportOutcome {
+    private func outcome(of error: any Error, from connection: HTTP2Connection, resources: Resources) -> TransportOutcome {
         if !connection.isUsable { resources.pool.retire(connection) }
         return .retryAfter(seconds: nil, reason: .other("\(error)"))
     }
@@ -360,7 +361,7 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             teamID: configuration.teamId,
             lifetime: configuration.tokenLifetime
         )
-        let pool = APNsConnectionPool(
+        let pool = HTTP2ConnectionPool(
             host: baseURL.host ?? "",
             port: baseURL.port ?? 443,
             keptConnections: configuration.connections,
@@ -369,7 +370,8 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
             readyTimeout: requestTimeout,
             maximumOpenStreams: configuration.maxStreams,
             lastUsableStreamID: lastUsableStreamID,
-            tls: try APNsConnectionPool.tlsContext(caFile: configuration.caFile)
+            tls: try HTTP2ConnectionPool.tlsContext(caFile: configuration.caFile),
+            reading: APNsResponse.reading
         )
         return state.withLock { current in
             if let current { return current }

@@ -11,6 +11,25 @@ struct WebPushResponse: Sendable {
     /// A code from the body: letters, digits, `-`, `_` and `.`, at most 40 of them.
     var code: String?
 
+    /// What an HTTP/2 connection keeps of a push service's answer.
+    static let reading = HTTP2Connection.Reading(keptHeaders: ["location", "retry-after"], bodyLimit: 1024)
+
+    init(status: Int, location: String?, retryAfter: Double?, code: String?) {
+        self.status = status
+        self.location = location
+        self.retryAfter = retryAfter
+        self.code = code
+    }
+
+    init(_ answer: HTTP2Answer) {
+        self.init(
+            status: answer.status,
+            location: answer.first("location"),
+            retryAfter: answer.first("retry-after").flatMap(Double.init),
+            code: Self.code(in: answer.bodyBytes)
+        )
+    }
+
     var outcome: TransportOutcome {
         let detail = code.map { " (\($0))" } ?? ""
         switch status {

@@ -12,6 +12,27 @@ final class WebPushSubscriptionCache: Sendable {
         let origin: String?
         /// The keys, or why they cannot encrypt (the subscription is dropped at its send).
         let encryption: Result<WebPushEncryption, WebPushEncryption.InvalidKey>
+        /// Where an HTTP/2 request goes (nil: not an https URL with a host).
+        let target: Target?
+    }
+
+    /// The endpoint as an HTTP/2 request names it, and where its connection goes.
+    struct Target: Sendable {
+        var host: String
+        var port: Int
+        var authority: String
+        var path: String
+
+        init?(_ endpoint: String) {
+            guard let components = URLComponents(string: endpoint), components.scheme?.lowercased() == "https",
+                let host = components.host, !host.isEmpty, let authority = components.percentEncodedHost
+            else { return nil }
+            self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            port = components.port ?? 443
+            self.authority = components.port.map { "\(authority):\($0)" } ?? authority
+            let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+            self.path = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+        }
     }
 
     static let capacity = 10_000
@@ -29,7 +50,8 @@ final class WebPushSubscriptionCache: Sendable {
             origin: URL(string: subscription.endpoint).flatMap(VAPIDSigner.origin(of:)),
             encryption: Result { () throws(WebPushEncryption.InvalidKey) in
                 try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
-            }
+            },
+            target: Target(subscription.endpoint)
         )
         entries.withLock { entries in
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOFoundationCompat
+import NIOHPACK
 import PushPipeCore
 import Synchronization
 
@@ -45,11 +46,16 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     /// 30 days: the most a push service is asked to keep a message.
     static let longestTTL: Double = 2_592_000
+    static let urgencies: Set<String> = ["very-low", "low", "normal", "high"]
+    /// Times a request its connection closed before sending it goes to a new one.
+    static let maximumHandOvers = 2
 
     let configuration: Configuration
-    /// The process's client for these CAs, behind the egress policy (endpoints are URLs users
-    /// chose): connections are kept per push service (FCM's, Mozilla's, Apple's...), over
-    /// HTTP/2 where the service offers it.
+    /// Connections kept per push service (FCM's, Mozilla's, Apple's...), over HTTP/2 where the
+    /// service offers it, behind the egress policy (endpoints are URLs users chose).
+    let pools: EgressHTTP2Pools
+    /// The process's HTTP/1.1 client for these CAs, behind the same policy: for services that
+    /// do not offer h2.
     let client: EgressHTTPClient
     private let signer = Mutex<VAPIDSigner?>(nil)
     private let subscriptions = WebPushSubscriptionCache()
@@ -74,7 +80,14 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             }
         }
         self.configuration = configuration
-        client = EgressHTTPClient(policy: context.egress.allowing(origins: configuration.allowedOrigins), trusting: configuration.caFile)
+        let policy = context.egress.allowing(origins: configuration.allowedOrigins)
+        client = EgressHTTPClient(policy: policy, trusting: configuration.caFile)
+        pools = try EgressHTTP2Pools(
+            policy: policy,
+            caFile: configuration.caFile,
+            reading: WebPushResponse.reading,
+            readyTimeout: TimeAmount(configuration.timeout)
+        )
     }
 
     var preferredExecutor: (any TaskExecutor)? { globalConcurrentExecutor }
@@ -99,8 +112,13 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
                 "ttl \(options["ttl"]?.compactText ?? "\(ttl)") is not a number of seconds from 0 to \(Int(Self.longestTTL)) (30 days)"
             )
         }
+        let urgency = options["urgency"]?.stringValue ?? configuration.urgency
+        // From the event (a template): only RFC 8030's words reach the header.
+        guard Self.urgencies.contains(urgency) else {
+            throw StageError(.invalidEvent, stage: context.stage, "urgency '\(urgency.prefix(40))' is not very-low, low, normal or high")
+        }
         var headers: [(name: String, value: String)] = [
-            ("ttl", String(Int(ttl))), ("urgency", options["urgency"]?.stringValue ?? configuration.urgency),
+            ("ttl", String(Int(ttl))), ("urgency", urgency),
             ("content-encoding", "aes128gcm"), ("content-type", "application/octet-stream"),
         ]
         if let topic = options["topic"]?.textValue, !topic.isEmpty {
@@ -130,6 +148,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     func run(context: StageContext) async throws {
         if context.mode == .live { _ = try? await vapidSigner() }
         await untilCancelled()
+        await pools.shutdown()
     }
 
     func send(_ request: OutgoingRequest, context: StageContext) async -> TransportOutcome {
@@ -139,14 +158,22 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         } catch {
             return .configError(reason: .other("VAPID key: \(error)"))
         }
-        let http: HTTPClientRequest
+        let sealed: Sealed
         do {
-            http = try encrypted(request, signer: signer)
+            sealed = try seal(request, signer: signer)
         } catch {
             return .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)
         }
         do {
-            let answer = try await client.execute(http, timeout: TimeAmount(configuration.timeout))
+            let origin = try pools.policy.check(url: sealed.url)
+            if case .http2(let pool) = pools.route(origin: origin, host: sealed.target.host, port: sealed.target.port) {
+                do {
+                    return try await send(sealed, on: pool, origin: origin)
+                } catch HTTP2ConnectionError.http2NotOffered {
+                    pools.useHTTP1(for: origin)
+                }
+            }
+            let answer = try await client.execute(sealed.http1Request, timeout: TimeAmount(configuration.timeout))
             return WebPushResponse(
                 status: answer.status,
                 location: answer.headers.first(name: "location"),
@@ -165,17 +192,67 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         }
     }
 
+    /// One stream on the origin's connection; a request the connection closed before sending
+    /// goes to a new one, twice at most.
+    private func send(_ sealed: Sealed, on pool: HTTP2ConnectionPool, origin: String) async throws -> TransportOutcome {
+        var handOvers = 0
+        while true {
+            let connection = try await pool.connection()
+            do {
+                let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: TimeAmount(configuration.timeout))
+                if (300..<400).contains(answer.status) {
+                    throw EgressRefusal(.redirect, origin: origin, "answered \(answer.status) with a redirect, which is not followed")
+                }
+                return WebPushResponse(answer).outcome
+            } catch HTTP2ConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
+                handOvers += 1
+            }
+        }
+    }
+
+    /// A request encrypted for its subscription and signed for its push service.
+    struct Sealed: Sendable {
+        var url: String
+        var target: WebPushSubscriptionCache.Target
+        var headers: [(name: String, value: String)]
+        var body: ByteBuffer
+
+        var http2Headers: HPACKHeaders {
+            var fields = HPACKHeaders()
+            fields.reserveCapacity(headers.count + 5)
+            fields.add(name: ":method", value: "POST")
+            fields.add(name: ":scheme", value: "https")
+            fields.add(name: ":authority", value: target.authority)
+            fields.add(name: ":path", value: target.path)
+            for header in headers { fields.add(name: header.name, value: header.value) }
+            fields.add(name: "content-length", value: String(body.readableBytes))
+            return fields
+        }
+
+        var http1Request: HTTPClientRequest {
+            var http = HTTPClientRequest(url: url)
+            http.method = .POST
+            for header in headers { http.headers.add(name: header.name, value: header.value) }
+            http.body = .bytes(body)
+            return http
+        }
+    }
+
     /// The body encrypted for the subscription's keys, and the VAPID header for its origin.
-    func encrypted(_ request: OutgoingRequest, signer: VAPIDSigner) throws -> HTTPClientRequest {
+    func seal(_ request: OutgoingRequest, signer: VAPIDSigner) throws -> Sealed {
         let subscription = try subscriptions.entry(for: request.token.value)
         let encryption = try subscription.encryption.get()
-        var http = HTTPClientRequest(url: subscription.subscription.endpoint)
-        http.method = .POST
-        for header in request.headers { http.headers.add(name: header.name, value: header.value) }
-        guard let origin = subscription.origin else { throw WebPushSubscription.Invalid(field: "endpoint", "not a URL") }
-        http.headers.add(name: "authorization", value: try signer.authorization(for: origin))
-        http.body = .bytes(ByteBuffer(data: try encryption.encrypt(request.bodyBytes)))
-        return http
+        guard let origin = subscription.origin, let target = subscription.target else {
+            throw WebPushSubscription.Invalid(field: "endpoint", "not an https URL")
+        }
+        var headers = request.headers
+        headers.append(("authorization", try signer.authorization(for: origin)))
+        return Sealed(
+            url: subscription.subscription.endpoint,
+            target: target,
+            headers: headers,
+            body: ByteBuffer(data: try encryption.encrypt(request.bodyBytes))
+        )
     }
 
     var notReadyReason: String? { credentials.notReadyReason }

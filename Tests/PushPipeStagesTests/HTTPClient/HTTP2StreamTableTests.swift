@@ -6,7 +6,7 @@ import Testing
 /// The open streams table must answer exactly as a dictionary would, whatever order streams
 /// finish in, and with a stream that never finishes while thousands come and go after it
 /// (every later id then probes past its slot, and deletions must keep them all reachable).
-@Suite struct APNsStreamTableTests {
+@Suite struct HTTP2StreamTableTests {
     /// A fixed sequence (xorshift), so a failure is the same on every run.
     struct Sequence {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -18,7 +18,7 @@ import Testing
         }
     }
 
-    func check(_ table: APNsStreamTable<Int>, against model: [HTTP2StreamID: Int]) {
+    func check(_ table: HTTP2StreamTable<Int>, against model: [HTTP2StreamID: Int]) {
         #expect(table.count == model.count)
         #expect(Set(table.streamIDs) == Set(model.keys))
         for (id, value) in model {
@@ -33,7 +33,7 @@ import Testing
     @Test(arguments: [false, true])
     func answersAsADictionaryWouldInAnyOrder(withAStuckStream stuck: Bool) {
         let maximumOpen = 100
-        var table = APNsStreamTable<Int>(maximumOpen: maximumOpen)
+        var table = HTTP2StreamTable<Int>(maximumOpen: maximumOpen)
         var model: [HTTP2StreamID: Int] = [:]
         var sequence = Sequence()
         var next: Int32 = 1

@@ -10,7 +10,7 @@ import NIOHTTP2
 /// lookup is an index computation; an old stream still open (slow to answer) only makes the
 /// next ids probe one slot further. The size is fixed by `maximumOpenStreams`, so memory does
 /// not grow with what a stuck stream holds up.
-struct APNsStreamTable<Value> {
+struct HTTP2StreamTable<Value> {
     /// 0 marks an empty slot: stream 0 is the connection itself, never a request's.
     private var ids: [Int32]
     private var values: [Value?]

@@ -1,7 +1,7 @@
-import Foundation
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import NIOTLS
 
 /// Carries requests as HTTP/2 frames on the connection itself: one entry per stream in a
 /// table, no child channel, pipeline or promise per notification. A child channel per stream
@@ -12,22 +12,21 @@ import NIOHTTP2
 /// answers PING and SETTINGS. What the multiplexer did besides is done here: stream ids,
 /// the connection's receive window, and telling each request how it ended. Lives on the
 /// connection's event loop only.
-final class APNsClientHandler: ChannelInboundHandler {
+final class HTTP2StreamHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private struct OpenStream {
-        var continuation: APNsCompletion
+        var continuation: HTTP2Completion
         var status: Int?
-        var apnsID: String?
-        var channelID: String?
+        var headers: [(name: String, value: String)] = []
         var body: ByteBuffer?
     }
 
     private var context: ChannelHandlerContext?
-    private var streams: APNsStreamTable<OpenStream>
+    private var streams: HTTP2StreamTable<OpenStream>
     /// Requests beyond `maximumOpenStreams`, oldest first.
-    private var waiting = CircularBuffer<APNsStreamRequest>()
+    private var waiting = CircularBuffer<HTTP2StreamRequest>()
     /// NIOHTTP2 finds and removes streams in lists that grow with the number open: a thousand
     /// open streams cost more per request than a hundred, for no more throughput.
     private let maximumOpenStreams: Int
@@ -47,7 +46,8 @@ final class APNsClientHandler: ChannelInboundHandler {
     private var serverStreamLimit = Int.max
     /// Fails the connection if the server's SETTINGS do not come before the first request's deadline.
     private var settingsTimer: Scheduled<Void>?
-    private let gauge: APNsConnectionGauge
+    private let gauge: HTTP2ConnectionGauge
+    private let reading: HTTP2Connection.Reading
     private let lastUsableStreamID: HTTP2StreamID
     private let settingsTimeout: TimeAmount
     /// Told when the connection is ready or has failed to become so, then nil.
@@ -61,6 +61,8 @@ final class APNsClientHandler: ChannelInboundHandler {
     /// makes way for a new one.
     static let defaultLastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
     static let windowUpdateThreshold = 32_768
+    /// A server that repeats a kept header without end is not followed past this.
+    static let keptHeadersPerAnswer = 16
 
     /// - Parameters:
     ///   - gauge: `max_streams` and the idle timeout come from it; the handler publishes there
@@ -68,10 +70,17 @@ final class APNsClientHandler: ChannelInboundHandler {
     ///   - lastUsableStreamID: the connection retires after opening this stream (tests lower it).
     ///   - settingsTimeout: how long the connection may take to become ready (TCP, TLS, the
     ///     server's SETTINGS).
-    init(gauge: APNsConnectionGauge, settingsTimeout: TimeAmount, lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID) {
+    ///   - reading: which headers of an answer are kept, and how much of its body.
+    init(
+        gauge: HTTP2ConnectionGauge,
+        settingsTimeout: TimeAmount,
+        reading: HTTP2Connection.Reading,
+        lastUsableStreamID: HTTP2StreamID = defaultLastUsableStreamID
+    ) {
         self.settingsTimeout = settingsTimeout
+        self.reading = reading
         maximumOpenStreams = gauge.streamLimit
-        streams = APNsStreamTable(maximumOpen: maximumOpenStreams)
+        streams = HTTP2StreamTable(maximumOpen: maximumOpenStreams)
         self.lastUsableStreamID = lastUsableStreamID
         self.gauge = gauge
     }
@@ -89,13 +98,13 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        endConnection(streamsFailWith: APNsConnectionError.streamClosed, cause: nil)
+        endConnection(streamsFailWith: HTTP2ConnectionError.streamClosed, cause: nil)
         self.context = nil
     }
 
     /// Opens one stream per request, up to `maximumOpenStreams`, and flushes once for the
     /// whole batch; the rest wait for streams to finish.
-    func send(_ requests: [APNsStreamRequest]) {
+    func send(_ requests: [HTTP2StreamRequest]) {
         waiting.append(contentsOf: requests)
         openWaitingStreams()
     }
@@ -103,7 +112,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     private func openWaitingStreams() {
         guard let context, failure == nil, !closeWhenIdle else {
             // Never written: another connection takes them, unless this one broke.
-            let error = failure ?? APNsConnectionError.closedBeforeSending
+            let error = failure ?? HTTP2ConnectionError.closedBeforeSending
             while let request = waiting.popFirst() { request.continuation.resume(throwing: error) }
             return
         }
@@ -114,7 +123,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         defer { if closeWhenIdle { openWaitingStreams() } }
         while !closeWhenIdle, streams.count < min(maximumOpenStreams, serverStreamLimit), let request = waiting.popFirst() {
             if request.deadline <= .now() {
-                request.continuation.resume(throwing: APNsConnectionError.timedOut)
+                request.continuation.resume(throwing: HTTP2ConnectionError.timedOut)
                 continue
             }
             let id = nextStreamID
@@ -146,7 +155,7 @@ final class APNsClientHandler: ChannelInboundHandler {
         settingsTimer = context.eventLoop.scheduleTask(in: settingsTimeout) {
             let handler = loopBound.value
             guard !handler.serverSettingsReceived else { return }
-            handler.endConnection(streamsFailWith: APNsConnectionError.noServerSettings, cause: APNsConnectionError.noServerSettings)
+            handler.endConnection(streamsFailWith: HTTP2ConnectionError.noServerSettings, cause: HTTP2ConnectionError.noServerSettings)
             handler.context?.close(promise: nil)
         }
     }
@@ -167,32 +176,29 @@ final class APNsClientHandler: ChannelInboundHandler {
             streams.update(frame.streamID) { stream in
                 // One pass, names compared as they are: HTTP/2 header names are lower case.
                 for header in headers.headers {
-                    switch header.name {
-                    case ":status":
+                    if header.name == ":status" {
                         // 1xx answers are interim; the final HEADERS follow.
                         if let status = Int(header.value), status >= 200 { stream.status = status }
-                    case "apns-id":
-                        if stream.apnsID == nil { stream.apnsID = header.value }
-                    case "apns-unique-id":
-                        // A broadcast's answer: the id of the message sent to the channel.
-                        stream.apnsID = header.value
-                    case "apns-channel-id":
-                        // A channel created by the channel-management API.
-                        stream.channelID = header.value
-                    default:
-                        break
+                    } else if reading.keptHeaders.contains(header.name), stream.headers.count < Self.keptHeadersPerAnswer {
+                        stream.headers.append((header.name, header.value))
                     }
                 }
             }
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
             unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-            if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
+            if case .byteBuffer(let buffer) = payload.data, buffer.readableBytes > 0 {
+                let limit = reading.bodyLimit
                 streams.update(frame.streamID) { stream in
+                    // Past the limit the rest is only counted (and its window given back).
+                    let kept = stream.body?.readableBytes ?? 0
+                    guard kept < limit else { return }
+                    let slice = buffer.getSlice(at: buffer.readerIndex, length: min(buffer.readableBytes, limit - kept))!
                     if stream.body == nil {
-                        stream.body = buffer
+                        stream.body = slice
                     } else {
-                        stream.body!.writeBuffer(&buffer)
+                        var slice = slice
+                        stream.body!.writeBuffer(&slice)
                     }
                 }
             }
@@ -216,7 +222,7 @@ final class APNsClientHandler: ChannelInboundHandler {
             // elsewhere, like the requests still waiting here. The others finish, then it closes.
             closeWhenIdle = true
             goingAway()
-            for id in streams.streamIDs where id > lastStreamID { fail(id, with: APNsConnectionError.closedBeforeSending) }
+            for id in streams.streamIDs where id > lastStreamID { fail(id, with: HTTP2ConnectionError.closedBeforeSending) }
             closeIfRetiredAndIdle()
         default:
             break
@@ -225,7 +231,13 @@ final class APNsClientHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let closed = event as? StreamClosedEvent, streams.contains(closed.streamID) {
-            fail(closed.streamID, with: APNsConnectionError.streamClosed)
+            fail(closed.streamID, with: HTTP2ConnectionError.streamClosed)
+        }
+        // A server that did not choose h2 in ALPN speaks HTTP/1.1 (or nothing we know): the
+        // connection ends before a frame is read, and the caller may use HTTP/1.1 instead.
+        if case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
+            endConnection(streamsFailWith: HTTP2ConnectionError.http2NotOffered, cause: HTTP2ConnectionError.http2NotOffered)
+            context.close(promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -262,7 +274,7 @@ final class APNsClientHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        endConnection(streamsFailWith: APNsConnectionError.streamClosed, cause: nil)
+        endConnection(streamsFailWith: HTTP2ConnectionError.streamClosed, cause: nil)
         context.fireChannelInactive()
     }
 
@@ -271,10 +283,9 @@ final class APNsClientHandler: ChannelInboundHandler {
         // Answers come mostly in order: dropping finished streams from the front keeps the list short.
         while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
         if let status = stream.status {
-            let body = stream.body.map { Data($0.readableBytesView) } ?? Data()
-            stream.continuation.resume(returning: APNsResponse(status: status, apnsID: stream.apnsID, channelID: stream.channelID, body: body))
+            stream.continuation.resume(returning: HTTP2Answer(status: status, headers: stream.headers, body: stream.body))
         } else {
-            stream.continuation.resume(throwing: APNsConnectionError.malformedResponse)
+            stream.continuation.resume(throwing: HTTP2ConnectionError.malformedResponse)
         }
         closeIfRetiredAndIdle()
     }
@@ -363,7 +374,7 @@ final class APNsClientHandler: ChannelInboundHandler {
             guard streams.contains(first.stream) else { continue }
             // Failed before the reset is written: writing it delivers NIOHTTP2's stream-closed
             // event at once, which would fail the stream as closed before an answer instead.
-            fail(first.stream, with: APNsConnectionError.timedOut)
+            fail(first.stream, with: HTTP2ConnectionError.timedOut)
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
         }
         context?.flush()
@@ -373,25 +384,28 @@ final class APNsClientHandler: ChannelInboundHandler {
 }
 
 /// A request on its way to the connection's event loop.
-struct APNsStreamRequest: Sendable {
+struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
     var deadline: NIODeadline
-    var continuation: APNsCompletion
+    var continuation: HTTP2Completion
 }
 
-enum APNsConnectionError: Error, CustomStringConvertible {
+enum HTTP2ConnectionError: Error, CustomStringConvertible {
     case timedOut, streamClosed, malformedResponse, noServerSettings
+    /// The server's TLS did not choose `h2` by ALPN.
+    case http2NotOffered
     /// The request never reached the server: the connection was closing, out of stream ids, or
     /// the server's GOAWAY said it did not process the stream. Safe to send on another connection.
     case closedBeforeSending
 
     var description: String {
         switch self {
-        case .timedOut: "no answer from APNs within the request timeout"
+        case .timedOut: "no answer within the request timeout"
         case .streamClosed: "the HTTP/2 stream or connection closed before an answer"
-        case .malformedResponse: "APNs answered without a status"
+        case .malformedResponse: "the server answered without a status"
         case .noServerSettings: "the server sent no HTTP/2 SETTINGS before the request timeout"
+        case .http2NotOffered: "the server did not offer HTTP/2 (ALPN h2)"
         case .closedBeforeSending: "the connection closed before the request was sent (GOAWAY, out of stream ids, connection lost)"
         }
     }

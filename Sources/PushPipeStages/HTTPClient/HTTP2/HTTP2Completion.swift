@@ -4,11 +4,11 @@ import Synchronization
 ///
 /// A batch's sender waits once for all its answers. A task switch per answer (resumed from
 /// the event loop onto Swift's pool) would be a large share of what a notification costs.
-enum APNsCompletion: Sendable {
-    case single(CheckedContinuation<APNsResponse, any Error>)
-    case batch(APNsBatchAnswers, index: Int)
+enum HTTP2Completion: Sendable {
+    case single(CheckedContinuation<HTTP2Answer, any Error>)
+    case batch(HTTP2BatchAnswers, index: Int)
 
-    func resume(returning response: APNsResponse) {
+    func resume(returning response: HTTP2Answer) {
         resume(with: .success(response))
     }
 
@@ -16,7 +16,7 @@ enum APNsCompletion: Sendable {
         resume(with: .failure(error))
     }
 
-    func resume(with result: Result<APNsResponse, any Error>) {
+    func resume(with result: Result<HTTP2Answer, any Error>) {
         switch self {
         case .single(let continuation): continuation.resume(with: result)
         case .batch(let answers, let index): answers.answer(index, with: result)
@@ -25,22 +25,22 @@ enum APNsCompletion: Sendable {
 }
 
 /// Collects a batch's answers and resumes its sender when the last one arrives.
-final class APNsBatchAnswers: Sendable {
+final class HTTP2BatchAnswers: Sendable {
     private struct State {
-        var results: [Result<APNsResponse, any Error>?]
+        var results: [Result<HTTP2Answer, any Error>?]
         var remaining: Int
-        var continuation: CheckedContinuation<[Result<APNsResponse, any Error>], Never>?
+        var continuation: CheckedContinuation<[Result<HTTP2Answer, any Error>], Never>?
     }
 
     private let state: Mutex<State>
 
-    init(count: Int, continuation: CheckedContinuation<[Result<APNsResponse, any Error>], Never>) {
+    init(count: Int, continuation: CheckedContinuation<[Result<HTTP2Answer, any Error>], Never>) {
         state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: continuation))
     }
 
-    func answer(_ index: Int, with result: Result<APNsResponse, any Error>) {
+    func answer(_ index: Int, with result: Result<HTTP2Answer, any Error>) {
         let finished = state.withLock {
-            state -> (CheckedContinuation<[Result<APNsResponse, any Error>], Never>, [Result<APNsResponse, any Error>])? in
+            state -> (CheckedContinuation<[Result<HTTP2Answer, any Error>], Never>, [Result<HTTP2Answer, any Error>])? in
             guard state.results[index] == nil else { return nil }
             state.results[index] = result
             state.remaining -= 1

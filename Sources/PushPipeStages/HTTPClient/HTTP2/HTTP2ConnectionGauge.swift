@@ -5,15 +5,15 @@ import Synchronization
 ///
 /// The pool chooses a connection for every request; asking each connection's event loop would
 /// cost a task switch per choice, so the loop and the senders publish these instead.
-final class APNsConnectionGauge: Sendable {
+final class HTTP2ConnectionGauge: Sendable {
     private let goingAwayValue = Atomic(false)
     private let outstandingValue = Atomic(0)
     private let streamLimitValue: Atomic<Int>
     /// The pool's idle handling for this connection; nil for the connections the pool keeps.
     let idleTimeout: Duration?
-    let onIdle: @Sendable (APNsConnectionGauge) -> Void
+    let onIdle: @Sendable (HTTP2ConnectionGauge) -> Void
 
-    init(maximumOpenStreams: Int, idleTimeout: Duration? = nil, onIdle: @escaping @Sendable (APNsConnectionGauge) -> Void = { _ in }) {
+    init(maximumOpenStreams: Int, idleTimeout: Duration? = nil, onIdle: @escaping @Sendable (HTTP2ConnectionGauge) -> Void = { _ in }) {
         streamLimitValue = Atomic(maximumOpenStreams)
         self.idleTimeout = idleTimeout
         self.onIdle = onIdle

@@ -5,30 +5,37 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// One long-lived HTTP/2 connection to APNs carrying many concurrent streams.
+/// One long-lived HTTP/2 connection to a provider carrying many concurrent streams.
 ///
 /// Requests from many tasks meet in an outbox; the first one into an empty outbox asks the
 /// event loop to write, and the event loop writes everything queued by then in one go with
 /// one flush. At high rates that is one event-loop task and one TLS record for dozens of
 /// notifications instead of one each.
-final class APNsConnection: Sendable {
+final class HTTP2Connection: Sendable {
     let channel: any Channel
-    private let handler: NIOLoopBound<APNsClientHandler>
+    private let handler: NIOLoopBound<HTTP2StreamHandler>
     private let outbox = Mutex(Outbox())
-    let gauge: APNsConnectionGauge
+    let gauge: HTTP2ConnectionGauge
 
     private struct Outbox {
-        var requests: [APNsStreamRequest] = []
+        var requests: [HTTP2StreamRequest] = []
         var writeScheduled = false
     }
 
-    private init(channel: any Channel, handler: NIOLoopBound<APNsClientHandler>, gauge: APNsConnectionGauge) {
+    private init(channel: any Channel, handler: NIOLoopBound<HTTP2StreamHandler>, gauge: HTTP2ConnectionGauge) {
         self.channel = channel
         self.handler = handler
         self.gauge = gauge
     }
 
     var isUsable: Bool { channel.isActive && !gauge.isGoingAway }
+
+    /// What the connection keeps of an answer: the headers its provider reads, and the start of
+    /// the body. A server may send more of either; the rest is counted and dropped.
+    struct Reading: Sendable {
+        var keptHeaders: [String]
+        var bodyLimit: Int
+    }
 
     /// Stops handing out this connection: streams in flight finish, then it closes.
     func retire() {
@@ -44,29 +51,38 @@ final class APNsConnection: Sendable {
     ///   - gauge: made by the pool, which reads it to choose connections; it also carries
     ///     `max_streams` and, for connections the pool may close, the idle timeout.
     ///   - readyTimeout: for TCP, TLS and the SETTINGS together.
+    ///   - address: where to connect, when the caller resolved and checked the name itself
+    ///     (a host a user chose); nil resolves `host`.
     static func connect(
         host: String,
         port: Int,
+        address: EventLoopFuture<SocketAddress>? = nil,
         tls: NIOSSLContext,
         serverHostname: String?,
-        gauge: APNsConnectionGauge,
+        gauge: HTTP2ConnectionGauge,
         readyTimeout: TimeAmount,
+        reading: Reading,
         lastUsableStreamID: HTTP2StreamID,
         group: any EventLoopGroup
-    ) -> EventLoopFuture<APNsConnection> {
-        let loop = group.next()
-        let connectionPromise = OncePromise(loop.makePromise(of: APNsConnection.self))
+    ) -> EventLoopFuture<HTTP2Connection> {
+        let loop = address?.eventLoop ?? group.next()
+        let connectionPromise = OncePromise(loop.makePromise(of: HTTP2Connection.self))
         let bootstrap = ClientBootstrap(group: loop)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = APNsClientHandler(gauge: gauge, settingsTimeout: readyTimeout, lastUsableStreamID: lastUsableStreamID)
+                    let handler = HTTP2StreamHandler(
+                        gauge: gauge,
+                        settingsTimeout: readyTimeout,
+                        reading: reading,
+                        lastUsableStreamID: lastUsableStreamID
+                    )
                     var configuration = NIOHTTP2Handler.ConnectionConfiguration()
                     // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
                     // would re-validate every header of every request, for nothing.
                     configuration.headerBlockValidation = .disabled
-                    // Requests carry no content-length, and an answer is read to its END_STREAM
+                    // A request's content-length is ours, and an answer is read to its END_STREAM
                     // whatever it declares: checking lengths would scan every HEADERS frame's
                     // headers both ways, for nothing.
                     configuration.contentLengthValidation = .disabled
@@ -75,41 +91,50 @@ final class APNsConnection: Sendable {
                     try sync.addHandler(TLSRecordCoalescer())
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                     try sync.addHandler(handler)
-                    let connection = APNsConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
+                    let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
                     handler.whenReady { result in connectionPromise.complete(with: result.map { connection }) }
                 }
             }
-        let connected = bootstrap.connect(host: host, port: port)
+        let connected: EventLoopFuture<any Channel>
+        if let address {
+            // The address future completes on `loop`, the bootstrap's.
+            let bound = NIOLoopBound(bootstrap, eventLoop: loop)
+            connected = address.flatMap { bound.value.connect(to: $0) }
+        } else {
+            connected = bootstrap.connect(host: host, port: port)
+        }
         // A connect that fails before the channel exists never runs the initializer.
         connected.whenFailure { connectionPromise.complete(with: .failure($0)) }
         return connectionPromise.futureResult
     }
 
-    /// The pool reserved the request's place (`APNsConnectionPool.connection(reserving:)`);
+    /// The pool reserved the request's place (`HTTP2ConnectionPool.connection(reserving:)`);
     /// it is given back when the request is answered.
-    func send(headers: HPACKHeaders, body: ByteBuffer, timeout: TimeAmount) async throws -> APNsResponse {
+    func send(headers: HPACKHeaders, body: ByteBuffer, timeout: TimeAmount) async throws -> HTTP2Answer {
         defer { gauge.remove(1) }
         return try await withCheckedThrowingContinuation { continuation in
-            enqueue(CollectionOfOne(APNsStreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation))))
+            enqueue(
+                CollectionOfOne(HTTP2StreamRequest(headers: headers, body: body, deadline: .now() + timeout, continuation: .single(continuation)))
+            )
         }
     }
 
     /// Sends every request and returns once all are answered, in their order.
-    func send(batch: [(headers: HPACKHeaders, body: ByteBuffer)], timeout: TimeAmount) async -> [Result<APNsResponse, any Error>] {
+    func send(batch: [(headers: HPACKHeaders, body: ByteBuffer)], timeout: TimeAmount) async -> [Result<HTTP2Answer, any Error>] {
         defer { gauge.remove(batch.count) }
         return await withCheckedContinuation { continuation in
-            let answers = APNsBatchAnswers(count: batch.count, continuation: continuation)
+            let answers = HTTP2BatchAnswers(count: batch.count, continuation: continuation)
             let deadline = NIODeadline.now() + timeout
             enqueue(
                 batch.enumerated().map { index, request in
-                    APNsStreamRequest(headers: request.headers, body: request.body, deadline: deadline, continuation: .batch(answers, index: index))
+                    HTTP2StreamRequest(headers: request.headers, body: request.body, deadline: deadline, continuation: .batch(answers, index: index))
                 }
             )
         }
     }
 
     /// Queues requests in the outbox; the first into an empty outbox asks the event loop to write.
-    private func enqueue(_ requests: some Collection<APNsStreamRequest>) {
+    private func enqueue(_ requests: some Collection<HTTP2StreamRequest>) {
         let scheduleWrite = outbox.withLock { outbox -> Bool in
             outbox.requests.append(contentsOf: requests)
             defer { outbox.writeScheduled = true }
@@ -120,7 +145,7 @@ final class APNsConnection: Sendable {
     }
 
     private func writeOutbox() {
-        let requests = outbox.withLock { outbox -> [APNsStreamRequest] in
+        let requests = outbox.withLock { outbox -> [HTTP2StreamRequest] in
             outbox.writeScheduled = false
             defer { outbox.requests.removeAll(keepingCapacity: true) }
             return outbox.requests

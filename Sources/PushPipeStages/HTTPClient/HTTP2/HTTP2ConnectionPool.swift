@@ -14,7 +14,7 @@ import Synchronization
 /// over the kept connections by load; the extra ones are filled in order, so that when the load
 /// falls the last ones run dry and close after `idle_timeout`. A connection that dropped or
 /// received GOAWAY is replaced on its next use; concurrent callers share one connection attempt.
-final class APNsConnectionPool: Sendable {
+final class HTTP2ConnectionPool: Sendable {
     let host: String
     let port: Int
     let serverHostname: String?
@@ -28,12 +28,16 @@ final class APNsConnectionPool: Sendable {
     /// A connection that is not ready (TCP, TLS, the server's SETTINGS) in this time fails: the
     /// request timeout, which a caller waiting for it would otherwise overrun.
     let readyTimeout: TimeAmount
+    let reading: HTTP2Connection.Reading
+    /// Resolves and checks the host for each new connection, when it is one a user chose; nil
+    /// lets the connection resolve it.
+    let resolve: (@Sendable () async throws -> SocketAddress)?
     private let slots: Mutex<[Slot]>
 
     enum Slot: Sendable {
         case empty
-        case connecting(EventLoopFuture<APNsConnection>, APNsConnectionGauge)
-        case ready(APNsConnection)
+        case connecting(EventLoopFuture<HTTP2Connection>, HTTP2ConnectionGauge)
+        case ready(HTTP2Connection)
     }
 
     init(
@@ -46,9 +50,13 @@ final class APNsConnectionPool: Sendable {
         maximumOpenStreams: Int,
         lastUsableStreamID: HTTP2StreamID,
         tls: NIOSSLContext,
+        reading: HTTP2Connection.Reading,
+        resolve: (@Sendable () async throws -> SocketAddress)? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.readyTimeout = readyTimeout
+        self.reading = reading
+        self.resolve = resolve
         self.host = host
         self.maximumOpenStreams = maximumOpenStreams
         self.lastUsableStreamID = lastUsableStreamID
@@ -62,10 +70,11 @@ final class APNsConnectionPool: Sendable {
         slots = Mutex(Array(repeating: .empty, count: max(self.keptConnections, maximumConnections)))
     }
 
-    /// TLS as APNs takes it (HTTP/2 by ALPN, TLS 1.2 or later), trusting `caFile`'s CAs too.
-    static func tlsContext(caFile: String) throws -> NIOSSLContext {
+    /// HTTP/2 by ALPN (offering HTTP/1.1 too with `http1`, so that a server without h2 still
+    /// completes the handshake and says so), TLS 1.2 or later, trusting `caFile`'s CAs too.
+    static func tlsContext(caFile: String, http1: Bool = false) throws -> NIOSSLContext {
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = http1 ? ["h2", "http/1.1"] : ["h2"]
         tls.minimumTLSVersion = .tlsv12
         if !caFile.isEmpty { tls.additionalTrustRoots = [.file(caFile)] }
         return try NIOSSLContext(configuration: tls)
@@ -82,14 +91,14 @@ final class APNsConnectionPool: Sendable {
     }
 
     private enum Choice {
-        case use(APNsConnection)
-        case wait(EventLoopFuture<APNsConnection>)
+        case use(HTTP2Connection)
+        case wait(EventLoopFuture<HTTP2Connection>)
     }
 
-    /// A connection with places for `requests` reserved on it: `APNsConnection.send` gives them
+    /// A connection with places for `requests` reserved on it: `HTTP2Connection.send` gives them
     /// back. Reserving while choosing, under the pool's lock, keeps a burst of callers from all
     /// seeing the same free streams.
-    func connection(reserving requests: Int = 1) async throws -> APNsConnection {
+    func connection(reserving requests: Int = 1) async throws -> HTTP2Connection {
         var mayGrow = true
         while true {
             switch slots.withLock({ choose(&$0, reserving: requests, mayGrow: mayGrow) }) {
@@ -116,12 +125,12 @@ final class APNsConnectionPool: Sendable {
     /// waits for it, then chooses again; at `max_connections` the caller waits its turn on the
     /// least loaded one.
     private func choose(_ slots: inout [Slot], reserving requests: Int, mayGrow: Bool) -> Choice {
-        var leastLoadedKept: APNsConnection?
-        var leastLoaded: APNsConnection?
-        var firstFreeExtra: APNsConnection?
+        var leastLoadedKept: HTTP2Connection?
+        var leastLoaded: HTTP2Connection?
+        var firstFreeExtra: HTTP2Connection?
         var freeExtraSlot: Int?
-        var extraConnecting: EventLoopFuture<APNsConnection>?
-        var firstConnecting: EventLoopFuture<APNsConnection>?
+        var extraConnecting: EventLoopFuture<HTTP2Connection>?
+        var firstConnecting: EventLoopFuture<HTTP2Connection>?
         for index in slots.indices {
             switch slots[index] {
             case .ready(let connection) where connection.isUsable:
@@ -145,7 +154,7 @@ final class APNsConnectionPool: Sendable {
                 }
             }
         }
-        let chosen: APNsConnection
+        let chosen: HTTP2Connection
         if let leastLoadedKept, !leastLoadedKept.gauge.isSaturated {
             chosen = leastLoadedKept
         } else if let firstFreeExtra {
@@ -165,20 +174,28 @@ final class APNsConnectionPool: Sendable {
         return .use(chosen)
     }
 
-    private func startConnecting(in slots: inout [Slot], at index: Int) -> EventLoopFuture<APNsConnection> {
+    private func startConnecting(in slots: inout [Slot], at index: Int) -> EventLoopFuture<HTTP2Connection> {
         let extra = index >= keptConnections
-        let gauge = APNsConnectionGauge(
+        let gauge = HTTP2ConnectionGauge(
             maximumOpenStreams: maximumOpenStreams,
             idleTimeout: extra ? idleTimeout : nil,
             onIdle: { [weak self] gauge in self?.closeIdle(slot: index, gauge: gauge) }
         )
-        let future = APNsConnection.connect(
+        var address: EventLoopFuture<SocketAddress>?
+        if let resolve {
+            let promise = group.next().makePromise(of: SocketAddress.self)
+            promise.completeWithTask { try await resolve() }
+            address = promise.futureResult
+        }
+        let future = HTTP2Connection.connect(
             host: host,
             port: port,
+            address: address,
             tls: tls,
             serverHostname: serverHostname,
             gauge: gauge,
             readyTimeout: readyTimeout,
+            reading: reading,
             lastUsableStreamID: lastUsableStreamID,
             group: group
         )
@@ -198,8 +215,8 @@ final class APNsConnectionPool: Sendable {
 
     /// An extra connection idle for `idle_timeout` closes, unless a request was handed to it
     /// meanwhile.
-    private func closeIdle(slot index: Int, gauge: APNsConnectionGauge) {
-        let idle = slots.withLock { slots -> APNsConnection? in
+    private func closeIdle(slot index: Int, gauge: HTTP2ConnectionGauge) {
+        let idle = slots.withLock { slots -> HTTP2Connection? in
             guard case .ready(let connection) = slots[index], connection.gauge === gauge, gauge.outstanding == 0 else { return nil }
             slots[index] = .empty
             return connection
@@ -208,8 +225,24 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// Stops using a connection (GOAWAY, IdleTimeout, UnrelatedKeyIdInToken); the next request reconnects.
-    func retire(_ connection: APNsConnection) {
+    func retire(_ connection: HTTP2Connection) {
         connection.retire()
+    }
+
+    /// Stops using every connection: streams in flight finish, then each closes. Requests that
+    /// still come get new connections.
+    func retireAll() {
+        let current = slots.withLock { slots in
+            defer { slots = Array(repeating: .empty, count: slots.count) }
+            return slots
+        }
+        for slot in current {
+            switch slot {
+            case .ready(let connection): connection.retire()
+            case .connecting(let future, _): future.whenSuccess { $0.retire() }
+            case .empty: break
+            }
+        }
     }
 
     func shutdown() async {
