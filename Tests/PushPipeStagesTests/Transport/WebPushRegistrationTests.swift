@@ -1,9 +1,10 @@
 import Foundation
 import PushPipeCore
 import PushPipeSQLite
-import PushPipeStages
 import PushPipeTesting
 import Testing
+
+@testable import PushPipeStages
 
 /// `token_format: webpush`: a browser's `PushSubscription.toJSON()` as it comes, checked field
 /// by field, stored per endpoint (a real SQLite store behind the real route handler).
@@ -94,5 +95,27 @@ import Testing
             TokenMask.maskURL("https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE", token: subscription)
                 == "https://fcm.googleapis.com/fcm/send/dGhpcyBp…"
         )
+    }
+
+    /// The mask reads the endpoint off the stored text without parsing it; whatever the
+    /// endpoint, it shows what parsing the document and the URL shows (the slow way).
+    @Test(arguments: [
+        "https://fcm.googleapis.com/fcm/send/dGhpcyBpcyBh:APA91bE",
+        "https://updates.push.services.mozilla.com/wpush/v2/gAAAAABh",
+        "https://web.push.apple.com/QGuQyavXutnMqB",
+        "https://localhost:8443/push/b1",
+        "https://h.example/a/b/",
+        "https://user@h.example/push/x",
+        "https://h.example/push/x%2Fy",
+        "https://h.example/push/x?y=/z",
+        "https://[2001:db8::1]:443/push/x",
+        #"https:\/\/h.example\/push\/escaped"#,
+        "https://h.example/push/ünïcode",
+    ])
+    func theMaskReadOffTheTextIsWhatParsingShows(endpoint: String) throws {
+        let token = (["endpoint": .string(endpoint), "keys": ["auth": "BTBZMqHH6r4Tts7J_aSIgg", "p256dh": "BCVx"]] as JSON).compactText
+        let parsed = try #require(try JSON.parse(token)["endpoint"]?.stringValue)
+        let expected = URL(string: parsed).flatMap { url in url.host.map { $0 + "/" + TokenMask.mask(url.lastPathComponent) } }
+        #expect(WebPushSubscriptionFormat().mask(token) == expected)
     }
 }

@@ -45,10 +45,11 @@ import Testing
         http2: Bool = false,
         allowing: [String]? = nil,
         delivery: String = "{attempts: 2, backoff: 10ms, max_backoff: 50ms}",
+        authority given: TestCertificateAuthority? = nil,
         _ body: (Harness) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory("webpush")
-        let authority = try TestCertificateAuthority()
+        let authority = try given ?? TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("ca.pem"))
         let standIn = try await WebPushStandIn.start(authority: authority, http2: http2)
         _ = try VAPIDKeyFile.generate(path: directory.file("vapid.pem"))
@@ -175,9 +176,9 @@ import Testing
 
     /// A push service that redirects into the operator's network gets no second
     /// request; its subscription goes, and the internal server sees nothing.
-    @Test func aRedirectIsNotFollowedAndItsSubscriptionGoes() async throws {
+    @Test(arguments: [false, true]) func aRedirectIsNotFollowedAndItsSubscriptionGoes(http2: Bool) async throws {
         let intranet = try await OGSStandIn.start()
-        try await withHarness { harness in
+        try await withHarness(http2: http2) { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             harness.standIn.script(.init(status: 307, headers: [("location", "\(intranet.baseURL)/api/v1/players/42/full")]))
             let report = try await harness.process(["title": "t", "text": "x", "n": 1])
@@ -191,8 +192,8 @@ import Testing
 
     /// What a push service writes in its body is never repeated (in the status route, dead
     /// letters, the tap or logs): only a code of the form codes have.
-    @Test func aServicesBodyIsNotRepeatedOnlyItsCode() async throws {
-        try await withHarness { harness in
+    @Test(arguments: [false, true]) func aServicesBodyIsNotRepeatedOnlyItsCode(http2: Bool) async throws {
+        try await withHarness(http2: http2) { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             let page = "root:x:0:0:root:/root:/bin/bash\u{0}secret-internal-page " + String(repeating: "A", count: 5000)
             harness.standIn.script(
@@ -209,8 +210,8 @@ import Testing
 
     /// Without `--allow-private-endpoint` the stand-in on loopback is refused, at
     /// registration and, for a subscription stored earlier, before anything is sent.
-    @Test func aServiceOnLoopbackIsRefusedUnlessItsOriginIsAllowed() async throws {
-        try await withHarness(allowing: []) { harness in
+    @Test(arguments: [false, true]) func aServiceOnLoopbackIsRefusedUnlessItsOriginIsAllowed(http2: Bool) async throws {
+        try await withHarness(http2: http2, allowing: []) { harness in
             let subscription = harness.standIn.subscribe("b1")
             let transport = try #require(harness.definition.transport.stage as? WebPushTransport)
             #expect(throws: TokenRejected.self) {
@@ -288,8 +289,8 @@ import Testing
         }
     }
 
-    @Test func aGoneSubscriptionIsPruned() async throws {
-        try await withHarness { harness in
+    @Test(arguments: [false, true]) func aGoneSubscriptionIsPruned(http2: Bool) async throws {
+        try await withHarness(http2: http2) { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             try await harness.register("ann", harness.standIn.subscribe("b2"))
             harness.standIn.unsubscribe("b2")
@@ -301,8 +302,8 @@ import Testing
         }
     }
 
-    @Test func tooLargeIsAConfigurationErrorAndNotRetried() async throws {
-        try await withHarness { harness in
+    @Test(arguments: [false, true]) func tooLargeIsAConfigurationErrorAndNotRetried(http2: Bool) async throws {
+        try await withHarness(http2: http2) { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             harness.standIn.script(.init(status: 413))
             let report = try await harness.process(["title": "t", "text": "x", "n": 1])
@@ -313,8 +314,8 @@ import Testing
 
     /// Within `max_backoff` a push service's `Retry-After` is waited out (beyond it, see
     /// `aPushServiceAskingForAnHourHoldsNoRoom`).
-    @Test func throttlingIsRetriedAfterItsRetryAfter() async throws {
-        try await withHarness(delivery: "{attempts: 2, backoff: 10ms, max_backoff: 5s}") { harness in
+    @Test(arguments: [false, true]) func throttlingIsRetriedAfterItsRetryAfter(http2: Bool) async throws {
+        try await withHarness(http2: http2, delivery: "{attempts: 2, backoff: 10ms, max_backoff: 5s}") { harness in
             try await harness.register("ann", harness.standIn.subscribe("b1"))
             harness.standIn.script(.init(status: 429, retryAfter: 1))
             let started = ContinuousClock.now
@@ -369,6 +370,71 @@ import Testing
             #expect(try await register(harness.standIn.subscribe("b2")).status == 200)
             stored = try await harness.store.pipeline(harness.definition.name).tokens(user: "ann", kind: "webpush")
             #expect(stored.count == 1)
+        }
+    }
+
+    /// The subscription `standIn` made, its endpoint moved to `origin` (same path, same keys).
+    static func moved(_ subscription: JSON, to origin: String) throws -> JSON {
+        let endpoint = try #require(subscription["endpoint"]?.stringValue)
+        let path = endpoint[try #require(endpoint.range(of: "/push/")).lowerBound...]
+        return ["endpoint": .string(origin + path), "keys": subscription["keys"] ?? nil]
+    }
+
+    /// A name that resolves to loopback (`127.1`) is refused before any connection is made,
+    /// over HTTP/2 as over HTTP/1.1: the connection goes to the address that was checked.
+    @Test func aNameThatResolvesToAPrivateAddressGetsNoConnection() async throws {
+        try await withHarness(http2: true, allowing: []) { harness in
+            try await harness.register("ann", try Self.moved(harness.standIn.subscribe("b1"), to: "https://127.1:\(harness.standIn.port)"))
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(report.deliveries.first?.outcome == .dropToken, "\(report.deliveries)")
+            #expect(report.deliveries.first?.reason?.contains("private-address") == true, "\(report.deliveries)")
+            #expect(harness.standIn.connections == 0)
+        }
+    }
+
+    /// A service that completes TLS with h2 and then never sends its SETTINGS fails the send
+    /// within the request timeout, to be retried, instead of holding it.
+    @Test func aServiceThatNeverSendsItsSettingsFailsTheSendWithinItsTimeout() async throws {
+        let authority = try TestCertificateAuthority()
+        let silent = try await SilentTLSServer.start(authority: authority)
+        try await withHarness(transport: "  timeout: 1s", allowing: [silent.baseURL], delivery: "{attempts: 1}", authority: authority) { harness in
+            try await harness.register("ann", try Self.moved(harness.standIn.subscribe("b1"), to: silent.baseURL))
+            let started = ContinuousClock.now
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1])
+            #expect(ContinuousClock.now - started < .seconds(60))
+            #expect(report.status != .delivered)
+            #expect(report.deliveries.first?.outcome == .retryAfter, "\(report.deliveries)")
+            #expect(report.deliveries.first?.reason?.contains("SETTINGS") == true, "\(report.deliveries)")
+        }
+        await silent.stop()
+    }
+
+    /// An answer's body is read to 1,024 bytes and no further: the stream is reset there, and
+    /// the connection, its window given back, carries the next messages (a service that
+    /// answers megabytes neither fills memory nor stalls its connection).
+    @Test func aLongAnswerIsReadToItsLimitAndTheConnectionCarriesOn() async throws {
+        try await withHarness(http2: true, delivery: "{attempts: 1}") { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let long = Data(#"{"reason":"Long"}"#.utf8) + Data(repeating: 0x20, count: 2_000_000)
+            harness.standIn.script(.init(status: 400, rawBody: long), .init(status: 400, rawBody: long), .init(status: 400, rawBody: long))
+            let reports = try await harness.process(Array(repeating: (["title": "t", "text": "x", "n": 1], "ann"), count: 4))
+            #expect(reports.prefix(3).allSatisfy { $0.deliveries.first?.reason == "400 (Long)" }, "\(reports.map(\.deliveries))")
+            #expect(reports[3].status == .delivered)
+            #expect(harness.standIn.connections == 1)
+        }
+    }
+
+    /// The urgency comes from the event through a template: anything but RFC 8030's four words
+    /// fails that event before it is sent (a header NIOHTTP2 is not asked to check).
+    @Test func anUrgencyOutsideRFC8030FailsTheEventBeforeSending() async throws {
+        try await withHarness(renderer: "  urgency: \"{{u}}\"", http2: true) { harness in
+            try await harness.register("ann", harness.standIn.subscribe("b1"))
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1, "u": "high\r\nx-injected: 1"])
+            #expect(report.status != .delivered)
+            #expect(report.deliveries.first?.reason?.contains("urgency") == true, "\(report.deliveries)")
+            #expect(harness.standIn.messages.isEmpty)
+            #expect(try await harness.process(["title": "t", "text": "x", "n": 2, "u": "high"]).status == .delivered)
+            #expect(harness.standIn.messages.first?.headers["urgency"] == "high")
         }
     }
 }

@@ -67,42 +67,37 @@ final class HTTP2Connection: Sendable {
     ) -> EventLoopFuture<HTTP2Connection> {
         let loop = address?.eventLoop ?? group.next()
         let connectionPromise = OncePromise(loop.makePromise(of: HTTP2Connection.self))
-        let bootstrap = ClientBootstrap(group: loop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = HTTP2StreamHandler(
-                        gauge: gauge,
-                        settingsTimeout: readyTimeout,
-                        reading: reading,
-                        lastUsableStreamID: lastUsableStreamID
-                    )
-                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                    // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
-                    // would re-validate every header of every request, for nothing.
-                    configuration.headerBlockValidation = .disabled
-                    // A request's content-length is ours, and an answer is read to its END_STREAM
-                    // whatever it declares: checking lengths would scan every HEADERS frame's
-                    // headers both ways, for nothing.
-                    configuration.contentLengthValidation = .disabled
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
-                    try sync.addHandler(TLSRecordCoalescer())
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
-                    try sync.addHandler(handler)
-                    let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
-                    handler.whenReady { result in connectionPromise.complete(with: result.map { connection }) }
+        @Sendable func bootstrap() -> ClientBootstrap {
+            ClientBootstrap(group: loop)
+                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handler = HTTP2StreamHandler(
+                            gauge: gauge,
+                            settingsTimeout: readyTimeout,
+                            reading: reading,
+                            lastUsableStreamID: lastUsableStreamID
+                        )
+                        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                        // The headers are ours (fixed names, values checked in `prepare`); NIOHTTP2
+                        // would re-validate every header of every request, for nothing.
+                        configuration.headerBlockValidation = .disabled
+                        // A request's content-length is ours, and an answer is read to its END_STREAM
+                        // whatever it declares: checking lengths would scan every HEADERS frame's
+                        // headers both ways, for nothing.
+                        configuration.contentLengthValidation = .disabled
+                        let sync = channel.pipeline.syncOperations
+                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                        try sync.addHandler(TLSRecordCoalescer())
+                        try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
+                        try sync.addHandler(handler)
+                        let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
+                        handler.whenReady { result in connectionPromise.complete(with: result.map { connection }) }
+                    }
                 }
-            }
-        let connected: EventLoopFuture<any Channel>
-        if let address {
-            // The address future completes on `loop`, the bootstrap's.
-            let bound = NIOLoopBound(bootstrap, eventLoop: loop)
-            connected = address.flatMap { bound.value.connect(to: $0) }
-        } else {
-            connected = bootstrap.connect(host: host, port: port)
         }
+        let connected = address.map { $0.flatMap { bootstrap().connect(to: $0) } } ?? bootstrap().connect(host: host, port: port)
         // A connect that fails before the channel exists never runs the initializer.
         connected.whenFailure { connectionPromise.complete(with: .failure($0)) }
         return connectionPromise.futureResult

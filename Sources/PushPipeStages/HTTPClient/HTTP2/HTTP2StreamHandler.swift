@@ -35,8 +35,12 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
     private var timer: Scheduled<Void>?
     private var nextStreamID = HTTP2StreamID(1)
-    /// Received DATA bytes not yet given back to the server with WINDOW_UPDATE.
+    /// Received DATA bytes not yet given back to the server with WINDOW_UPDATE, as NIOHTTP2
+    /// counts them (`NIOHTTP2WindowUpdatedEvent`): frames of a stream reset here are counted
+    /// too, though never read, and their window must be given back all the same.
     private var unacknowledgedBytes = 0
+    /// Streams whose answer reached `reading.bodyLimit` during this read, to be reset after it.
+    private var cutShort: [HTTP2StreamID] = []
     private var failure: (any Error)?
     private var closeWhenIdle = false
     /// Until the server's first SETTINGS arrive its stream limit is unknown (HTTP/2 then allows
@@ -61,6 +65,8 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// makes way for a new one.
     static let defaultLastUsableStreamID = HTTP2StreamID(Int32.max - 1024)
     static let windowUpdateThreshold = 32_768
+    /// The connection's receive window, as HTTP/2 begins it and as WINDOW_UPDATE restores it.
+    static let connectionWindow = 65_535
     /// A server that repeats a kept header without end is not followed past this.
     static let keptHeadersPerAnswer = 16
 
@@ -186,13 +192,11 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             }
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
-            unacknowledgedBytes += payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
             if case .byteBuffer(let buffer) = payload.data, buffer.readableBytes > 0 {
                 let limit = reading.bodyLimit
+                var full = false
                 streams.update(frame.streamID) { stream in
-                    // Past the limit the rest is only counted (and its window given back).
                     let kept = stream.body?.readableBytes ?? 0
-                    guard kept < limit else { return }
                     let slice = buffer.getSlice(at: buffer.readerIndex, length: min(buffer.readableBytes, limit - kept))!
                     if stream.body == nil {
                         stream.body = slice
@@ -200,6 +204,14 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
                         var slice = slice
                         stream.body!.writeBuffer(&slice)
                     }
+                    full = stream.body!.readableBytes >= limit && !payload.endStream
+                }
+                if full {
+                    // The answer is read as far as it will be: it completes now, and the
+                    // stream is reset (`channelReadComplete`) so that the server stops
+                    // sending what nobody reads, and stops using the connection's window.
+                    complete(frame.streamID)
+                    cutShort.append(frame.streamID)
                 }
             }
             if payload.endStream { complete(frame.streamID) }
@@ -233,6 +245,9 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         if let closed = event as? StreamClosedEvent, streams.contains(closed.streamID) {
             fail(closed.streamID, with: HTTP2ConnectionError.streamClosed)
         }
+        if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream, let inbound = window.inboundWindowSize {
+            unacknowledgedBytes = Self.connectionWindow - inbound
+        }
         // A server that did not choose h2 in ALPN speaks HTTP/1.1 (or nothing we know): the
         // connection ends before a frame is read, and the caller may use HTTP/1.1 instead.
         if case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
@@ -262,6 +277,11 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// NIOHTTP2 deliver pending stream-closed events, which would then arrive before the frame
     /// that completes the stream had been handled.
     func channelReadComplete(context: ChannelHandlerContext) {
+        if !cutShort.isEmpty {
+            for id in cutShort { context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil) }
+            cutShort.removeAll(keepingCapacity: true)
+            context.flush()
+        }
         if unacknowledgedBytes >= Self.windowUpdateThreshold {
             context.writeAndFlush(
                 wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),

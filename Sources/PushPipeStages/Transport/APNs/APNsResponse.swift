@@ -10,9 +10,10 @@ struct APNsResponse: Sendable {
     var channelID: String? = nil
     var body: Data
 
-    /// What an APNs connection keeps of an answer: its ids, and a body up to 1 MB (an error's
-    /// JSON is small; the channel-management API lists a bundle's channels).
-    static let reading = HTTP2Connection.Reading(keptHeaders: ["apns-id", "apns-unique-id", "apns-channel-id"], bodyLimit: 1 << 20)
+    /// What an APNs connection keeps of an answer: its ids, and a body up to a stream's
+    /// receive window (an error's JSON is small; the channel-management API lists a bundle's
+    /// channels, and a longer list is cut there instead of waiting for a window never given).
+    static let reading = HTTP2Connection.Reading(keptHeaders: ["apns-id", "apns-unique-id", "apns-channel-id"], bodyLimit: 65_535)
 
     init(status: Int, apnsID: String?, channelID: String? = nil, body: Data) {
         self.status = status
