@@ -39,6 +39,9 @@ final class EgressHTTP2Pools: Sendable {
     private struct State {
         var entries: [String: Entry] = [:]
         var nextSweep: ContinuousClock.Instant
+        /// After `shutdown` (the pipeline stopped) a late send opens no connection nobody would
+        /// close: it goes by HTTP/1.1, whose client lives as long as the process.
+        var closed = false
     }
 
     private let state: Mutex<State>
@@ -73,6 +76,7 @@ final class EgressHTTP2Pools: Sendable {
     func route(origin: String, host: String, port: Int) -> Route {
         let current = now()
         let (route, retired) = state.withLock { state -> (Route, [HTTP2ConnectionPool]) in
+            if state.closed { return (.http1, []) }
             var retired = sweep(&state, at: current)
             if var entry = state.entries[origin] {
                 entry.lastUsed = current
@@ -107,13 +111,17 @@ final class EgressHTTP2Pools: Sendable {
         pool?.retireAll()
     }
 
-    /// Closes every connection (the pipeline stops); which origins speak HTTP/1.1 only is kept.
+    /// Closes every connection at once (the pipeline stops); which origins speak HTTP/1.1
+    /// only is kept.
     func shutdown() async {
         let pools = state.withLock { state in
+            state.closed = true
             defer { state.entries = state.entries.filter { $0.value.http1Until != nil } }
             return state.entries.values.compactMap(\.pool)
         }
-        for pool in pools { await pool.shutdown() }
+        await withTaskGroup(of: Void.self) { group in
+            for pool in pools { group.addTask { await pool.shutdown() } }
+        }
     }
 
     /// Retires the pools unused for `idleTimeout`; looked at no more than once per `idleTimeout`.
@@ -121,20 +129,26 @@ final class EgressHTTP2Pools: Sendable {
         guard current >= state.nextSweep else { return [] }
         state.nextSweep = current + idleTimeout
         var retired: [HTTP2ConnectionPool] = []
-        for (origin, entry) in state.entries where current - entry.lastUsed >= idleTimeout {
-            if let pool = entry.pool { retired.append(pool) }
-            state.entries[origin] = nil
+        for (origin, var entry) in state.entries where current - entry.lastUsed >= idleTimeout {
+            if let pool = entry.pool.take() { retired.append(pool) }
+            // An origin without h2 is remembered for its hour, idle or not.
+            if let until = entry.http1Until, until > current {
+                state.entries[origin] = entry
+            } else {
+                state.entries[origin] = nil
+            }
         }
         return retired
     }
 
     private func makePool(origin: String, host: String, port: Int) -> HTTP2ConnectionPool {
-        var resolve: (@Sendable () async throws -> SocketAddress)?
+        var resolve: (@Sendable () async throws -> [SocketAddress])?
         if !policy.privateOrigins.contains(origin) {
             let policy = self.policy
             resolve = {
-                let address = try await policy.checkedAddresses(of: host, port: port, origin: origin)[0]
-                return try SocketAddress(ipAddress: address.description, port: port)
+                try await policy.checkedAddresses(of: host, port: port, origin: origin).map {
+                    try SocketAddress(ipAddress: $0.description, port: port)
+                }
             }
         }
         return HTTP2ConnectionPool(

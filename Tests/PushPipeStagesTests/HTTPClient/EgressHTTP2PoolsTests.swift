@@ -1,5 +1,6 @@
 import Foundation
 import PushPipeCore
+import PushPipeTesting
 import Synchronization
 import Testing
 
@@ -70,7 +71,47 @@ import Testing
         pools.useHTTP1(for: "https://old.example")
         #expect(pool(pools.route(origin: "https://old.example", host: "old.example", port: 443)) == nil)
         #expect(pools.pooledOrigins == 0)
-        clock.advance(.seconds(3601))
+        // Idle past the idle timeout, and swept: the hour is remembered all the same.
+        clock.advance(.seconds(1800))
+        _ = pools.route(origin: "https://other.example", host: "other.example", port: 443)
+        #expect(pool(pools.route(origin: "https://old.example", host: "old.example", port: 443)) == nil)
+        clock.advance(.seconds(1801))
         #expect(pool(pools.route(origin: "https://old.example", host: "old.example", port: 443)) != nil, "asked again after the hour")
+    }
+
+    /// A pool let go (the least recently used, past the cap) closes its connection once its
+    /// streams are done, and opens no other: nobody holds it to close one.
+    @Test(.timeLimit(.minutes(1))) func anOriginThatMakesWayClosesItsConnectionAndOpensNoOther() async throws {
+        let directory = try TemporaryDirectory("egress-h2")
+        defer { directory.remove() }
+        let authority = try TestCertificateAuthority()
+        try authority.writeCACertificate(to: directory.file("ca.pem"))
+        let first = try await WebPushStandIn.start(authority: authority, http2: true)
+        let second = try await WebPushStandIn.start(authority: authority, http2: true)
+        let pools = try EgressHTTP2Pools(
+            policy: EgressPolicy(privateOrigins: [first.origin, second.origin]),
+            caFile: directory.file("ca.pem"),
+            reading: WebPushResponse.reading,
+            readyTimeout: .seconds(20),
+            maximumOrigins: 1
+        )
+        let firstPool = try #require(pool(pools.route(origin: first.origin, host: "localhost", port: first.port)))
+        let connection = try await firstPool.connection()
+        connection.gauge.remove(1)
+        #expect(first.connections == 1)
+        _ = pools.route(origin: second.origin, host: "localhost", port: second.port)
+        try await connection.channel.closeFuture.get()
+        await #expect(throws: HTTP2ConnectionError.self) { _ = try await firstPool.connection() }
+        #expect(first.connections == 1)
+        await pools.shutdown()
+        await first.stop()
+        await second.stop()
+    }
+
+    @Test(arguments: [
+        ("1und1.de", "1und1.de"), ("163.com", "163.com"), ("fcm.googleapis.com", "fcm.googleapis.com"), ("127.0.0.1", nil), ("2001:db8::1", nil),
+    ])
+    func aNameThatBeginsWithADigitIsStillANameForTLS(host: String, expected: String?) {
+        #expect(HTTP2ConnectionPool.serverHostname(for: host) == expected)
     }
 }

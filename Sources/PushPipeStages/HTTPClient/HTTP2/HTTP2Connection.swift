@@ -51,12 +51,13 @@ final class HTTP2Connection: Sendable {
     ///   - gauge: made by the pool, which reads it to choose connections; it also carries
     ///     `max_streams` and, for connections the pool may close, the idle timeout.
     ///   - readyTimeout: for TCP, TLS and the SETTINGS together.
-    ///   - address: where to connect, when the caller resolved and checked the name itself
-    ///     (a host a user chose); nil resolves `host`.
+    ///   - addresses: where to connect, tried in order, when the caller resolved and checked
+    ///     the name itself (a host a user chose); nil resolves `host`. Their lookup counts in
+    ///     `readyTimeout`.
     static func connect(
         host: String,
         port: Int,
-        address: EventLoopFuture<SocketAddress>? = nil,
+        addresses: EventLoopFuture<[SocketAddress]>? = nil,
         tls: NIOSSLContext,
         serverHostname: String?,
         gauge: HTTP2ConnectionGauge,
@@ -65,8 +66,14 @@ final class HTTP2Connection: Sendable {
         lastUsableStreamID: HTTP2StreamID,
         group: any EventLoopGroup
     ) -> EventLoopFuture<HTTP2Connection> {
-        let loop = address?.eventLoop ?? group.next()
+        let loop = addresses?.eventLoop ?? group.next()
         let connectionPromise = OncePromise(loop.makePromise(of: HTTP2Connection.self))
+        // TCP, TLS and the SETTINGS within `readyTimeout`, whatever each takes (the lookup,
+        // a connect to an address that drops packets, a handshake never finished).
+        let giveUp = loop.scheduleTask(in: readyTimeout) {
+            connectionPromise.complete(with: .failure(HTTP2ConnectionError.notReady))
+        }
+        connectionPromise.futureResult.whenComplete { _ in giveUp.cancel() }
         @Sendable func bootstrap() -> ClientBootstrap {
             ClientBootstrap(group: loop)
                 .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -87,17 +94,28 @@ final class HTTP2Connection: Sendable {
                         // whatever it declares: checking lengths would scan every HEADERS frame's
                         // headers both ways, for nothing.
                         configuration.contentLengthValidation = .disabled
+                        // Nothing here reads a pushed stream: a server may not open any.
+                        configuration.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
                         try sync.addHandler(TLSRecordCoalescer())
                         try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                         try sync.addHandler(handler)
                         let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
-                        handler.whenReady { result in connectionPromise.complete(with: result.map { connection }) }
+                        handler.whenReady { result in
+                            // Ready after the caller gave up: nobody will use it.
+                            if !connectionPromise.complete(with: result.map { connection }) { channel.close(promise: nil) }
+                        }
                     }
                 }
         }
-        let connected = address.map { $0.flatMap { bootstrap().connect(to: $0) } } ?? bootstrap().connect(host: host, port: port)
+        @Sendable func connect(to addresses: ArraySlice<SocketAddress>) -> EventLoopFuture<any Channel> {
+            guard let first = addresses.first else { return loop.makeFailedFuture(HTTP2ConnectionError.streamClosed) }
+            let attempt = bootstrap().connect(to: first)
+            guard addresses.count > 1 else { return attempt }
+            return attempt.flatMapError { _ in connect(to: addresses.dropFirst()) }
+        }
+        let connected = addresses.map { $0.flatMap { connect(to: $0[...]) } } ?? bootstrap().connect(host: host, port: port)
         // A connect that fails before the channel exists never runs the initializer.
         connected.whenFailure { connectionPromise.complete(with: .failure($0)) }
         return connectionPromise.futureResult
@@ -160,7 +178,11 @@ final class OncePromise<Value: Sendable>: Sendable {
         futureResult = promise.futureResult
     }
 
-    func complete(with result: Result<Value, any Error>) {
-        promise.withLock { $0.take() }?.completeWith(result)
+    /// Whether this completion was the first.
+    @discardableResult
+    func complete(with result: Result<Value, any Error>) -> Bool {
+        guard let promise = promise.withLock({ $0.take() }) else { return false }
+        promise.completeWith(result)
+        return true
     }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PushPipeCore
 import Synchronization
 
 /// Long-lived connections that grow with the load: `connections` are kept, and more, up to
@@ -31,8 +32,10 @@ final class HTTP2ConnectionPool: Sendable {
     let reading: HTTP2Connection.Reading
     /// Resolves and checks the host for each new connection, when it is one a user chose; nil
     /// lets the connection resolve it.
-    let resolve: (@Sendable () async throws -> SocketAddress)?
+    let resolve: (@Sendable () async throws -> [SocketAddress])?
     private let slots: Mutex<[Slot]>
+    /// Set by `retireAll`: a pool let go opens no connection again (nobody would close it).
+    private let retired = Atomic(false)
 
     enum Slot: Sendable {
         case empty
@@ -51,7 +54,7 @@ final class HTTP2ConnectionPool: Sendable {
         lastUsableStreamID: HTTP2StreamID,
         tls: NIOSSLContext,
         reading: HTTP2Connection.Reading,
-        resolve: (@Sendable () async throws -> SocketAddress)? = nil,
+        resolve: (@Sendable () async throws -> [SocketAddress])? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.readyTimeout = readyTimeout
@@ -65,9 +68,14 @@ final class HTTP2ConnectionPool: Sendable {
         self.group = group
         self.keptConnections = max(1, keptConnections)
         self.idleTimeout = idleTimeout
-        // SNI and name checks need a host name; an IP literal is checked against IP SANs instead.
-        serverHostname = host.first?.isNumber == true || host.contains(":") ? nil : host
+        serverHostname = Self.serverHostname(for: host)
         slots = Mutex(Array(repeating: .empty, count: max(self.keptConnections, maximumConnections)))
+    }
+
+    /// SNI and name checks need a host name; an IP literal is checked against IP SANs instead.
+    /// A name may begin with a digit (`1und1.de`).
+    static func serverHostname(for host: String) -> String? {
+        IPAddressBytes(host) == nil ? host : nil
     }
 
     /// HTTP/2 by ALPN (offering HTTP/1.1 too with `http1`, so that a server without h2 still
@@ -93,6 +101,7 @@ final class HTTP2ConnectionPool: Sendable {
     private enum Choice {
         case use(HTTP2Connection)
         case wait(EventLoopFuture<HTTP2Connection>)
+        case retired
     }
 
     /// A connection with places for `requests` reserved on it: `HTTP2Connection.send` gives them
@@ -104,6 +113,8 @@ final class HTTP2ConnectionPool: Sendable {
             switch slots.withLock({ choose(&$0, reserving: requests, mayGrow: mayGrow) }) {
             case .use(let connection):
                 return connection
+            case .retired:
+                throw HTTP2ConnectionError.closedBeforeSending
             case .wait(let future):
                 // `startConnecting` records the outcome in the slot before this caller resumes.
                 do {
@@ -125,6 +136,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// waits for it, then chooses again; at `max_connections` the caller waits its turn on the
     /// least loaded one.
     private func choose(_ slots: inout [Slot], reserving requests: Int, mayGrow: Bool) -> Choice {
+        if retired.load(ordering: .relaxed) { return .retired }
         var leastLoadedKept: HTTP2Connection?
         var leastLoaded: HTTP2Connection?
         var firstFreeExtra: HTTP2Connection?
@@ -181,16 +193,16 @@ final class HTTP2ConnectionPool: Sendable {
             idleTimeout: extra ? idleTimeout : nil,
             onIdle: { [weak self] gauge in self?.closeIdle(slot: index, gauge: gauge) }
         )
-        var address: EventLoopFuture<SocketAddress>?
+        var addresses: EventLoopFuture<[SocketAddress]>?
         if let resolve {
-            let promise = group.next().makePromise(of: SocketAddress.self)
+            let promise = group.next().makePromise(of: [SocketAddress].self)
             promise.completeWithTask { try await resolve() }
-            address = promise.futureResult
+            addresses = promise.futureResult
         }
         let future = HTTP2Connection.connect(
             host: host,
             port: port,
-            address: address,
+            addresses: addresses,
             tls: tls,
             serverHostname: serverHostname,
             gauge: gauge,
@@ -229,10 +241,12 @@ final class HTTP2ConnectionPool: Sendable {
         connection.retire()
     }
 
-    /// Stops using every connection: streams in flight finish, then each closes. Requests that
-    /// still come get new connections.
+    /// Stops using every connection and the pool: streams in flight finish, then each
+    /// connection closes; requests that still come fail with `closedBeforeSending` (the caller
+    /// finds another pool).
     func retireAll() {
         let current = slots.withLock { slots in
+            retired.store(true, ordering: .relaxed)
             defer { slots = Array(repeating: .empty, count: slots.count) }
             return slots
         }

@@ -148,7 +148,11 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             )
             opened = true
         }
-        guard opened else { return }
+        // Requests left waiting (a server whose stream limit is 0, or full) have deadlines too.
+        guard opened else {
+            if !waiting.isEmpty { scheduleTimer() }
+            return
+        }
         idleSince = nil
         context.flush()
         scheduleTimer()
@@ -380,15 +384,28 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private func scheduleTimer() {
         guard timer == nil, let context else { return }
         while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
-        guard let first = deadlines.first else { return }
+        let next = [deadlines.first?.deadline, waiting.first?.deadline].compactMap { $0 }.min()
+        guard let next else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: first.deadline) { loopBound.value.expire() }
+        timer = context.eventLoop.scheduleTask(deadline: next) { loopBound.value.expire() }
     }
 
-    /// Fails the streams past their deadline and resets them, so the server stops working on them.
+    /// Fails the streams past their deadline and resets them, so the server stops working on
+    /// them, and the requests past theirs still waiting for a stream.
     private func expire() {
         timer = nil
         let now = NIODeadline.now()
+        if waiting.contains(where: { $0.deadline <= now }) {
+            var left = CircularBuffer<HTTP2StreamRequest>(initialCapacity: waiting.count)
+            while let request = waiting.popFirst() {
+                if request.deadline <= now {
+                    request.continuation.resume(throwing: HTTP2ConnectionError.timedOut)
+                } else {
+                    left.append(request)
+                }
+            }
+            waiting = left
+        }
         while let first = deadlines.first, first.deadline <= now {
             deadlines.removeFirst()
             guard streams.contains(first.stream) else { continue }
@@ -413,6 +430,8 @@ struct HTTP2StreamRequest: Sendable {
 
 enum HTTP2ConnectionError: Error, CustomStringConvertible {
     case timedOut, streamClosed, malformedResponse, noServerSettings
+    /// TCP, TLS and the server's SETTINGS did not all happen within the request timeout.
+    case notReady
     /// The server's TLS did not choose `h2` by ALPN.
     case http2NotOffered
     /// The request never reached the server: the connection was closing, out of stream ids, or
@@ -425,6 +444,7 @@ enum HTTP2ConnectionError: Error, CustomStringConvertible {
         case .streamClosed: "the HTTP/2 stream or connection closed before an answer"
         case .malformedResponse: "the server answered without a status"
         case .noServerSettings: "the server sent no HTTP/2 SETTINGS before the request timeout"
+        case .notReady: "no connection ready (TCP, TLS, the server's HTTP/2 SETTINGS) within the request timeout"
         case .http2NotOffered: "the server did not offer HTTP/2 (ALPN h2)"
         case .closedBeforeSending: "the connection closed before the request was sent (GOAWAY, out of stream ids, connection lost)"
         }

@@ -164,16 +164,12 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         } catch {
             return .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)
         }
+        // One deadline for the whole send: the connection, the stream, a hand-over, HTTP/1.1.
+        let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
         do {
             let origin = try pools.policy.check(url: sealed.url)
-            if case .http2(let pool) = pools.route(origin: origin, host: sealed.target.host, port: sealed.target.port) {
-                do {
-                    return try await send(sealed, on: pool, origin: origin)
-                } catch HTTP2ConnectionError.http2NotOffered {
-                    pools.useHTTP1(for: origin)
-                }
-            }
-            let answer = try await client.execute(sealed.http1Request, timeout: TimeAmount(configuration.timeout))
+            if let outcome = try await sendOverHTTP2(sealed, origin: origin, deadline: deadline) { return outcome }
+            let answer = try await client.execute(sealed.http1Request, timeout: try Self.remaining(until: deadline))
             return WebPushResponse(
                 status: answer.status,
                 location: answer.headers.first(name: "location"),
@@ -192,22 +188,33 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         }
     }
 
-    /// One stream on the origin's connection; a request the connection closed before sending
-    /// goes to a new one, twice at most.
-    private func send(_ sealed: Sealed, on pool: HTTP2ConnectionPool, origin: String) async throws -> TransportOutcome {
+    /// One stream on the origin's connection; nil when the origin speaks HTTP/1.1 only. A
+    /// request its connection closed before sending (GOAWAY, the pool let go) goes to the
+    /// origin's connection again, twice at most, within the send's deadline.
+    private func sendOverHTTP2(_ sealed: Sealed, origin: String, deadline: NIODeadline) async throws -> TransportOutcome? {
         var handOvers = 0
-        while true {
-            let connection = try await pool.connection()
+        while case .http2(let pool) = pools.route(origin: origin, host: sealed.target.host, port: sealed.target.port) {
             do {
-                let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: TimeAmount(configuration.timeout))
+                let connection = try await pool.connection()
+                let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: try Self.remaining(until: deadline))
                 if (300..<400).contains(answer.status) {
                     throw EgressRefusal(.redirect, origin: origin, "answered \(answer.status) with a redirect, which is not followed")
                 }
                 return WebPushResponse(answer).outcome
             } catch HTTP2ConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
                 handOvers += 1
+            } catch HTTP2ConnectionError.http2NotOffered {
+                pools.useHTTP1(for: origin)
             }
         }
+        return nil
+    }
+
+    /// What is left of a send's time; throws `timedOut` when nothing is.
+    private static func remaining(until deadline: NIODeadline) throws -> TimeAmount {
+        let left = deadline - .now()
+        guard left > .zero else { throw HTTP2ConnectionError.timedOut }
+        return left
     }
 
     /// A request encrypted for its subscription and signed for its push service.
