@@ -111,6 +111,15 @@ import Testing
         "https://[2001:db8::1]:443/push/x",
         #"https:\/\/h.example\/push\/escaped"#,
         "https://h.example/push/ünïcode",
+        "https://bücher.example/push/x",
+        "https://h.example/push;v=1/x",
+        "https://h.example/push/x;v=1",
+        "https://h.example/push/x#frag",
+        "https://h.example:notaport/push/x",
+        "https://h.example:/push/x",
+        "https://h.example:8443/push/x",
+        "https://:443/push/x",
+        "https://h.example",
     ])
     func theMaskReadOffTheTextIsWhatParsingShows(endpoint: String) throws {
         let token = (["endpoint": .string(endpoint), "keys": ["auth": "BTBZMqHH6r4Tts7J_aSIgg", "p256dh": "BCVx"]] as JSON).compactText

@@ -69,20 +69,43 @@ struct WebPushSubscriptionFormat: TokenFormat {
         return host + "/" + TokenMask.mask(url.lastPathComponent)
     }
 
-    /// `https://host[:port]/…/id`'s host and last component read off the text, as `URL` reads
+    /// `https://host[:port]/…/id`'s host and last component read off the bytes, as `URL` reads
     /// them: every delivery's record and log line masks its token, and `URL` made of the
     /// endpoint cost more than the rest of the mask. Nil for anything less plain (credentials,
-    /// brackets, escapes, a query or a trailing slash), which `URL` reads.
+    /// brackets, escapes, parameters, a query, a fragment, a trailing slash, a byte beyond
+    /// ASCII), which `URL` reads.
     static func plainHostAndID(_ endpoint: String) -> (host: Substring, id: Substring)? {
-        guard endpoint.hasPrefix("https://") else { return nil }
-        let rest = endpoint.dropFirst(8)
-        guard let slash = rest.firstIndex(of: "/"), let last = rest.lastIndex(of: "/"), last != rest.index(before: rest.endIndex),
-            !rest.contains(where: { "@[]%?#\\".contains($0) })
-        else { return nil }
-        let authority = rest[..<slash]
-        let host = authority.firstIndex(of: ":").map { authority[..<$0] } ?? authority
-        guard !host.isEmpty else { return nil }
-        return (host, rest[rest.index(after: last)...])
+        let bytes = endpoint.utf8
+        guard bytes.starts(with: "https://".utf8) else { return nil }
+        let start = bytes.index(bytes.startIndex, offsetBy: 8)
+        var firstSlash: String.Index?
+        var lastSlash: String.Index?
+        var colon: String.Index?
+        var index = start
+        while index != bytes.endIndex {
+            switch bytes[index] {
+            case UInt8(ascii: "/"):
+                if firstSlash == nil { firstSlash = index }
+                lastSlash = index
+            case UInt8(ascii: ":"):
+                if firstSlash == nil, colon == nil { colon = index }
+            case UInt8(ascii: "@"), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"),
+                UInt8(ascii: ";"), UInt8(ascii: "\\"), 0x80...:
+                return nil
+            default:
+                break
+            }
+            bytes.formIndex(after: &index)
+        }
+        guard let firstSlash, let lastSlash, bytes.index(after: lastSlash) != bytes.endIndex else { return nil }
+        let hostEnd = colon ?? firstSlash
+        guard hostEnd > start else { return nil }
+        if let colon {
+            // A port is digits, or `URL` reads no URL at all.
+            let port = bytes[bytes.index(after: colon)..<firstSlash]
+            guard !port.isEmpty, port.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        }
+        return (endpoint[start..<hostEnd], endpoint[bytes.index(after: lastSlash)...])
     }
 
     /// The endpoint (the subscription's address, its last component the browser's id) cut to
