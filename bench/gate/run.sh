@@ -100,9 +100,10 @@ YAML
   RESULT=$(counted "$home/count")
 }
 
-# 3. A Web Push send: webpush renderer and transport (RFC 8291 encryption, VAPID) over HTTPS to
-# a push-service stand-in in another process (not counted).
-"$bench" webpush-standin --port "$WEBPUSH_PORT" --ca-file "$RUN/webpush-ca.pem" --seconds 900 > "$RUN/standin.log" &
+# 3. A Web Push send: webpush renderer and transport (RFC 8291 encryption, VAPID) over HTTP/2,
+# as the browsers' push services offer it, to a push-service stand-in in another process (not
+# counted).
+"$bench" webpush-standin --port "$WEBPUSH_PORT" --ca-file "$RUN/webpush-ca.pem" --seconds 900 --http2 > "$RUN/standin.log" &
 standin=$!
 for _ in $(seq 300); do
   grep -q '^listening' "$RUN/standin.log" 2>/dev/null && break

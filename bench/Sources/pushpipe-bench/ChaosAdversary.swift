@@ -45,19 +45,22 @@ final class ChaosAdversary: Sendable {
     static func start(in directory: TemporaryDirectory) async throws -> ChaosAdversary {
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("webpush-ca.pem"))
+        // Generous: a loaded machine once took more than the default 30 s to start the debug build.
         let status = try await DaemonProcess.run(arguments: ["vapid", "generate", directory.file("vapid.pem")], directory: directory.path) {
-            try await $0.waitForExit()
+            try await $0.waitForExit(timeout: 120)
         }
         guard status == 0 else { throw ChaosSetupError("pushpipe vapid generate exited \(status)") }
         let internalServer = try await ChaosInternalServer.start()
         let good = try await WebPushStandIn.start(authority: authority, http2: true)
-        let redirecting = try await WebPushStandIn.start(authority: authority)
+        // Over HTTP/2 as the browsers' push services, and over HTTP/1.1 (each daemon first asks
+        // an HTTP/1.1-only service for h2 by ALPN, then remembers it speaks HTTP/1.1).
+        let redirecting = try await WebPushStandIn.start(authority: authority, http2: true)
         redirecting.answerAlways(
             .init(status: 307, headers: [("location", "http://127.0.0.1:\(internalServer.port)/latest/meta-data/iam/security-credentials/")])
         )
         let throttling = try await WebPushStandIn.start(authority: authority)
         throttling.answerAlways(.init(status: 429, retryAfter: 3600))
-        let garbling = try await WebPushStandIn.start(authority: authority)
+        let garbling = try await WebPushStandIn.start(authority: authority, http2: true)
         garbling.answerAlways(
             .init(status: 400, rawBody: Data([0x7B, 0x22, 0x65, 0x00, 0x00, 0xFF, 0xFE, 0xC3, 0x28, 0x22, 0x3A, 0x00, 0xED, 0xA0, 0x80, 0x7D]))
         )
