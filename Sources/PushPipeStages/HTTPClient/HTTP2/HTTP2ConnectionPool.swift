@@ -107,7 +107,10 @@ final class HTTP2ConnectionPool: Sendable {
     /// A connection with places for `requests` reserved on it: `HTTP2Connection.send` gives them
     /// back. Reserving while choosing, under the pool's lock, keeps a burst of callers from all
     /// seeing the same free streams.
-    func connection(reserving requests: Int = 1) async throws -> HTTP2Connection {
+    ///
+    /// - Parameter deadline: waiting for a connection to become ready ends there
+    ///   (`notReady`); nil waits for it (its own `readyTimeout` bounds it).
+    func connection(reserving requests: Int = 1, deadline: NIODeadline? = nil) async throws -> HTTP2Connection {
         var mayGrow = true
         while true {
             switch slots.withLock({ choose(&$0, reserving: requests, mayGrow: mayGrow) }) {
@@ -118,7 +121,7 @@ final class HTTP2ConnectionPool: Sendable {
             case .wait(let future):
                 // `startConnecting` records the outcome in the slot before this caller resumes.
                 do {
-                    _ = try await future.get()
+                    try await Self.wait(for: future, until: deadline)
                 } catch {
                     let othersOpen = slots.withLock { slots in
                         slots.contains { if case .ready(let connection) = $0 { connection.isUsable } else { false } }
@@ -129,6 +132,18 @@ final class HTTP2ConnectionPool: Sendable {
                 }
             }
         }
+    }
+
+    private static func wait(for future: EventLoopFuture<HTTP2Connection>, until deadline: NIODeadline?) async throws {
+        guard let deadline else {
+            _ = try await future.get()
+            return
+        }
+        let bounded = OncePromise(future.eventLoop.makePromise(of: HTTP2Connection.self))
+        future.whenComplete { bounded.complete(with: $0) }
+        let timer = future.eventLoop.scheduleTask(deadline: deadline) { bounded.complete(with: .failure(HTTP2ConnectionError.notReady)) }
+        defer { timer.cancel() }
+        _ = try await bounded.futureResult.get()
     }
 
     /// The least loaded kept connection with a free stream, else the first extra one with a
@@ -261,6 +276,8 @@ final class HTTP2ConnectionPool: Sendable {
 
     func shutdown() async {
         let current = slots.withLock { slots in
+            // A caller waiting for a connection of this pool opens none after it.
+            retired.store(true, ordering: .relaxed)
             defer { slots = Array(repeating: .empty, count: slots.count) }
             return slots
         }

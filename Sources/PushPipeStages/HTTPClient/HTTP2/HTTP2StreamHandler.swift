@@ -30,10 +30,12 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// NIOHTTP2 finds and removes streams in lists that grow with the number open: a thousand
     /// open streams cost more per request than a hundred, for no more throughput.
     private let maximumOpenStreams: Int
-    /// Streams in the order they were opened; with one timeout per connection that is also
-    /// the order of their deadlines, so one timer serves them all.
+    /// Streams in the order they were opened, and their deadlines (in that order when every
+    /// request has the same timeout, APNs'; not when a request brings what is left of its
+    /// send's time). One timer serves them all, armed for the earliest (`arm`).
     private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
     private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
     private var nextStreamID = HTTP2StreamID(1)
     /// Received DATA bytes not yet given back to the server with WINDOW_UPDATE, as NIOHTTP2
     /// counts them (`NIOHTTP2WindowUpdatedEvent`): frames of a stream reset here are counted
@@ -50,7 +52,11 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private var serverStreamLimit = Int.max
     /// Fails the connection if the server's SETTINGS do not come before the first request's deadline.
     private var settingsTimer: Scheduled<Void>?
-    private let gauge: HTTP2ConnectionGauge
+    /// The pool's view of this connection, once it is the one connected (`whenReady`): a
+    /// connect tried on several addresses (or by Happy Eyeballs) makes a pipeline for each,
+    /// and the ones that lost end without telling the pool anything.
+    private var gauge: HTTP2ConnectionGauge?
+    private let offeredGauge: HTTP2ConnectionGauge
     private let reading: HTTP2Connection.Reading
     private let lastUsableStreamID: HTTP2StreamID
     private let settingsTimeout: TimeAmount
@@ -86,16 +92,19 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         self.settingsTimeout = settingsTimeout
         self.reading = reading
         maximumOpenStreams = gauge.streamLimit
+        offeredGauge = gauge
         streams = HTTP2StreamTable(maximumOpen: maximumOpenStreams)
         self.lastUsableStreamID = lastUsableStreamID
-        self.gauge = gauge
     }
 
-    private func goingAway() { gauge.setGoingAway() }
+    private func goingAway() { gauge?.setGoingAway() }
 
-    /// `body` is told once: when the server's SETTINGS arrive, or when the connection fails first.
+    /// `body` is told once: when the server's SETTINGS arrive, or when the connection fails
+    /// first. Called for the channel that connected, which from then on reports to the gauge.
     func whenReady(_ body: @escaping (Result<Void, any Error>) -> Void) {
         ready = body
+        gauge = offeredGauge
+        if failure != nil || closeWhenIdle { offeredGauge.setGoingAway() }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -112,6 +121,9 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// whole batch; the rest wait for streams to finish.
     func send(_ requests: [HTTP2StreamRequest]) {
         waiting.append(contentsOf: requests)
+        // Each request's deadline holds from now, waiting for a stream or on one; requests
+        // may have deadlines of their own (what is left of a send's time), in any order.
+        for request in requests { arm(for: request.deadline) }
         openWaitingStreams()
     }
 
@@ -148,14 +160,9 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             )
             opened = true
         }
-        // Requests left waiting (a server whose stream limit is 0, or full) have deadlines too.
-        guard opened else {
-            if !waiting.isEmpty { scheduleTimer() }
-            return
-        }
+        guard opened else { return }
         idleSince = nil
         context.flush()
-        scheduleTimer()
     }
 
     /// The connection is ready once the server's SETTINGS arrived (its stream limit is known
@@ -224,7 +231,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         case .settings(.settings(let settings)):
             if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
                 serverStreamLimit = limit.value
-                gauge.setStreamLimit(min(maximumOpenStreams, serverStreamLimit))
+                gauge?.setStreamLimit(min(maximumOpenStreams, serverStreamLimit))
             }
             if !serverSettingsReceived {
                 serverSettingsReceived = true
@@ -336,6 +343,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         deadlines.removeAll()
         timer?.cancel()
         timer = nil
+        timerDeadline = nil
         for stream in open { stream.continuation.resume(throwing: error) }
         openWaitingStreams()
     }
@@ -351,7 +359,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// Starts the idle clock when the last stream closed with nothing waiting. One timer at a
     /// time: it is not cancelled when streams open again, only finds the connection busy.
     private func noteIdleIfSo() {
-        guard let timeout = gauge.idleTimeout, streams.isEmpty, waiting.isEmpty, !closeWhenIdle, idleSince == nil else { return }
+        guard let timeout = gauge?.idleTimeout, streams.isEmpty, waiting.isEmpty, !closeWhenIdle, idleSince == nil else { return }
         let now = NIODeadline.now()
         idleSince = now
         if idleTimer == nil { scheduleIdleCheck(at: now + TimeAmount(timeout)) }
@@ -368,7 +376,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// then stays idle is asked about once more, not forgotten.
     private func checkIdle() {
         idleTimer = nil
-        guard let since = idleSince, let timeout = gauge.idleTimeout, !closeWhenIdle else { return }
+        guard let since = idleSince, let gauge, let timeout = gauge.idleTimeout, !closeWhenIdle else { return }
         let now = NIODeadline.now()
         let due = since + TimeAmount(timeout)
         if due <= now {
@@ -381,41 +389,55 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         }
     }
 
-    private func scheduleTimer() {
-        guard timer == nil, let context else { return }
-        while let first = deadlines.first, !streams.contains(first.stream) { deadlines.removeFirst() }
-        let next = [deadlines.first?.deadline, waiting.first?.deadline].compactMap { $0 }.min()
-        guard let next else { return }
+    /// The one timer fires at the earliest deadline of a request waiting or on a stream.
+    private func arm(for deadline: NIODeadline) {
+        guard let context else { return }
+        if let timer, let armed = timerDeadline {
+            guard deadline < armed else { return }
+            timer.cancel()
+        }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: next) { loopBound.value.expire() }
+        timer = context.eventLoop.scheduleTask(deadline: deadline) { loopBound.value.expire() }
+        timerDeadline = deadline
     }
 
     /// Fails the streams past their deadline and resets them, so the server stops working on
-    /// them, and the requests past theirs still waiting for a stream.
+    /// them, and the requests past theirs still waiting for a stream; then arms the timer for
+    /// the earliest deadline left. Deadlines are in no particular order, so all are looked at
+    /// (this runs once per deadline, not per request).
     private func expire() {
         timer = nil
+        timerDeadline = nil
         let now = NIODeadline.now()
-        if waiting.contains(where: { $0.deadline <= now }) {
+        var earliest: NIODeadline?
+        if !waiting.isEmpty {
             var left = CircularBuffer<HTTP2StreamRequest>(initialCapacity: waiting.count)
             while let request = waiting.popFirst() {
                 if request.deadline <= now {
                     request.continuation.resume(throwing: HTTP2ConnectionError.timedOut)
                 } else {
                     left.append(request)
+                    earliest = min(earliest ?? request.deadline, request.deadline)
                 }
             }
             waiting = left
         }
-        while let first = deadlines.first, first.deadline <= now {
-            deadlines.removeFirst()
-            guard streams.contains(first.stream) else { continue }
-            // Failed before the reset is written: writing it delivers NIOHTTP2's stream-closed
-            // event at once, which would fail the stream as closed before an answer instead.
-            fail(first.stream, with: HTTP2ConnectionError.timedOut)
-            context?.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
+        var open = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>(initialCapacity: deadlines.count)
+        while let entry = deadlines.popFirst() {
+            guard streams.contains(entry.stream) else { continue }
+            if entry.deadline <= now {
+                // Failed before the reset is written: writing it delivers NIOHTTP2's stream-closed
+                // event at once, which would fail the stream as closed before an answer instead.
+                fail(entry.stream, with: HTTP2ConnectionError.timedOut)
+                context?.write(wrapOutboundOut(HTTP2Frame(streamID: entry.stream, payload: .rstStream(.cancel))), promise: nil)
+            } else {
+                open.append(entry)
+                earliest = min(earliest ?? entry.deadline, entry.deadline)
+            }
         }
+        deadlines = open
         context?.flush()
-        scheduleTimer()
+        if let earliest { arm(for: earliest) }
         openWaitingStreams()
     }
 }

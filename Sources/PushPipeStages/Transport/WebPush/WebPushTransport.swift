@@ -190,12 +190,13 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     /// One stream on the origin's connection; nil when the origin speaks HTTP/1.1 only. A
     /// request its connection closed before sending (GOAWAY, the pool let go) goes to the
-    /// origin's connection again, twice at most, within the send's deadline.
+    /// origin's connection again, twice at most; all within the send's deadline.
     private func sendOverHTTP2(_ sealed: Sealed, origin: String, deadline: NIODeadline) async throws -> TransportOutcome? {
         var handOvers = 0
         while case .http2(let pool) = pools.route(origin: origin, host: sealed.target.host, port: sealed.target.port) {
             do {
-                let connection = try await pool.connection()
+                _ = try Self.remaining(until: deadline)
+                let connection = try await pool.connection(deadline: deadline)
                 let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: try Self.remaining(until: deadline))
                 if (300..<400).contains(answer.status) {
                     throw EgressRefusal(.redirect, origin: origin, "answered \(answer.status) with a redirect, which is not followed")
@@ -204,7 +205,9 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             } catch HTTP2ConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
                 handOvers += 1
             } catch HTTP2ConnectionError.http2NotOffered {
+                // HTTP/1.1 now, and for an hour (even if the origin made way for others meanwhile).
                 pools.useHTTP1(for: origin)
+                return nil
             }
         }
         return nil
