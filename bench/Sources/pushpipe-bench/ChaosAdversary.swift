@@ -45,7 +45,7 @@ final class ChaosAdversary: Sendable {
     static func start(in directory: TemporaryDirectory) async throws -> ChaosAdversary {
         let authority = try TestCertificateAuthority()
         try authority.writeCACertificate(to: directory.file("webpush-ca.pem"))
-        // Generous: a loaded machine once took more than the default 30 s to start the debug build.
+        // Generous: the debug build starts slowly on a loaded machine.
         let status = try await DaemonProcess.run(arguments: ["vapid", "generate", directory.file("vapid.pem")], directory: directory.path) {
             try await $0.waitForExit(timeout: 120)
         }

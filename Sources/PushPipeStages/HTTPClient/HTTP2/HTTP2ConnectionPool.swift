@@ -260,12 +260,7 @@ final class HTTP2ConnectionPool: Sendable {
     /// connection closes; requests that still come fail with `closedBeforeSending` (the caller
     /// finds another pool).
     func retireAll() {
-        let current = slots.withLock { slots in
-            retired.store(true, ordering: .relaxed)
-            defer { slots = Array(repeating: .empty, count: slots.count) }
-            return slots
-        }
-        for slot in current {
+        for slot in letGo() {
             switch slot {
             case .ready(let connection): connection.retire()
             case .connecting(let future, _): future.whenSuccess { $0.retire() }
@@ -274,13 +269,18 @@ final class HTTP2ConnectionPool: Sendable {
         }
     }
 
-    func shutdown() async {
-        let current = slots.withLock { slots in
-            // A caller waiting for a connection of this pool opens none after it.
+    /// Empties the slots and marks the pool retired, under one lock: a caller waiting for a
+    /// connection of this pool opens none after it (nobody would close it).
+    private func letGo() -> [Slot] {
+        slots.withLock { slots in
             retired.store(true, ordering: .relaxed)
             defer { slots = Array(repeating: .empty, count: slots.count) }
             return slots
         }
+    }
+
+    func shutdown() async {
+        let current = letGo()
         for slot in current {
             switch slot {
             case .ready(let connection): try? await connection.channel.close()

@@ -70,8 +70,8 @@ struct WebPushSubscriptionFormat: TokenFormat {
     }
 
     /// `https://host[:port]/…/id`'s host and last component read off the bytes, as `URL` reads
-    /// them: every delivery's record and log line masks its token, and `URL` made of the
-    /// endpoint cost more than the rest of the mask. Nil for anything less plain (credentials,
+    /// them: every delivery's record and log line masks its token, and a `URL` per mask
+    /// would cost more than the rest of it. Nil for anything less plain (credentials,
     /// brackets, escapes, parameters, a query, a fragment, a trailing slash, a byte beyond
     /// ASCII), which `URL` reads.
     static func plainHostAndID(_ endpoint: String) -> (host: Substring, id: Substring)? {
