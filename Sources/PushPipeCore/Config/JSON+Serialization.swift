@@ -58,31 +58,42 @@ extension JSON {
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        // Fast path: most strings need no escaping at all. Scanned over the string's own bytes,
-        // which the generic `contains(where:)` on the UTF-8 view does not do.
-        let plain = string.utf8.withContiguousStorageIfAvailable { bytes in
-            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-            output.append(contentsOf: bytes)
-            return true
+        // Over the string's own bytes, the runs between escapes copied whole: most strings need
+        // no escape, and a stored subscription (JSON in a string) has a dozen among 250 bytes.
+        let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            var runStart = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                writeEscape(byte, to: &output)
+                runStart = index + 1
+            }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
-        if plain == true {
-            output.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
-            case 0x0A: output.append(contentsOf: "\\n".utf8)
-            case 0x0D: output.append(contentsOf: "\\r".utf8)
-            case 0x09: output.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0xF)])
-            default: output.append(byte)
+        if written == nil {
+            for byte in string.utf8 {
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    writeEscape(byte, to: &output)
+                } else {
+                    output.append(byte)
+                }
             }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    private static func writeEscape(_ byte: UInt8, to output: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
+        case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
+        case 0x0A: output.append(contentsOf: "\\n".utf8)
+        case 0x0D: output.append(contentsOf: "\\r".utf8)
+        case 0x09: output.append(contentsOf: "\\t".utf8)
+        default:
+            output.append(contentsOf: "\\u00".utf8)
+            output.append(hexDigits[Int(byte >> 4)])
+            output.append(hexDigits[Int(byte & 0xF)])
+        }
     }
 }

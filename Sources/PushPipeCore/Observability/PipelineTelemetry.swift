@@ -158,7 +158,7 @@ public final class PipelineTelemetry: Sendable {
             latency.recordNanoseconds(Int64(max(0, now.timeIntervalSince(event.time)) * 1e9))
         }
         let token = notification.token
-        activity.delivery(.init(time: now, user: token.user, token: token.masked, outcome: outcome, reason: reason))
+        activity.delivery(.init(time: now, user: token.user, unmaskedToken: token.value, outcome: outcome, reason: reason))
         if outcome == .configError || outcome == .refused, let reason {
             activity.problem(stage: transport, "\(token.masked): \(reason)")
         }

@@ -16,12 +16,28 @@ public final class RecentActivity: Sendable {
         public var tokensPruned = 0
     }
 
-    public struct Delivery: Sendable {
+    public struct Delivery: Sendable, CustomReflectable {
         public var time: Date
         public var user: String
-        public var token: String
+        /// Masked when read: the page reads the last 20, and a subscription's mask costs a
+        /// microsecond at every delivery.
+        private var unmaskedToken: String
+        public var token: String { TokenMask.mask(unmaskedToken) }
         public var outcome: ReportedOutcome
         public var reason: String?
+
+        public init(time: Date, user: String, unmaskedToken: String, outcome: ReportedOutcome, reason: String?) {
+            self.time = time
+            self.user = user
+            self.unmaskedToken = unmaskedToken
+            self.outcome = outcome
+            self.reason = reason
+        }
+
+        /// What `print` and `dump` show: the token masked, as everywhere else.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["time": time, "user": user, "token": token, "outcome": outcome, "reason": reason as Any])
+        }
     }
 
     public struct Problem: Sendable {

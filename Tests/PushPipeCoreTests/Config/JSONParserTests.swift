@@ -73,4 +73,23 @@ import Testing
             }
         }
     }
+
+    /// The writer copies the runs between escapes whole: whatever needs escaping, and wherever
+    /// it falls (first, last, next to another), the text parses back to the same string.
+    @Test func writtenStringsParseBackWhereverTheEscapesFall() throws {
+        let specials = ["\"", "\\", "\n", "\r", "\t", "\u{01}", "\u{1F}", "é", "😀", "\"\"", "\\\""]
+        for length in 0...6 {
+            for position in 0...length {
+                let plain = String(repeating: "x", count: length)
+                let at = plain.index(plain.startIndex, offsetBy: position)
+                for special in specials {
+                    let string = plain[..<at] + special + plain[at...] + special
+                    let written = JSON.string(string).compactText
+                    #expect(try JSON.parse(written) == .string(string), "\(written)")
+                    #expect(!written.utf8.contains(where: { $0 < 0x20 }), "control characters are escaped: \(written)")
+                }
+            }
+        }
+        #expect(JSON.string("{\"endpoint\":\"https://x\"}").compactText == #""{\"endpoint\":\"https://x\"}""#)
+    }
 }

@@ -63,19 +63,35 @@ public struct WebPushEncryption: Sendable {
         return body
     }
 
-    /// RFC 8291 §3.3-3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
+    /// RFC 8291 §3.3-3.4 and RFC 8188 §2.2: the content-encryption key and the nonce, each
+    /// HKDF written out as its HMACs (every output fits one block of SHA-256).
     func contentKey(senderKey: P256.KeyAgreement.PrivateKey, senderPublic: Data, salt: Data) throws -> (SymmetricKey, AES.GCM.Nonce) {
         let shared = try senderKey.sharedSecretFromKeyAgreement(with: userAgentPublicKey)
-        var keyInfo = Data(capacity: 14 + 2 * 65)
-        keyInfo.append(contentsOf: "WebPush: info\0".utf8)
-        keyInfo.append(userAgentKeyBytes)
-        keyInfo.append(senderPublic)
-        let inputKeyMaterial = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: authSecret, sharedInfo: keyInfo, outputByteCount: 32)
-        let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: inputKeyMaterial, salt: salt)
-        let key = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
-        let nonce = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
-        return (key, try AES.GCM.Nonce(data: nonce.withUnsafeBytes { Data($0) }))
+        // PRK_key = HKDF-Extract(auth_secret, ecdh_secret); IKM = HKDF-Expand(PRK_key, key_info, 32).
+        let keyPseudoRandomKey = HMACSHA256.authenticate(key: authSecret, message: shared)
+        let inputKeyMaterial = keyPseudoRandomKey.withUnsafeBytes { key in
+            HMACSHA256.authenticate(key: key) { info in
+                Self.keyInfoLabel.withUnsafeBytes { info.update(bufferPointer: $0) }
+                userAgentKeyBytes.withUnsafeBytes { info.update(bufferPointer: $0) }
+                senderPublic.withUnsafeBytes { info.update(bufferPointer: $0) }
+                Self.firstBlock.withUnsafeBytes { info.update(bufferPointer: $0) }
+            }
+        }
+        // PRK = HKDF-Extract(salt, IKM); CEK and NONCE are the first bytes of one block each.
+        let pseudoRandomKey = HMACSHA256.authenticate(key: salt, message: inputKeyMaterial)
+        let key = HMACSHA256.authenticate(key: pseudoRandomKey, message: Self.contentKeyInfo)
+        let nonce = HMACSHA256.authenticate(key: pseudoRandomKey, message: Self.nonceInfo)
+        return (
+            key.withUnsafeBytes { SymmetricKey(data: $0[..<16]) },
+            try nonce.withUnsafeBytes { try AES.GCM.Nonce(data: $0[..<12]) }
+        )
     }
+
+    /// The labels of RFC 8291 and RFC 8188, each info with HKDF-Expand's block counter 1.
+    static let keyInfoLabel = Array("WebPush: info\0".utf8)
+    static let firstBlock: [UInt8] = [0x01]
+    static let contentKeyInfo = Array("Content-Encoding: aes128gcm\0\u{1}".utf8)
+    static let nonceInfo = Array("Content-Encoding: nonce\0\u{1}".utf8)
 
     /// A fresh sender key (a random scalar and its public point) and a 16-byte salt, from one
     /// draw of the system's generator: swift-crypto's random keys take a `getrandom` call per 8

@@ -1,4 +1,5 @@
 import Foundation
+import PushPipeCore
 import Synchronization
 
 /// Subscriptions as a send uses them, read once per stored token: a notification's `prepare`
@@ -6,10 +7,20 @@ import Synchronization
 /// decode base64url, check the point is on P-256 and find the endpoint's origin again.
 /// Bounded: past `capacity` tokens it starts afresh.
 final class WebPushSubscriptionCache: Sendable {
+    /// The transport's egress policy, which judges an endpoint the same way every time.
+    let policy: EgressPolicy
+
+    init(policy: EgressPolicy = .standard) {
+        self.policy = policy
+    }
+
     struct Entry: Sendable {
         let subscription: WebPushSubscription
         /// The endpoint's origin, the VAPID token's audience (nil: not a URL).
         let origin: String?
+        /// The endpoint's origin as the egress policy names it, or why it refuses the endpoint
+        /// (checked before anything is resolved; the addresses are checked at each connect).
+        let checkedOrigin: Result<String, EgressRefusal>
         /// The keys, or why they cannot encrypt (the subscription is dropped at its send).
         let encryption: Result<WebPushEncryption, WebPushEncryption.InvalidKey>
         /// Where an HTTP/2 request goes (nil: not an https URL with a host).
@@ -48,6 +59,7 @@ final class WebPushSubscriptionCache: Sendable {
         let entry = Entry(
             subscription: subscription,
             origin: URL(string: subscription.endpoint).flatMap(VAPIDSigner.origin(of:)),
+            checkedOrigin: Result { () throws(EgressRefusal) in try policy.check(url: subscription.endpoint) },
             encryption: Result { () throws(WebPushEncryption.InvalidKey) in
                 try WebPushEncryption(p256dh: subscription.p256dh, auth: subscription.auth)
             },

@@ -58,7 +58,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// do not offer h2.
     let client: EgressHTTPClient
     private let signer = Mutex<VAPIDSigner?>(nil)
-    private let subscriptions = WebPushSubscriptionCache()
+    private let subscriptions: WebPushSubscriptionCache
     private let credentials = CredentialsReadiness(provider: "Web Push")
 
     init(configuration: Configuration, context: StageBuildContext) throws {
@@ -82,6 +82,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         self.configuration = configuration
         let policy = context.egress.allowing(origins: configuration.allowedOrigins)
         client = EgressHTTPClient(policy: policy, trusting: configuration.caFile)
+        subscriptions = WebPushSubscriptionCache(policy: policy)
         pools = try EgressHTTP2Pools(
             policy: policy,
             caFile: configuration.caFile,
@@ -167,7 +168,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         // One deadline for the whole send: the connection, the stream, a hand-over, HTTP/1.1.
         let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
         do {
-            let origin = try pools.policy.check(url: sealed.url)
+            let origin = try sealed.checkedOrigin.get()
             if let outcome = try await sendOverHTTP2(sealed, origin: origin, deadline: deadline) { return outcome }
             let answer = try await client.execute(sealed.http1Request, timeout: try Self.remaining(until: deadline))
             return WebPushResponse(
@@ -223,6 +224,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// A request encrypted for its subscription and signed for its push service.
     struct Sealed: Sendable {
         var url: String
+        var checkedOrigin: Result<String, EgressRefusal>
         var target: WebPushSubscriptionCache.Target
         var headers: [(name: String, value: String)]
         var body: ByteBuffer
@@ -259,6 +261,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         headers.append(("authorization", try signer.authorization(for: origin)))
         return Sealed(
             url: subscription.subscription.endpoint,
+            checkedOrigin: subscription.checkedOrigin,
             target: target,
             headers: headers,
             body: ByteBuffer(data: try encryption.encrypt(request.bodyBytes))
