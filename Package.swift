@@ -308,6 +308,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -235,9 +235,11 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             fields.add(name: ":method", value: "POST")
             fields.add(name: ":scheme", value: "https")
             fields.add(name: ":authority", value: target.authority)
-            fields.add(name: ":path", value: target.path)
+            // A subscription's own path would only push the reusable fields (the VAPID header,
+            // kept for hours) out of the HPACK table, as APNs's device paths would.
+            fields.add(name: ":path", value: target.path, indexing: .nonIndexable)
             for header in headers { fields.add(name: header.name, value: header.value) }
-            fields.add(name: "content-length", value: String(body.readableBytes))
+            fields.add(name: "content-length", value: String(body.readableBytes), indexing: .nonIndexable)
             return fields
         }
 
