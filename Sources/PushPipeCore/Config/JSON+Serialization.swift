@@ -57,10 +57,13 @@ extension JSON {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
+        var string = string
+        // Native strings are contiguous already: this copies only a bridged one.
+        string.makeContiguousUTF8()
         output.append(UInt8(ascii: "\""))
         // Over the string's own bytes, the runs between escapes copied whole: most strings need
         // no escape, and a stored subscription (JSON in a string) has a dozen among 250 bytes.
-        let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
+        string.utf8.withContiguousStorageIfAvailable { bytes in
             var runStart = 0
             for index in bytes.indices {
                 let byte = bytes[index]
@@ -70,15 +73,6 @@ extension JSON {
                 runStart = index + 1
             }
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
-        }
-        if written == nil {
-            for byte in string.utf8 {
-                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                    writeEscape(byte, to: &output)
-                } else {
-                    output.append(byte)
-                }
-            }
         }
         output.append(UInt8(ascii: "\""))
     }

@@ -40,6 +40,15 @@ import Testing
         #expect(first.count == second.count)
     }
 
+    /// RFC 8188's header holds 16 bytes of salt: any other length is an error, not a body no
+    /// browser can read (nor a trap in the key derivation).
+    @Test(arguments: [0, 15, 17, 65, 200]) func aSaltThatIsNot16BytesIsRefused(length: Int) throws {
+        let encryption = try WebPushEncryption(p256dh: Self.userAgentPublic, auth: Self.authSecret)
+        #expect(throws: (any Error).self) {
+            try encryption.encrypt(Self.plaintext, senderKey: P256.KeyAgreement.PrivateKey(), salt: Data(count: length))
+        }
+    }
+
     @Test(arguments: [
         (Data([0x04] + Array(repeating: 1, count: 64)), Data(count: 16), "keys.p256dh"),  // not on the curve
         (Data(count: 65), Data(count: 16), "keys.p256dh"),

@@ -7,7 +7,7 @@ import Testing
 
 /// What a Web Push request's fields cost on a connection that carries every subscription of a
 /// push service: the VAPID header (a JWT of 300 bytes, the same for hours) stays in the HPACK
-/// table however many subscriptions' paths went by.
+/// table however many subscriptions' paths, and events' TTLs and topics, went by.
 @Suite struct WebPushHeaderTests {
     static let authorization =
         "vapid t=" + String(repeating: "eyJ0eXAiOiJKV1QiLCJhbGciOiJFUzI1NiJ9", count: 7) + ", k=" + String(repeating: "B", count: 87)
@@ -18,7 +18,10 @@ import Testing
             url: endpoint,
             checkedOrigin: .success("https://push.example.net"),
             target: try #require(WebPushSubscriptionCache.Target(endpoint)),
-            headers: [("ttl", "86400"), ("urgency", "normal"), ("content-encoding", "aes128gcm"), ("authorization", authorization)],
+            headers: [
+                ("ttl", String(86400 - id)), ("urgency", "normal"), ("content-encoding", "aes128gcm"), ("topic", "order-\(id)"),
+                ("authorization", authorization),
+            ],
             body: ByteBuffer(repeating: 0, count: 303 + id % 7)
         )
     }

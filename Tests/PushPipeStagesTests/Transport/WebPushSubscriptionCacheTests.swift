@@ -12,7 +12,7 @@ import Testing
     }
 
     @Test func keepsAtMostItsCapacity() throws {
-        let cache = WebPushSubscriptionCache()
+        let cache = WebPushSubscriptionCache(policy: .standard)
         for index in 0...WebPushSubscriptionCache.capacity {
             _ = try cache.entry(for: Self.token("https://push.example.net/send/\(index)"))
         }
@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func aKeyOffTheCurveIsKeptAsItsRefusalAndTheEndpointStillParses() throws {
-        let cache = WebPushSubscriptionCache()
+        let cache = WebPushSubscriptionCache(policy: .standard)
         // 65 bytes with the uncompressed marker, but no point of P-256.
         let offCurve = Data([0x04] + [UInt8](repeating: 1, count: 64)).base64URLEncodedString()
         let entry = try cache.entry(for: Self.token("https://push.example.net/send/x", p256dh: offCurve))

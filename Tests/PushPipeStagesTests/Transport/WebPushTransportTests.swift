@@ -44,6 +44,7 @@ import Testing
         transport more: String = "",
         http2: Bool = false,
         allowing: [String]? = nil,
+        alsoAllowing: [String] = [],
         delivery: String = "{attempts: 2, backoff: 10ms, max_backoff: 50ms}",
         authority given: TestCertificateAuthority? = nil,
         _ body: (Harness) async throws -> Void
@@ -77,7 +78,7 @@ import Testing
         let loaded = await ConfigLoader(
             builtins: BuiltinStages.all,
             interpolation: EnvironmentInterpolation(environment: [:]),
-            egress: EgressPolicy(privateOrigins: allowing ?? [standIn.origin])
+            egress: EgressPolicy(privateOrigins: (allowing ?? [standIn.origin]) + alsoAllowing)
         )
         .load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = loaded.pipelines.first else { throw ConfigurationError(loaded.diagnostics) }
@@ -124,6 +125,39 @@ import Testing
             #expect(Set(harness.standIn.messages.map(\.httpVersion)) == ["HTTP/2.0"])
             #expect(harness.standIn.connections == 1)
         }
+    }
+
+    /// An event's notifications to one service go to its connection as one batch: each answer
+    /// is its own subscription's (a subscription the service forgot is pruned, the rest
+    /// delivered), and a second service in the same batch, HTTP/1.1 only, still gets its own.
+    @Test func aBatchCarriesEachAnswerToItsOwnSubscription() async throws {
+        let authority = try TestCertificateAuthority()
+        let http1 = try await WebPushStandIn.start(authority: authority, http2: false)
+        try await withHarness(http2: true, alsoAllowing: [http1.origin], authority: authority) { harness in
+            // The report masks a token to its service and the first 8 characters of its id.
+            for index in 0..<8 { try await harness.register("bob", harness.standIn.subscribe("h2-sub-\(index)-of-bob")) }
+            for index in 0..<2 { try await harness.register("bob", http1.subscribe("h1-sub-\(index)-of-bob")) }
+            let forgotten = ["h2-sub-1", "h2-sub-4", "h2-sub-7"]
+            for id in forgotten { harness.standIn.unsubscribe(id + "-of-bob") }
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1], user: "bob")
+            #expect(report.deliveries.count == 10)
+            for delivery in report.deliveries {
+                let id = String(try #require(delivery.token.split(separator: "/").last, "\(delivery.token)").prefix(8))
+                #expect(delivery.outcome == (forgotten.contains(id) ? .dropToken : .delivered), "\(delivery.token): \(delivery.outcome)")
+            }
+            #expect(
+                Set(harness.standIn.messages.map { String($0.subscription.prefix(8)) }) == [
+                    "h2-sub-0", "h2-sub-2", "h2-sub-3", "h2-sub-5", "h2-sub-6",
+                ]
+            )
+            #expect(harness.standIn.messages.allSatisfy { $0.rejection == nil && $0.httpVersion == "HTTP/2.0" })
+            #expect(harness.standIn.connections == 1)
+            #expect(Set(http1.messages.map { String($0.subscription.prefix(8)) }) == ["h1-sub-0", "h1-sub-1"])
+            #expect(http1.messages.allSatisfy { $0.rejection == nil && $0.httpVersion == "HTTP/1.1" })
+            let left = try await harness.store.pipeline(harness.definition.name).tokens(user: "bob", kind: "webpush")
+            #expect(left.count == 7, "the three forgotten subscriptions are pruned")
+        }
+        await http1.stop()
     }
 
     /// A service that speaks only HTTP/1.1 gets it, on kept-alive connections: the first

@@ -74,6 +74,9 @@ final class HTTP2Connection: Sendable {
             connectionPromise.complete(with: .failure(HTTP2ConnectionError.notReady))
         }
         connectionPromise.futureResult.whenComplete { _ in giveUp.cancel() }
+        // Each channel's handler, kept from its initializer: by the time the connect completes,
+        // a server that refused h2 may have closed the channel and emptied its pipeline.
+        let handlers = NIOLoopBoundBox.makeEmptyBox(valueType: [ObjectIdentifier: HTTP2StreamHandler].self, eventLoop: loop)
         @Sendable func bootstrap(connectTimeout: TimeAmount = .seconds(10)) -> ClientBootstrap {
             ClientBootstrap(group: loop)
                 .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -101,6 +104,7 @@ final class HTTP2Connection: Sendable {
                         try sync.addHandler(TLSRecordCoalescer())
                         try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                         try sync.addHandler(handler)
+                        handlers.value = (handlers.value ?? [:]).merging([ObjectIdentifier(channel): handler]) { $1 }
                     }
                 }
         }
@@ -131,16 +135,17 @@ final class HTTP2Connection: Sendable {
                 // Only the channel that connected tells its readiness: an attempt that failed
                 // (another address, Happy Eyeballs' loser) ends its handler, which would
                 // otherwise fail the connection while the winner is still starting.
-                do {
-                    let handler = try channel.pipeline.syncOperations.handler(type: HTTP2StreamHandler.self)
-                    let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
-                    handler.whenReady { result in
-                        // Ready after the caller gave up: nobody will use it.
-                        if !connectionPromise.complete(with: result.map { connection }) { channel.close(promise: nil) }
-                    }
-                } catch {
-                    connectionPromise.complete(with: .failure(error))
+                let handler = handlers.value?[ObjectIdentifier(channel)]
+                handlers.value = nil
+                guard let handler else {
+                    connectionPromise.complete(with: .failure(HTTP2ConnectionError.notReady))
                     channel.close(promise: nil)
+                    return
+                }
+                let connection = HTTP2Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), gauge: gauge)
+                handler.whenReady { result in
+                    // Ready after the caller gave up: nobody will use it.
+                    if !connectionPromise.complete(with: result.map { connection }) { channel.close(promise: nil) }
                 }
             }
         }

@@ -62,6 +62,9 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private let settingsTimeout: TimeAmount
     /// Told when the connection is ready or has failed to become so, then nil.
     private var ready: ((Result<Void, any Error>) -> Void)?
+    /// Whether it became ready or failed to, kept for a `whenReady` that comes later: on a busy
+    /// loop the server's SETTINGS (or a refusal of h2) may come before the connect's callback.
+    private var readiness: Result<Void, any Error>?
     /// When the last stream closed with nothing waiting; nil while busy. Only connections the
     /// pool may close (those with an idle timeout) keep it.
     private var idleSince: NIODeadline?
@@ -102,9 +105,19 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     /// `body` is told once: when the server's SETTINGS arrive, or when the connection fails
     /// first. Called for the channel that connected, which from then on reports to the gauge.
     func whenReady(_ body: @escaping (Result<Void, any Error>) -> Void) {
-        ready = body
         gauge = offeredGauge
         if failure != nil || closeWhenIdle { offeredGauge.setGoingAway() }
+        if let readiness {
+            body(readiness)
+        } else {
+            ready = body
+        }
+    }
+
+    private func tellReadiness(_ result: Result<Void, any Error>) {
+        guard readiness == nil else { return }
+        readiness = result
+        ready.take()?(result)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -237,7 +250,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
                 serverSettingsReceived = true
                 settingsTimer?.cancel()
                 settingsTimer = nil
-                ready.take()?(.success(()))
+                tellReadiness(.success(()))
                 noteIdleIfSo()
             }
         case .goAway(let lastStreamID, _, _):
@@ -334,7 +347,7 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
         goingAway()
         closeWhenIdle = true
         if failure == nil { failure = cause }
-        ready.take()?(.failure(cause ?? error))
+        tellReadiness(.failure(cause ?? error))
         settingsTimer?.cancel()
         settingsTimer = nil
         idleTimer?.cancel()

@@ -7,13 +7,15 @@ import Foundation
 enum HMACSHA256 {
     static let blockBytes = 64
 
-    /// HMAC(key, message) for a key of at most one block (every key RFC 8291 derives is), the
-    /// message fed to the inner hash by `message`.
+    /// HMAC(key, message), the message fed to the inner hash by `message`. Every key RFC 8291
+    /// derives fits one block; a longer one is hashed first, as RFC 2104 says.
     static func authenticate(key: UnsafeRawBufferPointer, _ message: (inout SHA256) -> Void) -> SHA256.Digest {
-        precondition(key.count <= blockBytes, "an HMAC key longer than a block is hashed first; none here is")
+        if key.count > blockBytes {
+            return SHA256.hash(data: key).withUnsafeBytes { authenticate(key: $0, message) }
+        }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: blockBytes) { pad in
             // The padded key leaves no copy behind in freed memory.
-            defer { pad.update(repeating: 0) }
+            defer { KeyMaterialWipe.wipe(pad) }
             pad.update(repeating: 0x36)
             for index in key.indices { pad[index] = key[index] ^ 0x36 }
             var inner = SHA256()

@@ -47,6 +47,8 @@ public struct WebPushEncryption: Sendable {
 
     /// The request body: header (salt, record size, sender key) then the sealed record.
     public func encrypt(_ plaintext: Data, senderKey: P256.KeyAgreement.PrivateKey, salt: Data) throws -> Data {
+        // RFC 8188's header has room for 16 bytes of salt and no other length.
+        guard salt.count == 16 else { throw CryptoKitError.incorrectParameterSize }
         // Converted once: each conversion of a point to bytes costs a field inversion.
         let senderPublic = senderKey.publicKey.x963Representation
         let (key, nonce) = try contentKey(senderKey: senderKey, senderPublic: senderPublic, salt: salt)
@@ -102,7 +104,7 @@ public struct WebPushEncryption: Sendable {
     public static func freshKeyAndSalt() -> (senderKey: P256.KeyAgreement.PrivateKey, salt: Data) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48) { bytes in
             // The scalar leaves no copy behind in freed memory.
-            defer { bytes.update(repeating: 0) }
+            defer { KeyMaterialWipe.wipe(bytes) }
             while true {
                 fillWithSystemRandom(UnsafeMutableRawBufferPointer(bytes))
                 if let key = try? P256.KeyAgreement.PrivateKey(

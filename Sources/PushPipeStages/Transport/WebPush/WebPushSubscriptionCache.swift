@@ -10,7 +10,7 @@ final class WebPushSubscriptionCache: Sendable {
     /// The transport's egress policy, which judges an endpoint the same way every time.
     let policy: EgressPolicy
 
-    init(policy: EgressPolicy = .standard) {
+    init(policy: EgressPolicy) {
         self.policy = policy
     }
 

@@ -157,18 +157,108 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         do {
             signer = try await vapidSigner()
         } catch {
-            return .configError(reason: .other("VAPID key: \(error)"))
+            return Self.keyMissing(error)
         }
+        switch sealing(request, signer: signer) {
+        case .success(let (sealed, origin)):
+            // One deadline for the whole send: the connection, the stream, a hand-over, HTTP/1.1.
+            return await deliver(sealed, origin: origin, deadline: NIODeadline.now() + TimeAmount(configuration.timeout))
+        case .failure(let refused):
+            return refused.outcome
+        }
+    }
+
+    /// A batch's requests to one push service share one hand-over to its connection and one
+    /// wait for their answers, as APNs's do: a stream's continuation and hop to the event loop
+    /// per message cost more than its framing. What the batch cannot carry (a service without
+    /// h2, a request its connection closed before sending, no connection) goes on alone, all
+    /// within the batch's one deadline.
+    func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
+        guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0], context: context)] }
+        let signer: VAPIDSigner
+        do {
+            signer = try await vapidSigner()
+        } catch {
+            return Array(repeating: Self.keyMissing(error), count: requests.count)
+        }
+        let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
+        var outcomes = [TransportOutcome?](repeating: nil, count: requests.count)
+        var byOrigin: [String: [Pending]] = [:]
+        for (index, request) in requests.enumerated() {
+            switch sealing(request, signer: signer) {
+            case .success(let (sealed, origin)): byOrigin[origin, default: []].append(Pending(index: index, sealed: sealed, origin: origin))
+            case .failure(let refused): outcomes[index] = refused.outcome
+            }
+        }
+        var alone: [Pending] = []
+        for (origin, group) in byOrigin {
+            let target = group[0].sealed.target
+            guard group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) else {
+                alone += group
+                continue
+            }
+            let results: [Result<HTTP2Answer, any Error>]
+            do {
+                let connection = try await pool.connection(reserving: group.count, deadline: deadline)
+                let timeout = try Self.remaining(until: deadline, releasing: group.count, on: connection)
+                results = await connection.send(batch: group.map { ($0.sealed.http2Headers, $0.sealed.body) }, timeout: timeout)
+            } catch {
+                // No connection within the deadline, or h2 not offered after all: the single path knows each case.
+                alone += group
+                continue
+            }
+            for (pending, result) in zip(group, results) {
+                switch result {
+                case .success(let answer): outcomes[pending.index] = Self.outcome(of: answer, origin: origin)
+                case .failure(HTTP2ConnectionError.closedBeforeSending): alone.append(pending)
+                case .failure(let error): outcomes[pending.index] = Self.outcome(of: error)
+                }
+            }
+        }
+        if !alone.isEmpty {
+            await withTaskGroup(of: (Int, TransportOutcome).self) { group in
+                for pending in alone {
+                    group.addTask { (pending.index, await self.deliver(pending.sealed, origin: pending.origin, deadline: deadline)) }
+                }
+                for await (index, outcome) in group { outcomes[index] = outcome }
+            }
+        }
+        return outcomes.map { $0 ?? .retryAfter(seconds: nil, reason: .other("push service request was not made")) }
+    }
+
+    /// A sealed request of a batch, where it came in the batch and its checked origin.
+    private struct Pending: Sendable {
+        var index: Int
+        var sealed: Sealed
+        var origin: String
+    }
+
+    private struct Refused: Error {
+        var outcome: TransportOutcome
+    }
+
+    private static func keyMissing(_ error: any Error) -> TransportOutcome {
+        .configError(reason: .other("VAPID key: \(error)"))
+    }
+
+    /// The request encrypted and signed, with its endpoint's origin as the egress policy judged
+    /// it; or what its send comes to when that cannot be.
+    private func sealing(_ request: OutgoingRequest, signer: VAPIDSigner) -> Result<(Sealed, String), Refused> {
         let sealed: Sealed
         do {
             sealed = try seal(request, signer: signer)
         } catch {
-            return .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)
+            return .failure(Refused(outcome: .dropToken(reason: .other("the subscription's keys are not usable: \(error)"), since: nil)))
         }
-        // One deadline for the whole send: the connection, the stream, a hand-over, HTTP/1.1.
-        let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
+        switch sealed.checkedOrigin {
+        case .success(let origin): return .success((sealed, origin))
+        case .failure(let refusal): return .failure(Refused(outcome: Self.outcome(of: refusal)))
+        }
+    }
+
+    /// One sealed request over its origin's HTTP/2 connection, or over HTTP/1.1.
+    private func deliver(_ sealed: Sealed, origin: String, deadline: NIODeadline) async -> TransportOutcome {
         do {
-            let origin = try sealed.checkedOrigin.get()
             if let outcome = try await sendOverHTTP2(sealed, origin: origin, deadline: deadline) { return outcome }
             let answer = try await client.execute(sealed.http1Request, timeout: try Self.remaining(until: deadline))
             return WebPushResponse(
@@ -177,16 +267,30 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
                 retryAfter: answer.headers.first(name: "retry-after").flatMap(Double.init),
                 code: WebPushResponse.code(in: answer.body)
             ).outcome
-        } catch let refusal as EgressRefusal {
+        } catch {
+            return Self.outcome(of: error)
+        }
+    }
+
+    /// An HTTP/2 answer's outcome; a redirect is refused, not followed.
+    private static func outcome(of answer: HTTP2Answer, origin: String) -> TransportOutcome {
+        if (300..<400).contains(answer.status) {
+            return outcome(of: EgressRefusal(.redirect, origin: origin, "answered \(answer.status) with a redirect, which is not followed"))
+        }
+        return WebPushResponse(answer).outcome
+    }
+
+    /// What a failed send comes to.
+    private static func outcome(of error: any Error) -> TransportOutcome {
+        if let refusal = error as? EgressRefusal {
             // A name that does not resolve may again; an endpoint inside the operator's network,
             // or one that redirects, is no push service: the subscription goes.
             if refusal.code == .unresolvable {
                 return .retryAfter(seconds: nil, reason: ProviderReason(code: "\(refusal.code)", refusal.description))
             }
             return .dropToken(reason: ProviderReason(code: "\(refusal.code)", refusal.description), since: nil)
-        } catch {
-            return .retryAfter(seconds: nil, reason: .other("push service request failed: \(WebPushResponse.describe(error))"))
         }
+        return .retryAfter(seconds: nil, reason: .other("push service request failed: \(WebPushResponse.describe(error))"))
     }
 
     /// One stream on the origin's connection; nil when the origin speaks HTTP/1.1 only. A
@@ -198,11 +302,9 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             do {
                 _ = try Self.remaining(until: deadline)
                 let connection = try await pool.connection(deadline: deadline)
-                let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: try Self.remaining(until: deadline))
-                if (300..<400).contains(answer.status) {
-                    throw EgressRefusal(.redirect, origin: origin, "answered \(answer.status) with a redirect, which is not followed")
-                }
-                return WebPushResponse(answer).outcome
+                let timeout = try Self.remaining(until: deadline, releasing: 1, on: connection)
+                let answer = try await connection.send(headers: sealed.http2Headers, body: sealed.body, timeout: timeout)
+                return Self.outcome(of: answer, origin: origin)
             } catch HTTP2ConnectionError.closedBeforeSending where handOvers < Self.maximumHandOvers {
                 handOvers += 1
             } catch HTTP2ConnectionError.http2NotOffered {
@@ -212,6 +314,17 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             }
         }
         return nil
+    }
+
+    /// What is left of a send's time for requests reserved on `connection`; when nothing is, the
+    /// reservation is given back (a send gives it back when answered) and `timedOut` thrown.
+    private static func remaining(until deadline: NIODeadline, releasing reserved: Int, on connection: HTTP2Connection) throws -> TimeAmount {
+        do {
+            return try remaining(until: deadline)
+        } catch {
+            connection.gauge.remove(reserved)
+            throw error
+        }
     }
 
     /// What is left of a send's time; throws `timedOut` when nothing is.
@@ -235,12 +348,22 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             fields.add(name: ":method", value: "POST")
             fields.add(name: ":scheme", value: "https")
             fields.add(name: ":authority", value: target.authority)
-            // A subscription's own path would only push the reusable fields (the VAPID header,
-            // kept for hours) out of the HPACK table, as APNs's device paths would.
+            // A subscription's own path, or an event's TTL or topic, would only push the reusable
+            // fields (the VAPID header, kept for hours) out of the HPACK table.
             fields.add(name: ":path", value: target.path, indexing: .nonIndexable)
-            for header in headers { fields.add(name: header.name, value: header.value) }
+            for header in headers {
+                fields.add(name: header.name, value: header.value, indexing: Self.isPerMessage(header.name) ? .nonIndexable : .indexable)
+            }
             fields.add(name: "content-length", value: String(body.readableBytes), indexing: .nonIndexable)
             return fields
+        }
+
+        /// Fields whose values an event may set per message (a switch: a `Set` would hash every name).
+        static func isPerMessage(_ name: String) -> Bool {
+            switch name {
+            case "ttl", "topic": true
+            default: false
+            }
         }
 
         var http1Request: HTTPClientRequest {

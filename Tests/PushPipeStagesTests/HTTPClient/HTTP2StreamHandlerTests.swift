@@ -1,0 +1,43 @@
+import NIOCore
+import NIOEmbedded
+import NIOHTTP2
+import NIOTLS
+import Testing
+
+@testable import PushPipeStages
+
+/// The connect's callback asks a handler for its readiness once the TCP connect completed; on a
+/// busy loop the server may have answered by then (its SETTINGS, or a TLS handshake that did
+/// not choose h2). The handler tells what already happened at once: left waiting, the caller
+/// gave up after the ready timeout and counted a failure, or tried HTTP/2 on an HTTP/1.1
+/// service again.
+@Suite struct HTTP2StreamHandlerTests {
+    static func handler() -> HTTP2StreamHandler {
+        HTTP2StreamHandler(gauge: HTTP2ConnectionGauge(maximumOpenStreams: 10), settingsTimeout: .seconds(30), reading: WebPushResponse.reading)
+    }
+
+    @Test func aRefusalOfH2BeforeTheCallbackIsToldAtOnce() throws {
+        let handler = Self.handler()
+        let channel = EmbeddedChannel(handler: handler)
+        channel.pipeline.fireUserInboundEventTriggered(TLSUserEvent.handshakeCompleted(negotiatedProtocol: "http/1.1"))
+        var told: Result<Void, any Error>?
+        handler.whenReady { told = $0 }
+        guard case .failure(HTTP2ConnectionError.http2NotOffered) = told else {
+            Issue.record("told \(String(describing: told))")
+            return
+        }
+    }
+
+    @Test func settingsBeforeTheCallbackAreToldAtOnce() throws {
+        let handler = Self.handler()
+        let channel = EmbeddedChannel(handler: handler)
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([]))))
+        var told: Result<Void, any Error>?
+        handler.whenReady { told = $0 }
+        guard case .success = told else {
+            Issue.record("told \(String(describing: told))")
+            return
+        }
+        _ = try? channel.finish()
+    }
+}
