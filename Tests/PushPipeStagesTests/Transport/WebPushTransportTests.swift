@@ -130,32 +130,32 @@ import Testing
     /// An event's notifications to one service go to its connection as one batch: each answer
     /// is its own subscription's (a subscription the service forgot is pruned, the rest
     /// delivered), and a second service in the same batch, HTTP/1.1 only, still gets its own.
+    /// 40 messages: more than are encrypted one after the other, so in parallel chunks too.
     @Test func aBatchCarriesEachAnswerToItsOwnSubscription() async throws {
         let authority = try TestCertificateAuthority()
         let http1 = try await WebPushStandIn.start(authority: authority, http2: false)
         try await withHarness(http2: true, alsoAllowing: [http1.origin], authority: authority) { harness in
             // The report masks a token to its service and the first 8 characters of its id.
-            for index in 0..<8 { try await harness.register("bob", harness.standIn.subscribe("h2-sub-\(index)-of-bob")) }
-            for index in 0..<2 { try await harness.register("bob", http1.subscribe("h1-sub-\(index)-of-bob")) }
-            let forgotten = ["h2-sub-1", "h2-sub-4", "h2-sub-7"]
-            for id in forgotten { harness.standIn.unsubscribe(id + "-of-bob") }
+            func id(_ service: String, _ index: Int) -> String { "\(service)-\(String(format: "%03d", index))-" }
+            for index in 0..<40 { try await harness.register("bob", harness.standIn.subscribe(id("h2", index) + "of-bob")) }
+            for index in 0..<2 { try await harness.register("bob", http1.subscribe(id("h1", index) + "of-bob")) }
+            let forgotten = Set([1, 4, 7, 33, 39].map { id("h2", $0) })
+            for id in forgotten { harness.standIn.unsubscribe(id + "of-bob") }
             let report = try await harness.process(["title": "t", "text": "x", "n": 1], user: "bob")
-            #expect(report.deliveries.count == 10)
+            #expect(report.deliveries.count == 42)
             for delivery in report.deliveries {
-                let id = String(try #require(delivery.token.split(separator: "/").last, "\(delivery.token)").prefix(8))
+                let id = String(try #require(delivery.token.split(separator: "/").last, "\(delivery.token)").prefix(7))
                 #expect(delivery.outcome == (forgotten.contains(id) ? .dropToken : .delivered), "\(delivery.token): \(delivery.outcome)")
             }
-            #expect(
-                Set(harness.standIn.messages.map { String($0.subscription.prefix(8)) }) == [
-                    "h2-sub-0", "h2-sub-2", "h2-sub-3", "h2-sub-5", "h2-sub-6",
-                ]
-            )
+            let delivered = Set((0..<40).map { id("h2", $0) }).subtracting(forgotten)
+            #expect(Set(harness.standIn.messages.map { String($0.subscription.prefix(7)) }) == delivered)
+            #expect(harness.standIn.messages.count == 35)
             #expect(harness.standIn.messages.allSatisfy { $0.rejection == nil && $0.httpVersion == "HTTP/2.0" })
             #expect(harness.standIn.connections == 1)
-            #expect(Set(http1.messages.map { String($0.subscription.prefix(8)) }) == ["h1-sub-0", "h1-sub-1"])
+            #expect(Set(http1.messages.map { String($0.subscription.prefix(7)) }) == [id("h1", 0), id("h1", 1)])
             #expect(http1.messages.allSatisfy { $0.rejection == nil && $0.httpVersion == "HTTP/1.1" })
             let left = try await harness.store.pipeline(harness.definition.name).tokens(user: "bob", kind: "webpush")
-            #expect(left.count == 7, "the three forgotten subscriptions are pruned")
+            #expect(left.count == 37, "the five forgotten subscriptions are pruned")
         }
         await http1.stop()
     }

@@ -184,8 +184,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
         var outcomes = [TransportOutcome?](repeating: nil, count: requests.count)
         var byOrigin: [String: [Pending]] = [:]
-        for (index, request) in requests.enumerated() {
-            switch sealing(request, signer: signer) {
+        for (index, result) in await sealing(requests, signer: signer).enumerated() {
+            switch result {
             case .success(let (sealed, origin)): byOrigin[origin, default: []].append(Pending(index: index, sealed: sealed, origin: origin))
             case .failure(let refused): outcomes[index] = refused.outcome
             }
@@ -239,6 +239,27 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     private static func keyMissing(_ error: any Error) -> TransportOutcome {
         .configError(reason: .other("VAPID key: \(error)"))
+    }
+
+    /// Messages encrypted together, at most this many one after the other: a broadcast's page
+    /// (thousands) is spread over the cores, and a worker's batch (32 events at 256 in flight)
+    /// costs no task per message.
+    static let sealedInSequence = 32
+
+    /// Every request sealed (`sealing(_:signer:)`), in order; a long batch in parallel chunks.
+    private func sealing(_ requests: [OutgoingRequest], signer: VAPIDSigner) async -> [Result<(Sealed, String), Refused>] {
+        guard requests.count > Self.sealedInSequence else { return requests.map { sealing($0, signer: signer) } }
+        return await withTaskGroup(of: (Int, [Result<(Sealed, String), Refused>]).self) { group in
+            for start in stride(from: 0, to: requests.count, by: Self.sealedInSequence) {
+                let chunk = requests[start..<min(requests.count, start + Self.sealedInSequence)]
+                group.addTask { (start, chunk.map { self.sealing($0, signer: signer) }) }
+            }
+            var results = [Result<(Sealed, String), Refused>?](repeating: nil, count: requests.count)
+            for await (start, chunk) in group {
+                for (offset, result) in chunk.enumerated() { results[start + offset] = result }
+            }
+            return results.map { $0! }
+        }
     }
 
     /// The request encrypted and signed, with its endpoint's origin as the egress policy judged
