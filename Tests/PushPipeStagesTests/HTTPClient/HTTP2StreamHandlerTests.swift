@@ -12,32 +12,41 @@ import Testing
 /// gave up after the ready timeout and counted a failure, or tried HTTP/2 on an HTTP/1.1
 /// service again.
 @Suite struct HTTP2StreamHandlerTests {
-    static func handler() -> HTTP2StreamHandler {
-        HTTP2StreamHandler(gauge: HTTP2ConnectionGauge(maximumOpenStreams: 10), settingsTimeout: .seconds(30), reading: WebPushResponse.reading)
+    static func handler(_ gauge: HTTP2ConnectionGauge = HTTP2ConnectionGauge(maximumOpenStreams: 10)) -> HTTP2StreamHandler {
+        HTTP2StreamHandler(gauge: gauge, settingsTimeout: .seconds(30), reading: WebPushResponse.reading)
     }
 
     @Test func aRefusalOfH2BeforeTheCallbackIsToldAtOnce() throws {
-        let handler = Self.handler()
+        let gauge = HTTP2ConnectionGauge(maximumOpenStreams: 10)
+        let handler = Self.handler(gauge)
         let channel = EmbeddedChannel(handler: handler)
         channel.pipeline.fireUserInboundEventTriggered(TLSUserEvent.handshakeCompleted(negotiatedProtocol: "http/1.1"))
         var told: Result<Void, any Error>?
         handler.whenReady { told = $0 }
+        #expect(gauge.isGoingAway, "the pool sees the connection going")
         guard case .failure(HTTP2ConnectionError.http2NotOffered) = told else {
             Issue.record("told \(String(describing: told))")
             return
         }
     }
 
+    /// And the stream limit those SETTINGS gave reaches the pool, which chooses by it.
     @Test func settingsBeforeTheCallbackAreToldAtOnce() throws {
-        let handler = Self.handler()
+        let gauge = HTTP2ConnectionGauge(maximumOpenStreams: 10)
+        let handler = Self.handler(gauge)
         let channel = EmbeddedChannel(handler: handler)
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([]))))
+        try channel.writeInbound(
+            HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 3)])))
+        )
+        #expect(gauge.streamLimit == 10, "nothing reported before the connect's callback")
         var told: Result<Void, any Error>?
         handler.whenReady { told = $0 }
         guard case .success = told else {
             Issue.record("told \(String(describing: told))")
             return
         }
+        #expect(gauge.streamLimit == 3)
+        #expect(!gauge.isGoingAway)
         _ = try? channel.finish()
     }
 }

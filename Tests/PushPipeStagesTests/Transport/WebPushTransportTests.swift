@@ -134,7 +134,8 @@ import Testing
     @Test func aBatchCarriesEachAnswerToItsOwnSubscription() async throws {
         let authority = try TestCertificateAuthority()
         let http1 = try await WebPushStandIn.start(authority: authority, http2: false)
-        try await withHarness(http2: true, alsoAllowing: [http1.origin], authority: authority) { harness in
+        // One attempt: a retry goes alone, and would hide a batch that failed.
+        try await withHarness(http2: true, alsoAllowing: [http1.origin], delivery: "{attempts: 1}", authority: authority) { harness in
             // The report masks a token to its service and the first 8 characters of its id.
             func id(_ service: String, _ index: Int) -> String { "\(service)-\(String(format: "%03d", index))-" }
             for index in 0..<40 { try await harness.register("bob", harness.standIn.subscribe(id("h2", index) + "of-bob")) }
@@ -158,6 +159,31 @@ import Testing
             #expect(left.count == 37, "the five forgotten subscriptions are pruned")
         }
         await http1.stop()
+    }
+
+    /// A service that completes TLS and then says nothing (anyone can run one) holds its own
+    /// messages of a batch for the request timeout, and no one else's: the services of a batch
+    /// are sent to at once. (10 s: a loaded machine connects to the stand-in well within it.)
+    @Test(.timeLimit(.minutes(1))) func aSilentServiceInABatchHoldsOnlyItsOwnMessages() async throws {
+        let authority = try TestCertificateAuthority()
+        let silent = try await SilentTLSServer.start(authority: authority, greeting: [])
+        try await withHarness(
+            transport: "  timeout: 10s",
+            http2: true,
+            alsoAllowing: [silent.baseURL],
+            delivery: "{attempts: 1}",
+            authority: authority
+        ) { harness in
+            for index in 0..<3 { try await harness.register("bob", harness.standIn.subscribe("kept-\(index)-of-bob")) }
+            for index in 0..<2 { try await harness.register("bob", try Self.moved(harness.standIn.subscribe("silent-\(index)"), to: silent.baseURL)) }
+            let report = try await harness.process(["title": "t", "text": "x", "n": 1], user: "bob")
+            #expect(report.deliveries.count == 5)
+            let outcomes = Dictionary(grouping: report.deliveries, by: { $0.token.contains("/kept-") })
+            #expect(outcomes[true]?.map(\.outcome) == [.delivered, .delivered, .delivered], "\(report.deliveries)")
+            #expect(outcomes[false]?.map(\.outcome) == [.retryAfter, .retryAfter], "\(report.deliveries)")
+            #expect(harness.standIn.messages.count == 3)
+        }
+        await silent.stop()
     }
 
     /// A service that speaks only HTTP/1.1 gets it, on kept-alive connections: the first

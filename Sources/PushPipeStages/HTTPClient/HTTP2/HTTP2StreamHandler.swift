@@ -107,6 +107,9 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     func whenReady(_ body: @escaping (Result<Void, any Error>) -> Void) {
         gauge = offeredGauge
         if failure != nil || closeWhenIdle { offeredGauge.setGoingAway() }
+        // What the server's SETTINGS said before the pool was listening.
+        if serverStreamLimit != Int.max { offeredGauge.setStreamLimit(min(maximumOpenStreams, serverStreamLimit)) }
+        noteIdleIfSo()
         if let readiness {
             body(readiness)
         } else {

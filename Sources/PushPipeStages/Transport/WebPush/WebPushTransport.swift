@@ -190,40 +190,60 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             case .failure(let refused): outcomes[index] = refused.outcome
             }
         }
-        var alone: [Pending] = []
-        for (origin, group) in byOrigin {
-            let target = group[0].sealed.target
-            guard group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) else {
-                alone += group
-                continue
-            }
-            let results: [Result<HTTP2Answer, any Error>]
-            do {
-                let connection = try await pool.connection(reserving: group.count, deadline: deadline)
-                let timeout = try Self.remaining(until: deadline, releasing: group.count, on: connection)
-                results = await connection.send(batch: group.map { ($0.sealed.http2Headers, $0.sealed.body) }, timeout: timeout)
-            } catch {
-                // No connection within the deadline, or h2 not offered after all: the single path knows each case.
-                alone += group
-                continue
-            }
-            for (pending, result) in zip(group, results) {
-                switch result {
-                case .success(let answer): outcomes[pending.index] = Self.outcome(of: answer, origin: origin)
-                case .failure(HTTP2ConnectionError.closedBeforeSending): alone.append(pending)
-                case .failure(let error): outcomes[pending.index] = Self.outcome(of: error)
+        // Every service at once: one that stalls (anyone can run one) holds its own messages only.
+        await withTaskGroup(of: [(Int, TransportOutcome)].self) { sends in
+            for (origin, group) in byOrigin {
+                let target = group[0].sealed.target
+                if group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) {
+                    sends.addTask { await self.sendTogether(group, origin: origin, pool: pool, deadline: deadline) }
+                } else {
+                    for pending in group {
+                        sends.addTask { [(pending.index, await self.deliver(pending.sealed, origin: origin, deadline: deadline))] }
+                    }
                 }
             }
-        }
-        if !alone.isEmpty {
-            await withTaskGroup(of: (Int, TransportOutcome).self) { group in
-                for pending in alone {
-                    group.addTask { (pending.index, await self.deliver(pending.sealed, origin: pending.origin, deadline: deadline)) }
-                }
-                for await (index, outcome) in group { outcomes[index] = outcome }
+            for await sent in sends {
+                for (index, outcome) in sent { outcomes[index] = outcome }
             }
         }
         return outcomes.map { $0 ?? .retryAfter(seconds: nil, reason: .other("push service request was not made")) }
+    }
+
+    /// One service's messages of a batch on its connection; those it closed before sending go
+    /// on alone (one hand-over counted), and a service that did not choose h2 gets HTTP/1.1.
+    private func sendTogether(_ group: [Pending], origin: String, pool: HTTP2ConnectionPool, deadline: NIODeadline) async -> [(Int, TransportOutcome)]
+    {
+        var outcomes: [(Int, TransportOutcome)] = []
+        var alone: [Pending] = []
+        do {
+            let connection = try await pool.connection(reserving: group.count, deadline: deadline)
+            let timeout = try Self.remaining(until: deadline, releasing: group.count, on: connection)
+            let results = await connection.send(batch: group.map { ($0.sealed.http2Headers, $0.sealed.body) }, timeout: timeout)
+            for (pending, result) in zip(group, results) {
+                switch result {
+                case .success(let answer): outcomes.append((pending.index, Self.outcome(of: answer, origin: origin)))
+                case .failure(HTTP2ConnectionError.closedBeforeSending): alone.append(pending)
+                case .failure(let error): outcomes.append((pending.index, Self.outcome(of: error)))
+                }
+            }
+        } catch HTTP2ConnectionError.closedBeforeSending {
+            // The pool was let go meanwhile: each routes again.
+            alone = group
+        } catch HTTP2ConnectionError.http2NotOffered {
+            pools.useHTTP1(for: origin)
+            alone = group
+        } catch {
+            // No connection within the deadline: what the single path would say, without a second try.
+            return group.map { ($0.index, Self.outcome(of: error)) }
+        }
+        guard !alone.isEmpty else { return outcomes }
+        return await withTaskGroup(of: (Int, TransportOutcome).self) { sends in
+            for pending in alone {
+                sends.addTask { (pending.index, await self.deliver(pending.sealed, origin: origin, deadline: deadline, handOvers: 1)) }
+            }
+            for await sent in sends { outcomes.append(sent) }
+            return outcomes
+        }
     }
 
     /// A sealed request of a batch, where it came in the batch and its checked origin.
@@ -278,9 +298,9 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     }
 
     /// One sealed request over its origin's HTTP/2 connection, or over HTTP/1.1.
-    private func deliver(_ sealed: Sealed, origin: String, deadline: NIODeadline) async -> TransportOutcome {
+    private func deliver(_ sealed: Sealed, origin: String, deadline: NIODeadline, handOvers: Int = 0) async -> TransportOutcome {
         do {
-            if let outcome = try await sendOverHTTP2(sealed, origin: origin, deadline: deadline) { return outcome }
+            if let outcome = try await sendOverHTTP2(sealed, origin: origin, deadline: deadline, handOvers: handOvers) { return outcome }
             let answer = try await client.execute(sealed.http1Request, timeout: try Self.remaining(until: deadline))
             return WebPushResponse(
                 status: answer.status,
@@ -317,8 +337,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// One stream on the origin's connection; nil when the origin speaks HTTP/1.1 only. A
     /// request its connection closed before sending (GOAWAY, the pool let go) goes to the
     /// origin's connection again, twice at most; all within the send's deadline.
-    private func sendOverHTTP2(_ sealed: Sealed, origin: String, deadline: NIODeadline) async throws -> TransportOutcome? {
-        var handOvers = 0
+    private func sendOverHTTP2(_ sealed: Sealed, origin: String, deadline: NIODeadline, handOvers used: Int) async throws -> TransportOutcome? {
+        var handOvers = used
         while case .http2(let pool) = pools.route(origin: origin, host: sealed.target.host, port: sealed.target.port) {
             do {
                 _ = try Self.remaining(until: deadline)
