@@ -190,20 +190,27 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
             case .failure(let refused): outcomes[index] = refused.outcome
             }
         }
-        // Every service at once: one that stalls (anyone can run one) holds its own messages only.
-        await withTaskGroup(of: [(Int, TransportOutcome)].self) { sends in
-            for (origin, group) in byOrigin {
-                let target = group[0].sealed.target
-                if group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) {
-                    sends.addTask { await self.sendTogether(group, origin: origin, pool: pool, deadline: deadline) }
-                } else {
-                    for pending in group {
-                        sends.addTask { [(pending.index, await self.deliver(pending.sealed, origin: origin, deadline: deadline))] }
-                    }
+        // Every service at once: one that stalls (anyone can run one) holds its own messages
+        // only. One service's batch alone (the usual case) needs no task of its own.
+        var sends: [@Sendable () async -> [(Int, TransportOutcome)]] = []
+        for (origin, group) in byOrigin {
+            let target = group[0].sealed.target
+            if group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) {
+                sends.append { await self.sendTogether(group, origin: origin, pool: pool, deadline: deadline) }
+            } else {
+                for pending in group {
+                    sends.append { [(pending.index, await self.deliver(pending.sealed, origin: origin, deadline: deadline))] }
                 }
             }
-            for await sent in sends {
-                for (index, outcome) in sent { outcomes[index] = outcome }
+        }
+        if sends.count == 1 {
+            for (index, outcome) in await sends[0]() { outcomes[index] = outcome }
+        } else {
+            await withTaskGroup(of: [(Int, TransportOutcome)].self) { group in
+                for send in sends { group.addTask(operation: send) }
+                for await sent in group {
+                    for (index, outcome) in sent { outcomes[index] = outcome }
+                }
             }
         }
         return outcomes.map { $0 ?? .retryAfter(seconds: nil, reason: .other("push service request was not made")) }
