@@ -171,8 +171,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     /// A batch's requests to one push service share one hand-over to its connection and one
     /// wait for their answers, as APNs's do: a stream's continuation and hop to the event loop
     /// per message cost more than its framing. What the batch cannot carry (a service without
-    /// h2, a request its connection closed before sending, no connection) goes on alone, all
-    /// within the batch's one deadline.
+    /// h2, a request its connection closed before sending) goes on alone; a service with no
+    /// connection within the batch's one deadline fails its own messages only.
     func send(batch requests: [OutgoingRequest], context: StageContext) async -> [TransportOutcome] {
         guard requests.count > 1 else { return requests.isEmpty ? [] : [await send(requests[0], context: context)] }
         let signer: VAPIDSigner
@@ -194,9 +194,8 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         // only. One service's batch alone (the usual case) needs no task of its own.
         var sends: [@Sendable () async -> [(Int, TransportOutcome)]] = []
         for (origin, group) in byOrigin {
-            let target = group[0].sealed.target
-            if group.count > 1, case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) {
-                sends.append { await self.sendTogether(group, origin: origin, pool: pool, deadline: deadline) }
+            if group.count > 1 {
+                sends.append { await self.sendTogether(group, origin: origin, deadline: deadline) }
             } else {
                 for pending in group {
                     sends.append { [(pending.index, await self.deliver(pending.sealed, origin: origin, deadline: deadline))] }
@@ -218,30 +217,36 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
 
     /// One service's messages of a batch on its connection; those it closed before sending go
     /// on alone (one hand-over counted), and a service that did not choose h2 gets HTTP/1.1.
-    private func sendTogether(_ group: [Pending], origin: String, pool: HTTP2ConnectionPool, deadline: NIODeadline) async -> [(Int, TransportOutcome)]
-    {
+    /// Routed here, just before its connection is asked for: routed for every service of a
+    /// batch first, a batch of more services than are kept would let go of the first ones'.
+    private func sendTogether(_ group: [Pending], origin: String, deadline: NIODeadline) async -> [(Int, TransportOutcome)] {
         var outcomes: [(Int, TransportOutcome)] = []
         var alone: [Pending] = []
-        do {
-            let connection = try await pool.connection(reserving: group.count, deadline: deadline)
-            let timeout = try Self.remaining(until: deadline, releasing: group.count, on: connection)
-            let results = await connection.send(batch: group.map { ($0.sealed.http2Headers, $0.sealed.body) }, timeout: timeout)
-            for (pending, result) in zip(group, results) {
-                switch result {
-                case .success(let answer): outcomes.append((pending.index, Self.outcome(of: answer, origin: origin)))
-                case .failure(HTTP2ConnectionError.closedBeforeSending): alone.append(pending)
-                case .failure(let error): outcomes.append((pending.index, Self.outcome(of: error)))
+        let target = group[0].sealed.target
+        if case .http2(let pool) = pools.route(origin: origin, host: target.host, port: target.port) {
+            do {
+                let connection = try await pool.connection(reserving: group.count, deadline: deadline)
+                let timeout = try Self.remaining(until: deadline, releasing: group.count, on: connection)
+                let results = await connection.send(batch: group.map { ($0.sealed.http2Headers, $0.sealed.body) }, timeout: timeout)
+                for (pending, result) in zip(group, results) {
+                    switch result {
+                    case .success(let answer): outcomes.append((pending.index, Self.outcome(of: answer, origin: origin)))
+                    case .failure(HTTP2ConnectionError.closedBeforeSending): alone.append(pending)
+                    case .failure(let error): outcomes.append((pending.index, Self.outcome(of: error)))
+                    }
                 }
+            } catch HTTP2ConnectionError.closedBeforeSending {
+                // The pool was let go meanwhile: each routes again.
+                alone = group
+            } catch HTTP2ConnectionError.http2NotOffered {
+                pools.useHTTP1(for: origin)
+                alone = group
+            } catch {
+                // No connection within the deadline: what the single path would say, without a second try.
+                return group.map { ($0.index, Self.outcome(of: error)) }
             }
-        } catch HTTP2ConnectionError.closedBeforeSending {
-            // The pool was let go meanwhile: each routes again.
+        } else {
             alone = group
-        } catch HTTP2ConnectionError.http2NotOffered {
-            pools.useHTTP1(for: origin)
-            alone = group
-        } catch {
-            // No connection within the deadline: what the single path would say, without a second try.
-            return group.map { ($0.index, Self.outcome(of: error)) }
         }
         guard !alone.isEmpty else { return outcomes }
         return await withTaskGroup(of: (Int, TransportOutcome).self) { sends in
