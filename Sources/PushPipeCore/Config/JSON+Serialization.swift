@@ -62,7 +62,7 @@ extension JSON {
         string.makeContiguousUTF8()
         output.append(UInt8(ascii: "\""))
         // Over the string's own bytes, the runs between escapes copied whole: most strings need
-        // no escape, and a stored subscription (JSON in a string) has a dozen among 250 bytes.
+        // no escape, and a stored subscription (JSON in a string) has quotes all along.
         string.utf8.withContiguousStorageIfAvailable { bytes in
             var runStart = 0
             for index in bytes.indices {

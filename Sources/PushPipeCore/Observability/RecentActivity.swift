@@ -19,8 +19,8 @@ public final class RecentActivity: Sendable {
     public struct Delivery: Sendable, CustomReflectable {
         public var time: Date
         public var user: String
-        /// Masked when read: the page reads the last 20, and a subscription's mask costs a
-        /// microsecond at every delivery.
+        /// Masked when read: the page reads a few, and every delivery writes one (a Web Push
+        /// subscription's mask parses its endpoint).
         private var unmaskedToken: String
         public var token: String { TokenMask.mask(unmaskedToken) }
         public var outcome: ReportedOutcome

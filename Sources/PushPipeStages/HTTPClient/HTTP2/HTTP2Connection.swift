@@ -104,7 +104,9 @@ final class HTTP2Connection: Sendable {
                         try sync.addHandler(TLSRecordCoalescer())
                         try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                         try sync.addHandler(handler)
-                        handlers.value = (handlers.value ?? [:]).merging([ObjectIdentifier(channel): handler]) { $1 }
+                        var known = handlers.value ?? [:]
+                        known[ObjectIdentifier(channel)] = handler
+                        handlers.value = known
                     }
                 }
         }

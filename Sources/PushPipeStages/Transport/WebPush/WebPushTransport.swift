@@ -186,7 +186,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         var byOrigin: [String: [Pending]] = [:]
         for (index, result) in await sealing(requests, signer: signer).enumerated() {
             switch result {
-            case .success(let (sealed, origin)): byOrigin[origin, default: []].append(Pending(index: index, sealed: sealed, origin: origin))
+            case .success(let (sealed, origin)): byOrigin[origin, default: []].append(Pending(index: index, sealed: sealed))
             case .failure(let refused): outcomes[index] = refused.outcome
             }
         }
@@ -258,11 +258,10 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
         }
     }
 
-    /// A sealed request of a batch, where it came in the batch and its checked origin.
+    /// A sealed request of a batch and where it came in the batch.
     private struct Pending: Sendable {
         var index: Int
         var sealed: Sealed
-        var origin: String
     }
 
     private struct Refused: Error {
@@ -274,8 +273,7 @@ final class WebPushTransport: Transport, LongRunningStage, ReadinessReporting, T
     }
 
     /// Messages encrypted together, at most this many one after the other: a broadcast's page
-    /// (thousands) is spread over the cores, and a worker's batch (32 events at 256 in flight)
-    /// costs no task per message.
+    /// (thousands) is spread over the cores, and a worker's usual batch costs no task per message.
     static let sealedInSequence = 32
 
     /// Every request sealed (`sealing(_:signer:)`), in order; a long batch in parallel chunks.
