@@ -181,7 +181,12 @@ public final class SQLiteStore: Store {
             if let answer = event.answer { try recordAnswer(answer, in: db) }
         case .dequeue(let pipeline, let kind, let key):
             try db.cachedStatement(sql: "DELETE FROM work WHERE pipeline = ? AND kind = ? AND key = ? AND (owner = ? OR owner IS NULL)")
-                .execute(arguments: .storable([pipeline, kind, key, LeaseOwner.thisProcess]))
+                .executeBinding { values in
+                    values.bind(pipeline, at: 1)
+                    values.bind(kind, at: 2)
+                    values.bind(key, at: 3)
+                    values.bind(LeaseOwner.thisProcess, at: 4)
+                }
         }
     }
 

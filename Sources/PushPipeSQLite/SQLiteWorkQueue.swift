@@ -36,12 +36,20 @@ struct SQLiteWorkQueue: WorkQueue {
                 INSERT INTO work (pipeline, kind, key, due_at, owner, lease_until, payload, attempts, created_at, work_group, cursor)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pipeline, kind, key) DO NOTHING
                 """
-        ).execute(
-            arguments: .storable([
-                pipeline, item.kind, item.key, due, owner, owner == nil ? 0 : due, payload ?? item.payload.compactText,
-                item.attempts, item.createdAt, item.group, item.cursor,
-            ])
-        )
+        ).executeBinding { values in
+            // Bound directly: every accepted event comes through here in its 202's commit.
+            values.bind(pipeline, at: 1)
+            values.bind(item.kind, at: 2)
+            values.bind(item.key, at: 3)
+            values.bind(due, at: 4)
+            values.bind(owner, at: 5)
+            values.bind(owner == nil ? 0 : due, at: 6)
+            values.bind(payload ?? item.payload.compactText, at: 7)
+            values.bind(item.attempts, at: 8)
+            values.bind(item.createdAt, at: 9)
+            values.bind(item.group, at: 10)
+            values.bind(item.cursor, at: 11)
+        }
     }
 
     /// In the transaction of an outcome: `item`'s cursor and time saved, unless another process

@@ -22,6 +22,8 @@ public final class APNsStandIn: Sendable {
         public var authorization: String
         /// What was wrong with the request, in APNs reasons; empty when it was valid.
         public var rejection: String?
+        /// The `apns-id` of the answer: the request's, else one made here, as APNs does.
+        public var apnsID: String
         /// When the whole request had arrived (latency benchmarks).
         public var receivedAt = ContinuousClock.now
     }
@@ -222,7 +224,8 @@ public final class APNsStandIn: Sendable {
             bodySize: body.readableBytes,
             tokenIssuedAt: issuedAt,
             authorization: fields["authorization"] ?? "",
-            rejection: rejection
+            rejection: rejection,
+            apnsID: fields["apns-id"] ?? UUID().uuidString.lowercased()
         )
         let answer = state.update { state -> Answer in
             state.requests.append(request)
@@ -358,6 +361,8 @@ final class StandInStreamHandler: ChannelInboundHandler {
     let box: LateBound<APNsStandIn>
     var headers = HPACKHeaders()
     var body = ByteBuffer()
+    /// The id the answer carries (`APNsStandIn.Request.apnsID`).
+    var apnsID = ""
 
     init(box: LateBound<APNsStandIn>) { self.box = box }
 
@@ -376,7 +381,8 @@ final class StandInStreamHandler: ChannelInboundHandler {
 
     func finish(context: ChannelHandlerContext) {
         guard let standIn = box.value else { return }
-        let (_, answer) = standIn.receive(headers: headers, body: body, connection: context.channel.parent.map(ObjectIdentifier.init))
+        let (request, answer) = standIn.receive(headers: headers, body: body, connection: context.channel.parent.map(ObjectIdentifier.init))
+        apnsID = request.apnsID
         respond(answer, context: context)
     }
 
@@ -397,7 +403,7 @@ final class StandInStreamHandler: ChannelInboundHandler {
                     // A broadcast: its request id echoed, and the id of the message APNs sends to the channel.
                     [":status": "200", "apns-request-id": requestID, "apns-unique-id": UUID().uuidString.lowercased()]
                 } else {
-                    [":status": "200", "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()]
+                    [":status": "200", "apns-id": apnsID]
                 }
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: answer, endStream: true))), promise: nil)
         case .reject(let status, let reason, let timestamp):
@@ -405,7 +411,7 @@ final class StandInStreamHandler: ChannelInboundHandler {
             if let timestamp { json["timestamp"] = .int(timestamp) }
             let responseHeaders: HPACKHeaders = [
                 ":status": String(status), "content-type": "application/json",
-                "apns-id": headers.first(name: "apns-id") ?? UUID().uuidString.lowercased(),
+                "apns-id": apnsID,
             ]
             context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: false))), promise: nil)
             context.writeAndFlush(

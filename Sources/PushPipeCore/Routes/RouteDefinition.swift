@@ -4,7 +4,7 @@ import Logging
 public struct RouteDefinition: Sendable {
     public var method: String
     /// `/diagnostics/:user_id` style: `:name` segments become path parameters.
-    public var path: String
+    public var path: String { didSet { segments = path.split(separator: "/") } }
     public var authentication: RouteAuthentication
     /// How often it may be called, and how large a body may be (the host enforces them).
     public var limits: RouteLimits
@@ -23,12 +23,14 @@ public struct RouteDefinition: Sendable {
         self.contract = contract
         self.method = method.uppercased()
         self.path = path
+        self.segments = path.split(separator: "/")
         self.authentication = authentication
         self.limits = limits
         self.handler = handler
     }
 
-    var segments: [Substring] { path.split(separator: "/") }
+    /// The path split once: every request is matched against every route's.
+    private(set) var segments: [Substring]
     var parameterCount: Int { segments.filter { $0.hasPrefix(":") }.count }
 
     /// Path parameters when `path` matches this route's pattern, else nil.

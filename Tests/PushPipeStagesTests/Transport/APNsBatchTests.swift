@@ -33,7 +33,7 @@ import Testing
                     Set(accepted)
                         == Set(
                             harness.standIn.requests.filter { $0.rejection == nil && ![tokens[1], tokens[2]].contains($0.token) }
-                                .compactMap { $0.headers["apns-id"] }
+                                .map(\.apnsID)
                         ),
                     "each answer reaches its own request"
                 )

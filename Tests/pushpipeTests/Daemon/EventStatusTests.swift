@@ -125,7 +125,7 @@ import Testing
                     #expect(recipient["token"]?.stringValue == TokenMask.mask(Self.good), "masked: \(recipient)")
                     #expect(recipient["transport"] == "apns" && recipient["outcome"] == "delivered" && recipient["attempts"] == 1)
                     let sent = try #require(apns.requests.first { $0.token == Self.good })
-                    #expect(recipient["provider_id"]?.stringValue == sent.headers["apns-id"], "the apns-id the request carried")
+                    #expect(recipient["provider_id"]?.stringValue == sent.apnsID, "the apns-id APNs answered")
                     #expect(!delivered.compactText.contains(Self.good), "no whole token in a status")
 
                     // Not the backend's credential, or not its event: 404, the same answer.

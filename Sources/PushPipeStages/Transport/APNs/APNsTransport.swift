@@ -164,9 +164,10 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
         if pushType == "background" && priority != 5 {
             throw StageError(.invalidEvent, stage: context.stage, "background pushes must use priority 5, not \(priority)")
         }
+        // No `apns-id`: APNs makes one and answers with it, and each answer comes on its request's
+        // stream. One made here would be one more value to make, encode and send per request.
         var headers: [(name: String, value: String)] = [
             ("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
-            ("apns-id", RandomIdentifier.uuid()),
         ]
         if let expiration = options["expiration"]?.intValue { headers.append(("apns-expiration", String(expiration))) }
         if let collapse = options["collapse_id"]?.textValue, !collapse.isEmpty {
@@ -288,14 +289,14 @@ final class APNsTransport: Transport, LongRunningStage, ReadinessReporting, Conn
 
     private func headers(for request: OutgoingRequest, authorization: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
-        headers.reserveCapacity(6 + request.headers.count)
+        headers.reserveCapacity(5 + request.headers.count)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: authority)
         // Values that differ per request would only push reusable ones out of the HPACK table.
         headers.add(name: ":path", value: String(request.url.utf8.dropFirst(baseURLText.utf8.count)) ?? "", indexing: .nonIndexable)
+        // No `content-type`: APNs takes JSON only and asks for none.
         headers.add(name: "authorization", value: authorization)
-        headers.add(name: "content-type", value: "application/json")
         for header in request.headers {
             headers.add(name: header.name, value: header.value, indexing: Self.isPerRequest(header.name) ? .nonIndexable : .indexable)
         }
