@@ -222,7 +222,7 @@ public final class HTTPHost: RouteServing {
         }
         let json: JSON
         do {
-            json = try JSON.parse(Data(buffer.readableBytesView), maximumDepth: JSON.acceptedDepth)
+            json = try buffer.withUnsafeReadableBytes { try JSON.parse($0, maximumDepth: JSON.acceptedDepth) }
         } catch {
             throw RouteError.badRequest("\(error)", field: "body")
         }

@@ -57,8 +57,10 @@ extension JSON: Codable {
         return try Array(data).withUnsafeBufferPointer { try JSONParser.parse($0, selecting: selection, maximumDepth: maximumDepth) }
     }
 
+    /// Read in the string's own UTF-8, not a copy of it.
     public static func parse(_ text: String) throws -> JSON {
-        try parse(Data(text.utf8))
+        var text = text
+        return try text.withUTF8 { try JSONParser.parse($0, selecting: .everything) }
     }
 
     /// Deterministic serialisation: sorted keys, no escaped slashes, so that
@@ -70,8 +72,16 @@ extension JSON: Codable {
         return Data(output)
     }
 
-    public var compactText: String { String(decoding: serialized(), as: UTF8.self) }
-    public var prettyText: String { String(decoding: serialized(pretty: true), as: UTF8.self) }
+    /// Decoded from the written bytes themselves: through `Data` it would be copied twice.
+    public var compactText: String { text(pretty: false) }
+    public var prettyText: String { text(pretty: true) }
+
+    private func text(pretty: Bool) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(to: &output, pretty: pretty, indent: 0)
+        return String(decoding: output, as: UTF8.self)
+    }
 
     /// Decodes a `Decodable` type from this value.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {

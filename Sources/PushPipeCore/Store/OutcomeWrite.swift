@@ -22,10 +22,7 @@ package enum OutcomeWrite: Sendable {
     /// An accepted event's write, its item made and its payload serialized by the task that
     /// submits it: not in the transaction that every waiting write shares.
     package static func enqueue(_ event: QueuedEvent) -> OutcomeWrite {
-        var item = event.work
-        let payload = item.payload.compactText
-        item.payload = .null
-        return .enqueue(event, item, payload: payload)
+        .enqueue(event, WorkItem(kind: event.kind, key: event.key, payload: .null, createdAt: event.time), payload: event.storedPayload)
     }
 
     /// Writes nothing: not worth a place in a transaction.

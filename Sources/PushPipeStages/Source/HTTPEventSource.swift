@@ -234,7 +234,8 @@ struct HTTPEventSource: QueuedEventSource, LongRunningStage {
             route: "\(configuration.method) \(configuration.path)"
         )
         // This request's hold on its key: a failure releases this one, never one taken over since.
-        let holder = RandomIdentifier.uuid()
+        // Only a request with a key has one to hold.
+        let holder = idempotencyKey == nil ? "" : RandomIdentifier.uuid()
         if let idempotencyKey {
             if var earlier = try await IdempotentRequest.claim(idempotencyKey, holder: holder, body: body, context: context) {
                 if let earlierID = earlier.body["id"]?.stringValue { earlier.headers["location"] = location(configuration, id: earlierID) }

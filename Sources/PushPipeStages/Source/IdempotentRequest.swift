@@ -10,14 +10,14 @@ enum IdempotentRequest {
     static let hold = IdempotencyPolicy.hold
 
     /// The request's key, scoped to its route and credential; nil without the header.
-    static func key(of request: RouteRequest, pipeline: String, route: String) throws -> IdempotencyKey? {
+    static func key(of request: RouteRequest, pipeline: String, route: @autoclosure () -> String) throws -> IdempotencyKey? {
         guard var value = request.idempotencyKey else { return nil }
         // A structured-field string ("…", as the draft writes it) or the bare token many clients send.
         if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
         guard (1...255).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7e).contains($0) && $0 != UInt8(ascii: "\"") }) else {
             throw RouteError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
         }
-        return IdempotencyKey(pipeline: pipeline, scope: route + " " + request.principal, key: value)
+        return IdempotencyKey(pipeline: pipeline, scope: route() + " " + request.principal, key: value)
     }
 
     /// Takes the key for this request, as `holder` (nil: go on), or answers as the key says.
