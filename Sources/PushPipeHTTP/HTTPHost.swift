@@ -161,7 +161,8 @@ public final class HTTPHost: RouteServing {
             parameters = foundParameters
         }
         let limits = entry.route.limits
-        let routeKey = entry.route.method + " " + entry.route.path
+        // Made only for a route with a rate to keep.
+        var routeKey: String { entry.route.method + " " + entry.route.path }
         if let rate = limits.perClient {
             try admit(routeKey + "\u{1}" + clientAddress(request, peer: peer), rate, who: "this client address")
         }

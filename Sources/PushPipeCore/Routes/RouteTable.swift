@@ -7,14 +7,21 @@ public struct RouteTable: Sendable {
     }
 
     public private(set) var entries: [Entry] = []
+    /// Routes without parameters by their path as `/a/b` (every request to one of them, the
+    /// usual case, is found without matching it against each route).
+    private var literal: [String: [Entry]] = [:]
 
-    public init(_ entries: [Entry] = []) { self.entries = entries }
+    public init(_ entries: [Entry] = []) {
+        for entry in entries { add(entry.route, context: entry.context) }
+    }
 
     /// Literal segments win over parameters (`/users/me` before `/users/:id`): the order is
     /// settled here, once, not on every request.
     public mutating func add(_ route: RouteDefinition, context: RouteContext) {
-        entries.append(Entry(route: route, context: context))
+        let entry = Entry(route: route, context: context)
+        entries.append(entry)
         entries.sort { $0.route.parameterCount < $1.route.parameterCount }
+        if route.parameterCount == 0 { literal["/" + route.segments.joined(separator: "/"), default: []].append(entry) }
     }
 
     public enum Lookup {
@@ -24,6 +31,9 @@ public struct RouteTable: Sendable {
     }
 
     public func lookup(method: String, path: String) -> Lookup {
+        // A literal route with this method is the answer the scan below would give: routes
+        // without parameters come first, and no two serve one method and path.
+        if let found = literal[path]?.first(where: { $0.route.method == method }) { return .found(found, parameters: [:]) }
         let segments = path.split(separator: "/")
         var allowed: [String] = []
         for entry in entries {
