@@ -13,7 +13,12 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundOut = HTTPResponsePart
 
     private let timeout: TimeAmount
-    private var deadline: Scheduled<Void>?
+    /// When the connection closes unless a request has arrived whole; nil while answering.
+    private var deadline: NIODeadline?
+    /// One timer at a time, moved lazily: a request answered moves only `deadline`, and the
+    /// timer, when it fires early, waits again for the later one. Scheduling and cancelling
+    /// a task of the loop for every request cost more than the rest of this handler.
+    private var timer: Scheduled<Void>?
     /// Requests read whole whose response has not ended yet.
     private var answering = 0
 
@@ -31,18 +36,18 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        disarm()
+        stop()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        disarm()
+        stop()
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .end = unwrapInboundIn(data) {
             answering += 1
-            disarm()
+            deadline = nil
         }
         context.fireChannelRead(data)
     }
@@ -56,15 +61,29 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func arm(_ context: ChannelHandlerContext) {
-        disarm()
-        let context = NIOLoopBound(context, eventLoop: context.eventLoop)
-        deadline = context.value.eventLoop.scheduleTask(in: timeout) {
-            context.value.close(promise: nil)
+        let due = context.eventLoop.now + timeout
+        deadline = due
+        if timer == nil { wait(until: due, context) }
+    }
+
+    private func wait(until due: NIODeadline, _ context: ChannelHandlerContext) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = bound.value
+            handler.timer = nil
+            // Answering: nothing is timed, and the answer's end arms again.
+            guard let deadline = handler.deadline else { return }
+            if deadline > context.eventLoop.now {
+                handler.wait(until: deadline, context)
+            } else {
+                context.close(promise: nil)
+            }
         }
     }
 
-    private func disarm() {
-        deadline?.cancel()
+    private func stop() {
         deadline = nil
+        timer?.cancel()
+        timer = nil
     }
 }
