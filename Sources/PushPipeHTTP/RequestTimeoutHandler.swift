@@ -19,8 +19,11 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// timer, when it fires early, waits again for the later one. Scheduling and cancelling
     /// a task of the loop for every request cost more than the rest of this handler.
     private var timer: Scheduled<Void>?
-    /// Requests read whole whose response has not ended yet.
-    private var answering = 0
+    /// Requests read whole less responses ended: above 0 while answering. Below 0 after an
+    /// answer that came before its request's end (a 404 before the body), which the request's
+    /// end then brings back to 0: clamped at 0 instead, that end counted as a request still to
+    /// answer, and the connection was never timed again.
+    private var pending = 0
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
@@ -46,16 +49,21 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .end = unwrapInboundIn(data) {
-            answering += 1
-            deadline = nil
+            pending += 1
+            if pending > 0 {
+                deadline = nil
+            } else {
+                // Answered already: the next request has its whole time from here.
+                arm(context)
+            }
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            answering = max(0, answering - 1)
-            if answering == 0 { arm(context) }
+            pending -= 1
+            if pending <= 0 { arm(context) }
         }
         context.write(data, promise: promise)
     }

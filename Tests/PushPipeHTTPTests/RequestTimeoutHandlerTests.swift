@@ -40,6 +40,34 @@ import Testing
         #expect(!channel.isActive, "t = 30.1: no request came whole in 10 s after the last answer")
     }
 
+    /// A 404 goes out before the request's body has come; the body's end must not count as a
+    /// request still to answer, or the connection is never timed again (found by review: an
+    /// unauthenticated way around the slowloris bound, older than the lazy timer).
+    @Test func anAnswerBeforeItsRequestEndsLeavesTheConnectionTimed() throws {
+        let channel = EmbeddedChannel(handler: RequestTimeoutHandler(timeout: .seconds(10)))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try channel.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .post, scheme: "http", authority: "localhost", path: "/nowhere")))
+        try answer(channel)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        try channel.writeInbound(HTTPRequestPart.end(nil))  // the body drained after the 404
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(9_900))
+        #expect(channel.isActive, "the next request has 10 s from the body's end")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive, "then idle, or trickling, it is closed")
+        // And one answered in turn after such a request is timed as usual.
+        let again = EmbeddedChannel(handler: RequestTimeoutHandler(timeout: .seconds(10)))
+        try again.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try again.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .post, scheme: "http", authority: "localhost", path: "/nowhere")))
+        try answer(again)
+        try again.writeInbound(HTTPRequestPart.end(nil))
+        try request(again)
+        again.embeddedEventLoop.advanceTime(by: .seconds(30))
+        #expect(again.isActive, "the second request is being answered")
+        try answer(again)
+        again.embeddedEventLoop.advanceTime(by: .milliseconds(10_100))
+        #expect(!again.isActive)
+    }
+
     @Test func aRequestThatNeverEndsIsClosedAtTheTimeout() throws {
         let channel = EmbeddedChannel(handler: RequestTimeoutHandler(timeout: .seconds(10)))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()

@@ -11,9 +11,7 @@ public struct RouteTable: Sendable {
     /// usual case, is found without matching it against each route).
     private var literal: [String: [Entry]] = [:]
 
-    public init(_ entries: [Entry] = []) {
-        for entry in entries { add(entry.route, context: entry.context) }
-    }
+    public init() {}
 
     /// Literal segments win over parameters (`/users/me` before `/users/:id`): the order is
     /// settled here, once, not on every request.
@@ -32,8 +30,9 @@ public struct RouteTable: Sendable {
 
     public func lookup(method: String, path: String) -> Lookup {
         // A literal route with this method is the answer the scan below would give: routes
-        // without parameters come first, and no two serve one method and path.
-        if let found = literal[path]?.first(where: { $0.route.method == method }) { return .found(found, parameters: [:]) }
+        // without parameters come first, and no two serve one method and path. Not for HEAD,
+        // which the scan gives to a GET route too.
+        if method != "HEAD", let found = literal[path]?.first(where: { $0.route.method == method }) { return .found(found, parameters: [:]) }
         let segments = path.split(separator: "/")
         var allowed: [String] = []
         for entry in entries {

@@ -38,6 +38,13 @@ import Testing
         #expect(found(routes.lookup(method: "POST", path: "//events/")) == "POST events/", "empty segments are no segments")
         #expect(found(routes.lookup(method: "GET", path: "/events/e%2F1")) == "GET /events/:id id=e/1")
         #expect(found(routes.lookup(method: "HEAD", path: "/users/me")) == "GET /users/me", "HEAD is served by GET")
+        // A HEAD route of its own after the GET one: the scan's answer, the first of the two.
+        var withHead = routes
+        withHead.add(
+            RouteDefinition(method: "HEAD", path: "/users/me") { _, _ in RouteResponse([:]) },
+            context: RouteContext(pipeline: "p", store: store, sink: RefusingEventSink())
+        )
+        #expect(found(withHead.lookup(method: "HEAD", path: "/users/me")) == "GET /users/me")
         guard case .methodNotAllowed(let allowed) = routes.lookup(method: "PUT", path: "/users/me") else {
             Issue.record("PUT /users/me is not allowed")
             return

@@ -134,4 +134,38 @@ import Testing
             #expect(try await Self.register(HTTPTestClient(port: port), 1).status == 200)
         }
     }
+
+    /// A request answered before its body came (a 404 needs no body), then the body, then
+    /// nothing: the connection is closed at the request timeout all the same.
+    @Test func aConnectionAnsweredBeforeItsBodyIsStillTimed() async throws {
+        try await Self.run(["--request-timeout", "1"]) { daemon, directory in
+            let port = try await daemon.port()
+            try directory.write(
+                "early.py",
+                """
+                import socket, sys, time
+                s = socket.create_connection(("127.0.0.1", \(port)))
+                s.sendall(b"POST /nowhere HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\n\\r\\n")
+                s.settimeout(20)
+                answer = s.recv(4096)
+                print("answered " + answer.split(b"\\r\\n")[0].decode(), flush=True)
+                s.sendall(b"{}")
+                started = time.monotonic()
+                try:
+                    rest = s.recv(4096)
+                    print("closed %s after %.1f s" % ("by the server" if rest == b"" else "with data", time.monotonic() - started), flush=True)
+                except socket.timeout:
+                    print("closed never after 20 s", flush=True)
+                """
+            )
+            try await DaemonProcess.run(arguments: [], directory: directory.path, launcher: ["/usr/bin/env", "python3", "early.py"]) { early in
+                let answered = try await early.waitForLine(containing: "answered", timeout: 25)
+                #expect(answered.contains("404"), "\(answered)")
+                let line = try await early.waitForLine(containing: "closed", timeout: 25)
+                #expect(line.contains("by the server"), "\(line)")
+                let seconds = Double(line.split(separator: " ").dropLast().last ?? "") ?? 99
+                #expect(seconds < 10, "closed at the 1 s request timeout: \(line)")
+            }
+        }
+    }
 }
