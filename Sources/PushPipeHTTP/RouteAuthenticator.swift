@@ -21,8 +21,7 @@ final class RouteAuthenticator: Sendable {
         case .none:
             return nil
         case .token(let expected):
-            guard let presented = Self.bearer(authorization), !expected.isEmpty,
-                Self.constantTimeEquals(Array(presented.utf8), Array(expected.utf8))
+            guard let presented = Self.bearer(authorization), !expected.isEmpty, Self.constantTimeEquals(presented.utf8, expected.utf8)
             else { throw RouteError.unauthorized() }
             return nil
         case .jwt(let secret, let userClaim):
@@ -50,25 +49,65 @@ final class RouteAuthenticator: Sendable {
     static func principal(_ authentication: RouteAuthentication, user: String?) -> String {
         switch authentication {
         case .none: ""
-        case .token(let token): "token:" + hex(SHA256.hash(data: Array(token.utf8)).prefix(8))
+        case .token(let token): tokenPrincipal(token)
         case .jwt, .identity: "user:" + (user ?? "")
         }
     }
 
+    /// A configured token's principal, hashed once per token rather than at every request.
+    /// Only configured tokens come here, never a caller's: the table holds a few, and starts
+    /// over past a bound (reloads that changed tokens many times).
+    private static func tokenPrincipal(_ token: String) -> String {
+        if let known = tokenPrincipals.withLock({ $0[token] }) { return known }
+        let principal = "token:" + hex(SHA256.hash(data: Array(token.utf8)).prefix(8))
+        tokenPrincipals.withLock { known in
+            if known.count >= 256 { known.removeAll() }
+            known[token] = principal
+        }
+        return principal
+    }
+
+    private static let tokenPrincipals = Mutex<[String: String]>([:])
+
     static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
-        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        text.reserveCapacity(64)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
         return String(decoding: text, as: UTF8.self)
     }
 
+    /// The credential of an `Authorization: Bearer …` header (the scheme in any case), without
+    /// the white space around it. An ASCII header (every real one) is read byte by byte: every
+    /// request to a token route comes here.
     static func bearer(_ header: String?) -> String? {
-        guard let header, header.lowercased().hasPrefix("bearer ") else { return nil }
-        let value = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
-        return value.isEmpty ? nil : value
+        guard var header else { return nil }
+        guard header.utf8.allSatisfy({ $0 < 0x80 }) else {
+            // Beyond ASCII, by characters and Foundation's white space, as it always was.
+            guard header.lowercased().hasPrefix("bearer ") else { return nil }
+            let value = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+            return value.isEmpty ? nil : value
+        }
+        return header.withUTF8 { bytes -> String? in
+            let scheme = "bearer ".utf8
+            guard bytes.count > scheme.count, bytes[6] == UInt8(ascii: " "),
+                zip(bytes.prefix(6), scheme.prefix(6)).allSatisfy({ $0 | 0x20 == $1 })
+            else { return nil }
+            // Foundation's white space, in ASCII: the space and the tab.
+            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var start = scheme.count
+            var end = bytes.count
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            return start == end ? nil : String(decoding: bytes[start..<end], as: UTF8.self)
+        }
     }
 
-    static func constantTimeEquals(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+    /// Whether two credentials are equal, in a time that does not depend on where they differ.
+    static func constantTimeEquals(_ left: String.UTF8View, _ right: String.UTF8View) -> Bool {
         guard left.count == right.count else { return false }
         return zip(left, right).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }

@@ -52,8 +52,9 @@ apns() {
 }
 
 # 2. An http.event accept through to delivery: the daemon itself, counted from its start to its
-# exit, takes COUNT events over HTTP/1.1 (h2load, not counted), sends each to the APNs stand-in
-# and drains what is left at SIGTERM.
+# exit, takes COUNT events over HTTP/1.1 (h2load, not counted) behind a backend token, as the
+# bundled pipelines' event routes are, sends each to the APNs stand-in and drains what is left
+# at SIGTERM.
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$RUN/AuthKey.p8" 2>/dev/null
 printf '{"user": "alice", "title": "Hello"}' > "$RUN/event.json"
 event() {
@@ -64,7 +65,7 @@ pipeline: gate
 routes:
   - {action: register, path: /register, user_field: user_id, token_kind: device, token_field: device_token}
 sources:
-  - {type: http.event, path: /events}
+  - {type: http.event, path: /events, auth: {type: token, token: gate-events-token}}
 renderer: {type: apns.alert, title: "{{title}}", body: "An event for {{user}}"}
 transport:
   type: apns
@@ -92,7 +93,8 @@ YAML
   done
   [ -n "$registered" ] || { echo "the daemon did not start:" >&2; cat "$home/daemon.log" >&2; return 1; }
   local answers
-  answers=$(h2load --h1 -n "$1" -c 16 -d "$RUN/event.json" -H 'content-type: application/json' "http://127.0.0.1:$EVENT_PORT/events")
+  answers=$(h2load --h1 -n "$1" -c 16 -d "$RUN/event.json" -H 'content-type: application/json' \
+    -H 'authorization: Bearer gate-events-token' "http://127.0.0.1:$EVENT_PORT/events")
   [[ $answers == *" $1 2xx"* ]] || { echo "not every event was accepted:" >&2; echo "$answers" >&2; return 1; }
   stop_counted
   wait "$COUNTED_PID" || { echo "the daemon did not stop cleanly:" >&2; tail -n 20 "$home/daemon.log" >&2; return 1; }
