@@ -7,7 +7,7 @@ import Synchronization
 /// Checks the credentials a request presents against its route's `RouteAuthentication`. One
 /// per app host: the HS256 key of each secret is made once and kept.
 final class RouteAuthenticator: Sendable {
-    private let keyCollections = Mutex<[String: JWTKeyCollection]>([:])
+    private let keyCollections = Mutex<[SecretBytes: JWTKeyCollection]>([:])
     private let identities: IdentityVerifier
 
     init(identityLookup: (any IdentityLookup)? = nil) {
@@ -58,16 +58,17 @@ final class RouteAuthenticator: Sendable {
     /// Only configured tokens come here, never a caller's: the table holds a few, and starts
     /// over past a bound (reloads that changed tokens many times).
     private static func tokenPrincipal(_ token: String) -> String {
-        if let known = tokenPrincipals.withLock({ $0[token] }) { return known }
+        let key = SecretBytes(token)
+        if let known = tokenPrincipals.withLock({ $0[key] }) { return known }
         let principal = "token:" + hex(SHA256.hash(data: Array(token.utf8)).prefix(8))
         tokenPrincipals.withLock { known in
             if known.count >= 256 { known.removeAll() }
-            known[token] = principal
+            known[key] = principal
         }
         return principal
     }
 
-    private static let tokenPrincipals = Mutex<[String: String]>([:])
+    private static let tokenPrincipals = Mutex<[SecretBytes: String]>([:])
 
     static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
@@ -113,15 +114,33 @@ final class RouteAuthenticator: Sendable {
     }
 
     private func keys(for secret: String) async -> JWTKeyCollection {
-        if let keys = keyCollections.withLock({ $0[secret] }) { return keys }
+        let secretKey = SecretBytes(secret)
+        if let keys = keyCollections.withLock({ $0[secretKey] }) { return keys }
         let keys = JWTKeyCollection()
         let key = secret.utf8.count >= RouteAuthentication.minimumSecretBytes ? HMACKey(from: secret) : HMACKey(key: SymmetricKey(size: .bits256))
         await keys.add(hmac: key, digestAlgorithm: .sha256)
         // Two first requests may both make one: either serves, the first kept stays.
         return keyCollections.withLock { collections in
-            if let kept = collections[secret] { return kept }
-            collections[secret] = keys
+            if let kept = collections[secretKey] { return kept }
+            collections[secretKey] = keys
             return keys
+        }
+    }
+}
+
+/// A secret as a table key, equal to another only byte for byte: `String` equality is
+/// canonical equivalence, under which two configured secrets that differ in bytes (`é` and
+/// `e` + U+0301, or a Kelvin sign and `K`) would share one principal or one HMAC key.
+private struct SecretBytes: Hashable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    static func == (left: SecretBytes, right: SecretBytes) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
+
+    func hash(into hasher: inout Hasher) {
+        if text.utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            for byte in text.utf8 { hasher.combine(byte) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import PushPipeCore
 import Testing
 
@@ -49,5 +50,40 @@ import Testing
         #expect(RouteAuthenticator.principal(.token("another-token"), user: nil) != first)
         for index in 0..<300 { _ = RouteAuthenticator.principal(.token("token-\(index)"), user: nil) }
         #expect(RouteAuthenticator.principal(.token("dev-events-token"), user: nil) == first, "after the table started over")
+    }
+
+    /// Two configured tokens that Swift's `String` calls equal (canonically equivalent) but that
+    /// differ in bytes are two callers: each keeps its own principal, whichever is seen first
+    /// (found by review: a table keyed by `String` gave the second the first one's).
+    @Test func canonicallyEquivalentTokensAreTwoCallers() {
+        let composed = "token-caf\u{E9}-\u{212A}"
+        let decomposed = "token-cafe\u{301}-K"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8), "the premise")
+        let first = RouteAuthenticator.principal(.token(composed), user: nil)
+        let second = RouteAuthenticator.principal(.token(decomposed), user: nil)
+        #expect(first != second)
+        #expect(RouteAuthenticator.principal(.token(composed), user: nil) == first)
+        #expect(RouteAuthenticator.principal(.token(decomposed), user: nil) == second)
+    }
+
+    struct Claims: JWTPayload {
+        var sub: SubjectClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// The same for JWT secrets: a token signed with one secret does not verify on a route whose
+    /// secret is canonically equivalent to it but other bytes (an HMAC key is made of bytes).
+    @Test func aJWTSignedWithOneSecretDoesNotVerifyUnderAnEquivalentOne() async throws {
+        let composed = "a-shared-secret-of-enough-length-caf\u{E9}"
+        let decomposed = "a-shared-secret-of-enough-length-cafe\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8), "the premise")
+        let signer = JWTKeyCollection()
+        await signer.add(hmac: HMACKey(from: composed), digestAlgorithm: .sha256)
+        let token = try await signer.sign(Claims(sub: .init(value: "ann")))
+        let authenticator = RouteAuthenticator()
+        #expect(try await authenticator.authenticate(.jwt(secret: composed, userClaim: "sub"), authorization: "Bearer \(token)") == "ann")
+        await #expect(throws: RouteError.self) {
+            try await authenticator.authenticate(.jwt(secret: decomposed, userClaim: "sub"), authorization: "Bearer \(token)")
+        }
     }
 }
