@@ -20,9 +20,8 @@ final class RequestTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// a task of the loop for every request cost more than the rest of this handler.
     private var timer: Scheduled<Void>?
     /// Requests read whole less responses ended: above 0 while answering. Below 0 after an
-    /// answer that came before its request's end (a 404 before the body), which the request's
-    /// end then brings back to 0: clamped at 0 instead, that end counted as a request still to
-    /// answer, and the connection was never timed again.
+    /// answer that came before its request's end (a 404 sent before the body): that end brings
+    /// it back to 0, a request already answered, and the connection is timed from there.
     private var pending = 0
 
     init(timeout: TimeAmount) {

@@ -139,9 +139,8 @@ private struct SecretBytes: Hashable {
     static func == (left: SecretBytes, right: SecretBytes) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
 
     func hash(into hasher: inout Hasher) {
-        if text.utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
-            for byte in text.utf8 { hasher.combine(byte) }
-        }
+        var text = text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }
 
