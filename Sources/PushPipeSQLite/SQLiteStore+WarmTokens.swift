@@ -35,10 +35,11 @@ extension SQLitePipelineStore {
     /// `StateMirror`), while the writer's are not. One read for a poller's claim instead of one
     /// per user.
     func warmTokens(users: [String]) async throws {
+        let users = store.tokenCache.unwarmed(users, pipeline: pipeline)
         guard !users.isEmpty else { return }
         let generation = store.tokenCache.currentGeneration()
         let list = JSON.array(users.map(JSON.string)).compactText
         let tokens = try await store.database.write { db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
-        store.tokenCache.store(tokens, readAt: generation)
+        store.tokenCache.store(tokens, readAt: generation, ofEveryKindFor: users, pipeline: pipeline)
     }
 }

@@ -99,7 +99,9 @@ import Testing
                 if let tokens = try? await store.tokenCache.tokens(for: query, read: { throw NotCached() }) { prefetched[query] = tokens }
             }
         }
-        #expect(prefetched.count == 3, "every kind a claimed user has tokens of")
+        // Every kind of a claimed user: one it has no tokens of is cached as none.
+        #expect(prefetched.count == 4)
+        #expect(prefetched[TokenCache.Query(pipeline: "p", user: "1", kind: "activity")]?.isEmpty == true)
         // What the claim cached is what the file gives, in the same order.
         store.tokenCache.invalidate()
         for (query, tokens) in prefetched {

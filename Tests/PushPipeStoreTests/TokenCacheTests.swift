@@ -144,4 +144,59 @@ import Testing
         #expect(try await store.pipeline("p").tokens(user: "u", kind: "device").isEmpty)
         try await store.close()
     }
+
+    /// Two users whose ids are canonically equivalent but differ in bytes are two rows in the
+    /// store, and two entries here: the one cached must not answer for the other.
+    @Test func canonicallyEquivalentUsersAreTwoEntries() async throws {
+        let cache = TokenCache()
+        let composed = TokenCache.Query(pipeline: "p", user: "\u{E9}ve", kind: "device")
+        let decomposed = TokenCache.Query(pipeline: "p", user: "e\u{301}ve", kind: "device")
+        _ = try await cache.tokens(for: composed) { [token] }
+        let reads = ObservedState(0)
+        let other = try await cache.tokens(for: decomposed) {
+            reads.update { $0 += 1 }
+            return []
+        }
+        #expect(reads.value == 1 && other.isEmpty, "another user's entry answered")
+        #expect(Set([composed, decomposed]).count == 2)
+    }
+
+    /// A warm-up reads every kind of its users' tokens: a kind it found none of is none,
+    /// until the entries expire or a registration changes.
+    @Test func aWarmedUserHasNoneOfAKindTheReadDidNotFind() async throws {
+        let cache = TokenCache()
+        cache.store([query: [token]], readAt: cache.currentGeneration(), ofEveryKindFor: ["u"], pipeline: "p")
+        struct NotCached: Error {}
+        let web = TokenCache.Query(pipeline: "p", user: "u", kind: "web")
+        #expect(try await cache.tokens(for: query) { throw NotCached() }.map(\.value) == [token.value])
+        #expect(try await cache.tokens(for: web) { throw NotCached() }.isEmpty)
+        #expect(cache.unwarmed(["u", "v", "v"], pipeline: "p") == ["v"])
+        #expect(cache.unwarmed(["u"], pipeline: "q") == ["u"], "warm in its own pipeline only")
+        cache.invalidate()
+        #expect(cache.unwarmed(["u"], pipeline: "p") == ["u"])
+        #expect(try await cache.tokens(for: web) { [token] }.count == 1, "a change ends what the warm-up knew")
+
+        let expiring = TokenCache(lifetime: .zero)
+        expiring.store([:], readAt: expiring.currentGeneration(), ofEveryKindFor: ["u"], pipeline: "p")
+        #expect(try await expiring.tokens(for: web) { [token] }.count == 1, "an expired warm-up answered")
+        #expect(expiring.unwarmed(["u"], pipeline: "p") == ["u"])
+    }
+
+    /// A warm-up that raced a change stores nothing; a user the store keeps under other bytes
+    /// (a NUL replaced) is found under those, so its own id still misses instead of having none.
+    @Test func aWarmUpStoresOnlyWhatItCanVouchFor() async throws {
+        let cache = TokenCache()
+        let generation = cache.currentGeneration()
+        cache.invalidate()
+        cache.store([query: [token]], readAt: generation, ofEveryKindFor: ["u"], pipeline: "p")
+        #expect(cache.unwarmed(["u"], pipeline: "p") == ["u"])
+        cache.store([:], readAt: cache.currentGeneration(), ofEveryKindFor: ["a\u{0}b"], pipeline: "p")
+        #expect(cache.unwarmed(["a\u{0}b"], pipeline: "p") == ["a\u{0}b"])
+        let reads = ObservedState(0)
+        _ = try await cache.tokens(for: TokenCache.Query(pipeline: "p", user: "a\u{0}b", kind: "device")) {
+            reads.update { $0 += 1 }
+            return [token]
+        }
+        #expect(reads.value == 1)
+    }
 }

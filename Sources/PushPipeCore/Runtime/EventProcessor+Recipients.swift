@@ -11,6 +11,9 @@ extension EventProcessor {
     func deliverToUsers(_ events: [Event]) async -> (finished: [Finished], retrying: [Delivering]) {
         var finished: [Finished] = []
         var deliverings: [Delivering] = []
+        // The renderer looks up each event's recipients in turn: a store that caches them reads
+        // the batch's users at once first. A hint, so a failure only leaves the lookups to do.
+        if events.count > 1 { try? await rendererContext.registrations.warmTokens(users: events.compactMap(\.user)) }
         for event in events {
             let notifications: [RenderedNotification]
             do {

@@ -10,6 +10,9 @@ import Synchronization
 /// events in flight for a user all miss together when the user's entry expires, and on
 /// PostgreSQL each miss would be a statement of its own.
 package final class TokenCache: Sendable {
+    /// Equal when their texts are equal byte for byte, as the store compares them: `String`'s
+    /// equality is canonical equivalence, under which one user's entry (`e` and U+0301)
+    /// would answer for another's (`é`), a different registration in the store.
     package struct Query: Hashable {
         package var pipeline: String
         package var user: String?
@@ -20,6 +23,20 @@ package final class TokenCache: Sendable {
             self.user = user
             self.kind = kind
         }
+
+        package static func == (a: Query, b: Query) -> Bool {
+            a.pipeline.utf8.elementsEqual(b.pipeline.utf8) && a.kind.utf8.elementsEqual(b.kind.utf8)
+                && (a.user == nil) == (b.user == nil) && (a.user ?? "").utf8.elementsEqual((b.user ?? "").utf8)
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            for text in [pipeline, kind, user ?? ""] {
+                var text = text
+                text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+                hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends each text
+            }
+            hasher.combine(user == nil)
+        }
     }
 
     private struct State {
@@ -28,6 +45,9 @@ package final class TokenCache: Sendable {
         /// Reads under way, by query, with the misses waiting for them. Only a read's leader
         /// removes it, so a query has one at a time.
         var reading: [Query: Reading] = [:]
+        /// Users whose tokens of every kind were read together (`store(_:readAt:users:)`), by
+        /// pipeline and user (kind empty), until the entries of that read expire.
+        var warmed: [Query: ContinuousClock.Instant] = [:]
     }
 
     /// How a read ended for the misses that waited for it.
@@ -65,8 +85,44 @@ package final class TokenCache: Sendable {
         let expires = ContinuousClock.now + lifetime
         state.withLock { state in
             guard state.generation == generation.value else { return }
-            if state.entries.count + reads.count > Self.capacity { state.entries.removeAll() }
+            if state.entries.count + reads.count > Self.capacity {
+                state.entries.removeAll()
+                state.warmed.removeAll()
+            }
             for (query, tokens) in reads { state.entries[query] = (tokens, expires) }
+        }
+    }
+
+    /// Stores a read of `users`' tokens of every kind (`RegistrationStore.warmTokens`), unless a
+    /// change raced it. Until these entries expire, a kind the read found none of for a user
+    /// is known to have none (`[]`, not a miss), and a warm-up skips the user (`unwarmed`).
+    package func store(_ reads: [Query: [DeviceToken]], readAt generation: Generation, ofEveryKindFor users: [String], pipeline: String) {
+        let expires = ContinuousClock.now + lifetime
+        state.withLock { state in
+            guard state.generation == generation.value else { return }
+            if state.entries.count + reads.count > Self.capacity || state.warmed.count + users.count > Self.capacity {
+                state.entries.removeAll()
+                state.warmed.removeAll()
+            }
+            for (query, tokens) in reads { state.entries[query] = (tokens, expires) }
+            // A user the store keeps under other bytes (a NUL replaced) was found under those:
+            // looked up by its own, it must miss instead of having none.
+            for user in users where StoredText.storable(user).utf8.elementsEqual(user.utf8) {
+                state.warmed[Query(pipeline: pipeline, user: user, kind: "")] = expires
+            }
+        }
+    }
+
+    /// Those of `users` (without repeats) whose tokens of every kind were not read lately.
+    package func unwarmed(_ users: [String], pipeline: String) -> [String] {
+        let now = ContinuousClock.now
+        var seen = Set<Query>()
+        return state.withLock { state in
+            users.filter { user in
+                let key = Query(pipeline: pipeline, user: user, kind: "")
+                guard seen.insert(key).inserted else { return false }
+                return state.warmed[key].map { $0 <= now } ?? true
+            }
         }
     }
 
@@ -114,6 +170,9 @@ package final class TokenCache: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             if let entry = state.entries[query], entry.expires > now { return .hit(entry.tokens) }
+            if let user = query.user, let warm = state.warmed[Query(pipeline: query.pipeline, user: user, kind: "")], warm > now {
+                return .hit([])
+            }
             if let reading = state.reading[query] {
                 return reading.generation == state.generation ? .follow : .alone(Generation(value: state.generation))
             }
@@ -148,6 +207,7 @@ package final class TokenCache: Sendable {
         state.withLock { state in
             state.generation &+= 1
             state.entries.removeAll()
+            state.warmed.removeAll()
         }
     }
 

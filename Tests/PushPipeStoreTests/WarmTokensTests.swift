@@ -1,0 +1,51 @@
+import PushPipeTesting
+import Testing
+
+@testable import PushPipeCore
+
+/// The users of a batch of events are read at once before the renderer looks each one up
+/// (`RegistrationStore.warmTokens`): what the read caches is what each lookup would have read.
+@Suite struct WarmTokensTests {
+    static let users = ["alice", "bob", "carol", "\u{E9}ve", "e\u{301}ve"]
+    static let kinds = ["device", "web"]
+
+    @Test(arguments: StoreBackend.available)
+    func aWarmUpCachesWhatEachLookupReads(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let pipeline = store.pipeline("w")
+            let registered = [
+                ("alice", "device", "a1"), ("alice", "device", "a2"), ("alice", "web", "a3"), ("bob", "device", "b1"),
+                ("\u{E9}ve", "device", "e1"), ("e\u{301}ve", "device", "e2"), ("e\u{301}ve", "web", "e3"),
+            ]
+            for (user, kind, value) in registered {
+                try await pipeline.register(DeviceToken(user: user, kind: kind, value: value), environment: nil, replace: false)
+            }
+            let cache = try #require((pipeline as? any GroupCommittedPipelineStore)?.tokenCache)
+            // Another pipeline's user of the same name is not warmed by this one's read.
+            try await store.pipeline("other").register(DeviceToken(user: "carol", kind: "device", value: "c1"), environment: nil, replace: false)
+            #expect(cache.unwarmed(Self.users, pipeline: "w") == Self.users)
+            try await pipeline.warmTokens(users: Self.users + ["alice"])
+            #expect(cache.unwarmed(Self.users, pipeline: "w").isEmpty)
+
+            struct NotCached: Error {}
+            var cached: [TokenCache.Query: [DeviceToken]] = [:]
+            for user in Self.users {
+                for kind in Self.kinds {
+                    let query = TokenCache.Query(pipeline: "w", user: user, kind: kind)
+                    // Only what the cache holds: a read here fails the test.
+                    cached[query] = try await cache.tokens(for: query) { throw NotCached() }
+                }
+            }
+            // Read again, one by one, from the database.
+            cache.invalidate()
+            for (query, tokens) in cached {
+                let read = try await pipeline.tokens(user: query.user, kind: query.kind)
+                #expect(read.map(\.value) == tokens.map(\.value), "\(query.user ?? "") \(query.kind)")
+            }
+            #expect(cached[TokenCache.Query(pipeline: "w", user: "alice", kind: "device")]?.count == 2)
+            #expect(cached[TokenCache.Query(pipeline: "w", user: "\u{E9}ve", kind: "device")]?.map(\.value) == ["e1"])
+            #expect(cached[TokenCache.Query(pipeline: "w", user: "e\u{301}ve", kind: "device")]?.map(\.value) == ["e2"])
+            #expect(cached[TokenCache.Query(pipeline: "w", user: "carol", kind: "device")]?.isEmpty == true)
+        }
+    }
+}
