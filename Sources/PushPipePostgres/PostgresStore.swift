@@ -13,9 +13,10 @@ public final class PostgresStore: Store {
     let connections: PostgresConnections
     let logger: Logger
     let outcomes: GroupCommit<OutcomeWrite>
-    /// Recipients are read once per event: cached for a second, which is how soon another
-    /// daemon's registration is used here (this daemon's own changes clear it at once).
-    let tokenCache = TokenCache(lifetime: .seconds(1))
+    /// Recipients are read once per event: cached for a second by default (`tokenLifetime`),
+    /// which is how soon another daemon's registration is used here (this daemon's own
+    /// changes clear it at once).
+    let tokenCache: TokenCache
     /// Tokens marked confirmed already: their deliveries write nothing more (`ConfirmedTokens`).
     let confirmations = ConfirmedTokens()
 
@@ -23,7 +24,13 @@ public final class PostgresStore: Store {
     /// of daemons starting together: they wait on an advisory lock). The migration's own
     /// connection fails the start at once with the reason, where the pool would retry. The
     /// store runs its pool until `close`, after the pipelines drained.
-    public init(location: PostgresLocation, logger: Logger, observers: StoreObservers = StoreObservers()) async throws {
+    public init(
+        location: PostgresLocation,
+        logger: Logger,
+        observers: StoreObservers = StoreObservers(),
+        tokenLifetime: Duration = .seconds(1)
+    ) async throws {
+        tokenCache = TokenCache(lifetime: tokenLifetime)
         try await location.withConnection(logger: logger) { connection in try await Self.migrate(connection, logger: logger) }
         // The pool tells each failed reconnection at info: during an outage, the store's own
         // two lines say it (one when it begins, one when it ends). Debug shows them all.
@@ -127,7 +134,7 @@ extension PostgresPipelineStore {
                 try await store.connections.rows(
                     """
                     SELECT user_id, token_kind, token, scope, updated_at FROM registrations
-                    WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC
+                    WHERE pipeline = \(pipeline) AND user_id = \(user) AND token_kind = \(kind) ORDER BY updated_at DESC, token
                     """
                 )
             } else {

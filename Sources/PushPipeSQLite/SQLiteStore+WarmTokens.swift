@@ -31,15 +31,15 @@ extension SQLiteStore {
 }
 
 extension SQLitePipelineStore {
-    /// Reads in the writer: a reader connection's pages are stale after every commit (see
-    /// `StateMirror`), while the writer's are not. One read for a poller's claim instead of one
-    /// per user.
+    /// One read for a poller's claim or a batch of events instead of one per user. On a
+    /// reader, as each user's own lookup is: the processor warms every batch, which in the
+    /// writer would wait behind the group commit and hold the next one.
     func warmTokens(users: [String]) async throws {
         let users = store.tokenCache.unwarmed(users, pipeline: pipeline)
         guard !users.isEmpty else { return }
         let generation = store.tokenCache.currentGeneration()
         let list = JSON.array(users.map(JSON.string)).compactText
-        let tokens = try await store.database.write { db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
+        let tokens = try await store.read { [pipeline] db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
         store.tokenCache.store(tokens, readAt: generation, ofEveryKindFor: users, pipeline: pipeline)
     }
 }

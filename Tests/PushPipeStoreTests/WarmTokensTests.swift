@@ -1,7 +1,9 @@
+import PushPipePostgresTesting
 import PushPipeTesting
 import Testing
 
 @testable import PushPipeCore
+@testable import PushPipePostgres
 
 /// The users of a batch of events are read at once before the renderer looks each one up
 /// (`RegistrationStore.warmTokens`): what the read caches is what each lookup would have read.
@@ -11,7 +13,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available)
     func aWarmUpCachesWhatEachLookupReads(_ backend: StoreBackend) async throws {
-        try await backend.withStore { store in
+        try await Self.withStore(backend) { store in
             let pipeline = store.pipeline("w")
             let registered = [
                 ("alice", "device", "a1"), ("alice", "device", "a2"), ("alice", "web", "a3"), ("bob", "device", "b1"),
@@ -47,5 +49,14 @@ import Testing
             #expect(cached[TokenCache.Query(pipeline: "w", user: "e\u{301}ve", kind: "device")]?.map(\.value) == ["e2"])
             #expect(cached[TokenCache.Query(pipeline: "w", user: "carol", kind: "device")]?.isEmpty == true)
         }
+    }
+
+    /// The backend's store, with recipients cached for an hour: PostgreSQL's second would let a
+    /// busy machine expire the warm-up before the test looks.
+    static func withStore(_ backend: StoreBackend, _ body: (any Store) async throws -> Void) async throws {
+        guard backend == .postgres else { return try await backend.withStore(body) }
+        let location = try await TestStores.freshPostgresDatabase()
+        let store = try await PostgresStore(location: location, logger: StoreBackend.logger, tokenLifetime: .seconds(3600))
+        try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
     }
 }

@@ -25,17 +25,24 @@ package final class TokenCache: Sendable {
         }
 
         package static func == (a: Query, b: Query) -> Bool {
-            a.pipeline.utf8.elementsEqual(b.pipeline.utf8) && a.kind.utf8.elementsEqual(b.kind.utf8)
-                && (a.user == nil) == (b.user == nil) && (a.user ?? "").utf8.elementsEqual((b.user ?? "").utf8)
+            sameBytes(a.user, b.user) && sameBytes(a.pipeline, b.pipeline) && sameBytes(a.kind, b.kind)
         }
 
         package func hash(into hasher: inout Hasher) {
-            for text in [pipeline, kind, user ?? ""] {
-                var text = text
-                text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-                hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends each text
-            }
-            hasher.combine(user == nil)
+            Self.combine(user, into: &hasher)
+            Self.combine(pipeline, into: &hasher)
+            Self.combine(kind, into: &hasher)
+        }
+
+        private static func sameBytes(_ a: String?, _ b: String?) -> Bool {
+            guard let a, let b else { return a == nil && b == nil }
+            return a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+        }
+
+        private static func combine(_ text: String?, into hasher: inout Hasher) {
+            guard var text else { return hasher.combine(0xFE as UInt8) }
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends each text
         }
     }
 
@@ -116,14 +123,12 @@ package final class TokenCache: Sendable {
     /// Those of `users` (without repeats) whose tokens of every kind were not read lately.
     package func unwarmed(_ users: [String], pipeline: String) -> [String] {
         let now = ContinuousClock.now
-        var seen = Set<Query>()
-        return state.withLock { state in
-            users.filter { user in
-                let key = Query(pipeline: pipeline, user: user, kind: "")
-                guard seen.insert(key).inserted else { return false }
-                return state.warmed[key].map { $0 <= now } ?? true
-            }
+        let cold = state.withLock { state in
+            users.filter { user in state.warmed[Query(pipeline: pipeline, user: user, kind: "")].map { $0 <= now } ?? true }
         }
+        // Repeats are removed from the few left, not looked for among the many warm.
+        var seen = Set<Query>()
+        return cold.filter { seen.insert(Query(pipeline: pipeline, user: $0, kind: "")).inserted }
     }
 
     /// The cached tokens for `query`, or what a read of it under way returns, or what `read`
@@ -169,8 +174,11 @@ package final class TokenCache: Sendable {
     private func begin(_ query: Query) -> Step {
         let now = ContinuousClock.now
         return state.withLock { state in
-            if let entry = state.entries[query], entry.expires > now { return .hit(entry.tokens) }
-            if let user = query.user, let warm = state.warmed[Query(pipeline: query.pipeline, user: user, kind: "")], warm > now {
+            if let entry = state.entries[query] {
+                if entry.expires > now { return .hit(entry.tokens) }
+            } else if let user = query.user, let warm = state.warmed[Query(pipeline: query.pipeline, user: user, kind: "")], warm > now {
+                // Only where the query has no entry: an expired one says the user has tokens of
+                // the kind, stored by a lookup that may have ended before this warm-up.
                 return .hit([])
             }
             if let reading = state.reading[query] {

@@ -38,6 +38,21 @@ import Testing
         }
     }
 
+    /// The renderer looks up each event's recipients in turn: the batch's users are read at
+    /// once before it (`warmTokens`), a user without a registration too.
+    @Test func aBatchsUsersAreReadAheadOfTheRenderer() async throws {
+        try await ScriptedPipeline.with(Self.renderer) { pipeline in
+            for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
+            let store = pipeline.store.pipeline(pipeline.definition.name)
+            let cache = try #require((store as? any GroupCommittedPipelineStore)?.tokenCache)
+            let users = ["user0", "user1", "user2", "nobody"]
+            #expect(cache.unwarmed(users, pipeline: pipeline.definition.name) == users)
+            let started = await pipeline.processor.start(users.map { pipeline.event(user: $0, ["text": "hi"]) })
+            #expect(started.reports.map(\.status).filter { $0 == .delivered }.count == 3)
+            #expect(cache.unwarmed(users, pipeline: pipeline.definition.name).isEmpty, "looked up one by one, not read ahead")
+        }
+    }
+
     @Test func aRetryDelaysOnlyItsOwnEvent() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 10ms}") { pipeline in
             for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
