@@ -60,3 +60,27 @@ import Testing
         try await withCleanup({ try await body(store) }, cleanup: { try? await store.close() })
     }
 }
+
+/// A batch's users' settings in one read (`settings(of:)`): each user's as `settings(user:)`
+/// reads them, in the order asked, canonically equivalent ids apart.
+@Suite struct SettingsOfUsersTests {
+    @Test(arguments: StoreBackend.available)
+    func aBatchsSettingsAreEachUsersOwn(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let pipeline = store.pipeline("s")
+            try await pipeline.setSettings(["enabled": false, "zone": "Europe/Paris"], user: "alice")
+            try await pipeline.setSettings(["enabled": true], user: "\u{E9}ve")
+            try await pipeline.setSettings(["quiet": "22:00-07:00"], user: "e\u{301}ve")
+            try await store.pipeline("other").setSettings(["enabled": false], user: "bob")
+            let users = ["e\u{301}ve", "bob", "alice", "\u{E9}ve"]
+            let read = try await pipeline.settings(of: users)
+            #expect(read.count == users.count)
+            for (user, settings) in zip(users, read) {
+                #expect(settings == (try await pipeline.settings(user: user)), "\(user)")
+            }
+            #expect(read[1].isEmpty, "another pipeline's user of the same name")
+            #expect(read[0]["quiet"] == "22:00-07:00" && read[3]["enabled"] == true)
+            #expect(try await pipeline.settings(of: []).isEmpty)
+        }
+    }
+}

@@ -21,6 +21,7 @@ struct DryRunPipelineStore: PipelineStore {
     }
     func setting(user: String, key: String) async throws -> JSON? { try await base.setting(user: user, key: key) }
     func settings(user: String) async throws -> [String: JSON] { try await base.settings(user: user) }
+    func settings(of users: [String]) async throws -> [[String: JSON]] { try await base.settings(of: users) }
     func setSettings(_ values: [String: JSON], user: String) async throws { try await base.setSettings(values, user: user) }
     func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]] {
         try await base.settings(users: users, keys: keys)

@@ -33,6 +33,8 @@ public struct EventProcessor: Sendable {
     /// each stage's, made once: they are the same for every event.
     let pipelineContext: StageContext
     private let filterContexts: [StageContext]
+    /// Whether a filter reads its event's user's settings: a batch's are then read at once.
+    private let filtersReadSettings: Bool
     let rendererContext: StageContext
     let transportContext: StageContext
 
@@ -71,6 +73,7 @@ public struct EventProcessor: Sendable {
         )
         pipelineContext = context
         filterContexts = definition.filters.map { context.forStage($0.id, key: $0.key) }
+        filtersReadSettings = definition.filters.contains { $0.stage.readsUserSettings }
         rendererContext = context.forStage(definition.renderer.id, key: definition.renderer.key)
         transportContext = context.forStage(definition.transport.id, key: definition.transport.key)
     }
@@ -120,9 +123,10 @@ public struct EventProcessor: Sendable {
         var finished: [Finished] = []
         var followUps: [FollowUp] = []
         var forUsers: [Event] = []
+        let ahead = batch.count > 1 && filtersReadSettings ? await settingsAhead(of: batch) : nil
         for var event in batch {
             if let tracer, let spanNames, let trace = tracer.begin(event, pipeline: definition.name, names: spanNames) { event.trace = trace }
-            switch await filter(event) {
+            switch await filter(event, ahead: ahead) {
             case .finished(let report, let final):
                 finished.append(Finished(event: final, report: report))
             case .held(let held, let hold, let stage):
@@ -202,10 +206,30 @@ public struct EventProcessor: Sendable {
         case held(Event, EventHold, stage: String)
     }
 
-    private func filter(_ incoming: Event) async -> Filtered {
+    /// The settings of a batch's users, read in one go; nil when that read failed, and the
+    /// filters read each user's then, as without it.
+    private func settingsAhead(of batch: [Event]) async -> SettingsAhead? {
+        var seen = Set<[UInt8]>()
+        // A user the store keeps under other bytes (a NUL replaced) is read alone, by its own.
+        let users = batch.compactMap(\.user).filter {
+            StoredText.storable($0).utf8.elementsEqual($0.utf8) && seen.insert(Array($0.utf8)).inserted
+        }
+        guard !users.isEmpty, let settings = try? await pipelineContext.registrations.settings(of: users) else { return nil }
+        return SettingsAhead(users: users, settings: settings)
+    }
+
+    private func filter(_ incoming: Event, ahead: SettingsAhead? = nil) async -> Filtered {
         var event = incoming
         if !definition.filters.isEmpty { event.receivedBody = incoming.body }
-        for (index, (filter, filterContext)) in zip(definition.filters, filterContexts).enumerated() {
+        for (index, (filter, stageContext)) in zip(definition.filters, filterContexts).enumerated() {
+            let filterContext: StageContext
+            if let ahead {
+                var withAhead = stageContext
+                withAhead.settingsAhead = ahead
+                filterContext = withAhead
+            } else {
+                filterContext = stageContext
+            }
             let span = event.trace?.child(spanNames?.filters[index] ?? filter.id)
             span?.attributes["pushpipe.stage.type"] = filter.type
             defer { span?.end() }

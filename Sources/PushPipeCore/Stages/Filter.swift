@@ -1,6 +1,13 @@
 /// Decides whether an event goes on, and may change it (drop items, attach state writes).
 public protocol Filter: Sendable {
     func apply(to event: Event, context: StageContext) async throws -> FilterResult
+    /// Whether it reads the event's user's settings (through `StageContext.setting(user:key:)`
+    /// or `settings(user:)`): then a batch's users' settings are read at once before the filters.
+    var readsUserSettings: Bool { get }
+}
+
+extension Filter {
+    public var readsUserSettings: Bool { false }
 }
 
 public enum FilterResult: Sendable {

@@ -21,6 +21,8 @@ public struct StageContext: Sendable {
     public var output: OutputSink
     /// What the stage reads the time from and waits on (a poller's interval, a watermark's hold).
     public var clock: any DaemonClock
+    /// While a batch is filtered: its users' settings, read at once (`SettingsAhead`).
+    package var settingsAhead: SettingsAhead?
 
     public init(
         pipeline: String,
@@ -52,6 +54,18 @@ public struct StageContext: Sendable {
     public var stageState: any PipelineStore { store.pipeline(pipeline) }
     public var work: any WorkQueue { store.pipeline(pipeline).work }
     public var retention: any PipelineStore { store.pipeline(pipeline) }
+
+    /// A user's setting: from the batch's read-ahead when it holds the user, else the store.
+    public func setting(user: String, key: String) async throws -> JSON? {
+        if let settings = settingsAhead?[user] { return settings[key] }
+        return try await registrations.setting(user: user, key: key)
+    }
+
+    /// A user's settings: from the batch's read-ahead when it holds the user, else the store.
+    public func settings(user: String) async throws -> [String: JSON] {
+        if let settings = settingsAhead?[user] { return settings }
+        return try await registrations.settings(user: user)
+    }
 
     /// Counts a stage metric, labelled with this pipeline and stage (and `labels`).
     public func count(_ metric: Metric, _ labels: [(String, String)] = [], by amount: Int = 1) {

@@ -46,6 +46,9 @@ public protocol RegistrationStore: Sendable {
 
     func setting(user: String, key: String) async throws -> JSON?
     func settings(user: String) async throws -> [String: JSON]
+    /// Each of `users`' settings, in their order: a batch's users read at once, for filters that
+    /// look each event's user up in turn (`StageContext.settings(user:)`).
+    func settings(of users: [String]) async throws -> [[String: JSON]]
     func setSettings(_ values: [String: JSON], user: String) async throws
     /// The settings `keys` of the users in `users` (a page of a broadcast), by user.
     func settings(users: ClosedRange<String>, keys: [String]) async throws -> [String: [String: JSON]]
@@ -59,6 +62,12 @@ public protocol RegistrationStore: Sendable {
 
 extension RegistrationStore {
     public func warmTokens(users: [String]) async throws {}
+
+    public func settings(of users: [String]) async throws -> [[String: JSON]] {
+        var settings: [[String: JSON]] = []
+        for user in users { settings.append(try await self.settings(user: user)) }
+        return settings
+    }
 
     public func register(_ token: DeviceToken, environment: String?, replace: Bool) async throws {
         try await register(token, environment: environment, replace: replace, keepingAtMost: nil)

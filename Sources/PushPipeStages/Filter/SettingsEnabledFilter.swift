@@ -16,10 +16,11 @@ struct SettingsEnabledFilter: Filter {
     }
 
     let configuration: Configuration
+    var readsUserSettings: Bool { true }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         guard let user = event.user else { return .pass(event) }
-        let value = try await context.registrations.setting(user: user, key: configuration.key)
+        let value = try await context.setting(user: user, key: configuration.key)
         return (value?.boolValue ?? configuration.default)
             ? .pass(event) : .drop(reason: "user \(user) has '\(configuration.key)' off", code: "setting_off")
     }

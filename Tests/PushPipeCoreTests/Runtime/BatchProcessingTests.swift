@@ -53,6 +53,32 @@ import Testing
         }
     }
 
+    /// Filters that read settings look up one event's user at a time: the batch's users'
+    /// settings are read at once before them (`SettingsAhead`), and a filter's lookup is
+    /// answered from that read; an event alone reads its user's as before.
+    @Test func aBatchsSettingsAreReadAheadOfItsFilters() async throws {
+        let seen = ObservedState<[String: Bool]>([:])
+        let probe = StageDescriptor.filter("settings-probe", "Notes where its user's settings come from.", SettingsProbe.Configuration.self) { _, _ in
+            SettingsProbe(seen: seen)
+        }
+        let filters = "filters: [{type: settings.enabled}, {type: settings-probe}]\n" + Self.renderer
+        try await ScriptedPipeline.with(filters, stages: [probe]) { pipeline in
+            let store = pipeline.store.pipeline(pipeline.definition.name)
+            for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
+            try await store.setSettings(["enabled": false], user: "user0")
+            try await store.setSettings(["enabled": true, "zone": "Europe/Paris"], user: "user1")
+            let events = (0..<3).map { pipeline.event(user: "user\($0)", ["text": "hi"]) }
+            let started = await pipeline.processor.start(events)
+            let byEvent = Dictionary(uniqueKeysWithValues: started.reports.map { ($0.eventID, $0) })
+            #expect(byEvent[events[0].id]?.code == "setting_off", "the setting read ahead still drops")
+            #expect(byEvent[events[1].id]?.status == .delivered)
+            #expect(byEvent[events[2].id]?.status == .delivered, "no settings: the default")
+            #expect(seen.value == ["user1": true, "user2": true], "answered from the batch's read")
+            _ = await pipeline.processor.start([pipeline.event(user: "user2", ["text": "alone"])])
+            #expect(seen.value["user2"] == false, "an event alone reads its own")
+        }
+    }
+
     @Test func aRetryDelaysOnlyItsOwnEvent() async throws {
         try await ScriptedPipeline.with(Self.renderer + "\ndelivery: {attempts: 3, backoff: 10ms, max_backoff: 10ms}") { pipeline in
             for index in 0..<3 { try await pipeline.register("user\(index)", token(index)) }
@@ -143,5 +169,22 @@ import Testing
             #expect(pipeline.transport.mostRunning <= 8, "at most `concurrency` events in flight, saw \(pipeline.transport.mostRunning)")
             #expect(pipeline.transport.batches.contains { $0 > 1 }, "some worker took several events: \(pipeline.transport.batches)")
         }
+    }
+}
+
+/// Reads its event's user's settings and notes whether they came from the batch's read-ahead.
+struct SettingsProbe: Filter {
+    struct Configuration: StageConfiguration {
+        static let schema = Schema([])
+    }
+
+    let seen: ObservedState<[String: Bool]>
+    var readsUserSettings: Bool { true }
+
+    func apply(to event: Event, context: StageContext) async throws -> FilterResult {
+        guard let user = event.user else { return .pass(event) }
+        _ = try await context.settings(user: user)
+        seen.update { $0[user] = context.settingsAhead?[user] != nil }
+        return .pass(event)
     }
 }

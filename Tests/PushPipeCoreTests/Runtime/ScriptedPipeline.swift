@@ -137,10 +137,10 @@ struct ScriptedPipeline {
     let definition: PipelineDefinition
 
     /// - Parameter body: the pipeline's YAML after `pipeline:` and `sources:`; the transport is `scripted`.
-    static func make(_ body: String) async throws -> ScriptedPipeline {
+    static func make(_ body: String, stages: [StageDescriptor] = []) async throws -> ScriptedPipeline {
         let directory = try TemporaryDirectory("scripted")
         let transport = ScriptedTransport()
-        let definition = try await definition(body, in: directory, transport: transport)
+        let definition = try await definition(body, in: directory, transport: transport, stages: stages)
         return ScriptedPipeline(
             directory: directory,
             transport: transport,
@@ -150,7 +150,12 @@ struct ScriptedPipeline {
     }
 
     /// The pipeline `scripted` (an `http.event` source, `body`, the `transport`), loaded as the daemon loads a file in `directory`.
-    static func definition(_ body: String, in directory: TemporaryDirectory, transport: ScriptedTransport) async throws -> PipelineDefinition {
+    static func definition(
+        _ body: String,
+        in directory: TemporaryDirectory,
+        transport: ScriptedTransport,
+        stages: [StageDescriptor] = []
+    ) async throws -> PipelineDefinition {
         let descriptor = StageDescriptor.transport("scripted", "Answers as the test says.", ScriptedTransport.Configuration.self) { _, _ in transport
         }
         let file = try directory.write(
@@ -163,7 +168,7 @@ struct ScriptedPipeline {
             transport: {type: scripted}
             """
         )
-        let loader = ConfigLoader(builtins: BuiltinStages.all + [descriptor], interpolation: EnvironmentInterpolation(environment: [:]))
+        let loader = ConfigLoader(builtins: BuiltinStages.all + [descriptor] + stages, interpolation: EnvironmentInterpolation(environment: [:]))
         let result = await loader.load(pipelineFiles: [file], pluginsDirectory: nil)
         guard let definition = result.pipelines.first else { throw ConfigurationError(result.diagnostics) }
         return definition
@@ -193,8 +198,8 @@ struct ScriptedPipeline {
         directory.remove()
     }
 
-    static func with(_ body: String, _ run: (ScriptedPipeline) async throws -> Void) async throws {
-        let pipeline = try await make(body)
+    static func with(_ body: String, stages: [StageDescriptor] = [], _ run: (ScriptedPipeline) async throws -> Void) async throws {
+        let pipeline = try await make(body, stages: stages)
         try await withCleanup({ try await run(pipeline) }, cleanup: pipeline.close)
     }
 }

@@ -29,6 +29,8 @@ struct APNsBenchmark: AsyncParsableCommand {
     @Option(help: "Registered devices the events go to.") var devices = 1000
     @Option(help: "Tasks submitting events, each one at a time.") var submitters = 4
     @Option(help: "The store: a new SQLite file by default, or postgres://... (an empty database on 127.0.0.1).") var store: String?
+    @Flag(help: "Run each event through a settings.enabled filter (a setting read per event), as the bundled pipelines do.")
+    var settingsFilter = false
     @Option(help: "Trace the events, exporting over OTLP/HTTP to this collector (127.0.0.1 only); off by default.") var otlpEndpoint: String?
     @Option(help: "With --otlp-endpoint: the share of events traced (OpenTelemetry's traceidratio sampler).") var traceRatio = 1.0
 
@@ -51,6 +53,7 @@ struct APNsBenchmark: AsyncParsableCommand {
         pipeline: bench
         sources:
           - {type: http.event, path: /events}
+        \(settingsFilter ? "filters: [{type: settings.enabled}]" : "")
         renderer:
           type: apns.alert
           title: "{{title}}"

@@ -40,7 +40,7 @@ struct RecipientZone: Sendable {
         // A broadcast's copy for one zone's users (`ScheduleFilter+Zones`).
         if event.user == nil, let part = event.audience, let zone = TimeZoneName.zone(part.value) { return (ZonedClock(zone: zone), part.value) }
         if let setting, let user = event.user {
-            let settings = try await context.registrations.settings(user: user)
+            let settings = try await context.settings(user: user)
             for key in [TimeZoneName.deviceSetting, setting] {
                 guard let name = settings[key]?.stringValue else { continue }
                 if let zone = TimeZoneName.zone(name) { return (ZonedClock(zone: zone), name) }

@@ -65,6 +65,7 @@ struct ScheduleFilter: Filter {
     let localTime: WallClockTime?
     let recurrence: Recurrence?
     let zones: RecipientZone
+    var readsUserSettings: Bool { zones.setting != nil }
 
     init(configuration: Configuration) throws {
         self.configuration = configuration

@@ -40,6 +40,7 @@ struct SendWindowFilter: Filter {
     let windows: WeeklyWindows
     let zones: RecipientZone
     let configuration: Configuration
+    var readsUserSettings: Bool { zones.setting != nil || !configuration.quietSetting.isEmpty }
 
     init(configuration: Configuration) throws {
         windows = try WeeklyWindows(windows: configuration.windows, quiet: configuration.quiet, holidays: configuration.holidays)
@@ -51,7 +52,7 @@ struct SendWindowFilter: Filter {
     /// windows; the pipeline's holidays either way.
     func windows(for event: Event, context: StageContext) async throws -> WeeklyWindows {
         guard !configuration.quietSetting.isEmpty, let user = event.user,
-            let text = try await context.registrations.setting(user: user, key: configuration.quietSetting)?.stringValue,
+            let text = try await context.setting(user: user, key: configuration.quietSetting)?.stringValue,
             let span = DailySpan(text)
         else { return windows }
         return (try? windows.replacingWindows(with: span)) ?? windows
