@@ -6,6 +6,11 @@ extension PostgresPipelineStore {
     /// reads its user's (`SettingsAhead`). Rows are matched to users by the bytes stored.
     func settings(of users: [String]) async throws -> [[String: JSON]] {
         guard !users.isEmpty else { return [] }
+        // During an outage this must not be the statement that waits to learn it has ended:
+        // each filter's read after it would wait again (as `warmTokens`).
+        if let failing = store.connections.availability.failingFor {
+            throw StoreUnavailableError(store: store.connections.name, failingFor: failing)
+        }
         let rows = try await store.connections.rows(
             "SELECT user_id, key, value FROM settings WHERE pipeline = \(pipeline) AND user_id = ANY(\(users))"
         ).decode((String, String, String).self)

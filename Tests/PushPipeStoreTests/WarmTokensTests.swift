@@ -72,7 +72,9 @@ import Testing
             try await pipeline.setSettings(["enabled": true], user: "\u{E9}ve")
             try await pipeline.setSettings(["quiet": "22:00-07:00"], user: "e\u{301}ve")
             try await store.pipeline("other").setSettings(["enabled": false], user: "bob")
-            let users = ["e\u{301}ve", "bob", "alice", "\u{E9}ve"]
+            let awkward = ["a\"b", "a\\b", "line\nbreak", "tab\there", "\u{1F600}", "trailing ", "Alice", "\u{1}"]
+            for user in awkward { try await pipeline.setSettings(["who": .string(user)], user: user) }
+            let users = ["e\u{301}ve", "bob", "alice", "\u{E9}ve"] + awkward + ["alice"]
             let read = try await pipeline.settings(of: users)
             #expect(read.count == users.count)
             for (user, settings) in zip(users, read) {
@@ -80,7 +82,25 @@ import Testing
             }
             #expect(read[1].isEmpty, "another pipeline's user of the same name")
             #expect(read[0]["quiet"] == "22:00-07:00" && read[3]["enabled"] == true)
+            for (index, user) in awkward.enumerated() { #expect(read[4 + index]["who"]?.stringValue == user, "\(user.debugDescription)") }
+            #expect(read.last == read[2], "a user asked twice")
             #expect(try await pipeline.settings(of: []).isEmpty)
         }
+    }
+}
+
+@Suite struct SettingsAheadTests {
+    /// A batch's filters may take long: past its lifetime the read answers nothing, and the
+    /// filter reads the store.
+    @Test func aReadAnswersForItsLifetimeOnly() {
+        let clock = ManualClock()
+        let read = SettingsAhead(users: ["u"], settings: [["enabled": false]], clock: clock)
+        #expect(read["u"] == ["enabled": false])
+        #expect(read["v"] == nil)
+        #expect(read["u\u{0}"] == nil)
+        clock.advance(by: SettingsAhead.lifetime - .milliseconds(1))
+        #expect(read["u"] == ["enabled": false])
+        clock.advance(by: .milliseconds(1))
+        #expect(read["u"] == nil)
     }
 }

@@ -123,10 +123,10 @@ public struct EventProcessor: Sendable {
         var finished: [Finished] = []
         var followUps: [FollowUp] = []
         var forUsers: [Event] = []
-        let ahead = batch.count > 1 && filtersReadSettings ? await settingsAhead(of: batch) : nil
+        let contexts = await filterContexts(for: batch)
         for var event in batch {
             if let tracer, let spanNames, let trace = tracer.begin(event, pipeline: definition.name, names: spanNames) { event.trace = trace }
-            switch await filter(event, ahead: ahead) {
+            switch await filter(event, contexts: contexts) {
             case .finished(let report, let final):
                 finished.append(Finished(event: final, report: report))
             case .held(let held, let hold, let stage):
@@ -206,30 +206,35 @@ public struct EventProcessor: Sendable {
         case held(Event, EventHold, stage: String)
     }
 
-    /// The settings of a batch's users, read in one go; nil when that read failed, and the
-    /// filters read each user's then, as without it.
-    private func settingsAhead(of batch: [Event]) async -> SettingsAhead? {
+    /// The filters' contexts for a batch: those of the filters that read settings hold the
+    /// batch's users' settings, read in one go. Without such a filter, with one event, or
+    /// when that read fails, the filters read each user's as before.
+    private func filterContexts(for batch: [Event]) async -> [StageContext] {
+        guard batch.count > 1, filtersReadSettings else { return filterContexts }
         var seen = Set<[UInt8]>()
         // A user the store keeps under other bytes (a NUL replaced) is read alone, by its own.
-        let users = batch.compactMap(\.user).filter {
-            StoredText.storable($0).utf8.elementsEqual($0.utf8) && seen.insert(Array($0.utf8)).inserted
+        let users = batch.compactMap(\.user).filter { !$0.utf8.contains(0) && seen.insert(Array($0.utf8)).inserted }
+        guard !users.isEmpty else { return filterContexts }
+        let settings: [[String: JSON]]
+        do {
+            settings = try await pipelineContext.registrations.settings(of: users)
+        } catch {
+            logger.debug("the batch's settings were not read ahead: \(error)")
+            return filterContexts
         }
-        guard !users.isEmpty, let settings = try? await pipelineContext.registrations.settings(of: users) else { return nil }
-        return SettingsAhead(users: users, settings: settings)
+        let ahead = SettingsAhead(users: users, settings: settings, clock: clock)
+        return zip(definition.filters, filterContexts).map { filter, context in
+            guard filter.stage.readsUserSettings else { return context }
+            var withAhead = context
+            withAhead.settingsAhead = ahead
+            return withAhead
+        }
     }
 
-    private func filter(_ incoming: Event, ahead: SettingsAhead? = nil) async -> Filtered {
+    private func filter(_ incoming: Event, contexts: [StageContext]) async -> Filtered {
         var event = incoming
         if !definition.filters.isEmpty { event.receivedBody = incoming.body }
-        for (index, (filter, stageContext)) in zip(definition.filters, filterContexts).enumerated() {
-            let filterContext: StageContext
-            if let ahead {
-                var withAhead = stageContext
-                withAhead.settingsAhead = ahead
-                filterContext = withAhead
-            } else {
-                filterContext = stageContext
-            }
+        for (index, (filter, filterContext)) in zip(definition.filters, contexts).enumerated() {
             let span = event.trace?.child(spanNames?.filters[index] ?? filter.id)
             span?.attributes["pushpipe.stage.type"] = filter.type
             defer { span?.end() }

@@ -3,11 +3,25 @@
 /// round trip per event in turn. Users are matched byte for byte, as the stores match them, so
 /// a canonically equivalent id is another user, read from the store.
 package struct SettingsAhead: Sendable {
-    private var byUser: [[UInt8]: [String: JSON]] = [:]
+    /// How long the read answers: a batch's filters may take long (a plugin, a hold written
+    /// per event), and a user who switched notifications off must be obeyed soon after.
+    package static let lifetime: Duration = .seconds(1)
 
-    package init(users: [String], settings: [[String: JSON]]) {
+    private var byUser: [[UInt8]: [String: JSON]] = [:]
+    private let clock: any DaemonClock
+    private let readAt: Duration
+
+    /// - Parameter clock: the processor's, on which the read is dated and aged.
+    package init(users: [String], settings: [[String: JSON]], clock: any DaemonClock) {
+        self.clock = clock
+        readAt = clock.elapsed
         for (user, values) in zip(users, settings) { byUser[Array(user.utf8)] = values }
     }
 
-    package subscript(user: String) -> [String: JSON]? { byUser[Array(user.utf8)] }
+    /// The user's settings as read, or nil when the read does not hold the user or is older
+    /// than `lifetime`: the caller reads the store.
+    package subscript(user: String) -> [String: JSON]? {
+        guard clock.elapsed - readAt < Self.lifetime else { return nil }
+        return byUser[Array(user.utf8)]
+    }
 }

@@ -55,9 +55,11 @@ import Testing
 
     /// Filters that read settings look up one event's user at a time: the batch's users'
     /// settings are read at once before them (`SettingsAhead`), and a filter's lookup is
-    /// answered from that read; an event alone reads its user's as before.
+    /// answered from that read; an event alone reads its user's as before. The probe changes
+    /// user2's zone in the store while user1's event is filtered: user2's lookup in the same
+    /// batch answers what was read before, a lookup after the batch what is stored.
     @Test func aBatchsSettingsAreReadAheadOfItsFilters() async throws {
-        let seen = ObservedState<[String: Bool]>([:])
+        let seen = ObservedState<[String: String]>([:])
         let probe = StageDescriptor.filter("settings-probe", "Notes where its user's settings come from.", SettingsProbe.Configuration.self) { _, _ in
             SettingsProbe(seen: seen)
         }
@@ -68,14 +70,16 @@ import Testing
             try await store.setSettings(["enabled": false], user: "user0")
             try await store.setSettings(["enabled": true, "zone": "Europe/Paris"], user: "user1")
             let events = (0..<3).map { pipeline.event(user: "user\($0)", ["text": "hi"]) }
-            let started = await pipeline.processor.start(events)
+            // The read ages on the processor's clock, which stands still here however busy the machine.
+            let processor = pipeline.processor(clock: ManualClock(now: Date().timeIntervalSince1970))
+            let started = await processor.start(events)
             let byEvent = Dictionary(uniqueKeysWithValues: started.reports.map { ($0.eventID, $0) })
             #expect(byEvent[events[0].id]?.code == "setting_off", "the setting read ahead still drops")
             #expect(byEvent[events[1].id]?.status == .delivered)
             #expect(byEvent[events[2].id]?.status == .delivered, "no settings: the default")
-            #expect(seen.value == ["user1": true, "user2": true], "answered from the batch's read")
-            _ = await pipeline.processor.start([pipeline.event(user: "user2", ["text": "alone"])])
-            #expect(seen.value["user2"] == false, "an event alone reads its own")
+            #expect(seen.value == ["user1": "Europe/Paris", "user2": "none"], "answered from the batch's read")
+            _ = await processor.start([pipeline.event(user: "user2", ["text": "alone"])])
+            #expect(seen.value["user2"] == "Asia/Tokyo", "an event alone reads its own")
         }
     }
 
@@ -172,19 +176,20 @@ import Testing
     }
 }
 
-/// Reads its event's user's settings and notes whether they came from the batch's read-ahead.
+/// Notes the zone its event's user's settings give; at user1's event, moves user2's zone in the store.
 struct SettingsProbe: Filter {
     struct Configuration: StageConfiguration {
         static let schema = Schema([])
     }
 
-    let seen: ObservedState<[String: Bool]>
+    let seen: ObservedState<[String: String]>
     var readsUserSettings: Bool { true }
 
     func apply(to event: Event, context: StageContext) async throws -> FilterResult {
         guard let user = event.user else { return .pass(event) }
-        _ = try await context.settings(user: user)
-        seen.update { $0[user] = context.settingsAhead?[user] != nil }
+        if user == "user1" { try await context.registrations.setSettings(["zone": "Asia/Tokyo"], user: "user2") }
+        let zone = try await context.settings(user: user)["zone"]?.stringValue
+        seen.update { $0[user] = zone ?? "none" }
         return .pass(event)
     }
 }

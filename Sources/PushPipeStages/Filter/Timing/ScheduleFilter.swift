@@ -65,7 +65,8 @@ struct ScheduleFilter: Filter {
     let localTime: WallClockTime?
     let recurrence: Recurrence?
     let zones: RecipientZone
-    var readsUserSettings: Bool { zones.setting != nil }
+    /// Only a local time is read in the user's zone; a delay or a time from the event is not.
+    var readsUserSettings: Bool { localTime != nil && zones.setting != nil }
 
     init(configuration: Configuration) throws {
         self.configuration = configuration
