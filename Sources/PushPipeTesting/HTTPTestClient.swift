@@ -34,6 +34,9 @@ public struct HTTPTestClient: Sendable {
         public var headers: [String: String] = [:]
     }
 
+    /// Sent again while a daemon answers that it is starting: its listener comes up before its
+    /// routes (`HTTPHost`), and such a request ran no route. A test that takes the port from the
+    /// daemon's first line and asks at once would otherwise get 503 on a busy machine.
     public func request(
         _ method: String,
         _ path: String,
@@ -41,6 +44,23 @@ public struct HTTPTestClient: Sendable {
         rawBody: String? = nil,
         headers: [String: String] = [:],
         timeout: Int64 = 30
+    ) async throws -> Response {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while true {
+            let response = try await requestOnce(method, path, json: json, rawBody: rawBody, headers: headers, timeout: timeout)
+            guard response.status == 503, response.body?["error"]?.stringValue?.hasPrefix("starting:") == true, ContinuousClock.now < deadline
+            else { return response }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    private func requestOnce(
+        _ method: String,
+        _ path: String,
+        json: JSON?,
+        rawBody: String?,
+        headers: [String: String],
+        timeout: Int64
     ) async throws -> Response {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = HTTPMethod(rawValue: method)
