@@ -41,6 +41,14 @@ import Testing
             }
             try await locked.wait(timeout: 10, { $0 ? () : nil }, failure: { _ in WaitTimedOut("the table lock") })
             let blocked = Task { try await store.enqueue(queued("e0")) }
+            // e0's commit waits for the lock before the others are written: on a busy machine
+            // they could otherwise reach the commit's batch before it started, and join it.
+            try await eventually("e0's commit waiting for the table lock") {
+                try await locker.query(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'work'::regclass AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                    logger: logger
+                ).collect().first?.decode(Int.self) ?? 0 >= 1
+            }
             let cancelled = Task { try await store.enqueue(queued("e1")) }
             let others = ["e2", "e3"].map { id in Task { try await store.enqueue(queued(id)) } }
             // The three queue behind the blocked commit (no event tells when a task got there).
