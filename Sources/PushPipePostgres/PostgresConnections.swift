@@ -59,6 +59,13 @@ struct PostgresConnections: Sendable {
         }
     }
 
+    /// Fails at once while the store is failing. A read ahead of many lookups (`warmTokens`,
+    /// `settings(of:)`) must not be the statement that waits to learn an outage has ended:
+    /// each lookup after it would wait again.
+    func refuseReadAheadDuringAnOutage() throws {
+        if let failing = availability.failingFor { throw StoreUnavailableError(store: name, failingFor: failing) }
+    }
+
     /// The rows of one statement.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await withConnection { [logger] connection in try await connection.query(query, logger: logger).collect() }

@@ -19,8 +19,6 @@ extension SQLitePipelineStore {
             )
             .map { ($0[0], $0[1], $0[2]) }
         }
-        var byUser: [[UInt8]: [(String, String)]] = [:]
-        for (user, key, value) in rows { byUser[Array(user.utf8), default: []].append((key, value)) }
-        return try users.map { try [String: JSON](parsing: byUser[Array($0.utf8)] ?? []) }
+        return try [[String: JSON]](users: users, rows: rows) { $0 }
     }
 }

@@ -31,15 +31,10 @@ extension SQLiteStore {
 }
 
 extension SQLitePipelineStore {
-    /// One read for a poller's claim or a batch of events instead of one per user. On a
-    /// reader, as each user's own lookup is: the processor warms every batch, which in the
+    /// On a reader, as each user's own lookup is: the processor warms every batch, which in the
     /// writer would wait behind the group commit and hold the next one.
-    func warmTokens(users: [String]) async throws {
-        let users = store.tokenCache.unwarmed(users, pipeline: pipeline)
-        guard !users.isEmpty else { return }
-        let generation = store.tokenCache.currentGeneration()
+    func readTokens(ofEveryKindFor users: [String]) async throws -> [TokenCache.Query: [DeviceToken]] {
         let list = JSON.array(users.map(JSON.string)).compactText
-        let tokens = try await store.read { [pipeline] db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
-        store.tokenCache.store(tokens, readAt: generation, ofEveryKindFor: users, pipeline: pipeline)
+        return try await store.read { [pipeline] db in try SQLiteStore.tokens(of: list, pipeline: pipeline, in: db) }
     }
 }

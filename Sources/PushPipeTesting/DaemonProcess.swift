@@ -138,15 +138,6 @@ public final class DaemonProcess: Sendable {
         return port
     }
 
-    /// A client of the app listener once the pipelines' routes are up: the listener comes up
-    /// first, and a request before the routes gets 503 "starting", the sooner the busier the
-    /// machine.
-    public func readyClient(timeout: Duration = .seconds(60)) async throws -> HTTPTestClient {
-        let client = HTTPTestClient(port: try await port())
-        try await eventually("the pipelines' routes to be up", timeout: timeout) { try await client.request("GET", "/readyz").status == 200 }
-        return client
-    }
-
     /// The port of the admin listener, from the daemon's `admin on http://host:port` line.
     public func adminPort() async throws -> Int {
         let line = try await waitForLine(containing: "admin on http://")

@@ -212,8 +212,8 @@ public struct EventProcessor: Sendable {
     private func filterContexts(for batch: [Event]) async -> [StageContext] {
         guard batch.count > 1, filtersReadSettings else { return filterContexts }
         var seen = Set<[UInt8]>()
-        // A user the store keeps under other bytes (a NUL replaced) is read alone, by its own.
-        let users = batch.compactMap(\.user).filter { !$0.utf8.contains(0) && seen.insert(Array($0.utf8)).inserted }
+        // A user the store keeps under other bytes is read alone, by its own.
+        let users = batch.compactMap(\.user).filter { StoredText.keepsAsIs($0) && seen.insert(Array($0.utf8)).inserted }
         guard !users.isEmpty else { return filterContexts }
         let settings: [[String: JSON]]
         do {

@@ -6,6 +6,9 @@ package protocol GroupCommittedPipelineStore: PipelineStore {
     var tokenCache: TokenCache { get }
     /// The tokens of one kind (of one user, or of every user), from the database.
     func readTokens(user: String?, kind: String) async throws -> [DeviceToken]
+    /// The tokens of every kind of `users`, by query (user and kind), each list ordered as
+    /// `readTokens(user:kind:)` orders it: one read for many users.
+    func readTokens(ofEveryKindFor users: [String]) async throws -> [TokenCache.Query: [DeviceToken]]
 }
 
 extension GroupCommittedPipelineStore {
@@ -13,6 +16,16 @@ extension GroupCommittedPipelineStore {
         try await tokenCache.tokens(for: TokenCache.Query(pipeline: name, user: user, kind: kind)) {
             try await readTokens(user: user, kind: kind)
         }
+    }
+
+    /// One read for a poller's claim or a batch of events instead of one per user, of the users
+    /// the cache has not read lately.
+    package func warmTokens(users: [String]) async throws {
+        let users = tokenCache.unwarmed(users, pipeline: name)
+        guard !users.isEmpty else { return }
+        let generation = tokenCache.currentGeneration()
+        let tokens = try await readTokens(ofEveryKindFor: users)
+        tokenCache.store(tokens, readAt: generation, ofEveryKindFor: users, pipeline: name)
     }
 
     package func setState(_ writes: [StateWrite]) async throws {

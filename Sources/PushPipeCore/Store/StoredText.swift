@@ -26,6 +26,13 @@ package enum StoredText {
         return result
     }
 
+    /// Whether a store keeps `text` byte for byte (`storable` leaves it as it is, at any length):
+    /// a user id it keeps otherwise is found under other bytes, so a read of many users
+    /// cannot answer for it.
+    package static func keepsAsIs(_ text: String) -> Bool {
+        !text.utf8.contains(0)
+    }
+
     /// Optional text as `storable` makes it.
     package static func storable(_ text: String?, limit: Int = .max) -> String? {
         text.map { storable($0, limit: limit) }
@@ -108,5 +115,15 @@ extension Dictionary where Key == String, Value == JSON {
     /// Values as stores keep them: rows of a key and its JSON text (settings, stages' values).
     package init(parsing rows: [(String, String)]) throws {
         self.init(try rows.map { ($0.0, try JSON.parse($0.1)) }, uniquingKeysWith: { _, last in last })
+    }
+}
+
+extension Array where Element == [String: JSON] {
+    /// Each of `users`' settings from rows of a user, a key and its JSON text (`settings(of:)`),
+    /// a row matched to a user by the bytes the store keeps for the user (`stored`).
+    package init(users: [String], rows: [(String, String, String)], stored: (String) -> String) throws {
+        var byUser: [[UInt8]: [(String, String)]] = [:]
+        for (user, key, value) in rows { byUser[[UInt8](user.utf8), default: []].append((key, value)) }
+        self = try users.map { try [String: JSON](parsing: byUser[[UInt8](stored($0).utf8)] ?? []) }
     }
 }

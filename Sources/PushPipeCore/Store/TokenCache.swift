@@ -52,7 +52,7 @@ package final class TokenCache: Sendable {
         /// Reads under way, by query, with the misses waiting for them. Only a read's leader
         /// removes it, so a query has one at a time.
         var reading: [Query: Reading] = [:]
-        /// Users whose tokens of every kind were read together (`store(_:readAt:users:)`), by
+        /// Users whose tokens of every kind were read together (`store(_:readAt:ofEveryKindFor:pipeline:)`), by
         /// pipeline and user (kind empty), until the entries of that read expire.
         var warmed: [Query: ContinuousClock.Instant] = [:]
     }
@@ -89,15 +89,7 @@ package final class TokenCache: Sendable {
     /// Stores several reads made at once, unless a change raced them.
     package func store(_ reads: [Query: [DeviceToken]], readAt generation: Generation) {
         guard !reads.isEmpty else { return }
-        let expires = ContinuousClock.now + lifetime
-        state.withLock { state in
-            guard state.generation == generation.value else { return }
-            if state.entries.count + reads.count > Self.capacity {
-                state.entries.removeAll()
-                state.warmed.removeAll()
-            }
-            for (query, tokens) in reads { state.entries[query] = (tokens, expires) }
-        }
+        store(reads, readAt: generation, ofEveryKindFor: [], pipeline: "")
     }
 
     /// Stores a read of `users`' tokens of every kind (`RegistrationStore.warmTokens`), unless a
@@ -112,9 +104,9 @@ package final class TokenCache: Sendable {
                 state.warmed.removeAll()
             }
             for (query, tokens) in reads { state.entries[query] = (tokens, expires) }
-            // A user the store keeps under other bytes (a NUL replaced) was found under those:
-            // looked up by its own, it must miss instead of having none.
-            for user in users where StoredText.storable(user).utf8.elementsEqual(user.utf8) {
+            // A user the store keeps under other bytes was found under those: looked up by its
+            // own, it must miss instead of having none.
+            for user in users where StoredText.keepsAsIs(user) {
                 state.warmed[Query(pipeline: pipeline, user: user, kind: "")] = expires
             }
         }

@@ -42,7 +42,7 @@ import Testing
         // The first daemon with its admin listener: the held gauge is read from the store.
         let first = arguments.filter { $0 != "--admin-listen" && $0 != "off" }
         let (location, sendAt) = try await DaemonProcess.run(arguments: first, directory: directory.path) { daemon in
-            let client = try await daemon.readyClient()
+            let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
             // Far enough ahead for a busy machine to store it before it is due.
             let sendAt = (Date().timeIntervalSince1970 + 8).rounded(.up)
@@ -70,7 +70,7 @@ import Testing
             return (location, sendAt)
         }
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
-            let client = try await daemon.readyClient()
+            let client = HTTPTestClient(port: try await daemon.port())
             let status = try await eventually("the event is delivered", timeout: .seconds(60)) {
                 try await Self.status(client, location, when: "delivered")
             }
@@ -93,7 +93,7 @@ import Testing
         try directory.write("pipelines/timed.yaml", Self.pipeline)
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
-            let client = try await daemon.readyClient()
+            let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
             func post(_ text: String, key: String, in seconds: Double) async throws -> String {
                 let at = EventRecord.timestamp((Date().timeIntervalSince1970 + seconds).rounded(.up))
@@ -167,7 +167,7 @@ import Testing
         )
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", store, "--plugins", "none"]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
-            let client = try await daemon.readyClient()
+            let client = HTTPTestClient(port: try await daemon.port())
             #expect(try await client.request("POST", "/register", json: ["user_id": "ana", "device_token": .string(Self.token)]).status == 200)
             func post(_ path: String, _ text: String, thread: String = "") async throws -> JSON {
                 let accepted = try await client.request(
@@ -202,7 +202,7 @@ import Testing
         try directory.write("pipelines/timed.yaml", Self.pipeline)
         let arguments = ["run", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:state.sqlite", "--plugins", "none"]
         try await DaemonProcess.run(arguments: arguments, directory: directory.path) { daemon in
-            let client = try await daemon.readyClient()
+            let client = HTTPTestClient(port: try await daemon.port())
             let set = try await client.request("PATCH", "/settings/ana", json: ["time_zone": "Europe/Berlin"])
             #expect(set.status == 200 && set.body?["settings"]?["time_zone"] == "Europe/Berlin", "\(set.text)")
             for zone: JSON in ["Mars/Olympus", "GMT+5", "", "Europe/Berlin\u{0}", .string(String(repeating: "A/", count: 100)), 3, ["Europe/Berlin"]]
